@@ -1,0 +1,1 @@
+"""See sdcflow/__init__.py for the map of subpackages."""

@@ -1,0 +1,143 @@
+"""Post-release checks: each compares one figure with a threshold from the spec.
+
+A check is a registry entry: the spec key under ``checks:``, whether the figure must be at
+least (``min``) or at most (``max``) the threshold, and a function of the :class:`CheckContext`.
+Adding a measure as a publication gate is one entry in :data:`CHECKS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from .anonymity import k_anonymity
+from .information_loss import sse_sst_loss
+from .methods import MaskResult
+
+
+@dataclass
+class CheckContext:
+    """Everything a check may look at.
+
+    Attributes
+    ----------
+    original : ndarray of shape (n, d)
+        The quasi-identifiers that went into masking (after any repair), original units.
+    columns : list of str, length d
+        Quasi-identifier names.
+    result : MaskResult
+        What the method released.
+    method : pydantic model
+        The method parameters from the spec.
+    edit_violations : mapping rule name -> number of violating released records, or None
+        when the spec has no edit rules.
+    extra : dict
+        Anything else a check needs (sensitive columns, random generator...).
+    """
+
+    original: np.ndarray
+    columns: list[str]
+    result: MaskResult
+    method: Any
+    edit_violations: Mapping[str, int] | None = None
+    kept: pd.DataFrame | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Check:
+    key: str
+    direction: Literal["min", "max"]
+    compute: Callable[[CheckContext], float]
+    description: str
+
+    def passes(self, figure: float, threshold: float) -> bool:
+        if not np.isfinite(figure):
+            return False
+        return figure >= threshold if self.direction == "min" else figure <= threshold
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    key: str
+    figure: float
+    threshold: float
+    direction: Literal["min", "max"]
+    passed: bool
+    description: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.key,
+            "figure": self.figure,
+            "threshold": self.threshold,
+            "rule": ">=" if self.direction == "min" else "<=",
+            "verdict": "pass" if self.passed else "FAIL",
+            "description": self.description,
+        }
+
+
+def _k_anonymity(ctx: CheckContext) -> float:
+    return float(k_anonymity(ctx.result.masked))
+
+
+def _information_loss(ctx: CheckContext) -> float:
+    return sse_sst_loss(ctx.original, ctx.result.points)
+
+
+def _edit_violations(ctx: CheckContext) -> float:
+    if ctx.edit_violations is None:
+        return 0.0
+    return float(sum(ctx.edit_violations.values()))
+
+
+CHECKS: dict[str, Check] = {
+    c.key: c
+    for c in [
+        Check(
+            "k_anonymity",
+            "min",
+            _k_anonymity,
+            "smallest group of identical released quasi-identifier rows",
+        ),
+        Check(
+            "max_information_loss",
+            "max",
+            _information_loss,
+            "IL = 100*SSE/SST on standardized quasi-identifiers",
+        ),
+        Check(
+            "max_edit_violations",
+            "max",
+            _edit_violations,
+            "released records that violate an edit rule",
+        ),
+    ]
+}
+
+# Checks that run on every release even when the spec does not name them, with this threshold.
+DEFAULT_CHECKS: dict[str, float] = {"max_edit_violations": 0}
+
+
+def run_checks(ctx: CheckContext, thresholds: Mapping[str, float]) -> list[CheckOutcome]:
+    """Evaluate every check named in ``thresholds`` (plus the defaults) on ``ctx``."""
+    wanted = {**DEFAULT_CHECKS, **thresholds}
+    outcomes = []
+    for key, threshold in wanted.items():
+        check = CHECKS[key]
+        figure = float(check.compute(ctx))
+        outcomes.append(
+            CheckOutcome(
+                key,
+                figure,
+                float(threshold),
+                check.direction,
+                check.passes(figure, float(threshold)),
+                check.description,
+            )
+        )
+    return outcomes

@@ -1,0 +1,71 @@
+"""Linear edit constraints in matrix form, as masking methods consume them.
+
+The edit-rule compiler (``sdcflow.expectations``) produces a :class:`LinearConstraints` over the
+quasi-identifiers; methods that edit while they mask (constrained fuzzy microaggregation) and the
+minimal-adjustment repair step read it. Nothing here knows about rule syntax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class LinearConstraints:
+    """The feasible set ``{x : A x = b, G x <= h}`` over ``columns``.
+
+    Attributes
+    ----------
+    columns : tuple of str, length d
+        Variable order of the columns of ``A`` and ``G``.
+    A : ndarray of shape (p, d), b : ndarray of shape (p,)
+        Equalities.
+    G : ndarray of shape (q, d), h : ndarray of shape (q,)
+        Inequalities.
+    eq_names, ineq_names : tuple of str
+        The rule name behind each row, so that a violated row can be reported by rule.
+    """
+
+    columns: tuple[str, ...]
+    A: np.ndarray
+    b: np.ndarray
+    G: np.ndarray
+    h: np.ndarray
+    eq_names: tuple[str, ...] = field(default=())
+    ineq_names: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def empty(cls, columns: tuple[str, ...] | list[str]) -> LinearConstraints:
+        d = len(columns)
+        return cls(tuple(columns), np.zeros((0, d)), np.zeros(0), np.zeros((0, d)), np.zeros(0))
+
+    @property
+    def is_empty(self) -> bool:
+        return self.A.shape[0] == 0 and self.G.shape[0] == 0
+
+    def residuals(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(X A^T - b, X G^T - h)``: equality residuals (n, p) and inequality
+        excesses (n, q); a record satisfies the set when the first is 0 and the second <= 0."""
+        X = np.atleast_2d(X)
+        return X @ self.A.T - self.b, X @ self.G.T - self.h
+
+    def restrict(self, columns: list[str] | tuple[str, ...]) -> LinearConstraints:
+        """The rows that involve only ``columns`` (in that order), for block-wise methods."""
+        idx = [self.columns.index(c) for c in columns]
+        rest = np.setdiff1d(np.arange(len(self.columns)), idx)
+
+        def keep(M: np.ndarray) -> np.ndarray:
+            return np.all(M[:, rest] == 0, axis=1) if rest.size else np.ones(len(M), bool)
+
+        ke, ki = keep(self.A), keep(self.G)
+        return LinearConstraints(
+            tuple(columns),
+            self.A[ke][:, idx],
+            self.b[ke],
+            self.G[ki][:, idx],
+            self.h[ki],
+            tuple(n for n, k in zip(self.eq_names, ke, strict=False) if k),
+            tuple(n for n, k in zip(self.ineq_names, ki, strict=False) if k),
+        )

@@ -82,7 +82,7 @@ class CheckOutcome:
 
 
 def _k_anonymity(ctx: CheckContext) -> float:
-    return float(k_anonymity(ctx.result.masked))
+    return float(k_anonymity(ctx.result.released_identifiers))
 
 
 def _information_loss(ctx: CheckContext) -> float:

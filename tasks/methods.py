@@ -43,12 +43,20 @@ class MaskResult:
         The crisp group / cell / centre each record was released as, when there is one.
     details : dict
         Figures for the manifest (sizes, parameters actually used...). Never raw values.
+    identifying : list of str or None
+        The columns of ``masked`` an intruder can link on (k-anonymity is measured on them);
+        None means all of them. Box anonymization excludes its per-record ``weight``.
     """
 
     masked: pd.DataFrame
     points: np.ndarray
     groups: np.ndarray | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    identifying: list[str] | None = None
+
+    @property
+    def released_identifiers(self) -> pd.DataFrame:
+        return self.masked if self.identifying is None else self.masked[self.identifying]
 
 
 MaskFn = Callable[

@@ -1,0 +1,42 @@
+"""Shared fixtures: the benchmark microdata and one Prefect test API for the whole session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The folder of public benchmark files, ``../shared/data`` beside the repository."""
+    if not (SHARED_DATA / "census.csv").is_file():
+        pytest.skip(f"benchmark microdata not found at {SHARED_DATA} (../shared/data is absent)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def census(shared_data: Path) -> pd.DataFrame:
+    """Census (CASC): 1080 x 13 numeric attributes."""
+    return pd.read_csv(shared_data / "census.csv")
+
+
+@pytest.fixture(scope="session")
+def eia(shared_data: Path) -> pd.DataFrame:
+    """EIA: the 11 numeric attributes used in the literature (UTILITYID + *REVENUE/*SALES)."""
+    frame = pd.read_csv(shared_data / "eia.csv")
+    cols = ["UTILITYID"] + [c for c in frame.columns if c.endswith(("REVENUE", "SALES"))]
+    return frame[cols]
+
+
+@pytest.fixture(scope="session")
+def prefect_api():
+    """One temporary Prefect API for every flow test (starting one takes 10-30 s here)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield

@@ -1,0 +1,104 @@
+"""The ``sdcflow`` command line.
+
+Exit codes: 0 published / all checks passed; 1 a check or edit rule failed (nothing
+published); 2 bad input (one line naming the field, file or column and the fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sdcflow.tasks._validation import InputError
+
+EXIT_OK, EXIT_REFUSED, EXIT_INPUT = 0, 1, 2
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"sdcflow: {message}", file=sys.stderr)
+    return code
+
+
+def _run_release(spec_path: str, *, publish: bool) -> int:
+    # Validate the spec and the source before a flow run exists, so that bad input gives
+    # one clean line (and no failed run in the Prefect UI).
+    from sdcflow.flows.preflight import preflight
+    from sdcflow.flows.spec import load_spec
+
+    spec = load_spec(spec_path)
+    preflight(spec)
+
+    from sdcflow.flows.release import ChecksFailed, release
+
+    try:
+        outcome = release(str(Path(spec_path).resolve()), publish=publish)
+    except ChecksFailed as e:
+        return _fail(f"refused: {e}", EXIT_REFUSED)
+    for row in outcome["checks"]:
+        print(
+            f"  {row['check']:<28} {row['figure']:>12.6g} {row['rule']} "
+            f"{row['threshold']:<10.6g} {row['verdict']}"
+        )
+    if publish:
+        print(f"published {outcome['published']} (run {outcome['run_id']})")
+    else:
+        print(f"all checks passed; nothing published (run {outcome['run_id']})")
+    return EXIT_OK
+
+
+def _runs(target: str | None, warehouse: str | None, limit: int) -> int:
+    from sdcflow.flows.spec import load_spec
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    if warehouse:
+        path = Path(warehouse)
+    elif target:
+        path = load_spec(target).warehouse_path
+    else:
+        raise InputError("give a spec file or --warehouse PATH")
+    runs = Warehouse(path).runs(limit)
+    if runs.empty:
+        print(f"no runs recorded in {path}")
+        return EXIT_OK
+    with_cols = ["run_id", "release", "method", "status", "started_at", "ended_at", "checks"]
+    print(runs[with_cols].to_string(index=False))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sdcflow", description="Statistical disclosure control releases with Prefect."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("release", help="mask, check and publish the release a spec describes")
+    p.add_argument("spec", help="release spec (YAML)")
+    p = sub.add_parser("check", help="everything but publishing, with the same exit codes")
+    p.add_argument("spec", help="release spec (YAML)")
+    p = sub.add_parser("runs", help="list the runs recorded in the warehouse (audit.runs)")
+    p.add_argument("spec", nargs="?", help="release spec whose warehouse to read")
+    p.add_argument("--warehouse", help="path of a warehouse DuckDB file")
+    p.add_argument("--limit", type=int, default=50)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # The machine may have no internet: do not let Prefect's ephemeral server phone home.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    try:
+        if args.command in ("release", "check"):
+            return _run_release(args.spec, publish=args.command == "release")
+        if args.command == "runs":
+            return _runs(args.spec, args.warehouse, args.limit)
+    except InputError as e:
+        return _fail(f"error: {e}", EXIT_INPUT)
+    except KeyboardInterrupt:
+        return _fail("interrupted; nothing was published", 130)
+    return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""The release flow: ingest -> validate edits -> edit + mask -> checks -> publish (or refuse).
+
+Run it with ``sdcflow release SPEC`` (or ``sdcflow check SPEC`` to stop before publishing),
+or call :func:`release` from Python / a Prefect deployment.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+
+from sdcflow.flows import steps
+from sdcflow.flows.simple_edits import sum_rule_violations
+from sdcflow.flows.spec import ReleaseSpec, load_spec
+from sdcflow.tasks._validation import check_random_state
+from sdcflow.tasks.checks import CheckOutcome
+from sdcflow.warehouse.warehouse import Warehouse
+
+
+class ChecksFailed(RuntimeError):
+    """A post-release check failed: nothing was published. Carries the run's outcome."""
+
+    def __init__(self, failed: list[CheckOutcome], outcome: dict[str, Any]) -> None:
+        names = ", ".join(f"{o.key} ({o.figure:.6g} vs {o.threshold:.6g})" for o in failed)
+        super().__init__(f"check(s) failed: {names}; nothing was published")
+        self.failed = failed
+        self.outcome = outcome
+
+
+def _run_id() -> str:
+    current = flow_run.id
+    return uuid.UUID(str(current)).hex if current else uuid.uuid4().hex
+
+
+def with_method(spec: ReleaseSpec, method: dict[str, Any] | None) -> ReleaseSpec:
+    """The spec with its ``method`` block replaced (for comparisons of variants)."""
+    if not method:
+        return spec
+    data = spec.model_dump(exclude={"method"}) | {"method": method, "base_dir": spec.base_dir}
+    return ReleaseSpec.model_validate(data)
+
+
+@flow(name="sdc-release", persist_result=False, log_prints=False)
+def release(
+    spec_path: str, publish: bool = True, method: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Release the file described by the spec at ``spec_path``.
+
+    Parameters
+    ----------
+    spec_path : path of the release YAML.
+    publish : False runs every step and check but publishes nothing (``sdcflow check``).
+    method : optional replacement for the spec's ``method`` block (comparisons).
+
+    Returns the run outcome (run id, decision, checks, method details, published path).
+    Raises ``ChecksFailed`` when a check fails, so the flow run ends Failed.
+    """
+    spec = with_method(load_spec(spec_path), method)
+    run_id = _run_id()
+    logger = get_run_logger()
+    warehouse = Warehouse(spec.warehouse_path)
+    rng = check_random_state(spec.seed)
+    report_dir = spec.reports_dir / spec.release / run_id
+
+    steps.check_inputs(spec)
+    warehouse.start_run(run_id, spec.release, spec.sha256(), spec.method.name)
+    status, message, published = "failed", None, None
+    try:
+        frame = steps.ingest(spec, warehouse, run_id)
+        result = steps.mask(spec, frame, rng)
+        released = steps.released_frame(spec, frame, result)
+        steps.store_masked(warehouse, run_id, released)
+        edit_violations = sum_rule_violations(released, spec.edits) if spec.edits else None
+        outcomes = steps.check_release(spec, frame, result, edit_violations, rng)
+        warehouse.record_checks(run_id, [o.as_dict() for o in outcomes])
+        failed = [o for o in outcomes if not o.passed]
+        outcome: dict[str, Any] = {
+            "run_id": run_id,
+            "release": spec.release,
+            "method": spec.method.model_dump(mode="json"),
+            "method_details": result.details,
+            "checks": [o.as_dict() for o in outcomes],
+            "edit_violations": edit_violations,
+            "report_dir": str(report_dir),
+            "published": None,
+        }
+        if failed:
+            decision = "REFUSED: " + ", ".join(o.key for o in failed) + " failed"
+        elif publish:
+            decision = "published"
+        else:
+            decision = "all checks passed (check only, not published)"
+        outcome["decision"] = decision
+        steps.report_artifacts(spec, run_id, outcomes, decision)
+        if failed:
+            message = decision
+            raise ChecksFailed(failed, outcome)
+        if publish:
+            manifest = {
+                "release": spec.release,
+                "run_id": run_id,
+                "spec": spec.public_dict(),
+                "spec_sha256": spec.sha256(),
+                "method": spec.method.model_dump(mode="json"),
+                "method_details": result.details,
+                "checks": outcome["checks"],
+                "edit_violations": edit_violations,
+                "software": steps.software_versions(),
+            }
+            published = steps.publish(spec, warehouse, run_id, released, manifest, rng)
+            outcome["published"] = str(published)
+        status = "published" if publish else "checked"
+        logger.info("decision: %s", decision)
+        return outcome
+    except BaseException as e:
+        message = message or f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        raise
+    finally:
+        warehouse.finish_run(
+            run_id,
+            status,
+            message=message,
+            n_rows=None,
+            published_to=str(published) if published else None,
+        )
+
+
+def spec_location(spec_path: str | Path) -> str:
+    return str(Path(spec_path).resolve())

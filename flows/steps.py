@@ -1,0 +1,195 @@
+"""The Prefect tasks of a release: thin wrappers over the warehouse and the numerical core.
+
+Every task disables caching and result persistence: the data they pass are confidential and
+must not be pickled into Prefect's result storage, and a release must never be "cached".
+Logs carry figures and decisions only, never record values.
+"""
+
+from __future__ import annotations
+
+import platform
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from sdcflow.flows.preflight import preflight
+from sdcflow.flows.spec import ReleaseSpec
+from sdcflow.tasks.checks import CheckContext, CheckOutcome, run_checks
+from sdcflow.tasks.constraints import LinearConstraints
+from sdcflow.tasks.masking import mask_quasi_identifiers
+from sdcflow.tasks.methods import MaskResult
+from sdcflow.warehouse.publish import write_release
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
+
+STEP = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+@task(name="preflight", **STEP)
+def check_inputs(spec: ReleaseSpec) -> dict[str, Any]:
+    profile = preflight(spec)
+    get_run_logger().info(
+        "source %s: %d records, %d columns", spec.source, profile["rows"], len(profile["types"])
+    )
+    return profile
+
+
+@task(name="ingest", retries=2, retry_delay_seconds=1, **STEP)
+def ingest(spec: ReleaseSpec, warehouse: Warehouse, run_id: str) -> pd.DataFrame:
+    """Load the source into ``raw`` and read back the columns the release uses."""
+    table = warehouse.ingest(spec.source_path, run_id)
+    frame = warehouse.read_frame("raw", run_id)
+    get_run_logger().info("ingested %d records into %s", len(frame), table)
+    return frame
+
+
+@task(name="mask", **STEP)
+def mask(
+    spec: ReleaseSpec,
+    frame: pd.DataFrame,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None = None,
+) -> MaskResult:
+    X = frame[spec.quasi_identifiers].to_numpy(dtype=np.float64)
+    result = mask_quasi_identifiers(
+        X, spec.quasi_identifiers, spec.method, rng, constraints, spec.blocks
+    )
+    get_run_logger().info(
+        "masked %d records x %d quasi-identifiers with %s",
+        X.shape[0],
+        X.shape[1],
+        spec.method.name,
+    )
+    return result
+
+
+def released_frame(spec: ReleaseSpec, frame: pd.DataFrame, result: MaskResult) -> pd.DataFrame:
+    """Masked quasi-identifiers + kept columns (+ the row id for the warehouse), input order."""
+    out = result.masked.reset_index(drop=True).copy()
+    for col in spec.keep:
+        out[col] = frame[col].to_numpy()
+    out[ROW_ID] = frame[ROW_ID].to_numpy()
+    return out
+
+
+@task(name="store-masked", **STEP)
+def store_masked(warehouse: Warehouse, run_id: str, released: pd.DataFrame) -> str:
+    return warehouse.write_frame("masked", run_id, released)
+
+
+@task(name="checks", **STEP)
+def check_release(
+    spec: ReleaseSpec,
+    frame: pd.DataFrame,
+    result: MaskResult,
+    edit_violations: dict[str, int] | None,
+    rng: np.random.Generator,
+) -> list[CheckOutcome]:
+    ctx = CheckContext(
+        original=frame[spec.quasi_identifiers].to_numpy(dtype=np.float64),
+        columns=list(spec.quasi_identifiers),
+        result=result,
+        method=spec.method,
+        edit_violations=edit_violations,
+        kept=frame[spec.keep + spec.sensitive] if (spec.keep or spec.sensitive) else None,
+        extra={"sensitive": frame[spec.sensitive] if spec.sensitive else None, "rng": rng},
+    )
+    outcomes = run_checks(ctx, spec.checks)
+    logger = get_run_logger()
+    for o in outcomes:
+        logger.info(
+            "check %s: %.6g %s %.6g -> %s",
+            o.key,
+            o.figure,
+            ">=" if o.direction == "min" else "<=",
+            o.threshold,
+            "pass" if o.passed else "FAIL",
+        )
+    return outcomes
+
+
+@task(name="report-artifacts", **STEP)
+def report_artifacts(
+    spec: ReleaseSpec, run_id: str, outcomes: list[CheckOutcome], decision: str
+) -> None:
+    """A Markdown summary (checks table, decision) and a table artifact of the figures."""
+    rows = [o.as_dict() for o in outcomes]
+    lines = [
+        f"# Release `{spec.release}`",
+        "",
+        f"Method: `{spec.method.name}` {spec.method.model_dump(exclude={'name'})}",
+        "",
+        "| check | figure | rule | threshold | verdict |",
+        "|---|---:|:-:|---:|:-:|",
+        *(
+            f"| {r['check']} | {r['figure']:.6g} | {r['rule']} | {r['threshold']:.6g} | "
+            f"{r['verdict']} |"
+            for r in rows
+        ),
+        "",
+        f"**Decision:** {decision}",
+    ]
+    key = artifact_key(spec.release)
+    create_markdown_artifact(
+        markdown="\n".join(lines), key=f"{key}-summary", description=f"run {run_id}"
+    )
+    create_table_artifact(
+        table=[
+            {k: r[k] for k in ("check", "figure", "rule", "threshold", "verdict")} for r in rows
+        ],
+        key=f"{key}-checks",
+        description=f"check figures of run {run_id}",
+    )
+
+
+def artifact_key(release: str) -> str:
+    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
+    key = "".join(ch if ch.isalnum() else "-" for ch in release.lower()).strip("-")
+    return key or "release"
+
+
+def software_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in (
+        "sdcflow",
+        "numpy",
+        "scipy",
+        "numba",
+        "pandas",
+        "pyarrow",
+        "duckdb",
+        "prefect",
+        "great-expectations",
+        "pydantic",
+    ):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+@task(name="publish", **STEP)
+def publish(
+    spec: ReleaseSpec,
+    warehouse: Warehouse,
+    run_id: str,
+    released: pd.DataFrame,
+    manifest: dict[str, Any],
+    rng: np.random.Generator,
+) -> Path:
+    """Shuffle rows (file order could link records to the source), drop the row id, and
+    write the release atomically; also keep a copy in the warehouse's ``published`` schema."""
+    order = rng.permutation(len(released))
+    public = released.drop(columns=[ROW_ID]).iloc[order].reset_index(drop=True)
+    manifest = {**manifest, "rows_shuffled": True, "published_at": datetime.now(UTC).isoformat()}
+    path = write_release(spec.output_dir, spec.release, public, manifest)
+    warehouse.write_frame("published", run_id, public)
+    get_run_logger().info("published %d records to %s", len(public), path)
+    return path

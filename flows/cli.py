@@ -68,6 +68,19 @@ def _runs(target: str | None, warehouse: str | None, limit: int) -> int:
     return EXIT_OK
 
 
+def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
+    from sdcflow.flows.release import release
+    from sdcflow.flows.spec import load_spec
+
+    spec = load_spec(spec_path)
+    release.serve(
+        name=name or spec.release,
+        cron=cron,
+        parameters={"spec_path": str(Path(spec_path).resolve()), "publish": True},
+    )
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sdcflow", description="Statistical disclosure control releases with Prefect."
@@ -81,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", nargs="?", help="release spec whose warehouse to read")
     p.add_argument("--warehouse", help="path of a warehouse DuckDB file")
     p.add_argument("--limit", type=int, default=50)
+    p = sub.add_parser("serve", help="serve the release as a Prefect deployment (long-running)")
+    p.add_argument("spec", help="release spec (YAML)")
+    p.add_argument("--cron", help='schedule, e.g. "0 3 * * *"')
+    p.add_argument("--name", help="deployment name (default: the release name)")
     return parser
 
 
@@ -93,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_release(args.spec, publish=args.command == "release")
         if args.command == "runs":
             return _runs(args.spec, args.warehouse, args.limit)
+        if args.command == "serve":
+            return _serve(args.spec, args.cron, args.name)
     except InputError as e:
         return _fail(f"error: {e}", EXIT_INPUT)
     except KeyboardInterrupt:

@@ -9,7 +9,14 @@ Subpackages (kept as top-level folders in the repository):
 - ``sdcflow.flows``: the release flow and the ``sdcflow`` command line.
 """
 
+import os
 from importlib.metadata import PackageNotFoundError, version
+
+# In a source checkout (``python -m pytest`` from the repository root puts the root on
+# sys.path) the subpackages sit beside this folder rather than inside it.
+_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_root, "tasks", "__init__.py")):
+    __path__.append(_root)
 
 try:
     __version__ = version("sdcflow")

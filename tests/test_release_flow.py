@@ -1,0 +1,219 @@
+"""The release spine end to end: a real Prefect API, a real DuckDB file, real files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+import yaml
+
+from sdcflow.flows.cli import main
+from sdcflow.warehouse import publish as publish_mod
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
+QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
+
+pytestmark = pytest.mark.flow
+
+
+def make_release(tmp: Path, rows: int = 400, **overrides) -> Path:
+    """A spec + a slice of the example survey in ``tmp``; returns the spec path."""
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(rows)
+    frame.to_csv(tmp / "data.csv", index=False)
+    spec = {
+        "release": "survey",
+        "source": "data.csv",
+        "id_column": "respondent_id",
+        "quasi_identifiers": QIS,
+        "keep": ["region"],
+        "edits": ["total_costs == wages + other_costs", "profit == turnover - total_costs"],
+        "method": {"name": "mdav", "k": 5},
+        "checks": {"k_anonymity": 5, "max_information_loss": 40},
+        "seed": 7,
+    }
+    spec.update(overrides)
+    path = tmp / "release.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
+    spec = make_release(tmp_path)
+    assert main(["release", str(spec)]) == 0
+    out = tmp_path / "published" / "survey"
+    assert sorted(p.name for p in out.iterdir()) == ["data.csv", "data.parquet", "manifest.json"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    for name in ("data.csv", "data.parquet"):
+        digest = hashlib.sha256((out / name).read_bytes()).hexdigest()
+        assert manifest["files"][name]["sha256"] == digest
+    assert manifest["rows"] == 400
+    assert manifest["method"] == {"name": "mdav", "k": 5}
+    assert "seed" not in manifest["spec"]  # the seed is a secret
+    assert {c["check"]: c["verdict"] for c in manifest["checks"]} == {
+        "max_edit_violations": "pass",
+        "k_anonymity": "pass",
+        "max_information_loss": "pass",
+    }
+    published = pd.read_parquet(out / "data.parquet")
+    assert list(published.columns) == [*QIS, "region"]  # no id, no row id, no dropped column
+    original = pd.read_csv(tmp_path / "data.csv")
+    assert published.groupby(QIS).size().min() >= 5
+    # Linear edit identities survive microaggregation (group means are linear).
+    assert (published.total_costs - published.wages - published.other_costs).abs().max() < 1e-9
+    # No original quasi-identifier tuple is published.
+    raw_tuples = set(map(tuple, original[QIS].to_numpy(float)))
+    assert not raw_tuples & set(map(tuple, published[QIS].to_numpy(float)))
+    pd.testing.assert_frame_equal(published, pd.read_csv(out / "data.csv"), check_dtype=False)
+    # The audit trail has the run and its checks.
+    con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
+    status, sha = con.execute("SELECT status, spec_sha256 FROM audit.runs").fetchone()
+    n_checks = con.execute("SELECT count(*) FROM audit.checks").fetchone()[0]
+    schemas = {
+        r[0] for r in con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()
+    }
+    con.close()
+    assert status == "published" and sha == manifest["spec_sha256"] and n_checks == 3
+    assert {"raw", "edited", "masked", "published", "audit"} <= schemas
+    assert main(["runs", str(spec)]) == 0
+    assert "published" in capsys.readouterr().out
+
+
+def test_failed_check_exits_1_and_publishes_nothing(tmp_path, prefect_api, capsys):
+    spec = make_release(tmp_path, method={"name": "mdav", "k": 3}, checks={"k_anonymity": 5})
+    assert main(["release", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert "k_anonymity" in err and "nothing was published" in err
+    assert not (tmp_path / "published" / "survey").exists()
+    con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT status FROM audit.runs").fetchone()[0] == "failed"
+    con.close()
+
+
+def test_check_command_does_not_publish(tmp_path, prefect_api):
+    spec = make_release(tmp_path)
+    assert main(["check", str(spec)]) == 0
+    assert not (tmp_path / "published").exists()
+
+
+def test_failed_publication_leaves_previous_release_intact(tmp_path, prefect_api, monkeypatch):
+    spec = make_release(tmp_path)
+    assert main(["release", str(spec)]) == 0
+    out = tmp_path / "published" / "survey"
+    before = tree_bytes(out)
+
+    # Second run with another k; the publish step dies after the data files are written.
+    make_release(tmp_path, method={"name": "mdav", "k": 6})
+    real_fsync = publish_mod._fsync_path
+
+    def dying_fsync(path: Path) -> None:
+        if path.name == "manifest.json":
+            raise OSError("disk vanished mid-publication")
+        real_fsync(path)
+
+    monkeypatch.setattr(publish_mod, "_fsync_path", dying_fsync)
+    with pytest.raises(OSError, match="disk vanished"):
+        main(["release", str(spec)])
+    assert tree_bytes(out) == before  # byte for byte
+    assert [p.name for p in out.parent.iterdir()] == ["survey"]  # no partial directory
+
+
+def test_recover_restores_a_release_set_aside_by_a_crash(tmp_path):
+    out = tmp_path / "published"
+    (out / ".survey.old-abc").mkdir(parents=True)
+    (out / ".survey.old-abc" / "data.csv").write_text("x\n1\n")
+    (out / ".survey.tmp-def").mkdir()
+    publish_mod.recover(out, "survey")
+    assert sorted(p.name for p in out.iterdir()) == ["survey"]
+    assert (out / "survey" / "data.csv").read_text() == "x\n1\n"
+
+
+def test_republish_replaces_atomically(tmp_path):
+    out = tmp_path / "published"
+    first = pd.DataFrame({"a": [1.0, 2.0]})
+    second = pd.DataFrame({"a": [3.0, 4.0, 5.0]})
+    publish_mod.write_release(out, "r", first, {"release": "r"})
+    publish_mod.write_release(out, "r", second, {"release": "r"})
+    assert pd.read_parquet(out / "r" / "data.parquet")["a"].tolist() == [3.0, 4.0, 5.0]
+    assert json.loads((out / "r" / "manifest.json").read_text())["rows"] == 3
+    assert [p.name for p in out.iterdir()] == ["r"]
+
+
+# -- bad input: one clear line, exit 2, nothing written ---------------------------------------
+
+
+def _bad_source(tmp: Path, kind: str) -> dict:
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(50)
+    if kind == "missing_file":
+        return {"source": "nope.csv"}
+    if kind == "empty_file":
+        (tmp / "empty.csv").write_text("")
+        return {"source": "empty.csv"}
+    if kind == "header_only":
+        (tmp / "hdr.csv").write_text(",".join(frame.columns) + "\n")
+        return {"source": "hdr.csv"}
+    if kind == "non_numeric":
+        frame["wages"] = frame["wages"].astype(str)
+        frame.loc[3, "wages"] = "n/a"
+        frame.to_csv(tmp / "data.csv", index=False)
+        return {}
+    if kind == "missing_values":
+        frame.loc[[2, 9], "turnover"] = None
+        frame.to_csv(tmp / "data.csv", index=False)
+        return {}
+    if kind == "absent_column":
+        return {"quasi_identifiers": [*QIS, "assets"]}
+    if kind == "k_too_large":
+        return {"method": {"name": "mdav", "k": 500}}
+    if kind == "k_below_2":
+        return {"method": {"name": "mdav", "k": 1}}
+    if kind == "duplicate_columns":
+        text = (tmp / "data.csv").read_text().replace("other_costs", "wages", 1)
+        (tmp / "dup.csv").write_text(text)
+        return {"source": "dup.csv"}
+    if kind == "unknown_method":
+        return {"method": {"name": "swap", "k": 5}}
+    if kind == "corrupt_parquet":
+        (tmp / "data.parquet").write_bytes(b"PAR1 this is not parquet")
+        return {"source": "data.parquet"}
+    if kind == "unknown_key":
+        return {"mask_everything": True}
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("missing_file", "does not exist"),
+        ("empty_file", "is empty"),
+        ("header_only", "no records"),
+        ("non_numeric", "wages"),
+        ("missing_values", "turnover (2 missing)"),
+        ("absent_column", "assets"),
+        ("k_too_large", "larger than the number of records"),
+        ("k_below_2", "method"),
+        ("duplicate_columns", "duplicate column names ['wages']"),
+        ("unknown_method", "unknown method 'swap'"),
+        ("corrupt_parquet", "cannot read"),
+        ("unknown_key", "mask_everything"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, kind, expected):
+    make_release(tmp_path, rows=50)
+    spec_path = make_release(tmp_path, rows=50, **_bad_source(tmp_path, kind))
+    if kind in {"non_numeric", "missing_values"}:  # make_release rewrote data.csv: redo
+        _bad_source(tmp_path, kind)
+    code = main(["release", str(spec_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expected in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "published").exists()
+    assert not (tmp_path / "warehouse.duckdb").exists()

@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .box_method import BoxTarget, box_release, check_box_params
 from .constraints import LinearConstraints
 from .mdav import group_means, mdav
 
@@ -102,8 +103,38 @@ def _mask_mdav(
     )
 
 
+# --- Box anonymization (tasks/box_*.py) -----------------------------------------------------
+
+
+class BoxParams(MethodParams):
+    name: Literal["box"] = "box"
+    k: int = Field(ge=2, description="minimum records per box")
+    l: int | None = Field(None, ge=2, description="min distinct values per variable per box")  # noqa: E741
+    epsilon: dict[str, float] = Field(
+        default_factory=dict, description="per quasi-identifier: closer values count as equal"
+    )
+    targets: list[BoxTarget] = Field(
+        default_factory=list, description="statistics to keep accurate (default: all means)"
+    )
+    weights: Literal["fuzzy", "crisp", "equal"] = "fuzzy"
+    partition: Literal["targets", "standardized"] = "targets"
+
+    _cross_fields = model_validator(mode="after")(check_box_params)
+
+
+def _mask_box(
+    X: np.ndarray,
+    columns: list[str],
+    params: BoxParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    return MaskResult(**box_release(X, columns, params))
+
+
 METHODS: dict[str, Method] = {
     "mdav": Method(MdavParams, _mask_mdav, summary="MDAV-generic microaggregation"),
+    "box": Method(BoxParams, _mask_box, summary="box anonymization shaped for target statistics"),
 }
 
 

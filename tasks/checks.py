@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .anonymity import k_anonymity
+from .box_checks import check_min_distinct, check_records_outside, check_targets_outside
 from .information_loss import sse_sst_loss
 from .methods import MaskResult
 
@@ -115,6 +116,24 @@ CHECKS: dict[str, Check] = {
             "max",
             _edit_violations,
             "released records that violate an edit rule",
+        ),
+        Check(
+            "box_l_diversity",
+            "min",
+            check_min_distinct,
+            "box: fewest distinct values (closer than epsilon count as one) of a variable in a box",
+        ),
+        Check(
+            "box_max_records_outside",
+            "max",
+            check_records_outside,
+            "box: original records outside their released box",
+        ),
+        Check(
+            "box_max_targets_outside",
+            "max",
+            check_targets_outside,
+            "box: target statistics outside their guaranteed published interval",
         ),
     ]
 }

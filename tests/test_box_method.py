@@ -1,0 +1,198 @@
+"""The ``box`` method end to end: spec validation, released columns, checks, and on Census the
+width of eq. 9 against unweighted cells and the total uncertainty of eq. 43."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from sdcflow.tasks._validation import InputError
+from sdcflow.tasks.anonymity import k_anonymity
+from sdcflow.tasks.box_anonymize import box_anonymize
+from sdcflow.tasks.box_sensitivity import Target, default_delta0
+from sdcflow.tasks.checks import CHECKS, CheckContext, run_checks
+from sdcflow.tasks.methods import METHODS, MdavParams
+
+BOX = METHODS["box"]
+BOX_CHECKS = {
+    "k_anonymity": 4,
+    "box_l_diversity": 2,
+    "box_max_records_outside": 0,
+    "box_max_targets_outside": 0,
+}
+
+
+def _params(**kw):
+    return BOX.params.model_validate({"name": "box", "k": 4, **kw})
+
+
+def _data(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.lognormal(3, 0.5, size=n)
+    y = 2 * x + rng.normal(0, 5, size=n)
+    z = rng.normal(50, 10, size=n)
+    return np.column_stack([x, y, z]), ["x", "y", "z"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"targets": [{"stat": "correlation", "vars": ["x"]}]}, "needs 2 distinct"),
+        ({"targets": [{"stat": "median", "vars": ["x"]}]}, "stat"),
+        (
+            {
+                "targets": [
+                    {"stat": "mean", "vars": ["x"], "p": 0.5},
+                    {"stat": "mean", "vars": ["y"]},
+                ]
+            },
+            "give `p` for every target or for none",
+        ),
+        ({"targets": [{"stat": "mean", "vars": ["x"], "p": 0.4}]}, "must sum to 1"),
+        ({"targets": [{"stat": "mean", "vars": ["x"], "delta0": 0}]}, "delta0"),
+        ({"epsilon": {"x": -1.0}}, "epsilon"),
+        ({"l": 1}, r"l\n.*greater than or equal to 2"),
+        ({"weights": "heavy"}, "weights"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
+def test_spec_errors_name_the_field(spec, message):
+    with pytest.raises(ValidationError, match=message):
+        _params(**spec)
+
+
+def test_release_columns_and_checks():
+    X, cols = _data()
+    params = _params(
+        l=2,
+        targets=[
+            {"stat": "mean", "vars": ["x"], "p": 0.5},
+            {"stat": "correlation", "vars": ["x", "y"], "p": 0.5, "delta0": 0.1},
+        ],
+    )
+    res = BOX.mask(X, cols, params, np.random.default_rng(0), None)
+    m = res.masked
+    assert list(m.columns) == ["x_lo", "x_hi", "y_lo", "y_hi", "z_lo", "z_hi", "box_id", "weight"]
+    assert res.identifying == ["x_lo", "x_hi", "y_lo", "y_hi", "z_lo", "z_hi", "box_id"]
+    np.testing.assert_allclose(res.points, (m.iloc[:, 0:6:2].values + m.iloc[:, 1:6:2].values) / 2)
+    # the weight is a function of the box: one value per box
+    assert (m.groupby("box_id")["weight"].nunique() == 1).all()
+    assert m["weight"].sum() == pytest.approx(1.0)
+    # k_anonymity on the identifying columns is the smallest box
+    assert k_anonymity(res.released_identifiers) == np.bincount(res.groups).min() >= 4
+    outcomes = run_checks(CheckContext(X, cols, res, params), BOX_CHECKS)
+    assert all(o.passed for o in outcomes), [o.as_dict() for o in outcomes]
+    rows = {r["stat"]: r for r in res.details["estimates"]}
+    assert rows["mean"]["lower_bound"] == "exact"
+    assert rows["correlation"]["upper_bound"] == "guaranteed"
+    assert "not guaranteed" in rows["correlation"]["linearized_note"]
+
+
+def test_checks_catch_broken_releases():
+    X, cols = _data()
+    params = _params(targets=[{"stat": "variance", "vars": ["y"]}])
+    res = BOX.mask(X, cols, params, np.random.default_rng(0), None)
+    shrunk = res.masked.copy()
+    shrunk.loc[0, "y_hi"] = X[0, 1] - 1.0  # record 0 now outside its box
+    bad = dataclasses.replace(res, masked=shrunk)
+    assert CHECKS["box_max_records_outside"].compute(CheckContext(X, cols, bad, params)) == 1
+    details = {**res.details, "estimates": [dict(r) for r in res.details["estimates"]]}
+    details["estimates"][0]["guaranteed"] = [0.0, 1e-9]  # interval that misses the variance
+    bad = dataclasses.replace(res, details=details)
+    assert CHECKS["box_max_targets_outside"].compute(CheckContext(X, cols, bad, params)) == 1
+    mdav_ctx = CheckContext(X, cols, res, MdavParams(k=4))
+    with pytest.raises(InputError, match="apply to method box only"):
+        CHECKS["box_l_diversity"].compute(mdav_ctx)
+
+
+def test_unknown_names_are_input_errors():
+    X, cols = _data(60)
+    with pytest.raises(InputError, match=r"method.targets\[0\].vars"):
+        BOX.mask(X, cols, _params(targets=[{"stat": "mean", "vars": ["w"]}]), None, None)
+    with pytest.raises(InputError, match=r"method\.epsilon"):
+        BOX.mask(X, cols, _params(epsilon={"w": 1.0}), None, None)
+
+
+def test_default_targets_are_all_means():
+    X, cols = _data(60)
+    res = BOX.mask(X, cols, _params(), None, None)
+    assert [r["vars"] for r in res.details["estimates"]] == [["x"], ["y"], ["z"]]
+    assert [r["p"] for r in res.details["estimates"]] == pytest.approx([1 / 3] * 3)
+
+
+# --- Census -----------------------------------------------------------------------------------
+
+
+def _census_targets(X, cols, spec):
+    out = []
+    for stat, names in spec:
+        idx = tuple(cols.index(v) for v in names)
+        out.append(Target(stat, idx, 1.0 / len(spec), default_delta0(X, stat, idx)))
+    return out
+
+
+CENSUS_TARGETS = {
+    "mean": [("mean", ["AGI"])],
+    "variance": [("variance", ["FEDTAX"])],
+    "covariance": [("covariance", ["AGI", "FICA"])],
+    "correlation": [("correlation", ["AGI", "FICA"])],
+    "mixed": [("mean", ["AGI"]), ("correlation", ["FEDTAX", "STATETAX"])],
+}
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", list(CENSUS_TARGETS))
+def test_census_weighted_cells_narrow_the_eq9_width(census: pd.DataFrame, name: str):
+    """Same k = 5, l = 2, equal weights: the width Delta (eq. 9) of the targets' intervals with
+    a-weighted cells against cells split on the largest standardized width (measured ratio
+    0.01 for a mean, 0.02 variance, 0.17 covariance, 0.16 correlation, 0.13 mixed)."""
+    X, cols = census.to_numpy(float), list(census.columns)
+    targets = _census_targets(X, cols, CENSUS_TARGETS[name])
+    width = {}
+    for partition in ("targets", "standardized"):
+        rel = box_anonymize(X, targets, 5, ell=2, weights="equal", partition=partition)
+        assert np.bincount(rel.labels).min() >= 5
+        width[partition] = sum(e.delta for e in rel.estimates)
+    assert width["targets"] < 0.5 * width["standardized"]
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", ["variance", "correlation", "mixed"])
+def test_census_eq43_fuzzy_le_crisp_le_equal(census: pd.DataFrame, name: str):
+    """On the same boxes, the total uncertainty of eq. 43 with the fuzzy weights is no larger
+    than with crisp dismissal, which is no larger than with equal weights."""
+    X, cols = census.to_numpy(float), list(census.columns)
+    targets = _census_targets(X, cols, CENSUS_TARGETS[name])
+    rel = box_anonymize(X, targets, 5, ell=2, weights="fuzzy")
+    u = rel.details["weights"]["uncertainty_eq43"]
+    assert u["fuzzy"] <= u["crisp"] <= u["equal"]
+    assert u["fuzzy"] < u["equal"]
+    assert rel.weights.uncertainty == pytest.approx(u["fuzzy"])
+    assert rel.details["weights"]["status"] == 0
+
+
+@pytest.mark.data
+def test_census_release_passes_every_check(census: pd.DataFrame):
+    X, cols = census.to_numpy(float), list(census.columns)
+    params = BOX.params.model_validate(
+        {
+            "name": "box",
+            "k": 5,
+            "l": 2,
+            "targets": [
+                {"stat": "mean", "vars": ["AGI"], "p": 0.25},
+                {"stat": "variance", "vars": ["FEDTAX"], "p": 0.25},
+                {"stat": "covariance", "vars": ["AGI", "FICA"], "p": 0.25},
+                {"stat": "correlation", "vars": ["FEDTAX", "STATETAX"], "p": 0.25},
+            ],
+        }
+    )
+    res = BOX.mask(X, cols, params, None, None)
+    thresholds = {**BOX_CHECKS, "k_anonymity": 5}
+    outcomes = run_checks(CheckContext(X, cols, res, params), thresholds)
+    assert all(o.passed for o in outcomes), [o.as_dict() for o in outcomes]
+    assert res.details["optimum"]["ratio"]["median"] >= 0.9

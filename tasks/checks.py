@@ -17,6 +17,7 @@ import pandas as pd
 from .anonymity import k_anonymity
 from .box_checks import check_min_distinct, check_records_outside, check_targets_outside
 from .information_loss import sse_sst_loss
+from .measure_checks import MEASURE_CHECKS
 from .methods import MaskResult
 
 
@@ -135,6 +136,7 @@ CHECKS: dict[str, Check] = {
             check_targets_outside,
             "box: target statistics outside their guaranteed published interval",
         ),
+        *(Check(*spec) for spec in MEASURE_CHECKS),  # loss, risk, l-diversity gates
     ]
 }
 

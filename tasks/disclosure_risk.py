@@ -212,3 +212,69 @@ def transparency_reidentification(
     equals ``100 * (number of groups) / n``.
     """
     return float(100.0 * reidentification_probabilities(groups, memberships).mean())
+
+
+def fuzzy_reidentification_probabilities(
+    Z: np.ndarray,
+    centres: np.ndarray,
+    groups: np.ndarray,
+    *,
+    m: float | None = None,
+    lam: float | None = None,
+    chunk: int = 4096,
+) -> np.ndarray:
+    """:func:`reidentification_probabilities` for fuzzy microaggregation, without an n x c matrix.
+
+    The intruder's ``u_ig`` are the memberships of record i to the released centres that the
+    method draws from [3]: fuzzy c-means memberships with fuzziness ``m`` (the method's m2),
+    ``u_ig ∝ ||z_i - v_g||^(-2/(m-1))``, or entropy-FCM memberships with ``lam`` (its λ2),
+    ``u_ig ∝ exp(-lam ||z_i - v_g||^2)``; a record that coincides with centres shares its
+    membership among them. They are computed ``chunk`` records at a time.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d)
+        Quasi-identifiers on the scale the method clustered on.
+    centres : ndarray of shape (g, d)
+        Released centre of every group label (rows of unused labels are ignored).
+    groups : ndarray of shape (n,), int
+        The centre each record was released as.
+    m, lam : float
+        Exactly one of them.
+
+    Returns
+    -------
+    ndarray of shape (n,) in [0, 1]
+    """
+    if (m is None) == (lam is None):
+        raise InputError("give exactly one of m (fuzzy c-means) and lam (entropy FCM)")
+    if m is not None and not m > 1:
+        raise InputError(f"m must be > 1, got {m!r}")
+    if lam is not None and not lam > 0:
+        raise InputError(f"lam must be > 0, got {lam!r}")
+    counts = _released_counts(groups)
+    Z = np.asarray(Z, dtype=np.float64)
+    V = np.asarray(centres, dtype=np.float64)
+    if V.shape[0] < counts.size or V.shape[1] != Z.shape[1]:
+        raise InputError(f"centres must have shape (>= {counts.size}, {Z.shape[1]}), got {V.shape}")
+    used = np.flatnonzero(counts > 0)
+    V, N = V[used], counts[used].astype(np.float64)
+    out = np.empty(Z.shape[0])
+    for start in range(0, Z.shape[0], chunk):
+        block = Z[start : start + chunk]
+        D2 = np.zeros((block.shape[0], V.shape[0]))
+        for j in range(Z.shape[1]):
+            diff = block[:, j, None] - V[None, :, j]
+            D2 += diff * diff
+        dmin = D2.min(axis=1, keepdims=True)
+        if lam is not None:
+            W = np.exp(-lam * (D2 - dmin))
+        else:
+            zero = D2 <= 0.0
+            with np.errstate(divide="ignore"):
+                W = (np.where(zero, 1.0, dmin) / np.where(zero, 1.0, D2)) ** (1.0 / (m - 1.0))
+            hit = zero.any(axis=1)
+            W[hit] = zero[hit]
+        U = W / W.sum(axis=1, keepdims=True)
+        out[start : start + chunk] = (U / N).max(axis=1)
+    return out

@@ -1,0 +1,246 @@
+"""Publication gates for the loss, risk and anonymity measures (entries of ``checks.CHECKS``).
+
+Each entry of :data:`MEASURE_CHECKS` is ``(spec key, direction, compute(ctx), description)``;
+``checks.py`` turns them into :class:`~sdcflow.tasks.checks.Check` objects. The figures are
+computed on the quasi-identifiers that went into masking (``ctx.original``) and the released
+point values (``ctx.result.points``); percentages are in [0, 100].
+
+================================  ====  =========================================================
+spec key under ``checks:``        rule  figure
+================================  ====  =========================================================
+max_generic_loss_means            <=    mean relative difference of the means, %
+max_generic_loss_variances        <=    mean relative difference of the variances, %
+max_generic_loss_covariances      <=    mean relative difference of the covariances, %
+max_generic_loss_correlations     <=    mean absolute difference of the correlations (-1..1 units)
+max_pil_means                     <=    probabilistic information loss of the means, %
+max_pil_variances                 <=    PIL of the variances, %
+max_pil_covariances               <=    PIL of the covariances, %
+max_pil_correlations              <=    PIL of the correlations, %
+max_pil                           <=    average of the four PIL figures, %
+max_cluster_loss_d1               <=    centre distance d1 between fuzzy clusterings
+max_cluster_loss_d2               <=    membership distance d2 between fuzzy clusterings
+min_cluster_rand                  >=    Rand index of the α-cuts (α from ``cluster_loss``)
+min_cluster_adjusted_rand         >=    adjusted Rand index of the α-cuts
+min_cluster_jaccard               >=    Jaccard index of the α-cuts
+max_record_linkage                <=    distance-based record linkage, % of records re-identified
+max_interval_disclosure           <=    rank-based interval disclosure, %
+max_transparency_reidentification <=    % re-identified by an intruder who knows method and k
+transparency_k_anonymity          >=    1 / (largest re-identification probability of a record)
+l_diversity                       >=    fewest distinct sensitive values in an equivalence class
+entropy_l_diversity               >=    smallest exp(entropy) of a sensitive column in a class
+================================  ====  =========================================================
+
+Keys of ``CheckContext.extra`` these checks read (the lead wires them from the spec):
+
+``sensitive``
+    Required by ``l_diversity`` and ``entropy_l_diversity``: the spec's ``sensitive:`` list of
+    column names, looked up in ``ctx.kept`` (the columns published unchanged), or directly a
+    DataFrame of the sensitive values of the released records (n rows, same order).
+``interval_disclosure_p``
+    Optional: percentage or list of percentages for ``max_interval_disclosure``; default
+    1, 2, ..., 10 averaged, as in the literature.
+``cluster_loss``
+    Optional dict for the cluster checks: ``c`` (clusters, default 10, at most n), ``m``
+    (default 1.5), ``restarts`` (default 20), ``alpha`` (α-cut of the index checks, default
+    0.5), ``random_state`` (default 0: the measure is reproducible; it is no secret).
+
+The transparency intruder uses the method parameters: a method whose parameters carry ``m2``
+(fuzzy c-means) or ``lambda2`` (entropy FCM) is treated as fuzzy microaggregation — the
+intruder computes each record's memberships to the released centres with that parameter on the
+quasi-identifiers standardized with the original mean and population sd; any other method with
+``ctx.result.groups`` is crisp (probability 1/|group|).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ._validation import InputError
+from .anonymity import entropy_l_diversity, l_diversity, probabilistic_k_anonymity
+from .cluster_loss import ClusterLoss, cluster_loss
+from .disclosure_risk import (
+    fuzzy_reidentification_probabilities,
+    interval_disclosure,
+    record_linkage,
+    reidentification_probabilities,
+)
+from .information_loss import generic_loss, probabilistic_loss_table
+
+if TYPE_CHECKING:
+    from .checks import CheckContext
+
+CheckSpec = tuple[str, Literal["min", "max"], Callable[["CheckContext"], float], str]
+
+
+def _cached(ctx: CheckContext, key: str, compute: Callable[[], Any]) -> Any:
+    """Compute once per context (several gates share one clustering or one PIL table)."""
+    cache = vars(ctx).setdefault("_measure_cache", {})
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
+def _generic(statistic: str, kind: Literal["absolute", "relative"]) -> Callable[..., float]:
+    def compute(ctx: CheckContext) -> float:
+        return generic_loss(ctx.original, ctx.result.points, statistic, kind=kind)  # type: ignore[arg-type]
+
+    return compute
+
+
+def _pil(statistic: str) -> Callable[..., float]:
+    def compute(ctx: CheckContext) -> float:
+        table = _cached(
+            ctx, "pil", lambda: probabilistic_loss_table(ctx.original, ctx.result.points)
+        )
+        return float(table[statistic])
+
+    return compute
+
+
+def _cluster_options(ctx: CheckContext) -> dict[str, Any]:
+    opts = dict(ctx.extra.get("cluster_loss") or {})
+    unknown = set(opts) - {"c", "m", "restarts", "alpha", "random_state"}
+    if unknown:
+        raise InputError(
+            f"cluster_loss has unknown option(s) {sorted(unknown)}; "
+            "use c, m, restarts, alpha, random_state"
+        )
+    return opts
+
+
+def _cluster(ctx: CheckContext) -> ClusterLoss:
+    def compute() -> ClusterLoss:
+        opts = _cluster_options(ctx)
+        alpha = float(opts.pop("alpha", 0.5))
+        opts["c"] = min(int(opts.get("c", 10)), ctx.original.shape[0])
+        return cluster_loss(ctx.original, ctx.result.points, alphas=(alpha,), **opts)
+
+    return _cached(ctx, "cluster_loss", compute)
+
+
+def _cluster_distance(name: str) -> Callable[..., float]:
+    def compute(ctx: CheckContext) -> float:
+        return float(getattr(_cluster(ctx), name))
+
+    return compute
+
+
+def _cluster_index(name: str) -> Callable[..., float]:
+    def compute(ctx: CheckContext) -> float:
+        (indices,) = _cluster(ctx).alpha.values()
+        return float(indices[name])
+
+    return compute
+
+
+def _record_linkage(ctx: CheckContext) -> float:
+    return record_linkage(ctx.original, ctx.result.points)
+
+
+def _interval_disclosure(ctx: CheckContext) -> float:
+    p = ctx.extra.get("interval_disclosure_p", tuple(range(1, 11)))
+    return interval_disclosure(ctx.original, ctx.result.points, p)
+
+
+def _reidentification(ctx: CheckContext) -> np.ndarray:
+    def compute() -> np.ndarray:
+        groups = ctx.result.groups
+        if groups is None:
+            raise InputError(
+                f"the transparency checks need the released group of every record; method "
+                f"{getattr(ctx.method, 'name', '?')!r} does not report groups"
+            )
+        m2 = getattr(ctx.method, "m2", None)
+        lam2 = getattr(ctx.method, "lambda2", None)
+        if m2 is None and lam2 is None:
+            return reidentification_probabilities(groups)
+        mean = ctx.original.mean(axis=0)
+        scale = ctx.original.std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        groups = np.asarray(groups)
+        first = np.unique(groups, return_index=True)
+        centres = np.zeros((int(groups.max()) + 1, ctx.original.shape[1]))
+        centres[first[0]] = ctx.result.points[first[1]]
+        return fuzzy_reidentification_probabilities(
+            (ctx.original - mean) / scale, (centres - mean) / scale, groups, m=m2, lam=lam2
+        )
+
+    return _cached(ctx, "reidentification", compute)
+
+
+def _transparency(ctx: CheckContext) -> float:
+    return float(100.0 * _reidentification(ctx).mean())
+
+
+def _transparency_k(ctx: CheckContext) -> float:
+    return probabilistic_k_anonymity(_reidentification(ctx))
+
+
+def _sensitive(ctx: CheckContext) -> pd.DataFrame:
+    sens = ctx.extra.get("sensitive")
+    if sens is None:
+        raise InputError(
+            "l-diversity checks need the sensitive columns: add `sensitive: [column, ...]` to "
+            "the release spec (columns published unchanged under `keep:`)"
+        )
+    if isinstance(sens, (pd.DataFrame, pd.Series)):
+        return pd.DataFrame(sens)
+    names = [sens] if isinstance(sens, str) else list(sens)
+    if ctx.kept is None or not set(names) <= set(ctx.kept.columns):
+        have = [] if ctx.kept is None else list(ctx.kept.columns)
+        raise InputError(
+            f"sensitive column(s) {sorted(set(names) - set(have))} are not among the published "
+            f"unchanged columns {have}; list them under `keep:` too"
+        )
+    return ctx.kept[names]
+
+
+def _l_diversity(ctx: CheckContext) -> float:
+    return float(l_diversity(ctx.result.released_identifiers, _sensitive(ctx)))
+
+
+def _entropy_l_diversity(ctx: CheckContext) -> float:
+    return entropy_l_diversity(ctx.result.released_identifiers, _sensitive(ctx))
+
+
+MEASURE_CHECKS: list[CheckSpec] = [
+    ("max_generic_loss_means", "max", _generic("means", "relative"),
+     "mean relative difference of the means, %"),
+    ("max_generic_loss_variances", "max", _generic("variances", "relative"),
+     "mean relative difference of the variances, %"),
+    ("max_generic_loss_covariances", "max", _generic("covariances", "relative"),
+     "mean relative difference of the covariances (upper triangle with diagonal), %"),
+    ("max_generic_loss_correlations", "max", _generic("correlations", "absolute"),
+     "mean absolute difference of the correlations"),
+    ("max_pil_means", "max", _pil("means"), "probabilistic information loss of the means, %"),
+    ("max_pil_variances", "max", _pil("variances"), "PIL of the variances, %"),
+    ("max_pil_covariances", "max", _pil("covariances"), "PIL of the covariances, %"),
+    ("max_pil_correlations", "max", _pil("correlations"), "PIL of the correlations, %"),
+    ("max_pil", "max", _pil("average"), "average PIL of means, variances, covariances, "
+     "correlations, %"),
+    ("max_cluster_loss_d1", "max", _cluster_distance("d1"),
+     "fuzzy c-means centre distance d1, original vs released (standardized units)"),
+    ("max_cluster_loss_d2", "max", _cluster_distance("d2"),
+     "fuzzy c-means membership distance d2, summed over records"),
+    ("min_cluster_rand", "min", _cluster_index("rand"), "Rand index of the FCM alpha-cuts"),
+    ("min_cluster_adjusted_rand", "min", _cluster_index("adjusted_rand"),
+     "adjusted Rand index of the FCM alpha-cuts"),
+    ("min_cluster_jaccard", "min", _cluster_index("jaccard"),
+     "Jaccard index of the FCM alpha-cuts"),
+    ("max_record_linkage", "max", _record_linkage,
+     "distance-based record linkage: % of released records linked to their own original"),
+    ("max_interval_disclosure", "max", _interval_disclosure,
+     "rank-based interval disclosure: % of original values inside the released rank interval"),
+    ("max_transparency_reidentification", "max", _transparency,
+     "% of records re-identified by an intruder who knows the method and its parameters"),
+    ("transparency_k_anonymity", "min", _transparency_k,
+     "probabilistic k-anonymity: 1 / largest re-identification probability (transparency)"),
+    ("l_diversity", "min", _l_diversity,
+     "fewest distinct values of a sensitive column in an equivalence class"),
+    ("entropy_l_diversity", "min", _entropy_l_diversity,
+     "smallest exp(entropy) of a sensitive column in an equivalence class"),
+]  # fmt: skip

@@ -1,0 +1,99 @@
+"""The measures as publication gates: every key runs through ``run_checks`` on a release."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcflow.tasks._validation import InputError
+from sdcflow.tasks.anonymity import l_diversity
+from sdcflow.tasks.checks import CHECKS, CheckContext, run_checks
+from sdcflow.tasks.cluster_loss import cluster_loss
+from sdcflow.tasks.disclosure_risk import (
+    fuzzy_reidentification_probabilities,
+    interval_disclosure,
+    record_linkage,
+)
+from sdcflow.tasks.information_loss import generic_loss, probabilistic_loss_table
+from sdcflow.tasks.mdav import group_means, mdav
+from sdcflow.tasks.measure_checks import MEASURE_CHECKS
+from sdcflow.tasks.methods import MaskResult
+
+
+@pytest.fixture(scope="module")
+def mdav_ctx() -> CheckContext:
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(120, 3)) * [1.0, 10.0, 100.0] + [0.0, 50.0, 500.0]
+    labels = mdav(X, 4)
+    points = group_means(X, labels)
+    cols = ["a", "b", "c"]
+    kept = pd.DataFrame({"region": rng.integers(0, 3, 120), "illness": rng.integers(0, 5, 120)})
+    return CheckContext(
+        original=X,
+        columns=cols,
+        result=MaskResult(pd.DataFrame(points, columns=cols), points, groups=labels),
+        method=SimpleNamespace(name="mdav", k=4),
+        kept=kept,
+        extra={
+            "sensitive": kept[["illness"]],
+            "cluster_loss": {"c": 4, "restarts": 3},
+            "interval_disclosure_p": [5, 10],
+        },
+    )
+
+
+def test_every_measure_is_registered():
+    for key, direction, _, _ in MEASURE_CHECKS:
+        assert CHECKS[key].direction == direction
+
+
+def test_gates_report_the_measures_figures(mdav_ctx):
+    keys = [spec[0] for spec in MEASURE_CHECKS]
+    outcomes = {o.key: o for o in run_checks(mdav_ctx, dict.fromkeys(keys, 0.0))}
+    X, P = mdav_ctx.original, mdav_ctx.result.points
+    assert outcomes["max_generic_loss_variances"].figure == generic_loss(X, P, "variances")
+    assert outcomes["max_generic_loss_correlations"].figure == generic_loss(
+        X, P, "correlations", kind="absolute"
+    )
+    assert outcomes["max_pil"].figure == probabilistic_loss_table(X, P)["average"]
+    assert outcomes["max_record_linkage"].figure == record_linkage(X, P)
+    assert outcomes["max_interval_disclosure"].figure == interval_disclosure(X, P, [5, 10])
+    # MDAV: the transparency intruder gets 1/|group|; 120 records in 30 groups of 4
+    assert outcomes["max_transparency_reidentification"].figure == pytest.approx(25.0)
+    assert outcomes["transparency_k_anonymity"].figure == pytest.approx(4.0)
+    assert outcomes["l_diversity"].figure == l_diversity(P, mdav_ctx.kept["illness"])
+    expected = cluster_loss(X, P, c=4, restarts=3, alphas=(0.5,))
+    assert outcomes["max_cluster_loss_d1"].figure == expected.d1
+    assert outcomes["min_cluster_adjusted_rand"].figure == expected.alpha[0.5]["adjusted_rand"]
+    # direction: a loss of 0 passes nothing above it, an index >= 0 passes a 0 minimum
+    assert outcomes["min_cluster_rand"].passed
+    assert not outcomes["max_record_linkage"].passed
+
+
+def test_l_diversity_without_sensitive_columns_names_the_spec_field(mdav_ctx):
+    ctx = CheckContext(
+        mdav_ctx.original, mdav_ctx.columns, mdav_ctx.result, mdav_ctx.method, kept=None
+    )
+    with pytest.raises(InputError, match="sensitive:"):
+        run_checks(ctx, {"l_diversity": 2})
+    ctx.extra["sensitive"] = ["illness"]
+    with pytest.raises(InputError, match="keep:"):
+        run_checks(ctx, {"l_diversity": 2})
+
+
+def test_fuzzy_transparency_uses_m2_memberships():
+    # Two centres at -1 and +1 (standardized scale), two records on each. m2 = 2.
+    # Record at -1 coincides with centre 0: u = (1, 0), N = (2, 2) -> P = 1/2.
+    # Record at 0: u = (1/2, 1/2) -> P = 1/4.
+    Z = np.array([[-1.0], [0.0], [1.0], [0.0]])
+    groups = np.array([0, 0, 1, 1])
+    V = np.array([[-1.0], [1.0]])
+    P = fuzzy_reidentification_probabilities(Z, V, groups, m=2.0, chunk=3)
+    assert P == pytest.approx([0.5, 0.25, 0.5, 0.25])
+    # entropy FCM, lam = ln 3: record at 0 is equidistant -> 1/4; record at -1:
+    # u0 = 1 / (1 + exp(-ln3 * (4 - 0))) = 81/82 -> P = 81/164
+    P = fuzzy_reidentification_probabilities(Z, V, groups, lam=np.log(3.0))
+    assert P == pytest.approx([81 / 164, 0.25, 81 / 164, 0.25])

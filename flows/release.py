@@ -12,6 +12,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
+from prefect.states import Failed
 
 from sdcflow.flows import steps
 from sdcflow.flows.simple_edits import sum_rule_violations
@@ -47,7 +48,7 @@ def with_method(spec: ReleaseSpec, method: dict[str, Any] | None) -> ReleaseSpec
 @flow(name="sdc-release", persist_result=False, log_prints=False)
 def release(
     spec_path: str, publish: bool = True, method: dict[str, Any] | None = None
-) -> dict[str, Any]:
+) -> dict[str, Any] | Any:
     """Release the file described by the spec at ``spec_path``.
 
     Parameters
@@ -57,7 +58,8 @@ def release(
     method : optional replacement for the spec's ``method`` block (comparisons).
 
     Returns the run outcome (run id, decision, checks, method details, published path).
-    Raises ``ChecksFailed`` when a check fails, so the flow run ends Failed.
+    When a check fails the flow run ends Failed and the call raises ``ChecksFailed``;
+    ``audit.runs`` records the run as ``refused`` (``failed`` is kept for errors).
     """
     spec = with_method(load_spec(spec_path), method)
     run_id = _run_id()
@@ -68,9 +70,10 @@ def release(
 
     steps.check_inputs(spec)
     warehouse.start_run(run_id, spec.release, spec.sha256(), spec.method.name)
-    status, message, published = "failed", None, None
+    status, message, published, n_rows = "failed", None, None, None
     try:
         frame = steps.ingest(spec, warehouse, run_id)
+        n_rows = len(frame)
         result = steps.mask(spec, frame, rng)
         released = steps.released_frame(spec, frame, result)
         steps.store_masked(warehouse, run_id, released)
@@ -97,8 +100,10 @@ def release(
         outcome["decision"] = decision
         steps.report_artifacts(spec, run_id, outcomes, decision)
         if failed:
-            message = decision
-            raise ChecksFailed(failed, outcome)
+            # A Failed final state ends the flow run Failed and re-raises ChecksFailed to the
+            # caller, without logging a traceback for what is a decision, not a crash.
+            status, message = "refused", decision
+            return Failed(message=decision, data=ChecksFailed(failed, outcome))
         if publish:
             manifest = {
                 "release": spec.release,
@@ -124,7 +129,7 @@ def release(
             run_id,
             status,
             message=message,
-            n_rows=None,
+            n_rows=n_rows,
             published_to=str(published) if published else None,
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -9,6 +10,9 @@ import pandas as pd
 import pytest
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# Prefect's console handler keeps the stream pytest captured for the first test and writes
+# to it after pytest closed it; do not echo those handler errors into later tests' stderr.
+logging.raiseExceptions = False
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

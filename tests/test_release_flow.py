@@ -41,6 +41,30 @@ def make_release(tmp: Path, rows: int = 400, **overrides) -> Path:
     return path
 
 
+def read_artifacts(keys: list[str]) -> dict[str, str]:
+    """Latest artifact data by key, straight from the REST API (Prefect 3.8's client sends
+    null filter fields that its own server rejects)."""
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    body = {
+        "artifacts": {"key": {"any_": keys}},
+        "flow_runs": {},
+        "task_runs": {},
+        "limit": 50,
+        "offset": 0,
+        "sort": "CREATED_DESC",
+    }
+    response = httpx.post(f"{PREFECT_API_URL.value()}/artifacts/filter", json=body, timeout=30)
+    response.raise_for_status()
+    out: dict[str, str] = {}
+    for item in response.json():
+        out.setdefault(
+            item["key"], json.dumps(item["data"]) if item["type"] == "table" else item["data"]
+        )
+    return out
+
+
 def tree_bytes(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
@@ -84,6 +108,13 @@ def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
     assert {"raw", "edited", "masked", "published", "audit"} <= schemas
     assert main(["runs", str(spec)]) == 0
     assert "published" in capsys.readouterr().out
+    # The Prefect artifacts carry the checks and the decision, and no record value.
+    artifacts = read_artifacts(["survey-summary", "survey-checks"])
+    assert set(artifacts) == {"survey-summary", "survey-checks"}
+    summary = artifacts["survey-summary"]
+    assert "k_anonymity" in summary and "Decision:** published" in summary
+    for value in original["turnover"].astype(str).unique()[:200]:
+        assert f"| {value} " not in summary
 
 
 def test_failed_check_exits_1_and_publishes_nothing(tmp_path, prefect_api, capsys):
@@ -91,9 +122,10 @@ def test_failed_check_exits_1_and_publishes_nothing(tmp_path, prefect_api, capsy
     assert main(["release", str(spec)]) == 1
     err = capsys.readouterr().err
     assert "k_anonymity" in err and "nothing was published" in err
+    assert "Traceback" not in err
     assert not (tmp_path / "published" / "survey").exists()
     con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
-    assert con.execute("SELECT status FROM audit.runs").fetchone()[0] == "failed"
+    assert con.execute("SELECT status FROM audit.runs").fetchone()[0] == "refused"
     con.close()
 
 

@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS audit.runs (
     status VARCHAR NOT NULL,
     message VARCHAR,
     n_rows BIGINT,
-    published_to VARCHAR
+    published_to VARCHAR,
+    checks JSON
 );
 CREATE TABLE IF NOT EXISTS audit.checks (
     run_id VARCHAR NOT NULL,
@@ -50,6 +51,8 @@ CREATE TABLE IF NOT EXISTS audit.checks (
     rule VARCHAR,
     verdict VARCHAR NOT NULL
 );
+-- warehouses created by earlier versions gain the columns added since
+ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS checks JSON;
 """
 
 
@@ -159,29 +162,26 @@ class Warehouse:
             (run_id, o["check"], o["figure"], o["threshold"], o["rule"], o["verdict"])
             for o in outcomes
         ]
+        summary = json.dumps(
+            {o["check"]: {"figure": o["figure"], "verdict": o["verdict"]} for o in outcomes}
+        )
         with self.connect() as con:
             con.execute("DELETE FROM audit.checks WHERE run_id = ?", [run_id])
             if rows:
                 con.executemany("INSERT INTO audit.checks VALUES (?, ?, ?, ?, ?, ?)", rows)
+            con.execute("UPDATE audit.runs SET checks = ? WHERE run_id = ?", [summary, run_id])
 
     def runs(self, limit: int = 50) -> pd.DataFrame:
-        """The latest runs with their check verdicts folded into one JSON column."""
+        """The latest runs, each with its checks' figures and verdicts as one JSON column."""
         if not self.path.exists():
             return pd.DataFrame()
         self.initialize()
         with self.connect(read_only=True) as con:
-            runs = con.execute(
-                "SELECT run_id, release, method, status, started_at, ended_at, n_rows, message "
-                "FROM audit.runs ORDER BY started_at DESC LIMIT ?",
+            return con.execute(
+                "SELECT run_id, release, method, status, started_at, ended_at, n_rows, message, "
+                "coalesce(checks, '{}') AS checks FROM audit.runs ORDER BY started_at DESC LIMIT ?",
                 [limit],
             ).df()
-            checks = con.execute("SELECT * FROM audit.checks").df()
-        verdicts = {
-            rid: json.dumps({r.check_name: r.verdict for r in grp.itertuples()})
-            for rid, grp in checks.groupby("run_id")
-        }
-        runs["checks"] = runs["run_id"].map(verdicts).fillna("{}")
-        return runs
 
 
 def read_source(source: Path) -> pa.Table:

@@ -1,0 +1,277 @@
+"""The edit-rule language: every rule form, every error form with its caret, rule items."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sdcflow.expectations.rules import (
+    Chain,
+    Comparison,
+    Conditional,
+    InSet,
+    LinearForm,
+    NotNull,
+    RuleError,
+    TextComparison,
+    load_rules_file,
+    parse_rule,
+    parse_rules,
+)
+from sdcflow.tasks._validation import InputError
+
+COLUMNS = [
+    "total",
+    "exp16",
+    "exp7",
+    "wages",
+    "total_costs",
+    "profit",
+    "turnover",
+    "employees",
+    "region",
+    "other_costs",
+]
+
+
+def residual(node: Comparison) -> dict[str, float]:
+    r = node.residual
+    return {**dict(r.terms), "const": r.const}
+
+
+# --- every rule form -----------------------------------------------------------------------
+
+
+def test_equality_with_coefficients_on_the_right() -> None:
+    node = parse_rule("total == 1.16*exp16 + 1.07*exp7", known_columns=COLUMNS)
+    assert isinstance(node, Comparison) and node.op == "=="
+    assert residual(node) == {"total": 1.0, "exp16": -1.16, "exp7": -1.07, "const": 0.0}
+
+
+def test_inequality_with_coefficient() -> None:
+    node = parse_rule("wages >= 0.2 * total_costs")
+    assert node.op == ">="
+    assert residual(node) == {"wages": 1.0, "total_costs": -0.2, "const": 0.0}
+
+
+def test_difference_and_constants_on_both_sides() -> None:
+    node = parse_rule("profit + 10 == turnover - total_costs - 2 * (5 - 3)")
+    assert residual(node) == {"profit": 1.0, "turnover": -1.0, "total_costs": 1.0, "const": 14.0}
+
+
+def test_division_by_constant_and_unary_minus() -> None:
+    node = parse_rule("-(wages + other_costs) / 2 <= -3e2")
+    assert residual(node) == {"wages": -0.5, "other_costs": -0.5, "const": 300.0}
+
+
+def test_repeated_column_terms_are_collected() -> None:
+    node = parse_rule("2*wages - wages == total")
+    assert residual(node) == {"wages": 1.0, "total": -1.0, "const": 0.0}
+
+
+def test_chained_range() -> None:
+    node = parse_rule("0 <= employees <= 100000")
+    assert isinstance(node, Chain) and [link.op for link in node.links] == ["<=", "<="]
+    assert node.links[0].lhs == LinearForm((), 0.0)
+    assert node.links[1].rhs == LinearForm((), 100000.0)
+
+
+def test_descending_chain() -> None:
+    node = parse_rule("100 > employees >= 1")
+    assert [link.op for link in node.links] == [">", ">="]
+
+
+@pytest.mark.parametrize(
+    ("text", "values", "negated"),
+    [
+        ("region in ['N', 'S', 'E', 'W']", ("N", "S", "E", "W"), False),
+        ('region in ["N"]', ("N",), False),
+        ("region not in ['X']", ("X",), True),
+        ("region %in% c('N', 'S')", ("N", "S"), False),
+        ("employees in [1, 2.5, -3]", (1.0, 2.5, -3.0), False),
+    ],
+)
+def test_sets(text: str, values: tuple, negated: bool) -> None:
+    node = parse_rule(text)
+    assert node == InSet(node.column, values, negated)
+
+
+@pytest.mark.parametrize("text", ["not_null(region)", "region is not null", "!is.na(region)"])
+def test_not_null_forms(text: str) -> None:
+    assert parse_rule(text) == NotNull("region")
+
+
+def test_conditional() -> None:
+    node = parse_rule("if employees == 0 then wages == 0")
+    assert isinstance(node, Conditional)
+    assert node.condition.op == "==" and node.consequent.op == "=="
+    assert node.columns == ("employees", "wages")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if region == 'N' then 0 <= wages <= 10",
+        "if region in ['N', 'S'] then not_null(wages)",
+        "if wages is not null then region != 'X'",
+        "if 0 < employees <= 5 then turnover >= 0.5 * wages",
+    ],
+)
+def test_conditional_with_any_simple_rule(text: str) -> None:
+    node = parse_rule(text, known_columns=COLUMNS)
+    assert isinstance(node, Conditional)
+
+
+def test_text_comparison_either_side() -> None:
+    assert parse_rule("region == 'N'") == TextComparison("region", "==", "N")
+    assert parse_rule("'N' != region") == TextComparison("region", "!=", "N")
+
+
+def test_keywords_inside_names_are_names() -> None:
+    node = parse_rule("iffy == thenx + notes + inx")
+    assert node.columns == ("iffy", "thenx", "notes", "inx")
+
+
+def test_whitespace_is_normalized() -> None:
+    rules = parse_rules(["total  ==\n   wages +\tother_costs"])
+    assert rules[0].text == "total == wages + other_costs"
+
+
+# --- rule items ----------------------------------------------------------------------------
+
+
+def test_items_strings_and_mappings() -> None:
+    rules = parse_rules(
+        [
+            "total_costs == wages + other_costs",
+            {"rule": "wages >= 0", "name": "wages_nonneg", "severity": "warning"},
+            {"rule": "profit == turnover - total_costs", "tolerance": 0.5},
+        ],
+        known_columns=COLUMNS,
+    )
+    assert [r.name for r in rules] == ["R1", "wages_nonneg", "R3"]
+    assert [r.severity for r in rules] == ["error", "warning", "error"]
+    assert rules[0].tolerance == 1e-8 and rules[2].tolerance == 0.5
+    assert [r.is_linear for r in rules] == [True, True, True]
+
+
+def test_default_names_avoid_given_names() -> None:
+    rules = parse_rules([{"rule": "wages >= 0", "name": "R2"}, "total >= 0"])
+    assert [r.name for r in rules] == ["R2", "R2_2"]
+
+
+def test_is_linear() -> None:
+    rules = parse_rules(
+        ["a == b", "0 <= a <= 1", "a != b", "if a == 0 then b == 0", "r in ['x']", "not_null(a)"]
+    )
+    assert [r.is_linear for r in rules] == [True, True, False, False, False, False]
+    assert [r.is_conditional for r in rules] == [False, False, False, True, False, False]
+
+
+def test_rules_file_list_and_mapping(tmp_path) -> None:
+    listed = tmp_path / "a.yaml"
+    listed.write_text("- a == b + c\n- {rule: 'a >= 0', name: pos}\n")
+    mapped = tmp_path / "b.yaml"
+    mapped.write_text("rules:\n  - a == b + c\n")
+    assert len(parse_rules(load_rules_file(listed))) == 2
+    assert parse_rules(load_rules_file(mapped))[0].text == "a == b + c"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("rules: [a == b]\nother: 1\n", "unknown keys: other"),
+        ("a: [\n", "not valid YAML at line"),
+        ("just a string\n", "must hold a list of rules"),
+    ],
+)
+def test_rules_file_errors(tmp_path, content: str, message: str) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text(content)
+    with pytest.raises(RuleError, match=message):
+        load_rules_file(path)
+
+
+def test_rules_file_missing(tmp_path) -> None:
+    with pytest.raises(RuleError, match="not found"):
+        load_rules_file(tmp_path / "nope.yaml")
+
+
+# --- every error form, with the caret under the offending token ------------------------------
+
+
+def caret(message: str) -> tuple[int, int]:
+    """(0-based column, width) of the caret line under the quoted rule."""
+    lines = message.splitlines()
+    line = next(ln for ln in lines if ln.strip() and set(ln.strip()) == {"^"})
+    stripped = line[4:]
+    start = len(stripped) - len(stripped.lstrip())
+    return start, len(stripped.strip())
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "column", "width"),
+    [
+        ("total == wages + ) other", "unexpected ')'", 17, 1),
+        ("total = wages", "unexpected character '='", 6, 1),
+        ("total == wages +", "ends too early", 16, 1),
+        ("if total then wages == 0", "unexpected 'then'", 9, 4),
+        ("region in [N]", "unexpected 'N'", 11, 1),
+        ("total == wages $ 3", "unexpected character '$'", 15, 1),
+        ("wages * total >= 0", "product of two columns", 0, 13),
+        ("wages / total >= 0", "division by a column", 8, 5),
+        ("wages / 0 >= 1", "division by zero", 8, 1),
+        ("total == wagez + other_costs", "unknown column 'wagez'", 9, 5),
+        ("0 <= employees == 5", "must run one way", 15, 2),
+        ("region > 'N'", "cannot be compared with '>'", 7, 1),
+        ("region + 1 == 'N'", "compared with a single column", 0, 10),
+        ("wages + 'N' == 1", "cannot be used in arithmetic", 8, 3),
+        ("0 <= 1", "constants on both sides", 0, 6),
+        ("region in []", "the set is empty", 10, 2),
+        ("region in ['N', 1]", "mixes text and numbers", 10, 8),
+        # a nested 'if' reads as a column named "if", so the parser stops at the next word
+        ("if wages >= 0 then if wages >= 1 then total >= 0", "unexpected 'wages'", 22, 5),
+    ],
+)
+def test_error_caret(text: str, message: str, column: int, width: int) -> None:
+    with pytest.raises(RuleError, match=re.escape(message)) as info:
+        parse_rules([text], known_columns=COLUMNS)
+    err = info.value
+    assert isinstance(err, InputError)
+    assert err.rule == text and err.name == "R1"
+    assert f"    {text}" in str(err)
+    assert err.column == column
+    assert caret(str(err)) == (column, width)
+
+
+def test_unknown_column_lists_known_ones() -> None:
+    with pytest.raises(RuleError) as info:
+        parse_rules(["wagez >= 0"], known_columns=["wages", "total"])
+    assert "known columns: wages, total" in str(info.value)
+
+
+def test_equals_sign_hint() -> None:
+    with pytest.raises(RuleError, match="use == for equality"):
+        parse_rule("a = b")
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ("a == b", "must be a list"),
+        ([42], "must be a rule string or a mapping"),
+        ([{"rule": "a == b", "weight": 2}], r"unknown key\(s\) weight"),
+        ([{"name": "x"}], "needs a 'rule' string"),
+        ([{"rule": "a == b", "severity": "fatal"}], "severity must be 'error' or 'warning'"),
+        ([{"rule": "a == b", "tolerance": -1}], "tolerance must be a number >= 0"),
+        ([{"rule": "a == b", "tolerance": True}], "tolerance must be a number >= 0"),
+        ([{"rule": "a == b", "name": "has space"}], "invalid rule name"),
+        ([{"rule": "a == b", "name": "sdc_row_id"}], "invalid rule name"),
+        ([{"rule": "a == b", "name": "x"}, {"rule": "a >= 0", "name": "x"}], "used by two rules"),
+        (["   "], "the rule is empty"),
+    ],
+)
+def test_item_errors(items, message: str) -> None:
+    with pytest.raises(RuleError, match=message):
+        parse_rules(items)

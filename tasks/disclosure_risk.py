@@ -278,3 +278,39 @@ def fuzzy_reidentification_probabilities(
         U = W / W.sum(axis=1, keepdims=True)
         out[start : start + chunk] = (U / N).max(axis=1)
     return out
+
+
+def release_reidentification_probabilities(
+    X: np.ndarray,
+    points: np.ndarray,
+    groups: np.ndarray | None = None,
+    *,
+    m: float | None = None,
+    lam: float | None = None,
+) -> np.ndarray:
+    """The transparency intruder's success probabilities for a released file.
+
+    ``groups`` defaults to the classes of identical released rows of ``points``. Without
+    ``m`` / ``lam`` the release is crisp (MDAV and other partitions): ``1/|group|``. With the
+    method's ``m2`` (``m``) or ``λ2`` (``lam``) it is fuzzy microaggregation: the released
+    centre of each group is the released value of its records, and memberships are computed
+    on the quasi-identifiers standardized with the original mean and population sd (see
+    :func:`fuzzy_reidentification_probabilities`).
+
+    Shapes: X (n, d), points (n, d), groups (n,) -> (n,) in [0, 1].
+    """
+    X, P = _check_pair(X, points)
+    if groups is None:
+        groups = np.unique(P, axis=0, return_inverse=True)[1].reshape(-1)
+    groups = np.asarray(groups)
+    if groups.shape != (X.shape[0],):
+        raise InputError(f"groups must have shape ({X.shape[0]},), got {groups.shape}")
+    if m is None and lam is None:
+        return reidentification_probabilities(groups)
+    labels, first = np.unique(groups, return_index=True)
+    if labels.min() < 0:
+        raise InputError("groups must hold non-negative integer labels")
+    centres = np.zeros((int(labels.max()) + 1, X.shape[1]))
+    centres[labels] = P[first]
+    Z, V = _standardize_pair(X, centres)
+    return fuzzy_reidentification_probabilities(Z, V, groups, m=m, lam=lam)

@@ -47,8 +47,9 @@ Keys of ``CheckContext.extra`` these checks read (the lead wires them from the s
 The transparency intruder uses the method parameters: a method whose parameters carry ``m2``
 (fuzzy c-means) or ``lambda2`` (entropy FCM) is treated as fuzzy microaggregation — the
 intruder computes each record's memberships to the released centres with that parameter on the
-quasi-identifiers standardized with the original mean and population sd; any other method with
-``ctx.result.groups`` is crisp (probability 1/|group|).
+quasi-identifiers standardized with the original mean and population sd; any other method is
+crisp (probability 1/|group|, groups from ``ctx.result.groups`` or else the classes of identical
+released rows).
 """
 
 from __future__ import annotations
@@ -63,10 +64,9 @@ from ._validation import InputError
 from .anonymity import entropy_l_diversity, l_diversity, probabilistic_k_anonymity
 from .cluster_loss import ClusterLoss, cluster_loss
 from .disclosure_risk import (
-    fuzzy_reidentification_probabilities,
     interval_disclosure,
     record_linkage,
-    reidentification_probabilities,
+    release_reidentification_probabilities,
 )
 from .information_loss import generic_loss, probabilistic_loss_table
 
@@ -148,25 +148,13 @@ def _interval_disclosure(ctx: CheckContext) -> float:
 
 def _reidentification(ctx: CheckContext) -> np.ndarray:
     def compute() -> np.ndarray:
-        groups = ctx.result.groups
-        if groups is None:
-            raise InputError(
-                f"the transparency checks need the released group of every record; method "
-                f"{getattr(ctx.method, 'name', '?')!r} does not report groups"
-            )
-        m2 = getattr(ctx.method, "m2", None)
-        lam2 = getattr(ctx.method, "lambda2", None)
-        if m2 is None and lam2 is None:
-            return reidentification_probabilities(groups)
-        mean = ctx.original.mean(axis=0)
-        scale = ctx.original.std(axis=0)
-        scale = np.where(scale > 0, scale, 1.0)
-        groups = np.asarray(groups)
-        first = np.unique(groups, return_index=True)
-        centres = np.zeros((int(groups.max()) + 1, ctx.original.shape[1]))
-        centres[first[0]] = ctx.result.points[first[1]]
-        return fuzzy_reidentification_probabilities(
-            (ctx.original - mean) / scale, (centres - mean) / scale, groups, m=m2, lam=lam2
+        # a method without groups: records with identical released values form the groups
+        return release_reidentification_probabilities(
+            ctx.original,
+            ctx.result.points,
+            ctx.result.groups,
+            m=getattr(ctx.method, "m2", None),
+            lam=getattr(ctx.method, "lambda2", None),
         )
 
     return _cached(ctx, "reidentification", compute)
@@ -193,8 +181,8 @@ def _sensitive(ctx: CheckContext) -> pd.DataFrame:
     if ctx.kept is None or not set(names) <= set(ctx.kept.columns):
         have = [] if ctx.kept is None else list(ctx.kept.columns)
         raise InputError(
-            f"sensitive column(s) {sorted(set(names) - set(have))} are not among the published "
-            f"unchanged columns {have}; list them under `keep:` too"
+            f"sensitive column(s) {sorted(set(names) - set(have))} are not among the columns "
+            f"given to the checks {have}; name them under `sensitive:` in the spec"
         )
     return ctx.kept[names]
 

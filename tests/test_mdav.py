@@ -1,0 +1,205 @@
+"""MDAV-generic: hand-computed cases, invariants, kernel == reference, published figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from sdcflow.tasks._validation import InputError, standardize
+from sdcflow.tasks.information_loss import sse_sst_loss
+from sdcflow.tasks.mdav import group_means, mdav, mdav_groups, mdav_groups_reference
+
+BOTH = pytest.mark.parametrize(
+    "groups", [mdav_groups_reference, mdav_groups], ids=["numpy", "numba"]
+)
+
+
+def check_partition(labels: np.ndarray, n: int, k: int) -> None:
+    """MDAV-generic's shape: floor(n/k) groups numbered 0.., all of size k but the last."""
+    g = n // k
+    sizes = np.bincount(labels)
+    assert labels.shape == (n,)
+    assert sizes.size == g
+    assert (sizes >= k).all() and (sizes <= 2 * k - 1).all()
+    assert (sizes[:-1] == k).all()  # two groups of k per step; the remainder is the last group
+    assert sizes[-1] == n - k * (g - 1)
+
+
+# --- computed by hand ------------------------------------------------------------------------
+
+
+@BOTH
+def test_six_records_by_hand(groups) -> None:
+    # k = 2, records x0..x5 = (0,0) (1,0) (10,0) (11,0) (0,5) (1,5).
+    # centroid c = (23/6, 10/6) = (3.833, 1.667); squared distances to c:
+    #   x0 17.47, x1 10.81, x2 40.81, x3 54.14, x4 25.81, x5 19.14  -> r = x3.
+    # squared distances to r = (11,0): x0 121, x1 100, x2 1, x4 146, x5 125 -> s = x4.
+    # group 0: r and its nearest, x2 (1)                          -> {x2, x3}
+    # group 1: s = (0,5) and its nearest of x0 (25), x1 (26), x5 (1) -> {x4, x5}
+    # 2 records left < 2k = 4: the last group                       -> {x0, x1}
+    X = np.array([[0, 0], [1, 0], [10, 0], [11, 0], [0, 5], [1, 5]], dtype=float)
+    labels = groups(X, 2)
+    np.testing.assert_array_equal(labels, [2, 2, 0, 0, 1, 1])
+    centroids = np.array([[10.5, 0.0], [0.5, 5.0], [0.5, 0.0]])
+    np.testing.assert_array_equal(group_means(X, labels), centroids[labels])
+
+
+@BOTH
+def test_six_records_with_ties_by_hand(groups) -> None:
+    # k = 2, one column: x0..x5 = 0, 0, 1, 2, 2, 3; centroid 8/6 = 1.333.
+    # squared distances to c: 1.78, 1.78, 0.11, 0.44, 0.44, 2.78        -> r = x5 (3).
+    # to r: x0 9, x1 9 (tie: lowest row)                                  -> s = x0.
+    # r's nearest: x3 and x4 both at 1 (tie: lowest row)                  -> {x3, x5}
+    # s's nearest among x1, x2, x4: x1 at 0                               -> {x0, x1}
+    # rest                                                                -> {x2, x4}
+    X = np.array([[0.0], [0.0], [1.0], [2.0], [2.0], [3.0]])
+    np.testing.assert_array_equal(groups(X, 2), [1, 1, 2, 0, 2, 0])
+
+
+@BOTH
+def test_fewer_than_3k_records(groups) -> None:
+    # n = 5, k = 2 (2k <= n < 3k): one group around r, the other 3 together.
+    # x = 0, 1, 2, 3, 10: centroid 3.2, r = x4 (10), its nearest x3 (3) -> {x3, x4}; rest.
+    X = np.array([[0.0], [1.0], [2.0], [3.0], [10.0]])
+    np.testing.assert_array_equal(groups(X, 2), [1, 1, 1, 0, 0])
+    # n = 3, k = 2 (n < 2k): a single group.
+    np.testing.assert_array_equal(groups(X[:3], 2), [0, 0, 0])
+
+
+# --- invariants ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,k", [(500, 3), (777, 5), (1000, 10), (64, 7)])
+def test_partition_invariants(n: int, k: int) -> None:
+    rng = np.random.default_rng(n + k)
+    X = rng.lognormal(size=(n, 4)) * [1, 10, 1e3, 1e5]
+    labels = mdav(X, k)
+    check_partition(labels, n, k)
+    masked = group_means(X, labels)
+    frame = pd.DataFrame(X).groupby(labels).mean().to_numpy()
+    np.testing.assert_allclose(masked, frame[labels], rtol=1e-12)
+    # the masked file keeps the column means (group means are unbiased) and is k-anonymous
+    np.testing.assert_allclose(masked.mean(axis=0), X.mean(axis=0), rtol=1e-10)
+    assert np.unique(masked, axis=0, return_counts=True)[1].min() >= k
+
+
+# --- the compiled kernel gives the reference's groups ----------------------------------------
+
+
+def datasets() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 4, size=(400, 3)).astype(float)
+    return {
+        "normal": rng.standard_normal((1500, 10)),
+        "lognormal": rng.lognormal(sigma=1.5, size=(1500, 6)),
+        "duplicates": base,  # 64 distinct records, ties everywhere
+        # near-ties: distinct in float64, equal in float32 (the filter must not decide them)
+        "near_ties": np.repeat(base[:50], 4, axis=0) + 1e-12 * rng.standard_normal((200, 3)),
+        "one_column": rng.integers(0, 20, size=(300, 1)).astype(float),
+        "clustered": np.repeat(rng.standard_normal((30, 5)), 17, axis=0)[:500],
+    }
+
+
+@pytest.mark.parametrize("name", list(datasets()))
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_kernel_equals_reference(name: str, k: int) -> None:
+    Z, _, _ = standardize(datasets()[name])
+    ref = mdav_groups_reference(Z, k)
+    np.testing.assert_array_equal(mdav_groups(Z, k), ref)
+    np.testing.assert_array_equal(mdav_groups(Z, k, precision="float64"), ref)
+    check_partition(ref, Z.shape[0], k)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 7])
+@pytest.mark.parametrize("size", ["k", "2k-1", "2k", "3k-1", "3k", "3k+1"])
+def test_kernel_equals_reference_small_n(k: int, size: str) -> None:
+    n = {"k": k, "2k-1": 2 * k - 1, "2k": 2 * k, "3k-1": 3 * k - 1, "3k": 3 * k}.get(
+        size, 3 * k + 1
+    )
+    rng = np.random.default_rng(n * 31 + k)
+    for X in (rng.standard_normal((n, 3)), rng.integers(0, 2, size=(n, 2)).astype(float)):
+        ref = mdav_groups_reference(X, k)
+        np.testing.assert_array_equal(mdav_groups(X, k), ref)
+        check_partition(ref, n, k)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    X=arrays(
+        np.float64,
+        st.tuples(st.integers(2, 40), st.integers(1, 4)),
+        elements=st.sampled_from([-2.0, -0.5, 0.0, 0.5, 1.0, 3.0, 1e6]),
+    ),
+    k=st.integers(2, 6),
+)
+def test_kernel_equals_reference_property(X: np.ndarray, k: int) -> None:
+    k = min(k, X.shape[0])
+    np.testing.assert_array_equal(mdav_groups(X, k), mdav_groups_reference(X, k))
+
+
+def test_large_values_use_float64_filter() -> None:
+    # beyond 1e15 the float32 copy could overflow; the kernel switches to float64 by itself
+    X = np.random.default_rng(3).standard_normal((300, 3)) * 1e20
+    np.testing.assert_array_equal(mdav_groups(X, 4), mdav_groups_reference(X, 4))
+
+
+# --- published figures -----------------------------------------------------------------------
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("k,il", [(3, 5.692), (5, 9.088), (10, 14.156)])
+def test_census_published_il(census: pd.DataFrame, k: int, il: float) -> None:
+    X = census.to_numpy(dtype=float)
+    assert X.shape == (1080, 13)
+    labels = mdav(X, k)
+    assert sse_sst_loss(X, group_means(X, labels)) == pytest.approx(il, abs=0.01)
+    np.testing.assert_array_equal(labels, mdav(X, k, kernel="numpy"))
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("k,il", [(3, 0.483), (5, 1.667), (10, 3.840)])
+def test_eia_published_il(eia: pd.DataFrame, k: int, il: float) -> None:
+    X = eia.to_numpy(dtype=float)
+    assert X.shape[1] == 11
+    labels = mdav(X, k)
+    assert sse_sst_loss(X, group_means(X, labels)) == pytest.approx(il, abs=0.01)
+    np.testing.assert_array_equal(labels, mdav(X, k, kernel="numpy"))
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+def test_missing_value_names_the_column() -> None:
+    X = np.ones((10, 2))
+    X[3, 1] = np.nan
+    with pytest.raises(InputError, match=r"wages has 1 missing"):
+        mdav(X, 2, columns=["turnover", "wages"])
+
+
+@pytest.mark.parametrize(
+    "k,message",
+    [(1, r"k must be >= 2"), (0, r"k must be >= 2"), (11, r"larger than the number of records")],
+)
+def test_bad_k(k: int, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        mdav(np.random.default_rng(0).standard_normal((10, 2)), k)
+
+
+def test_non_integer_k() -> None:
+    with pytest.raises(InputError, match=r"k must be an integer"):
+        mdav(np.ones((10, 2)), 2.5)
+
+
+def test_non_numeric() -> None:
+    X = np.array([["1", "a"], ["2", "b"], ["3", "c"]], dtype=object)
+    with pytest.raises(InputError, match=r"must be numeric"):
+        mdav(X, 2)
+
+
+def test_unknown_kernel() -> None:
+    with pytest.raises(InputError, match=r"kernel must be"):
+        mdav(np.ones((10, 2)), 2, kernel="fortran")

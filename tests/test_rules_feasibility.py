@@ -1,0 +1,80 @@
+"""Infeasible rule sets are caught, and the error names a minimal conflicting subset."""
+
+from __future__ import annotations
+
+import pytest
+
+from sdcflow.expectations.feasibility import InfeasibleRulesError, check_feasible
+from sdcflow.expectations.rules import parse_rules
+from sdcflow.tasks._validation import InputError
+
+
+def conflict(texts: list, columns: list[str] | None = None) -> tuple[str, ...]:
+    with pytest.raises(InfeasibleRulesError) as info:
+        check_feasible(parse_rules(texts), columns)
+    assert isinstance(info.value, InputError)
+    return info.value.rules
+
+
+def test_bounds_conflict_names_only_the_two_rules() -> None:
+    rules = ["y <= 10", "x >= 5", "z == x + y", "x <= 3"]
+    assert conflict(rules) == ("R2", "R4")
+
+
+def test_message_quotes_rules_and_fix() -> None:
+    with pytest.raises(InfeasibleRulesError) as info:
+        check_feasible(parse_rules([{"rule": "x >= 5", "name": "lo"}, {"rule": "x <= 3"}]))
+    message = str(info.value)
+    assert "lo, R2 contradict each other" in message
+    assert "lo: x >= 5; R2: x <= 3" in message and "fix or drop one" in message
+
+
+def test_inconsistent_equalities() -> None:
+    assert conflict(["t == a + b", "a >= 0", "t == a + b + 1"]) == ("R1", "R3")
+
+
+def test_conflict_through_a_chain_of_rules() -> None:
+    rules = ["t == a + b", "a >= 0", "b >= 0", "0 <= c <= 9", "t <= -1", "c >= 1"]
+    assert conflict(rules) == ("R1", "R2", "R3", "R5")
+
+
+def test_range_against_bound() -> None:
+    assert conflict(["0 <= employees <= 100", "employees >= 101"]) == ("R1", "R2")
+
+
+def test_numeric_set_relaxation() -> None:
+    assert conflict(["size in [1, 2, 3]", "size >= 5"]) == ("R1", "R2")
+
+
+def test_conditional_that_forbids_its_condition() -> None:
+    rules = ["if employees == 0 then wages == 0", "wages >= 1", "employees >= 0", "x >= 0"]
+    assert conflict(rules) == ("R1", "R2")
+
+
+def test_feasible_sets_pass_and_report() -> None:
+    rules = parse_rules(
+        [
+            "total_costs == wages + other_costs",
+            "profit == turnover - total_costs",
+            "wages >= 0.2 * total_costs",
+            "0 <= employees <= 100000",
+            "if employees == 0 then wages == 0",
+            "if employees <= -1 then wages >= 5",
+            "region in ['N', 'S']",
+            "not_null(region)",
+        ]
+    )
+    report = check_feasible(rules)
+    assert report.linear_rules == ["R1", "R2", "R3", "R4"]
+    assert report.conditionals_checked == ["R5", "R6"]
+    assert report.vacuous == ["R6"]
+    assert report.linear_programs >= 1
+
+
+def test_strict_inequalities_enter_as_closure() -> None:
+    check_feasible(parse_rules(["x > 5", "x <= 5"]))
+
+
+def test_rules_outside_columns_are_left_out() -> None:
+    rules = parse_rules(["x >= 5", "x <= 3", "y >= 0"])
+    assert check_feasible(rules, ["y"]).linear_rules == ["R3"]

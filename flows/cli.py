@@ -81,6 +81,15 @@ def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     return EXIT_OK
 
 
+def _compare(spec_path: str, methods: list[str], ks: list[int], out: str | None) -> int:
+    from sdcflow.flows.compare import compare
+
+    table = compare(spec_path, methods, ks, out_dir=out)
+    print(table.drop(columns=["run_id"]).to_string(index=False, float_format="{:.4g}".format))
+    print(f"risk-utility map {table.attrs['png']}\nreport {table.attrs['report']}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sdcflow", description="Statistical disclosure control releases with Prefect."
@@ -98,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--cron", help='schedule, e.g. "0 3 * * *"')
     p.add_argument("--name", help="deployment name (default: the release name)")
+    p = sub.add_parser("compare", help="run method variants without publishing; risk-utility map")
+    p.add_argument("spec", help="release spec (YAML)")
+    p.add_argument("--methods", nargs="+", required=True, help="method names, e.g. mdav fuzzy")
+    p.add_argument("--k", nargs="+", type=int, required=True, dest="ks", help="e.g. 3 5 10")
+    p.add_argument("--out", help="output folder (default: <reports>/<release>/compare-<time>)")
     return parser
 
 
@@ -112,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _runs(args.spec, args.warehouse, args.limit)
         if args.command == "serve":
             return _serve(args.spec, args.cron, args.name)
+        if args.command == "compare":
+            return _compare(args.spec, args.methods, args.ks, args.out)
     except InputError as e:
         return _fail(f"error: {e}", EXIT_INPUT)
     except KeyboardInterrupt:

@@ -131,14 +131,31 @@ def edit_figure(edit_results: Mapping[str, int]) -> Figure:
     return fig
 
 
+def _edits_section(edit_results: Mapping[str, int] | None) -> list[str]:
+    parts = ["<h2>Edit rules</h2>"]
+    if edit_results is None:
+        return [*parts, "<p>The spec has no edit rules.</p>"]
+    if not edit_results:
+        return [*parts, "<p>No edit rule was evaluated.</p>"]
+    frame = pd.DataFrame(
+        {
+            "rule": list(edit_results),
+            "violating records": [int(v) for v in edit_results.values()],
+        }
+    )
+    row_class = ["fail" if int(v) else "pass" for v in edit_results.values()]
+    return [*parts, _table(frame, row_class), _img(figure_png(edit_figure(edit_results)), "edits")]
+
+
 def render_report(
     *,
     summary: Mapping[str, Any],
-    checks: Sequence[Mapping[str, Any]],
+    checks: Sequence[Mapping[str, Any]] | None,
     edit_results: Mapping[str, int] | None,
     figures: Mapping[str, Figure | bytes] | None = None,
     tables: Mapping[str, pd.DataFrame] | None = None,
     title: str = "sdcflow release report",
+    show_edits: bool = True,
 ) -> str:
     """The report page as a string (see :func:`write_report` for the arguments)."""
     parts = [
@@ -152,7 +169,8 @@ def render_report(
         frame = pd.DataFrame({"item": list(summary), "value": [_fmt(v) for v in summary.values()]})
         parts += ["<h2>Summary</h2>", _table(frame)]
 
-    parts.append("<h2>Checks</h2>")
+    if checks is not None:
+        parts.append("<h2>Checks</h2>")
     if checks:
         cols = ["check", "figure", "rule", "threshold", "verdict", "description"]
         frame = pd.DataFrame([{c: r.get(c, "") for c in cols} for r in checks])
@@ -165,23 +183,11 @@ def render_report(
         )
         parts.append(_table(frame, row_class))
         parts.append(_img(figure_png(checks_figure(checks)), "checks against their limits"))
-    else:
+    elif checks is not None:
         parts.append("<p>No checks were run.</p>")
 
-    parts.append("<h2>Edit rules</h2>")
-    if edit_results is None:
-        parts.append("<p>The spec has no edit rules.</p>")
-    elif not edit_results:
-        parts.append("<p>No edit rule was evaluated.</p>")
-    else:
-        frame = pd.DataFrame(
-            {
-                "rule": list(edit_results),
-                "violating records": [int(v) for v in edit_results.values()],
-            }
-        )
-        row_class = ["fail" if int(v) else "pass" for v in edit_results.values()]
-        parts += [_table(frame, row_class), _img(figure_png(edit_figure(edit_results)), "edits")]
+    if show_edits:
+        parts += _edits_section(edit_results)
 
     for name, frame in (tables or {}).items():
         parts += [f"<h2>{html.escape(name)}</h2>", _table(frame)]
@@ -196,11 +202,12 @@ def write_report(
     folder: str | Path,
     *,
     summary: Mapping[str, Any],
-    checks: Sequence[Mapping[str, Any]],
+    checks: Sequence[Mapping[str, Any]] | None,
     edit_results: Mapping[str, int] | None,
     figures: Mapping[str, Figure | bytes] | None = None,
     tables: Mapping[str, pd.DataFrame] | None = None,
     title: str = "sdcflow release report",
+    show_edits: bool = True,
 ) -> Path:
     """Write ``<folder>/report.html`` and return its path.
 
@@ -210,9 +217,10 @@ def write_report(
         The run's report folder (created if missing), not the published release.
     summary : mapping
         Scalar items shown first (release, run id, method and parameters, decision...).
-    checks : sequence of mappings
+    checks : sequence of mappings, or None
         Check rows as ``CheckOutcome.as_dict()`` gives them (check, figure, rule, threshold,
         verdict, description); drawn as a table and as bars of the share of each limit used.
+        None leaves the section out.
     edit_results : mapping rule -> number of violating released records, or None
         None means the spec has no edit rules.
     figures : mapping title -> matplotlib Figure or PNG bytes, optional
@@ -221,6 +229,8 @@ def write_report(
         Further tables of figures (for instance the risk-utility comparison).
     title : str
         Page title.
+    show_edits : bool
+        False leaves the edit-rule section out (pages that are not about one run).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -231,6 +241,7 @@ def write_report(
         figures=figures,
         tables=tables,
         title=title,
+        show_edits=show_edits,
     )
     target = folder / REPORT_NAME
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=folder)

@@ -1,0 +1,222 @@
+"""Risk-utility comparison: run method variants without publishing and map risk against loss.
+
+``sdcflow compare SPEC --methods mdav fuzzy --k 3 5 10`` runs the release flow of
+:mod:`sdcflow.flows.release` once per (method, k) with ``publish=False`` and the spec's
+``method`` block replaced, so every variant goes through the same ingest, masking and checks as
+a real release and is recorded in ``audit.runs``; nothing is published. A variant whose checks
+fail is still measured (its outcome rides on ``ChecksFailed``).
+
+For each variant the original quasi-identifiers (the ``edited`` table of the run when the
+pipeline has one, else ``raw``) and the masked ones are read back from the warehouse and
+measured:
+
+* ``il`` — IL = 100 SSE/SST (utility loss, x axis of the map);
+* ``record_linkage`` — distance-based record linkage, %;
+* ``transparency_reidentification`` — % re-identified by the intruder who knows the method
+  and its parameters (fuzzy methods: memberships with their ``m2`` / ``lambda2``);
+* ``interval_disclosure`` — rank-based interval disclosure, %;
+* ``pil`` — average probabilistic information loss, %;
+* ``k_achieved`` — smallest class of identical released quasi-identifier rows.
+
+The map (``risk_utility.png``) has one point per method and k, two panels (record linkage and
+the transparency intruder against IL); ``report.html`` beside it shows the map and the table.
+Only figures are written, never a record value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from pydantic import ValidationError
+
+from sdcflow.flows.report import figure_png, write_report
+from sdcflow.flows.spec import ReleaseSpec, load_spec
+from sdcflow.tasks._validation import InputError
+from sdcflow.tasks.anonymity import k_anonymity
+from sdcflow.tasks.disclosure_risk import (
+    interval_disclosure,
+    record_linkage,
+    release_reidentification_probabilities,
+)
+from sdcflow.tasks.information_loss import probabilistic_loss_table, sse_sst_loss
+
+COLUMNS = [
+    "method",
+    "k",
+    "il",
+    "record_linkage",
+    "transparency_reidentification",
+    "interval_disclosure",
+    "pil",
+    "k_achieved",
+    "checks_passed",
+    "run_id",
+]
+
+
+def variant_method(spec: ReleaseSpec, name: str, k: int) -> dict[str, Any]:
+    """The ``method`` block of one variant: the spec's own parameters when it uses the same
+    method (so m1, m2, restarts... carry over), else the method's defaults; ``k`` replaced."""
+    base = spec.method.model_dump(mode="json") if spec.method.name == name else {}
+    return {**base, "name": name, "k": int(k)}
+
+
+def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> ReleaseSpec:
+    from sdcflow.flows.release import with_method
+
+    try:
+        return with_method(spec, method)
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise InputError(
+            f"method {method['name']!r} with k = {method['k']}: {first['msg']}; "
+            "check the method name and its parameters"
+        ) from None
+
+
+def _original_and_masked(spec: ReleaseSpec, run_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """Quasi-identifiers that went into masking and their released values, same rows."""
+    import duckdb
+
+    from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
+
+    warehouse = Warehouse(spec.warehouse_path)
+    try:
+        original = warehouse.read_frame("edited", run_id)
+    except duckdb.CatalogException:  # the run had no editing step
+        original = warehouse.read_frame("raw", run_id)
+    masked = warehouse.read_frame("masked", run_id)
+    cols = list(spec.quasi_identifiers)
+    merged = original[[ROW_ID, *cols]].merge(
+        masked[[ROW_ID, *cols]], on=ROW_ID, suffixes=("", "__masked"), validate="1:1"
+    )
+    X = merged[cols].to_numpy(dtype=np.float64)
+    Xm = merged[[f"{c}__masked" for c in cols]].to_numpy(dtype=np.float64)
+    return X, Xm
+
+
+def measure_variant(spec: ReleaseSpec, X: np.ndarray, Xm: np.ndarray) -> dict[str, float]:
+    """The figures of one variant (see the module docstring)."""
+    reid = release_reidentification_probabilities(
+        X,
+        Xm,
+        m=getattr(spec.method, "m2", None),
+        lam=getattr(spec.method, "lambda2", None),
+    )
+    return {
+        "il": sse_sst_loss(X, Xm),
+        "record_linkage": record_linkage(X, Xm),
+        "transparency_reidentification": float(100.0 * reid.mean()),
+        "interval_disclosure": interval_disclosure(X, Xm),
+        "pil": probabilistic_loss_table(X, Xm)["average"],
+        "k_achieved": float(k_anonymity(Xm)),
+    }
+
+
+def risk_utility_figure(table: pd.DataFrame) -> Figure:
+    """Two panels, record linkage and transparency re-identification against IL; one marker
+    per method, each point labelled with its k, points of a method joined in k order."""
+    fig = Figure(figsize=(10, 4.4))
+    axes = fig.subplots(1, 2, sharex=True)
+    risks = [
+        ("record_linkage", "record linkage, %"),
+        ("transparency_reidentification", "transparency intruder, % re-identified"),
+    ]
+    markers = "osD^vP*X"
+    for ax, (col, label) in zip(axes, risks, strict=True):
+        for i, (method, rows) in enumerate(table.sort_values("k").groupby("method", sort=False)):
+            ax.plot(rows["il"], rows[col], marker=markers[i % len(markers)], label=str(method))
+            for _, r in rows.iterrows():
+                ax.annotate(f"k={int(r['k'])}", (r["il"], r[col]), textcoords="offset points",
+                            xytext=(4, 4), fontsize=8)  # fmt: skip
+        ax.set_xlabel("information loss IL = 100 SSE/SST")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(title="method")
+    fig.suptitle("Risk-utility map (lower left is better)")
+    fig.tight_layout()
+    return fig
+
+
+def compare(
+    spec_path: str | Path,
+    methods: Sequence[str],
+    ks: Sequence[int],
+    *,
+    out_dir: str | Path | None = None,
+) -> pd.DataFrame:
+    """Run every (method, k) without publishing and draw the risk-utility map.
+
+    Parameters
+    ----------
+    spec_path : path of the release spec
+    methods : method names of the registry (``mdav``, ``fuzzy``...)
+    ks : minimum group sizes
+    out_dir : folder for ``risk_utility.png``, ``risk_utility.csv`` and ``report.html``;
+        default ``<reports>/<release>/compare-<UTC time>``
+
+    Returns
+    -------
+    DataFrame with one row per variant and the columns of :data:`COLUMNS`; its ``attrs``
+    hold the paths written (``png``, ``csv``, ``report``).
+    """
+    from sdcflow.flows.release import ChecksFailed, release
+
+    if not methods or not ks:
+        raise InputError("give at least one method and one k")
+    spec_path = Path(spec_path).resolve()
+    spec = load_spec(spec_path)
+    variants = [(name, int(k), _validated(spec, variant_method(spec, name, k)))
+                for name in methods for k in ks]  # fmt: skip
+    rows = []
+    for name, k, vspec in variants:
+        try:
+            outcome = release(str(spec_path), publish=False, method=variant_method(spec, name, k))
+        except ChecksFailed as e:
+            outcome = e.outcome
+        X, Xm = _original_and_masked(vspec, outcome["run_id"])
+        rows.append(
+            {
+                "method": name,
+                "k": k,
+                **measure_variant(vspec, X, Xm),
+                "checks_passed": all(r["verdict"] == "pass" for r in outcome["checks"]),
+                "run_id": outcome["run_id"],
+            }
+        )
+    table = pd.DataFrame(rows, columns=COLUMNS)
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = Path(out_dir) if out_dir else spec.reports_dir / spec.release / f"compare-{stamp}"
+    folder.mkdir(parents=True, exist_ok=True)
+    png = figure_png(risk_utility_figure(table))
+    (folder / "risk_utility.png").write_bytes(png)
+    table.to_csv(folder / "risk_utility.csv", index=False)
+    report = write_report(
+        folder,
+        summary={
+            "release": spec.release,
+            "variants": len(table),
+            "methods": ", ".join(methods),
+            "k": ", ".join(str(k) for k in ks),
+            "published": "nothing (comparison runs)",
+        },
+        checks=None,
+        edit_results=None,
+        show_edits=False,
+        figures={"Risk-utility map": png},
+        tables={"Figures of every variant": table.round(4)},
+        title=f"Risk-utility comparison: {spec.release}",
+    )
+    table.attrs.update(
+        png=str(folder / "risk_utility.png"),
+        csv=str(folder / "risk_utility.csv"),
+        report=str(report),
+    )
+    return table

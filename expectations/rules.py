@@ -639,6 +639,7 @@ def parse_rules(
     *,
     known_columns: Sequence[str] | None = None,
     source: str = "edits",
+    first_index: int = 1,
 ) -> list[Rule]:
     """Parse the items of an ``edits:`` list or a rules file.
 
@@ -652,11 +653,14 @@ def parse_rules(
         The columns of the data; rules naming any other column are rejected.
     source : str
         Where the items come from, for error messages (``edits``, a file name...).
+    first_index : int
+        Position of the first item for default names (to continue a list parsed before).
 
     Returns
     -------
     list of Rule
-        In the given order; unnamed rules are called ``R<i>`` (1-based position).
+        In the given order; unnamed rules are called ``R<i>`` (``i`` counts from
+        ``first_index``).
 
     Raises
     ------
@@ -674,11 +678,11 @@ def parse_rules(
     for i, spec in enumerate(specs):
         name = spec["name"]
         if name is None:
-            name = f"R{i + 1}"
+            name = f"R{i + first_index}"
             k = 1
             while name in taken:
                 k += 1
-                name = f"R{i + 1}_{k}"
+                name = f"R{i + first_index}_{k}"
             taken.add(name)
         if name in seen:
             raise RuleError(

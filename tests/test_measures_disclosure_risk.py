@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from sdcflow.tasks._validation import InputError
+from sdcflow.tasks.cluster_loss import fcm_memberships, fuzzy_cmeans
 from sdcflow.tasks.disclosure_risk import (
     interval_disclosure,
     interval_disclosure_per_variable,
     record_linkage,
     record_linkage_scores,
     reidentification_probabilities,
+    release_reidentification_probabilities,
     transparency_reidentification,
 )
 from sdcflow.tasks.mdav import group_means, mdav
@@ -100,3 +102,37 @@ def test_mdav_transparency_is_at_least_record_linkage():
     transparency = transparency_reidentification(labels)
     assert transparency == pytest.approx(100 * (labels.max() + 1) / 300)
     assert dbrl <= transparency <= 20.0
+
+
+def test_release_probabilities_derive_groups_from_identical_rows():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 2))
+    labels = mdav(X, 4)
+    released = group_means(X, labels)
+    derived = release_reidentification_probabilities(X, released)
+    assert derived == pytest.approx(reidentification_probabilities(labels))
+
+
+def test_fuzzy_assignment_lowers_the_transparency_risk_of_mdav():
+    """Fuzzy microaggregation vs MDAV at k = 5 on 300 records (the registry has no ``fuzzy``
+    method yet, so Algorithm 1 of the constrained-fuzzy paper is reduced here to what the
+    intruder faces: FCM centres with m1 = 1.5 and c = n/k, memberships recomputed with
+    m2 = 2, every record released as a centre drawn from its memberships).
+
+    Measured: MDAV 20.0 % (60 groups of 5); fuzzy 12.6 % with this seed (the intruder knows
+    m2 and the released centres but not the draw).
+    """
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    k = 5
+    mdav_risk = transparency_reidentification(mdav(X, k))
+    assert mdav_risk == pytest.approx(20.0)
+
+    mean, sd = X.mean(axis=0), X.std(axis=0)
+    fp = fuzzy_cmeans((X - mean) / sd, X.shape[0] // k, m=1.5, restarts=2, random_state=1)
+    U2 = fcm_memberships((X - mean) / sd, fp.centres, 2.0)
+    draw = (rng.random(X.shape[0])[:, None] > U2.cumsum(axis=1)).sum(axis=1)
+    draw = np.minimum(draw, U2.shape[1] - 1)
+    released = fp.centres[draw] * sd + mean
+    fuzzy_risk = 100 * release_reidentification_probabilities(X, released, draw, m=2.0).mean()
+    assert fuzzy_risk < 0.75 * mdav_risk

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from sdcflow.tasks._validation import InputError
 from sdcflow.tasks.information_loss import (
     _sampling_sd,

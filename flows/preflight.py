@@ -50,4 +50,9 @@ def preflight(spec: ReleaseSpec) -> dict[str, Any]:
             f"method.k = {k} is larger than the number of records in {src} "
             f"({profile['rows']}); lower k or release more records"
         )
+    if spec.edits or spec.rules_file is not None:
+        # Parse, type-check and feasibility-check the edit rules (RuleError: exit 2).
+        from sdcflow.flows.edit_steps import load_edit_rules
+
+        profile["edit_rules"] = len(load_edit_rules(spec, types))
     return profile

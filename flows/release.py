@@ -14,8 +14,7 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Failed
 
-from sdcflow.flows import steps
-from sdcflow.flows.simple_edits import sum_rule_violations
+from sdcflow.flows import edit_steps, steps
 from sdcflow.flows.spec import ReleaseSpec, load_spec
 from sdcflow.tasks._validation import check_random_state
 from sdcflow.tasks.checks import CheckOutcome
@@ -74,10 +73,37 @@ def release(
     try:
         frame = steps.ingest(spec, warehouse, run_id)
         n_rows = len(frame)
-        result = steps.mask(spec, frame, rng)
+        # Edit rules: validate the raw table, then fail or repair (edit_steps, issue 3).
+        rules = edit_steps.spec_rules(spec, list(frame.columns))
+        constraints, edit_summary = None, None
+        if rules:
+            docs = report_dir / "data-docs"
+            pre = edit_steps.validate_edits(
+                warehouse, run_id, "raw", rules, docs / "raw", spec.release
+            )
+            edit_summary = {"raw": pre.counts(None), "repaired_records": 0}
+            if spec.on_violation == "fail" and not pre.success:
+                failed = edit_steps.rule_failures(pre)
+                decision = "REFUSED: raw records violate edit rules (on_violation: fail)"
+                warehouse.record_checks(run_id, [o.as_dict() for o in failed])
+                status, message = "refused", decision
+                refused = {"run_id": run_id, "decision": decision, "edit_rules": edit_summary}
+                return Failed(message=decision, data=ChecksFailed(failed, refused))
+            constraints = edit_steps.edit_constraints(spec, rules)
+            if edit_steps.needs_repair(spec, constraints):
+                frame, moved = edit_steps.repair_edits(spec, warehouse, run_id, frame, constraints)
+                edit_summary["repaired_records"] = moved
+        result = steps.mask(spec, frame, rng, constraints)
         released = steps.released_frame(spec, frame, result)
         steps.store_masked(warehouse, run_id, released)
-        edit_violations = sum_rule_violations(released, spec.edits) if spec.edits else None
+        edit_violations = None
+        if rules:
+            checkable, skipped = edit_steps.released_rules(rules, list(released.columns))
+            post = edit_steps.validate_edits(
+                warehouse, run_id, "masked", checkable, docs / "masked", spec.release, skipped
+            )
+            edit_violations = post.counts()
+            edit_summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
         outcomes = steps.check_release(spec, frame, result, edit_violations, rng)
         warehouse.record_checks(run_id, [o.as_dict() for o in outcomes])
         failed = [o for o in outcomes if not o.passed]
@@ -88,6 +114,7 @@ def release(
             "method_details": result.details,
             "checks": [o.as_dict() for o in outcomes],
             "edit_violations": edit_violations,
+            "edit_rules": edit_summary,
             "report_dir": str(report_dir),
             "published": None,
         }
@@ -114,6 +141,7 @@ def release(
                 "method_details": result.details,
                 "checks": outcome["checks"],
                 "edit_violations": edit_violations,
+                "edit_rules": edit_summary,
                 "software": steps.software_versions(),
             }
             published = steps.publish(spec, warehouse, run_id, released, manifest, rng)

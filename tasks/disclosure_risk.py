@@ -57,7 +57,9 @@ def _standardize_pair(X: np.ndarray, Xm: np.ndarray) -> tuple[np.ndarray, np.nda
 # --- distance-based record linkage ------------------------------------------------------------
 
 
-def record_linkage_scores(X: np.ndarray, X_masked: np.ndarray, *, rtol: float = 1e-9) -> np.ndarray:
+def record_linkage_scores(
+    X: np.ndarray, X_masked: np.ndarray, *, rtol: float = 1e-9, workers: int = 1
+) -> np.ndarray:
     """Probability that the intruder links each released record to its own original record.
 
     Both files are standardized with the original mean and population standard deviation, and
@@ -67,27 +69,36 @@ def record_linkage_scores(X: np.ndarray, X_masked: np.ndarray, *, rtol: float = 
     at random, so the released record scores ``1/t`` if its own original is among them and 0
     otherwise. Microaggregated files with duplicated original records are the usual case.
 
-    Cost: one KD-tree over the originals, one nearest-neighbour query and one counting ball
-    query per released record, O(n log n) for low d; no n x n matrix.
+    Cost: one KD-tree over the originals, one nearest-neighbour query per released record and
+    a counting ball query for those whose own original is at the minimal distance; O(n log n)
+    for low d, no n x n matrix. In 10 dimensions KD-trees degrade: 100 000 records with
+    noise of 0.3 sd took about 13-30 s here (shared machine); ``workers=-1`` spreads the queries
+    over all cores.
 
     Shapes: X (n, d), X_masked (n, d) -> (n,) in [0, 1].
     """
     X, Xm = _check_pair(X, X_masked)
     Z, Zm = _standardize_pair(X, Xm)
     tree = cKDTree(Z)
-    d_min, _ = tree.query(Zm, k=1)
+    d_min, _ = tree.query(Zm, k=1, workers=workers)
     radius = d_min * (1.0 + rtol) + rtol
-    tied = np.asarray(tree.query_ball_point(Zm, r=radius, return_length=True))
     own = np.sqrt(((Zm - Z) ** 2).sum(axis=1))
-    return np.where(own <= radius, 1.0 / np.maximum(tied, 1), 0.0)
+    hit = own <= radius  # only these can score: count their ties
+    scores = np.zeros(X.shape[0])
+    if hit.any():
+        tied = tree.query_ball_point(Zm[hit], r=radius[hit], return_length=True, workers=workers)
+        scores[hit] = 1.0 / np.maximum(np.asarray(tied), 1)
+    return scores
 
 
-def record_linkage(X: np.ndarray, X_masked: np.ndarray, *, rtol: float = 1e-9) -> float:
+def record_linkage(
+    X: np.ndarray, X_masked: np.ndarray, *, rtol: float = 1e-9, workers: int = 1
+) -> float:
     """DBRL risk: expected percentage of released records linked to their own original [1].
 
     The mean of :func:`record_linkage_scores` times 100 (ties count fractionally, 1/t).
     """
-    return float(100.0 * record_linkage_scores(X, X_masked, rtol=rtol).mean())
+    return float(100.0 * record_linkage_scores(X, X_masked, rtol=rtol, workers=workers).mean())
 
 
 # --- rank-based interval disclosure ---------------------------------------------------------

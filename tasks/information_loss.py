@@ -190,14 +190,6 @@ def generic_loss_table(X: np.ndarray, X_masked: np.ndarray) -> dict[str, float]:
 # --- probabilistic information loss [4] -----------------------------------------------------
 
 
-def _central_moment(C: np.ndarray, i: np.ndarray, j: np.ndarray, r: int, s: int) -> np.ndarray:
-    """Sample central product moments ``μ_rs = mean((x_i - x̄_i)^r (x_j - x̄_j)^s)``.
-
-    Shapes: C (n, d) centred data, i (e,), j (e,) variable indices -> (e,).
-    """
-    return ((C[:, i] ** r) * (C[:, j] ** s)).mean(axis=0)
-
-
 def _sampling_sd(statistic: Statistic, X: np.ndarray, live: np.ndarray) -> np.ndarray:
     """Standard errors of the original-file estimates, in the entry order of :func:`_entries`.
 
@@ -215,24 +207,22 @@ def _sampling_sd(statistic: Statistic, X: np.ndarray, live: np.ndarray) -> np.nd
     n = X.shape[0]
     C = X - X.mean(axis=0)
     idx = np.flatnonzero(live)
+    m2 = (C**2).mean(axis=0)  # per variable: μ_2 and μ_4
+    m4 = (C**4).mean(axis=0)
     if statistic == "means":
-        return np.sqrt(_central_moment(C, idx, idx, 2, 0) / n)
+        return np.sqrt(m2[idx] / n)
     if statistic == "variances":
         i = j = idx
     else:
         iu = np.triu_indices(idx.size, k=0 if statistic == "covariances" else 1)
         i, j = idx[iu[0]], idx[iu[1]]
-    m20 = _central_moment(C, i, j, 2, 0)
-    m02 = _central_moment(C, i, j, 0, 2)
-    m11 = _central_moment(C, i, j, 1, 1)
-    m22 = _central_moment(C, i, j, 2, 2)
+    mixed = _mixed_moments(C, i, j)
+    m11, m22 = mixed["11"], mixed["22"]
+    m20, m02 = m2[i], m2[j]
     if statistic in ("variances", "covariances"):
         var = (n - 1) / n**3 * ((n - 1) * m22 - (n - 2) * m11**2 + m20 * m02)  # [4]
         return np.sqrt(np.maximum(var, 0.0))
-    m40 = _central_moment(C, i, j, 4, 0)
-    m04 = _central_moment(C, i, j, 0, 4)
-    m31 = _central_moment(C, i, j, 3, 1)
-    m13 = _central_moment(C, i, j, 1, 3)
+    m40, m04, m31, m13 = m4[i], m4[j], mixed["31"], mixed["13"]
     s20, s02 = np.sqrt(m20), np.sqrt(m02)
     rho = m11 / (s20 * s02)
     var = (
@@ -241,6 +231,28 @@ def _sampling_sd(statistic: Statistic, X: np.ndarray, live: np.ndarray) -> np.nd
         - rho * (m31 / (m20 * s20 * s02) + m13 / (m02 * s20 * s02))  # ρ² μ31/(μ11 μ20) ...
     ) / n  # [4], Kendall & Stuart 10.17
     return np.sqrt(np.maximum(var, 0.0))
+
+
+def _mixed_moments(
+    C: np.ndarray, i: np.ndarray, j: np.ndarray, *, block: int = 64
+) -> dict[str, np.ndarray]:
+    """Mixed central moments μ_11, μ_22, μ_31, μ_13 of the variable pairs (i, j).
+
+    Computed ``block`` pairs at a time, so memory stays O(n * block) for any number of pairs.
+
+    Shapes: C (n, d) centred data, i (e,), j (e,) -> four arrays (e,).
+    """
+    out = {key: np.empty(i.size) for key in ("11", "22", "31", "13")}
+    for start in range(0, i.size, block):
+        bi, bj = i[start : start + block], j[start : start + block]
+        ci, cj = C[:, bi], C[:, bj]
+        prod = ci * cj
+        sl = slice(start, start + bi.size)
+        out["11"][sl] = prod.mean(axis=0)
+        out["22"][sl] = (prod * prod).mean(axis=0)
+        out["31"][sl] = (prod * ci * ci).mean(axis=0)
+        out["13"][sl] = (prod * cj * cj).mean(axis=0)
+    return out
 
 
 def probabilistic_loss_entries(

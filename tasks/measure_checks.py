@@ -43,6 +43,9 @@ Keys of ``CheckContext.extra`` these checks read (the lead wires them from the s
     Optional dict for the cluster checks: ``c`` (clusters, default 10, at most n), ``m``
     (default 1.5), ``restarts`` (default 20), ``alpha`` (α-cut of the index checks, default
     0.5), ``random_state`` (default 0: the measure is reproducible; it is no secret).
+    Cost: ``2 * restarts`` FCM runs, each about 0.13 s per iteration at 100 000 x 10 records
+    and c = 10 here (19 iterations on Gaussian data, a few hundred on skewed survey data), so
+    lower ``restarts`` for large files; α below 0.5 makes the index checks O(n^2 c).
 
 The transparency intruder uses the method parameters: a method whose parameters carry ``m2``
 (fuzzy c-means) or ``lambda2`` (entropy FCM) is treated as fuzzy microaggregation — the

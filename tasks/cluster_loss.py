@@ -20,10 +20,10 @@ global matching would not.
 Clustering runs on the quasi-identifiers standardized with the *original* file's mean and
 population standard deviation, for both files, so that d1 is in units of the original standard
 deviations and noise in the protected file shows as such. With this scaling and m = 1.5 the best
-objective on Census (first two variables) is 225.27 for c = 10 and 107.07 for c = 20, the 225.26
-and 107.06 of [1] Table 3 (m = 2 gives 120.45 and 50.84): [1] does not state m, these figures
-pin it to 1.5, which is therefore the default here. On all 13 variables (c = 10) the best of 20
-runs reaches 2829.6, below the 2851 reported in [1] Table 2.
+objective on Census (first two variables) is 225.27 for c = 10 (20 restarts), the 225.26 of [1]
+Table 3, and for c = 20 107.07 (5 restarts) or 106.82 (20 restarts), against 107.06 there; m = 2
+gives 120.45 and 50.84. [1] does not state m; these figures pin it to 1.5, the default here. On
+all 13 variables (c = 10) the best of 20 runs reaches 2829.6, below the 2851 of [1] Table 2.
 
 The fuzzy c-means here is a small private implementation ([5]; ``_fcm``): the project's
 ``tasks/fcm.py`` did not exist when this module was written.

@@ -25,7 +25,7 @@ Table 3, and for c = 20 107.07 (5 restarts) or 106.82 (20 restarts), against 107
 gives 120.45 and 50.84. [1] does not state m; these figures pin it to 1.5, the default here. On
 all 13 variables (c = 10) the best of 20 runs reaches 2829.6, below the 2851 of [1] Table 2.
 
-The fuzzy c-means here is a small private implementation ([5]; ``_fcm``): the project's
+The fuzzy c-means here (:func:`fuzzy_cmeans`, [5]) is the module's own: the project's
 ``tasks/fcm.py`` did not exist when this module was written.
 
 References

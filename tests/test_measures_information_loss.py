@@ -133,3 +133,24 @@ def test_shape_mismatch_is_input_error():
         sse_sst_loss(X, XM[:3])
     with pytest.raises(InputError, match="statistic"):
         generic_loss(X, XM, "medians")  # type: ignore[arg-type]
+
+
+def test_correlation_sampling_sd_matches_monte_carlo_on_skewed_data():
+    # r between an exponential and 0.5 * it + N(0, 1), n = 200: the delta-method sd of [4]
+    # at (almost) population moments vs the spread of r over 4000 samples. Measured: 0.0646
+    # vs 0.0641 (the normal-theory (1 - rho^2)/sqrt(n) = 0.0565 would be 12 % off).
+    rng = np.random.default_rng(4)
+
+    def draw(size):
+        e = rng.exponential(size=size)
+        return np.column_stack([e, 0.5 * e + rng.normal(size=size)])
+
+    n, reps = 200, 4000
+    S = draw(n * reps).reshape(reps, n, 2)
+    C = S - S.mean(axis=1, keepdims=True)
+    r = (C[:, :, 0] * C[:, :, 1]).sum(axis=1) / np.sqrt((C**2).sum(axis=1).prod(axis=1))
+    big = draw(1_000_000)
+    sd_n = _sampling_sd("correlations", big, np.array([True, True]))[0] * math.sqrt(1e6 / n)
+    assert r.std() == pytest.approx(sd_n, rel=0.04)
+    rho = np.corrcoef(big.T)[0, 1]
+    assert abs(r.std() - (1 - rho**2) / math.sqrt(n)) > 0.08 * r.std()

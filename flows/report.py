@@ -131,6 +131,24 @@ def edit_figure(edit_results: Mapping[str, int]) -> Figure:
     return fig
 
 
+def class_size_figure(sizes: Sequence[int], k: int | None = None) -> Figure:
+    """Histogram of equivalence-class sizes (records per group of identical released rows),
+    with the required k as a dashed line: a figure of counts, safe for the report."""
+    fig = Figure(figsize=(7.5, 3.2))
+    ax = fig.add_subplot()
+    sizes = [int(x) for x in sizes]
+    if sizes:
+        edges = [x - 0.5 for x in range(min(sizes), max(sizes) + 2)]
+        ax.hist(sizes, bins=edges, color="#4a6fa5")
+    if k is not None:
+        ax.axvline(k, color="#c0392b", linestyle="--", linewidth=1, label=f"k = {k}")
+        ax.legend()
+    ax.set_xlabel("records in the class")
+    ax.set_ylabel("classes")
+    fig.tight_layout()
+    return fig
+
+
 def _edits_section(edit_results: Mapping[str, int] | None) -> list[str]:
     parts = ["<h2>Edit rules</h2>"]
     if edit_results is None:

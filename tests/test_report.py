@@ -58,3 +58,16 @@ def test_report_is_self_contained_with_tables_and_plots(tmp_path):
 def test_report_without_rules_or_checks(tmp_path):
     page = write_report(tmp_path, summary={}, checks=[], edit_results=None).read_text()
     assert "No checks were run." in page and "The spec has no edit rules." in page
+
+
+def test_class_size_histogram_goes_into_the_report(tmp_path):
+    from sdcflow.flows.report import class_size_figure
+
+    fig = class_size_figure([3, 3, 4, 5, 3], k=3)
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    assert heights == [3, 1, 1]  # sizes 3, 4, 5 seen 3, 1, 1 times
+    page = write_report(
+        tmp_path, summary={}, checks=None, edit_results=None, show_edits=False,
+        figures={"class sizes": fig},
+    ).read_text()  # fmt: skip
+    assert page.count("data:image/png;base64,") == 1 and "Checks" not in page

@@ -23,8 +23,9 @@ Proofs (x = centre + delta, |delta_p| <= Delta_p, sum w = 1):
 * covariance: C(x) = C(centres) + sum w [(x~ - E~x) delta_y + (y~ - E~y) delta_x]
   + cov_w(delta_x, delta_y), and |cov_w(delta_x, delta_y)| <= sqrt(sum w Dx^2 sum w Dy^2)
   (Cauchy-Schwarz); also |C| <= sqrt(Vx_max Vy_max).
-* correlation: rho = C / (sx sy) with C, sx, sy in their guaranteed intervals, clipped to
-  [-1, 1].
+* correlation: the tighter of (a) interval arithmetic rho = C / (sx sy) with C, sx, sy in their
+  guaranteed intervals and (b) the second-order bound of :func:`_correlation_quadratic_bounds`
+  (keeps the cancellation between the two terms of eq. 14), clipped to [-1, 1].
 
 References
 ----------
@@ -135,6 +136,73 @@ def variance_max_bound(lo: np.ndarray, hi: np.ndarray, w: np.ndarray) -> tuple[f
     return h(t), _wvar(far, w)
 
 
+def _correlation_quadratic_bounds(
+    xm: np.ndarray,
+    ym: np.ndarray,
+    hx: np.ndarray,
+    hy: np.ndarray,
+    w: np.ndarray,
+    sx: tuple[float, float],
+    sy: tuple[float, float],
+    iterations: int = 60,
+) -> tuple[float, float]:
+    """Guaranteed correlation bounds that keep the first-order cancellations.
+
+    rho >= r holds for every point in the boxes when f_r = C - r sx sy >= 0 everywhere. With
+    lam > 0, 2 sx sy <= lam Vx + Vy / lam and 2 sx sy >= lam Vx + Vy / lam - D, where
+    D = max (sqrt(lam) sx - sy / sqrt(lam))^2 over the ranges ``sx``, ``sy`` of the standard
+    deviations. C, Vx, Vy are centre value + linear term + remainder, with |cov(dx, dy)| <=
+    sqrt(Qx Qy) and 0 <= var(dx) <= Qx, Q = sum w half^2. So f_r is bounded by a constant plus
+    a linear function of the displacements (its range over the boxes is exact) plus bounded
+    remainders; the largest r proved by bisection is a lower bound (an upper bound likewise).
+
+    Shapes: xm, ym, hx, hy, w (N,). Returns (lower, upper) in [-1, 1].
+    """
+    dx, dy = xm - w @ xm, ym - w @ ym
+    vx, vy, c = float(w @ dx**2), float(w @ dy**2), float(w @ (dx * dy))
+    if vx <= 0 or vy <= 0:
+        return -1.0, 1.0
+    lam = np.sqrt(vy / vx)
+    qx, qy = float(w @ hx**2), float(w @ hy**2)
+    quad = (lam * qx + qy / lam) / 2  # bounds (lam var(dx) + var(dy) / lam) / 2
+    rc = np.sqrt(qx * qy)  # |cov(dx, dy)| <= rc
+    root = np.sqrt(lam)
+    big_d = max((root * sx[0] - sy[1] / root) ** 2, (root * sx[1] - sy[0] / root) ** 2)
+
+    def parts(r: float) -> tuple[float, float]:
+        g0 = c - r * (lam * vx + vy / lam) / 2
+        gx, gy = w * (dy - r * lam * dx), w * (dx - r * dy / lam)
+        return g0, float(np.abs(gx) @ hx + np.abs(gy) @ hy)
+
+    def proves_lower(r: float) -> bool:  # a lower bound of f_r is >= 0 on all the boxes
+        g0, lin = parts(r)
+        return (g0 - lin - rc - r * quad if r >= 0 else g0 + r * big_d / 2 - lin - rc) >= 0
+
+    def proves_upper(r: float) -> bool:  # an upper bound of f_r is <= 0 on all the boxes
+        g0, lin = parts(r)
+        return (g0 + r * big_d / 2 + lin + rc if r >= 0 else g0 + lin + rc - r * quad) <= 0
+
+    centre = float(np.clip(c / np.sqrt(vx * vy), -1, 1))
+    lower, upper = -1.0, 1.0
+    if proves_lower(-1.0):
+        a, b = -1.0, centre
+        if proves_lower(b):
+            a = b
+        for _ in range(iterations):
+            m = (a + b) / 2
+            a, b = (m, b) if proves_lower(m) else (a, m)
+        lower = a  # always a value that was proved
+    if proves_upper(1.0):
+        a, b = centre, 1.0
+        if proves_upper(a):
+            b = a
+        for _ in range(iterations):
+            m = (a + b) / 2
+            a, b = (a, m) if proves_upper(m) else (m, b)
+        upper = b
+    return lower, upper
+
+
 def _interval(target: Target, lo: np.ndarray, hi: np.ndarray, w: np.ndarray) -> IntervalEstimate:
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     value = statistic(mid, target, w)
@@ -181,13 +249,20 @@ def _interval(target: Target, lo: np.ndarray, hi: np.ndarray, w: np.ndarray) -> 
             target, value, delta, lin, (float(c_lo), float(c_hi)), "guaranteed", "guaranteed",
             (float(min(att)), float(max(att))),
         )  # fmt: skip
-    s_lo = np.sqrt(variance_min(lo[:, i], hi[:, i], w) * variance_min(lo[:, j], hi[:, j], w))
+    vmin_i, vmin_j = variance_min(lo[:, i], hi[:, i], w), variance_min(lo[:, j], hi[:, j], w)
+    s_lo = np.sqrt(vmin_i * vmin_j)
     s_hi = cs
     with np.errstate(divide="ignore", invalid="ignore"):
         r_lo = c_lo / s_hi if c_lo >= 0 else c_lo / s_lo
         r_hi = c_hi / s_lo if c_hi >= 0 else c_hi / s_hi
     r_lo = -1.0 if not np.isfinite(r_lo) else float(np.clip(r_lo, -1, 1))
     r_hi = 1.0 if not np.isfinite(r_hi) else float(np.clip(r_hi, -1, 1))
+    sx = (float(np.sqrt(vmin_i)), float(np.sqrt(vmax_i)))
+    sy = (float(np.sqrt(vmin_j)), float(np.sqrt(vmax_j)))
+    q_lo, q_hi = _correlation_quadratic_bounds(
+        mid[:, i], mid[:, j], half[:, i], half[:, j], w, sx, sy
+    )
+    r_lo, r_hi = max(r_lo, q_lo), min(r_hi, q_hi)  # both are proved: keep the tighter ends
 
     def corr(p: np.ndarray) -> float:
         return _wcov(p[:, 0], p[:, 1], w) / np.sqrt(_wvar(p[:, 0], w) * _wvar(p[:, 1], w))

@@ -3,8 +3,9 @@
 * ``min_distinct``: the smallest number of distinct values (eq. 29) of any quasi-identifier in
   any box (l-diversity of the boxes; must be >= l).
 * ``records_outside``: original records not inside their released box (must be 0).
-* ``targets_outside``: target statistics whose original value (with the released weights)
-  lies outside the guaranteed interval published in the manifest (must be 0).
+* ``targets_outside``: target statistics whose original value (with the released weights, and
+  with equal weights when those intervals are published too) lies outside the guaranteed
+  interval published in the manifest (must be 0).
 
 The k of the boxes is the generic ``k_anonymity`` check: the identifying columns of a box
 release are the lo/hi columns and ``box_id``, so identical released rows are exactly a box.
@@ -83,4 +84,9 @@ def check_records_outside(ctx: Any) -> float:
 def check_targets_outside(ctx: Any) -> float:
     masked, cols = _box_parts(ctx)
     w = masked["weight"].to_numpy(float)
-    return float(targets_outside(ctx.original, cols, w, ctx.result.details["estimates"]))
+    details = ctx.result.details
+    bad = targets_outside(ctx.original, cols, w, details["estimates"])
+    if "estimates_equal_weights" in details:
+        uniform = np.full(len(w), 1.0 / len(w))
+        bad += targets_outside(ctx.original, cols, uniform, details["estimates_equal_weights"])
+    return float(bad)

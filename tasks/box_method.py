@@ -10,7 +10,7 @@ Spec (inside ``method:``)::
       targets:                   # default: the mean of every quasi-identifier, equal p
         - {stat: mean, vars: [AGI]}
         - {stat: correlation, vars: [AGI, FICA], p: 0.5, delta0: 0.1}
-      weights: fuzzy             # fuzzy (section III) | crisp (eq. 25-26) | equal
+      weights: fuzzy             # equal (default) | crisp (eq. 25-26) | fuzzy (section III)
       partition: targets         # targets (a-weighted) | standardized (unweighted baseline)
 
 ``p`` is the probability that users ask for the statistic (all given and summing to 1, or none:
@@ -19,6 +19,8 @@ sd, variance, sd_i sd_j, or 1 for a correlation).
 
 Released columns: ``<q>_lo``, ``<q>_hi`` per quasi-identifier, ``box_id`` and ``weight`` (the
 weight is constant within a box and computed from the boxes only; it is not identifying).
+Crisp and fuzzy weights estimate the statistics of the re-weighted records, not of the file
+(eq. 43 has no bias term); the manifest then holds the equal-weight intervals as well.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ class BoxParams(MethodParams):
     targets: list[BoxTarget] = Field(
         default_factory=list, description="statistics to keep accurate (default: all means)"
     )
-    weights: Literal["fuzzy", "crisp", "equal"] = "fuzzy"
+    weights: Literal["equal", "crisp", "fuzzy"] = "equal"
     partition: Literal["targets", "standardized"] = "targets"
 
     _cross_fields = model_validator(mode="after")(check_box_params)

@@ -69,6 +69,7 @@ def test_release_columns_and_checks():
     X, cols = _data()
     params = _params(
         l=2,
+        weights="fuzzy",
         targets=[
             {"stat": "mean", "vars": ["x"], "p": 0.5},
             {"stat": "correlation", "vars": ["x", "y"], "p": 0.5, "delta0": 0.1},
@@ -90,6 +91,9 @@ def test_release_columns_and_checks():
     assert rows["mean"]["lower_bound"] == "exact"
     assert rows["correlation"]["upper_bound"] == "guaranteed"
     assert "not guaranteed" in rows["correlation"]["linearized_note"]
+    # fuzzy weights: the equal-weight intervals are published (and checked) beside them
+    assert res.details["estimates_weights"] == "fuzzy"
+    assert len(res.details["estimates_equal_weights"]) == 2
 
 
 def test_checks_catch_broken_releases():
@@ -183,6 +187,7 @@ def test_census_release_passes_every_check(census: pd.DataFrame):
             "name": "box",
             "k": 5,
             "l": 2,
+            "weights": "fuzzy",
             "targets": [
                 {"stat": "mean", "vars": ["AGI"], "p": 0.25},
                 {"stat": "variance", "vars": ["FEDTAX"], "p": 0.25},

@@ -83,8 +83,12 @@ def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
 
 def _compare(spec_path: str, methods: list[str], ks: list[int], out: str | None) -> int:
     from sdcflow.flows.compare import compare
+    from sdcflow.flows.release import ChecksFailed
 
-    table = compare(spec_path, methods, ks, out_dir=out)
+    try:
+        table = compare(spec_path, methods, ks, out_dir=out)
+    except ChecksFailed as e:
+        return _fail(f"refused: {e}", EXIT_REFUSED)
     print(table.drop(columns=["run_id"]).to_string(index=False, float_format="{:.4g}".format))
     print(f"risk-utility map {table.attrs['png']}\nreport {table.attrs['report']}")
     return EXIT_OK

@@ -4,7 +4,8 @@
 :mod:`sdcflow.flows.release` once per (method, k) with ``publish=False`` and the spec's
 ``method`` block replaced, so every variant goes through the same ingest, masking and checks as
 a real release and is recorded in ``audit.runs``; nothing is published. A variant whose checks
-fail is still measured (its outcome rides on ``ChecksFailed``).
+fail is still measured (its outcome rides on ``ChecksFailed``); a run refused before masking
+(raw records violating edit rules under ``on_violation: fail``) re-raises ``ChecksFailed``.
 
 For each variant the original quasi-identifiers (the ``edited`` table of the run when the
 pipeline has one, else ``raw``) and the masked ones are read back from the warehouse and
@@ -179,6 +180,8 @@ def compare(
         try:
             outcome = release(str(spec_path), publish=False, method=variant_method(spec, name, k))
         except ChecksFailed as e:
+            if "checks" not in e.outcome:  # refused before masking (edit rules, fail mode)
+                raise
             outcome = e.outcome
         X, Xm = _original_and_masked(vspec, outcome["run_id"])
         rows.append(

@@ -71,3 +71,39 @@ def test_compare_rejects_an_unknown_method(tmp_path, capsys):
     code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "nosuch", "--k", "3"])
     assert code == 2
     assert "nosuch" in capsys.readouterr().err
+
+
+def test_compare_measures_against_the_edited_file_and_refuses_raw_errors(
+    tmp_path, prefect_api, capsys
+):
+    import duckdb
+
+    from sdcflow.tasks.information_loss import sse_sst_loss as il
+
+    frame = pd.read_csv(EXAMPLE / "data_with_errors.csv").head(300)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "survey",
+        "source": "data.csv",
+        "id_column": "respondent_id",
+        "quasi_identifiers": QIS,
+        "edits": ["total_costs == wages + other_costs", "profit == turnover - total_costs"],
+        "on_violation": "repair",
+        "method": {"name": "mdav", "k": 5},
+        "seed": 3,
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp_path / "cmp"
+    assert main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "--k", "5",
+                 "--out", str(out)]) == 0  # fmt: skip
+    row = pd.read_csv(out / "risk_utility.csv").iloc[0]
+    # the IL of the table is measured against the repaired (edited) records, not the raw ones
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        edited = con.sql(f'SELECT * FROM edited."run_{row["run_id"]}" ORDER BY sdc_row_id').df()
+        masked = con.sql(f'SELECT * FROM masked."run_{row["run_id"]}" ORDER BY sdc_row_id').df()
+    assert row["il"] == pytest.approx(il(edited[QIS].to_numpy(float), masked[QIS].to_numpy(float)))
+
+    spec["on_violation"] = "fail"
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "--k", "5"]) == 1
+    assert "refused" in capsys.readouterr().err

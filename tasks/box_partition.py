@@ -35,12 +35,28 @@ def _segments(labels: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]
     return sizes, starts
 
 
-def _distinct_counts(X: np.ndarray, labels: np.ndarray, n_cells: int, eps: np.ndarray):
-    """Kernel of :func:`distinct_counts` on validated arrays; shape (n_cells, d)."""
+def _cell_major_order(x: np.ndarray, labels: np.ndarray, ranks: np.ndarray | None) -> np.ndarray:
+    """Order by cell, then by value; with dense value ranks one integer sort does it."""
+    if ranks is None:
+        return np.lexsort((x, labels))
+    return np.argsort(labels * np.int64(ranks.max() + 1) + ranks)
+
+
+def _distinct_counts(
+    X: np.ndarray,
+    labels: np.ndarray,
+    n_cells: int,
+    eps: np.ndarray,
+    ranks: np.ndarray | None = None,
+) -> np.ndarray:
+    """Kernel of :func:`distinct_counts` on validated arrays; shape (n_cells, d).
+
+    ``ranks`` (n, d), optional: dense ranks of the values per column (a faster sort key).
+    """
     n, d = X.shape
     counts = np.zeros((n_cells, d), dtype=np.int64)
     for j in range(d):
-        order = np.lexsort((X[:, j], labels))
+        order = _cell_major_order(X[:, j], labels, None if ranks is None else ranks[:, j])
         v, lab = X[order, j], labels[order]
         new = np.ones(n, dtype=bool)
         gap = np.diff(v)
@@ -82,7 +98,13 @@ def distinct_counts(
 
 
 def _best_cuts(
-    Xs: np.ndarray, labs: np.ndarray, n_cells: int, sizes: np.ndarray, starts: np.ndarray, k: int
+    Xs: np.ndarray,
+    Rs: np.ndarray,
+    labs: np.ndarray,
+    n_cells: int,
+    sizes: np.ndarray,
+    starts: np.ndarray,
+    k: int,
 ):
     """Per variable: widths, the clean median cut and its threshold for every cell.
 
@@ -101,7 +123,7 @@ def _best_cuts(
     big = np.int64(m + 1)
     invalid = np.iinfo(np.int64).max
     for j in range(d):
-        order = np.lexsort((Xs[:, j], labs))
+        order = _cell_major_order(Xs[:, j], labs, Rs[:, j])
         v = Xs[order, j]
         widths[:, j] = v[starts + sizes - 1] - v[starts]
         clean = np.zeros(m, dtype=bool)
@@ -120,6 +142,7 @@ def _partition(
 ) -> np.ndarray:
     """Kernel of :func:`box_partition` on validated float arrays."""
     n, d = X.shape
+    ranks = np.column_stack([np.unique(X[:, j], return_inverse=True)[1] for j in range(d)])
     labels = np.zeros(n, dtype=np.int64)
     n_cells = 1
     done = np.zeros(1, dtype=bool)
@@ -133,10 +156,10 @@ def _partition(
         remap = np.full(n_cells, -1, dtype=np.int64)
         remap[cell_ids] = np.arange(cell_ids.size)
         idx = np.flatnonzero(active[labels])
-        Xs, labs = X[idx], remap[labels[idx]]
+        Xs, Rs, labs = X[idx], ranks[idx], remap[labels[idx]]
         C = cell_ids.size
         sizes, starts = _segments(labs, C)
-        widths, feasible, thr = _best_cuts(Xs, labs, C, sizes, starts, k)
+        widths, feasible, thr = _best_cuts(Xs, Rs, labs, C, sizes, starts, k)
         A = np.stack([np.bincount(labs, weights=a[idx, j], minlength=C) for j in range(d)], 1)
         score = A * widths  # the cell's share of [1] eq. 9 along each side
         # Order the sides: feasible first, then largest a-weighted width, then largest
@@ -155,7 +178,7 @@ def _partition(
             side[rec] = Xs[rec, dim[labs[rec]]] > thr[labs[rec], dim[labs[rec]]]
             if ell is not None:
                 child = 2 * labs[rec] + side[rec]
-                counts = _distinct_counts(Xs[rec], child, 2 * C, eps)
+                counts = _distinct_counts(Xs[rec], child, 2 * C, eps, Rs[rec])
                 good = (counts.reshape(C, 2, d) >= ell).all(axis=(1, 2))
                 accept = ok & good
             else:

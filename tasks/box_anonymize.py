@@ -189,6 +189,14 @@ def box_anonymize(
     k = check_k(k, n)
     names = list(columns) if columns is not None else [f"x{j}" for j in range(d)]
     targets = check_targets(targets, d)
+    constant = X.min(axis=0) == X.max(axis=0)
+    for t in targets:
+        if t.stat in ("std", "correlation") and constant[list(t.vars)].any():
+            bad = [names[v] for v in t.vars if constant[v]]
+            raise InputError(
+                f"target {t.stat} of {[names[v] for v in t.vars]}: {bad} is constant, so the "
+                "statistic is undefined; drop the target or the variable"
+            )
     eps_arr = np.broadcast_to(np.asarray(0.0 if eps is None else eps, float), (d,)).copy()
     if weights not in ("equal", "crisp", "fuzzy"):
         raise InputError(f"weights must be 'equal', 'crisp' or 'fuzzy', got {weights!r}")

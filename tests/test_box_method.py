@@ -121,6 +121,14 @@ def test_unknown_names_are_input_errors():
         BOX.mask(X, cols, _params(epsilon={"w": 1.0}), None, None)
 
 
+def test_correlation_of_a_constant_variable_is_refused():
+    X, cols = _data(60)
+    X[:, 2] = 7.0
+    spec = _params(targets=[{"stat": "correlation", "vars": ["x", "z"]}])
+    with pytest.raises(InputError, match=r"\['z'\] is constant"):
+        BOX.mask(X, cols, spec, None, None)
+
+
 def test_default_targets_are_all_means():
     X, cols = _data(60)
     res = BOX.mask(X, cols, _params(), None, None)

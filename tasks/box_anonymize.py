@@ -235,10 +235,11 @@ def box_anonymize(
         "records_per_box": _summary(sizes.astype(float)),
         "estimates": [_estimate_row(e, names) for e in estimates],
         "estimates_weights": chosen.scheme,
+        "q_eq58": float(sum(e.target.p * e.delta / e.target.delta0 for e in estimates)),
         "half_widths": {names[j]: _summary(half[first, j]) for j in range(d)},
         "optimum": {
-            "what": "per box: sum_i a_i Delta_i / its eq. 21 (ell: eq. 33-36) optimum at the "
-            "box's density with k records; balance = max_i a_i Delta_i / min_i (eq. 19: 1)",
+            "what": "per box: sum_i a_i Delta_i / its eq. 21 (with l: eq. 33-36) optimum at "
+            "the box's density with k records; balance = max_i a_i Delta_i / min_i (eq. 19: 1)",
             "ratio": _summary(ratio[np.isfinite(ratio)]),
             "balance": _summary(balance[np.isfinite(balance)]),
             "boxes_without_active_side": int((~np.isfinite(ratio)).sum()),
@@ -273,6 +274,7 @@ def _estimate_row(e: IntervalEstimate, names: list[str]) -> dict[str, Any]:
         "delta0": t.delta0,
         "centre_value": e.centre_value,
         "delta_eq9": e.delta,
+        "q_eq57": e.delta / t.delta0,
         "linearized": list(e.linearized),
         "linearized_note": LINEARIZED_NOTE,
         "guaranteed": list(e.guaranteed),

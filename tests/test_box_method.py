@@ -4,6 +4,7 @@ width of eq. 9 against unweighted cells and the total uncertainty of eq. 43."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -91,6 +92,10 @@ def test_release_columns_and_checks():
     assert rows["mean"]["lower_bound"] == "exact"
     assert rows["correlation"]["upper_bound"] == "guaranteed"
     assert "not guaranteed" in rows["correlation"]["linearized_note"]
+    json.dumps(res.details)  # the manifest figures are plain JSON
+    assert res.details["q_eq58"] == pytest.approx(
+        sum(r["p"] * r["delta_eq9"] / r["delta0"] for r in res.details["estimates"])
+    )
     # fuzzy weights: the equal-weight intervals are published (and checked) beside them
     assert res.details["estimates_weights"] == "fuzzy"
     assert len(res.details["estimates_equal_weights"]) == 2

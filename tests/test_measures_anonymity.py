@@ -4,9 +4,9 @@ pycanon 1.3.6 pins numpy==2.0.2 and pandas==2.3.3, which would downgrade the pro
 so it is neither a dependency nor in the ``test`` extra (``pip install --dry-run`` of it in the
 project environment reports a downgrade of numpy, pandas and scipy). Its ``anonymity``
 subpackage only needs numpy and pandas and runs on ours, so the fixture below installs the
-wheel alone (``pip install --no-deps --target``) into a folder of pytest's cache, never into
-the environment, and imports it from there. Without network or pip the cross-check skips and
-says why.
+wheel alone (``pip install --no-deps --target``) into a folder of pytest's cache (a temporary
+folder without the cache plugin), never into the environment, and imports it from there.
+Without network or pip the cross-check skips and says why.
 """
 
 from __future__ import annotations
@@ -81,8 +81,10 @@ def test_sensitive_rows_must_match():
 
 
 @pytest.fixture(scope="session")
-def pycanon_anonymity(request):
-    target = request.config.cache.mkdir("pycanon-1.3.6-nodeps")
+def pycanon_anonymity(request, tmp_path_factory):
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    name = "pycanon-1.3.6-nodeps"
+    target = cache.mkdir(name) if cache is not None else tmp_path_factory.mktemp(name)
     if not (target / "pycanon" / "anonymity").is_dir():
         cmd = [
             sys.executable,

@@ -71,7 +71,7 @@ from .disclosure_risk import (
     record_linkage,
     release_reidentification_probabilities,
 )
-from .information_loss import generic_loss, probabilistic_loss_table
+from .information_loss import Statistic, generic_loss, probabilistic_loss_table
 
 if TYPE_CHECKING:
     from .checks import CheckContext
@@ -87,9 +87,9 @@ def _cached(ctx: CheckContext, key: str, compute: Callable[[], Any]) -> Any:
     return cache[key]
 
 
-def _generic(statistic: str, kind: Literal["absolute", "relative"]) -> Callable[..., float]:
+def _generic(statistic: Statistic, kind: Literal["absolute", "relative"]) -> Callable[..., float]:
     def compute(ctx: CheckContext) -> float:
-        return generic_loss(ctx.original, ctx.result.points, statistic, kind=kind)  # type: ignore[arg-type]
+        return generic_loss(ctx.original, ctx.result.points, statistic, kind=kind)
 
     return compute
 

@@ -64,6 +64,7 @@ from .rules import (
 __all__ = [
     "CompiledRule",
     "compile_rule",
+    "condition_sql",
     "holds_sql",
     "linear_constraints",
     "linear_rows",
@@ -146,6 +147,13 @@ def _node_holds_sql(node: Node, tol: float) -> str:
         consequent = _condition_sql(node.consequent, tol)
         return f"((NOT {condition}) OR {consequent})"
     return _condition_sql(node, tol)
+
+
+def condition_sql(rule: Rule) -> str:
+    """Boolean DuckDB SQL of the condition ``C`` of a conditional rule ``if C then D``."""
+    if not isinstance(rule.node, Conditional):
+        raise ValueError(f"rule {rule.name!r} is not conditional")
+    return _condition_sql(rule.node.condition, rule.tolerance)
 
 
 def holds_sql(rule: Rule) -> str:

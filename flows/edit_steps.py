@@ -10,7 +10,9 @@
   Data Docs into the run's report folder, and a Prefect Markdown artifact gets the per-rule
   counts (rule names and counts only, never values or rule constants).
 * :func:`repair_edits` (task): the minimal adjustment of :mod:`sdcflow.tasks.repair` before a
-  method that does not edit while it masks; the result is stored in the ``edited`` schema.
+  method that does not edit while it masks, onto the linear rules and, on the records where
+  the condition of a conditional rule holds (found by DuckDB), its linear consequent; the
+  result is stored in the ``edited`` schema.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pandas as pd
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
-from sdcflow.expectations.compile import compile_rule, linear_constraints
+from sdcflow.expectations.compile import compile_rule, condition_sql, linear_constraints
 from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import (
     Chain,
@@ -35,6 +37,7 @@ from sdcflow.expectations.rules import (
     Rule,
     RuleError,
     TextComparison,
+    is_linear_node,
     load_rules_file,
     parse_rules,
 )
@@ -44,13 +47,14 @@ from sdcflow.tasks.checks import CheckOutcome
 from sdcflow.tasks.constraints import LinearConstraints
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.repair import minimal_adjustment
-from sdcflow.warehouse.edits import evaluate_rules, record_violations
-from sdcflow.warehouse.warehouse import Warehouse, is_numeric_type
+from sdcflow.warehouse.edits import evaluate_rules, matching_row_ids, record_violations
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse, is_numeric_type
 
 if TYPE_CHECKING:
     from sdcflow.expectations.suite import RuleReport
 
 __all__ = [
+    "conditional_consequents",
     "edit_constraints",
     "load_edit_rules",
     "needs_repair",
@@ -191,6 +195,31 @@ def edit_constraints(spec: ReleaseSpec, rules: Sequence[Rule]) -> LinearConstrai
     return linear_constraints(hard, spec.quasi_identifiers)
 
 
+def conditional_consequents(
+    spec: ReleaseSpec, rules: Sequence[Rule]
+) -> list[tuple[Rule, LinearConstraints]]:
+    """Error rules ``if C then D`` whose consequent ``D`` is linear over the quasi-identifiers,
+    with ``D``'s rows: repair enforces them on the records where ``C`` holds."""
+    out = []
+    for rule in rules:
+        node = rule.node
+        if rule.severity != "error" or not isinstance(node, Conditional):
+            continue
+        if not is_linear_node(node.consequent):
+            continue
+        consequent = Rule(
+            name=rule.name,
+            text=rule.text,
+            node=node.consequent,
+            tolerance=rule.tolerance,
+            columns=node.consequent.columns,
+        )
+        rows = linear_constraints([consequent], spec.quasi_identifiers)
+        if not rows.is_empty:
+            out.append((rule, rows))
+    return out
+
+
 def needs_repair(spec: ReleaseSpec, constraints: LinearConstraints) -> bool:
     """Repair before masking: ``on_violation: repair``, linear rules over the quasi-identifiers,
     and a method that does not satisfy them by itself while masking."""
@@ -287,16 +316,24 @@ def repair_edits(
     ``rspa``) and store the edited table; returns it and the number of records moved."""
     qis = list(spec.quasi_identifiers)
     X = frame[qis].to_numpy(dtype=np.float64)
-    repaired, moved = minimal_adjustment(X, constraints)
+    conditional = []
+    for rule, rows in conditional_consequents(spec, spec_rules(spec, list(frame.columns))):
+        ids = matching_row_ids(warehouse, "raw", run_id, condition_sql(rule))
+        mask = frame[ROW_ID].isin(ids).to_numpy()
+        if mask.any():
+            conditional.append((mask, rows))
+    repaired, moved = minimal_adjustment(X, constraints, conditional=conditional)
     edited = frame.copy()
     for j, column in enumerate(qis):
         edited[column] = repaired[:, j]
     warehouse.write_frame("edited", run_id, edited)
     count = int(moved.sum())
     get_run_logger().info(
-        "minimal adjustment moved %d of %d records onto the %d linear rule row(s)",
+        "minimal adjustment moved %d of %d records onto %d linear rule row(s) and %d "
+        "conditional consequent(s)",
         count,
         len(frame),
         constraints.A.shape[0] + constraints.G.shape[0],
+        len(conditional),
     )
     return edited, count

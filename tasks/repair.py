@@ -31,6 +31,12 @@ With ``D = diag(sqrt(w))`` and ``y = D x`` the problem is the Euclidean projecti
    every row, so the result meets the constraints to rounding (~1e-12 relative), well inside
    the 1e-8 tolerance of the validation.
 
+Conditional rules ``if C then D`` with a linear consequent enter per record: the flow passes
+``D``'s rows with the mask of records on which ``C`` holds (``conditional=``), and records are
+projected group by group onto the common rows plus the ones that bind them. For the common
+pattern ``if employees == 0 then wages == 0`` (with ``employees >= 0``) a group mean keeps the
+rule too: the mean has ``employees == 0`` only when every record of the group has.
+
 References
 ----------
 .. [1] M. van der Loo, "rspa: Adapt Numerical Records to Fit (in)Equality Restrictions", R
@@ -42,6 +48,8 @@ References
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.linalg import null_space
@@ -87,7 +95,9 @@ def _project_affine(
     """Rows of ``Y`` projected onto ``{A y = b}`` and the pseudo-inverse used (None: no rows)."""
     if A.shape[0] == 0:
         return Y.copy(), None
-    P = np.linalg.pinv(A)  # (d, p)
+    used = np.any(A != 0, axis=0)  # variables no equality reads stay exactly in place
+    P = np.zeros((A.shape[1], A.shape[0]))
+    P[used] = np.linalg.pinv(A[:, used])  # (d, p)
     return Y - (Y @ A.T - b) @ P.T, P
 
 
@@ -97,6 +107,7 @@ def minimal_adjustment(
     *,
     weights: np.ndarray | None = None,
     tol: float = 1e-8,
+    conditional: Sequence[tuple[np.ndarray, LinearConstraints]] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """Project every violating record onto ``{A x = b, G x <= h}`` by weighted least squares.
 
@@ -111,6 +122,12 @@ def minimal_adjustment(
     tol : float
         A record whose equality residuals are within ``tol`` and inequality excesses at most
         ``tol`` is left unchanged (the validation tolerance, 1e-8 by default).
+    conditional : sequence of (mask, LinearConstraints)
+        Rows that bind only the records where ``mask`` (n,) is True: the linear consequent
+        ``D`` of a rule ``if C then D`` for the records on which ``C`` holds. Records are
+        grouped by the set of such rows that apply to them and each group is projected onto
+        the common rows plus its own. (The repaired record keeps the rule: either ``C`` still
+        holds and ``D`` was enforced, or the move made ``C`` false.)
 
     Returns
     -------
@@ -139,11 +156,50 @@ def minimal_adjustment(
             raise InputError(f"weights must be {d} positive finite numbers, one per column")
     if not np.isfinite(tol) or tol < 0:
         raise InputError(f"tol must be a number >= 0, got {tol!r}")
+    n = X.shape[0]
+    key = np.zeros(n, dtype=np.int64)
+    for i, (mask, extra) in enumerate(conditional):
+        mask = np.asarray(mask)
+        if mask.shape != (n,) or mask.dtype != bool:
+            raise InputError(f"conditional mask {i} must be a boolean array of shape ({n},)")
+        if tuple(extra.columns) != tuple(constraints.columns):
+            raise InputError(f"conditional rows {i} must be over {', '.join(constraints.columns)}")
+        key |= mask.astype(np.int64) << i
+    out = X.copy()
+    moved = np.zeros(n, dtype=bool)
+    for k in np.unique(key):
+        rows = np.flatnonzero(key == k)
+        parts = [extra for i, (_, extra) in enumerate(conditional) if (k >> i) & 1]
+        block, block_moved = _repair(X[rows], _stack(constraints, parts), w, tol)
+        out[rows] = block
+        moved[rows] = block_moved
+    return out, moved
+
+
+def _stack(base: LinearConstraints, extra: Sequence[LinearConstraints]) -> LinearConstraints:
+    """The rows of ``base`` and of every constraint set in ``extra`` (same columns)."""
+    if not extra:
+        return base
+    every = [base, *extra]
+    return LinearConstraints(
+        base.columns,
+        np.vstack([c.A for c in every]),
+        np.concatenate([c.b for c in every]),
+        np.vstack([c.G for c in every]),
+        np.concatenate([c.h for c in every]),
+        tuple(name for c in every for name in c.eq_names),
+        tuple(name for c in every for name in c.ineq_names),
+    )
+
+
+def _repair(
+    X: np.ndarray, constraints: LinearConstraints, w: np.ndarray, tol: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1-3 for records that share one constraint set."""
     out = X.copy()
     moved = violating_records(X, constraints, tol=tol)
     if not moved.any():
         return out, moved
-
     scale = np.sqrt(w)
     A = constraints.A / scale  # A~ = A D^-1
     G = constraints.G / scale
@@ -207,7 +263,13 @@ def _polish(
     M = np.vstack([A, G[active]])
     rhs = np.concatenate([b, h[active]])
     y_act = y0 - np.linalg.pinv(M) @ (M @ y0 - rhs)
-    ok_eq = not A.shape[0] or np.abs(A @ y_act - b).max() <= 1e-10 * size
-    ok_in = (G @ y_act - h).max() <= 1e-10 * size
-    close = np.linalg.norm(y_act - y) <= 1e-6 * size
-    return y_act if (ok_eq and ok_in and close) else y
+    if np.linalg.norm(y_act - y) > 1e-6 * size:
+        return y
+    # Coordinates the projection leaves in place come back as y0 +- rounding: restore them
+    # exactly (a variable no violated rule involves must not move at all).
+    snapped = np.where(np.abs(y_act - y0) <= 1e-13 * size, y0, y_act)
+    for candidate in (snapped, y_act):
+        ok_eq = not A.shape[0] or np.abs(A @ candidate - b).max() <= 1e-10 * size
+        if ok_eq and (G @ candidate - h).max() <= 1e-10 * size:
+            return candidate
+    return y

@@ -23,6 +23,7 @@ RULES = [
     {"rule": "wages >= 0", "name": "wages_nonneg"},
     {"rule": "other_costs >= 0", "name": "other_costs_nonneg"},
     {"rule": "region in ['North', 'South', 'East', 'West']", "name": "region_code"},
+    {"rule": "if employees == 0 then wages == 0", "name": "no_staff_no_wages"},
 ]
 
 pytestmark = pytest.mark.flow
@@ -63,6 +64,9 @@ def raw_violations(frame: pd.DataFrame) -> dict[str, int]:
         "wages_nonneg": int((f["wages"] < 0).sum()),
         "other_costs_nonneg": int((f["other_costs"] < 0).sum()),
         "region_code": int((~frame["region"].isin(["North", "South", "East", "West"])).sum()),
+        "no_staff_no_wages": int(
+            ((np.abs(f["employees"]) <= 1e-8) & (np.abs(f["wages"]) > 1e-8)).sum()
+        ),
     }
 
 
@@ -91,8 +95,12 @@ def read_markdown_artifacts(keys: list[str]) -> dict[str, str]:
 def test_repair_publishes_a_file_satisfying_every_rule(tmp_path, prefect_api):
     spec = make_release(tmp_path)
     raw = pd.read_csv(tmp_path / "data.csv")
+    sole = np.flatnonzero(raw["employees"] == 0)[:2]
+    raw.loc[sole, "wages"] = [17, 230]  # wages keyed for sole proprietors (and sums broken)
+    raw.to_csv(tmp_path / "data.csv", index=False)
     expected = raw_violations(raw)
     assert expected["costs_add_up"] > 0 and expected["wages_nonneg"] > 0
+    assert expected["no_staff_no_wages"] == 2
 
     assert main(["release", str(spec)]) == 0
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import LinearConstraint, minimize
 
 from sdcflow.expectations.compile import linear_constraints
-from sdcflow.expectations.rules import parse_rules
+from sdcflow.expectations.rules import Rule, parse_rules
 from sdcflow.tasks._validation import InputError
 from sdcflow.tasks.mdav import group_means, mdav
 from sdcflow.tasks.repair import minimal_adjustment, violating_records
@@ -174,3 +174,41 @@ def test_wrong_width_is_an_input_error() -> None:
     lc = constraints(["x <= y"], ["x", "y"])
     with pytest.raises(InputError, match="pass the columns in that order"):
         minimal_adjustment(np.ones((2, 3)), lc)
+
+
+def test_conditional_consequent_binds_only_where_the_condition_holds() -> None:
+    rules = parse_rules(["total == wages + other", "employees >= 0", "wages >= 0", "other >= 0"])
+    columns = ["employees", "wages", "other", "total"]
+    lc = linear_constraints(rules, columns)
+    (cond,) = parse_rules(["if employees == 0 then wages == 0"])
+    consequent = linear_constraints(
+        [Rule(name="R1", text="wages == 0", node=cond.node.consequent, columns=("wages",))],
+        columns,
+    )
+    X = np.array(
+        [
+            [0.0, 30.0, 60.0, 60.0],  # sole proprietor, total keyed without wages: 30 -> 0
+            [3.0, 30.0, 60.0, 60.0],  # staff: the plain projection
+            [0.0, 0.0, 50.0, 50.0],  # clean
+        ]
+    )
+    condition = X[:, 0] == 0
+    Xr, moved = minimal_adjustment(X, lc, conditional=[(condition, consequent)])
+    np.testing.assert_allclose(Xr[0], [0.0, 0.0, 60.0, 60.0], atol=1e-12)
+    np.testing.assert_allclose(Xr[1], [3.0, 20.0, 50.0, 70.0], atol=1e-12)
+    assert moved.tolist() == [True, True, False]
+    # without the conditional rows the sole proprietor would keep wages
+    plain, _ = minimal_adjustment(X, lc)
+    assert plain[0, 1] > 0
+    labels = np.array([0, 0, 1])  # a group of sole proprietors keeps the rule on average
+    means = group_means(Xr[[0, 2, 1]], labels)
+    assert means[0, 0] == 0 and abs(means[0, 1]) <= 1e-12
+
+
+def test_conditional_rows_are_validated() -> None:
+    lc = constraints(["x <= y"], ["x", "y"])
+    other = constraints(["x >= 0"], ["y", "x"])
+    with pytest.raises(InputError, match="boolean array"):
+        minimal_adjustment(np.ones((2, 2)), lc, conditional=[(np.array([1, 0]), lc)])
+    with pytest.raises(InputError, match="must be over x, y"):
+        minimal_adjustment(np.ones((2, 2)), lc, conditional=[(np.array([True, False]), other)])

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from sdcflow.tasks._validation import InputError
@@ -170,3 +171,16 @@ def violating_row_ids(
             sql += " AND rule = ?"
             params.append(rule)
         return con.execute(sql + " ORDER BY rule, sdc_row_id", params).df()
+
+
+def matching_row_ids(
+    warehouse: Warehouse, stage: str, run_id: str, predicate_sql: str
+) -> np.ndarray:
+    """Row ids of the ``stage`` table where a compiled boolean predicate is TRUE (int64)."""
+    table = _table(stage, run_id)
+    with warehouse.connect(read_only=True) as con:
+        ids = con.execute(
+            f"SELECT {quote_ident(ROW_ID)} FROM {table} WHERE coalesce({predicate_sql}, FALSE) "
+            f"ORDER BY {ROW_ID}"
+        ).fetchnumpy()[ROW_ID]
+    return np.asarray(ids, dtype=np.int64)

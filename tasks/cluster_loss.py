@@ -222,15 +222,20 @@ def centre_distance(centres: np.ndarray, other: np.ndarray, perm: np.ndarray) ->
     return float(np.sqrt(((centres - other[perm]) ** 2).sum(axis=1)).sum())
 
 
-def membership_distance(U: np.ndarray, U_other: np.ndarray, perm: np.ndarray) -> float:
+def membership_distance(
+    U: np.ndarray, U_other: np.ndarray, perm: np.ndarray, *, squared: bool = False
+) -> float:
     """d2 of [1]: ``sum_k ||u_k - u'_k||`` with ``U_other``'s columns aligned by ``perm``.
 
     [1] does not name the per-record distance; it is Euclidean here, like d1, so each record
-    contributes at most sqrt(2).
+    contributes at most sqrt(2). ``squared=True`` sums squared distances instead (at most 2
+    per record): the ratio d2/d1 in [1] Table 3 grows with the noise as a squared distance
+    would, so :class:`ClusterLoss` reports both.
 
     Shapes: U (n, c), U_other (n, c), perm (c,) -> float.
     """
-    return float(np.sqrt(((U - U_other[:, perm]) ** 2).sum(axis=1)).sum())
+    sq = ((U - U_other[:, perm]) ** 2).sum(axis=1)
+    return float(sq.sum() if squared else np.sqrt(sq).sum())
 
 
 def alpha_cut(U: np.ndarray, alpha: float) -> np.ndarray:
@@ -353,6 +358,8 @@ class ClusterLoss:
     ----------
     d1, d2 : float
         Centre-based and membership-based distances of [1] (0 for identical clusterings).
+    d2_squared : float
+        d2 with squared per-record distances (see :func:`membership_distance`).
     alpha : dict float -> dict str -> float
         For each α, the Rand, adjusted Rand and Jaccard indices of the α-cuts (1 = identical).
     objective_original, objective_protected : float
@@ -363,6 +370,7 @@ class ClusterLoss:
 
     d1: float
     d2: float
+    d2_squared: float = float("nan")
     alpha: dict[float, dict[str, float]] = field(default_factory=dict)
     objective_original: float = float("nan")
     objective_protected: float = float("nan")
@@ -382,6 +390,9 @@ def compare_partitions(
     return ClusterLoss(
         d1=centre_distance(original.centres, protected.centres, perm),
         d2=membership_distance(original.memberships, protected.memberships, perm),
+        d2_squared=membership_distance(
+            original.memberships, protected.memberships, perm, squared=True
+        ),
         alpha=compare_alpha_cuts(original.memberships, protected.memberships, perm, alphas),
         objective_original=original.objective,
         objective_protected=protected.objective,

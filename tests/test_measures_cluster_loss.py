@@ -112,6 +112,7 @@ def test_alignment_is_optimal_not_greedy_and_d1_d2_by_hand():
     U = np.array([[1.0, 0.0], [0.5, 0.5]])
     Up = np.array([[0.2, 0.8], [0.5, 0.5]])
     assert membership_distance(U, Up, perm) == pytest.approx(np.sqrt(0.08))
+    assert membership_distance(U, Up, perm, squared=True) == pytest.approx(0.08)
 
 
 def test_fcm_finds_two_obvious_clusters_and_identical_files_lose_nothing():
@@ -160,4 +161,5 @@ def test_census_objective_and_monotone_loss_with_noise(census: pd.DataFrame):
     ari = [loss.alpha[0.5]["adjusted_rand"] for loss in losses]
     assert np.all(np.diff(d1) > 0), d1
     assert np.all(np.diff(d2) > 0), d2
+    assert np.all(np.diff([loss.d2_squared for loss in losses]) > 0)
     assert np.all(np.diff(ari) < 0), ari

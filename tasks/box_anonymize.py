@@ -8,8 +8,8 @@
    A (eq. 42) from the centres too: the weights are a function of the released boxes only and
    equal within a box, so the ``weight`` column cannot locate a record inside its box.
 4. Weights (equal, crisp eq. 25-26, fuzzy eq. 51-56) and interval estimates (eq. 9, 37-38).
-5. Manifest figures: the estimates table, half-widths, the ratio of each box's cost
-   sum_i a_i Delta_i to the eq. 21 / eq. 33-36 optimum at the box's own density, the balance
+5. Manifest figures: the estimates table, half-widths, the ratio of each record's box cost
+   sum_i a_i Delta_i to the eq. 21 / eq. 33-36 optimum at its local density, the balance
    max_i a_i Delta_i / min_i a_i Delta_i of eq. 19, and eq. 43 under the three weightings.
 
 References
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from ._validation import InputError, check_k, check_matrix
 from .box_estimates import LINEARIZED_NOTE, IntervalEstimate, interval_estimates
@@ -93,53 +94,70 @@ def _summary(x: np.ndarray) -> dict[str, float]:
 
 
 def optimum_ratios(
-    a_box: np.ndarray,
+    X: np.ndarray,
+    labels: np.ndarray,
+    a: np.ndarray,
     half: np.ndarray,
-    sizes: np.ndarray,
     k: int,
     ell: int | None,
     eps: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per box: realized cost / optimal cost (eq. 21 or 33-36) and the eq. 19 balance.
+    """How far the boxes are from the eq. 21 optimum (eq. 33-36 with l), and the eq. 19 balance.
 
     Parameters
     ----------
-    a_box : ndarray of shape (B, d)
-        Sensitivities of each box (at its centre).
-    half : ndarray of shape (B, d)
-        Half-widths of each box.
-    sizes : ndarray of shape (B,)
-        Records per box; the box's density is sizes / prod(2 half) over its active sides.
+    X : ndarray of shape (n, d)
+        The records (only the local density is taken from them).
+    labels : ndarray of shape (n,)
+        Box of every record, 0..B-1.
+    a : ndarray of shape (n, d)
+        Sensitivities a_i used for the box of every record (at its centre).
+    half : ndarray of shape (n, d)
+        Half-widths of the box of every record.
     k, ell, eps
         As in the partition.
 
     Returns
     -------
-    ratio : ndarray of shape (B,)
-        sum_i a_i Delta_i over the optimal box holding k records at the same density (>= 1
-        for boxes larger than k or off balance, up to the l-bound approximation of eq. 32).
-        NaN for boxes with no active side (zero cost).
+    ratio : ndarray of shape (n,)
+        sum_i a_i Delta_i of the record's box over the optimum sum_i a_i Delta_i* of the box
+        that holds k records at the record's local density (eq. 21, or eq. 33-36 with l).
+        The density is k over the volume of the smallest cube (sup norm on the standardized
+        active variables) around the record that holds k records. NaN where no variable is
+        active or k records coincide in the active variables.
     balance : ndarray of shape (B,)
-        max_i / min_i of a_i Delta_i over active sides (1 at the optimum of eq. 19).
+        max_i / min_i of a_i Delta_i over the box's sides with a_i Delta_i > 0 (eq. 19: 1).
 
-    A side is active when a_i > 0 and Delta_i > 0; other sides cost nothing and leave the
-    problem (the density is then the marginal one of the active sides).
+    A variable is active when a_i > 0; the others cost nothing, their side is free and the
+    density is the marginal one of the active variables.
     """
-    B, d = a_box.shape
-    active = (a_box > 0) & (half > 0)
+    n, d = X.shape
+    active = a > 0
     codes = (active * (1 << np.arange(d, dtype=np.int64))).sum(axis=1)
-    ratio = np.full(B, np.nan)
-    balance = np.full(B, np.nan)
+    sd = X.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    ratio = np.full(n, np.nan)
     for code in np.unique(codes):
         rows = np.flatnonzero(codes == code)
         cols = np.flatnonzero(active[rows[0]])
         if cols.size == 0:
             continue
-        a, h = a_box[np.ix_(rows, cols)], half[np.ix_(rows, cols)]
-        rho = sizes[rows] / np.prod(2 * h, axis=1)
-        opt = optimal_half_widths(a, rho, k, ell=ell, eps=eps[cols])  # [1] eq. 21, 33-36
-        ratio[rows] = (a * h).sum(axis=1) / opt.cost
-        balance[rows] = (a * h).max(axis=1) / (a * h).min(axis=1)  # [1] eq. 19: equal terms
+        Z = X[:, cols] / sd[cols]
+        radius = cKDTree(Z).query(Z[rows], k=k, p=np.inf)[0][:, -1]
+        ok = radius > 0
+        rows = rows[ok]
+        rho = k / np.prod(2 * radius[ok, None] * sd[cols], axis=1)  # records per unit volume
+        a_r = a[np.ix_(rows, cols)]
+        opt = optimal_half_widths(a_r, rho, k, ell=ell, eps=eps[cols])  # [1] eq. 21, 33-36
+        ratio[rows] = (a_r * half[np.ix_(rows, cols)]).sum(axis=1) / opt.cost
+    terms = a * half
+    first = np.unique(labels, return_index=True)[1]
+    t = terms[first]
+    positive = t > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        big = np.where(positive, t, -np.inf).max(axis=1)
+        small = np.where(positive, t, np.inf).min(axis=1)
+        balance = np.where(positive.any(axis=1), big / small, np.nan)  # [1] eq. 19: equal terms
     return ratio, balance
 
 
@@ -220,7 +238,7 @@ def box_anonymize(
 
     sizes = np.bincount(labels)
     first = np.unique(labels, return_index=True)[1]
-    ratio, balance = optimum_ratios(a_c[first], half[first], sizes, k, ell, eps_arr)
+    ratio, balance = optimum_ratios(X, labels, a_c, half, k, ell, eps_arr)
     all_u = {
         "equal": equal_weights(c, A, d).uncertainty,
         "crisp": _crisp(c, A, d).uncertainty,
@@ -238,11 +256,12 @@ def box_anonymize(
         "q_eq58": float(sum(e.target.p * e.delta / e.target.delta0 for e in estimates)),
         "half_widths": {names[j]: _summary(half[first, j]) for j in range(d)},
         "optimum": {
-            "what": "per box: sum_i a_i Delta_i / its eq. 21 (with l: eq. 33-36) optimum at "
-            "the box's density with k records; balance = max_i a_i Delta_i / min_i (eq. 19: 1)",
+            "what": "ratio, per record: sum_i a_i Delta_i of its box / the same for the eq. 21 "
+            "(with l: eq. 33-36) box of k records at the record's local density (k-th nearest "
+            "neighbour); balance, per box: max_i a_i Delta_i / min_i a_i Delta_i (eq. 19: 1)",
             "ratio": _summary(ratio[np.isfinite(ratio)]),
             "balance": _summary(balance[np.isfinite(balance)]),
-            "boxes_without_active_side": int((~np.isfinite(ratio)).sum()),
+            "records_without_ratio": int((~np.isfinite(ratio)).sum()),
         },
         "weights": {
             "scheme": chosen.scheme,

@@ -166,15 +166,20 @@ CENSUS_TARGETS = {
 def test_census_weighted_cells_narrow_the_eq9_width(census: pd.DataFrame, name: str):
     """Same k = 5, l = 2, equal weights: the width Delta (eq. 9) of the targets' intervals with
     a-weighted cells against cells split on the largest standardized width (measured ratio
-    0.01 for a mean, 0.02 variance, 0.17 covariance, 0.16 correlation, 0.13 mixed)."""
+    0.01 for a mean, 0.02 variance, 0.17 covariance, 0.16 correlation, 0.13 mixed), and the
+    median ratio of a record's box cost to its eq. 21 optimum (measured 0.96 / 0.93 / 0.96 /
+    1.04 / 0.89 with a-weighted cells, 95 / 90 / 9.2 / 10.6 / 6.4 with unweighted ones)."""
     X, cols = census.to_numpy(float), list(census.columns)
     targets = _census_targets(X, cols, CENSUS_TARGETS[name])
-    width = {}
+    width, optimum = {}, {}
     for partition in ("targets", "standardized"):
         rel = box_anonymize(X, targets, 5, ell=2, weights="equal", partition=partition)
         assert np.bincount(rel.labels).min() >= 5
         width[partition] = sum(e.delta for e in rel.estimates)
+        optimum[partition] = rel.details["optimum"]["ratio"]["median"]
     assert width["targets"] < 0.5 * width["standardized"]
+    assert 0.7 < optimum["targets"] < 1.3
+    assert optimum["standardized"] > 4 * optimum["targets"]
 
 
 @pytest.mark.data
@@ -213,4 +218,4 @@ def test_census_release_passes_every_check(census: pd.DataFrame):
     thresholds = {**BOX_CHECKS, "k_anonymity": 5}
     outcomes = run_checks(CheckContext(X, cols, res, params), thresholds)
     assert all(o.passed for o in outcomes), [o.as_dict() for o in outcomes]
-    assert res.details["optimum"]["ratio"]["median"] >= 0.9
+    assert 0.7 < res.details["optimum"]["ratio"]["median"] < 1.5

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sdcflow.tasks._validation import InputError
+from sdcflow.tasks.box_anonymize import optimum_ratios
 from sdcflow.tasks.box_optimum import optimal_half_widths
 
 
@@ -108,3 +109,18 @@ def test_vectorized_over_points():
 def test_rejects_zero_sensitivity():
     with pytest.raises(InputError, match="drop variables with zero sensitivity"):
         optimal_half_widths(np.array([[1.0, 0.0]]), np.array([1.0]), 4)
+
+
+def test_optimum_ratio_on_a_grid_by_hand():
+    # x = 0..99, boxes of 4 consecutive values: Delta = 1.5. Around an inner point the cube
+    # holding k = 4 records (itself included) has half-width 2 (distances 0, 1, 1, 2), so
+    # rho = 4 / (2 * 2) = 1 and eq. 21 in one dimension gives Delta* = k / (2 rho) = 2:
+    # ratio 1.5 / 2 = 0.75. At x = 0 the radius is 3: rho = 2/3, Delta* = 3, ratio 0.5.
+    X = np.arange(100.0)[:, None]
+    labels = np.arange(100) // 4
+    ratio, balance = optimum_ratios(
+        X, labels, np.ones((100, 1)), np.full((100, 1), 1.5), 4, None, np.zeros(1)
+    )
+    np.testing.assert_allclose(ratio[1:99], 0.75)
+    assert ratio[0] == pytest.approx(0.5)
+    np.testing.assert_allclose(balance, 1.0)  # one active side: a_i Delta_i trivially equal

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize
 
 from sdcflow.tasks.box_estimates import (
     interval_estimates,
@@ -105,3 +106,25 @@ def test_guaranteed_intervals_hold_for_points_inside_the_boxes():
             for _ in range(30):
                 p = lo + (hi - lo) * rng.uniform(size=lo.shape)
                 assert g[0] - 1e-12 <= statistic(p, e.target, w) <= g[1] + 1e-12
+
+
+def test_variance_min_matches_a_numerical_minimization():
+    """The exact minimum (convex piecewise quadratic in t) against L-BFGS-B over the boxes,
+    with weights that are zero for some records (dismissed by crisp or fuzzy weights)."""
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        N = int(rng.integers(2, 12))
+        lo = rng.normal(size=N) * rng.choice([0.1, 1.0, 5.0])
+        hi = lo + rng.exponential(size=N) * rng.choice([0.0, 0.5, 3.0])
+        w = rng.dirichlet(np.ones(N)) * (rng.uniform(size=N) > 0.3)
+        w = w / w.sum() if w.sum() > 0 else np.full(N, 1 / N)
+        exact = variance_min(lo, hi, w)
+        numeric = minimize(
+            lambda x, w=w: w @ (x - w @ x) ** 2,
+            (lo + hi) / 2,
+            bounds=list(zip(lo, hi, strict=True)),
+            method="L-BFGS-B",
+            options={"ftol": 1e-15, "gtol": 1e-12},
+        ).fun
+        assert exact <= numeric + 1e-12
+        assert exact == pytest.approx(numeric, abs=1e-7)

@@ -128,3 +128,28 @@ def test_variance_min_matches_a_numerical_minimization():
         ).fun
         assert exact <= numeric + 1e-12
         assert exact == pytest.approx(numeric, abs=1e-7)
+
+
+def test_correlation_bounds_resist_an_adversarial_search():
+    """Push the correlation up and down with L-BFGS-B over the boxes (x = lo + (hi - lo) s,
+    s = (1 + tanh z) / 2): it never leaves the guaranteed interval."""
+    rng = np.random.default_rng(9)
+    target = Target("correlation", (0, 1))
+    for trial in range(12):
+        N = int(rng.integers(4, 15))
+        X = rng.normal(size=(N, 2))
+        X[:, 1] = rng.uniform(-1.5, 1.5) * X[:, 0] + X[:, 1] * rng.uniform(0.1, 1.0)
+        h = rng.exponential(size=(N, 2)) * rng.choice([0.05, 0.3])
+        lo = X - h * rng.uniform(size=(N, 2))
+        hi = lo + h
+        w = rng.dirichlet(np.ones(N)) if trial % 2 else np.full(N, 1 / N)
+        (e,) = interval_estimates(lo, hi, w, [target])
+        for sign in (1.0, -1.0):
+
+            def f(z, sign=sign, lo=lo, hi=hi, w=w):
+                s = (1 + np.tanh(z.reshape(lo.shape))) / 2
+                return sign * statistic(lo + (hi - lo) * s, target, w)
+
+            z0 = rng.normal(size=lo.size)
+            value = sign * minimize(f, z0, method="L-BFGS-B").fun
+            assert e.guaranteed[0] - 1e-9 <= value <= e.guaranteed[1] + 1e-9

@@ -89,3 +89,50 @@ def test_random_data_invariants(ell):
     # boxes are disjoint: no record lies inside another cell's box
     inside = ((X[:, None, :] >= lo[None]) & (X[:, None, :] <= hi[None])).all(axis=2)
     assert inside.sum(axis=1).max() == 1
+
+
+def _reference_partition(X, a, k, ell=None):
+    """Plain recursion, one cell at a time, with the rules of ``box_partition``: the clean cut
+    nearest to rank k * ((m // k) // 2), sides tried by (feasible, A_j W_j, W_j / sd_j)."""
+    sd = X.std(axis=0)
+    cells, out = [np.arange(len(X))], []
+    while cells:
+        idx = cells.pop()
+        m = idx.size
+        if m < 2 * k:
+            out.append(idx)
+            continue
+        width = X[idx].max(axis=0) - X[idx].min(axis=0)
+        score = a[idx].sum(axis=0) * width
+        cuts = {}
+        for j in range(X.shape[1]):
+            order = idx[np.argsort(X[idx, j], kind="stable")]
+            v = X[order, j]
+            goal = k * ((m // k) // 2)
+            cand = [s for s in range(k, m - k + 1) if v[s] > v[s - 1]]
+            if cand:
+                s = min(cand, key=lambda s, goal=goal: (abs(s - goal), s))
+                cuts[j] = (order[:s], order[s:])
+        split = None
+        for j in sorted(cuts, key=lambda j: (score[j], width[j] / sd[j]), reverse=True):
+            left, right = cuts[j]
+            if ell is None or all(
+                (distinct_counts(X[part], np.zeros(part.size, int)) >= ell).all()
+                for part in (left, right)
+            ):
+                split = (left, right)
+                break
+        if split is None:
+            out.append(idx)
+        else:
+            cells.extend(split)
+    return sorted(sorted(c.tolist()) for c in out)
+
+
+@pytest.mark.parametrize("ell", [None, 2])
+def test_vectorized_partition_matches_the_plain_recursion(ell):
+    rng = np.random.default_rng(21)
+    X = np.round(rng.lognormal(size=(600, 3)), 1)
+    a = np.column_stack([np.abs(X[:, 0] - X[:, 0].mean()), np.ones(600), np.zeros(600)])
+    lab = box_partition(X, a, 4, ell=ell)
+    assert _cells(lab) == _reference_partition(X, a, 4, ell)

@@ -8,8 +8,9 @@ interval. Three intervals are reported for each target:
   neither guaranteed to contain the range nor to lie inside it.
 * ``guaranteed``: bounds proved to contain every value C can take for points in the boxes.
   Mean: exact (both ends attained). Variance: the lower end is the exact minimum, the upper end
-  a guaranteed bound. Covariance: linearization plus a proved bound on the second-order
-  remainder. Correlation: interval arithmetic on the covariance and variance bounds.
+  a guaranteed bound (std: their square roots). Covariance: linearization plus a proved bound
+  on the second-order remainder. Correlation: the tighter of interval arithmetic and a
+  second-order bound (below).
 * ``attained``: values C actually takes at particular points inside the boxes (so the true
   range contains this interval); the gap to ``guaranteed`` shows how tight the bound is.
 

@@ -21,6 +21,8 @@ Released columns: ``<q>_lo``, ``<q>_hi`` per quasi-identifier, ``box_id`` and ``
 weight is constant within a box and computed from the boxes only; it is not identifying).
 Crisp and fuzzy weights estimate the statistics of the re-weighted records, not of the file
 (eq. 43 has no bias term); the manifest then holds the equal-weight intervals as well.
+Each box is the bounding box of its cell, so every bound is the value of one of the cell's
+>= k records (as in Mondrian generalization), without saying which.
 """
 
 from __future__ import annotations

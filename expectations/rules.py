@@ -12,10 +12,12 @@ A rule reads like arithmetic, as in R's ``validate`` package [1]_::
                                               non-conditional rules; text compares with a column
                                               by ``==`` / ``!=`` (``if region == 'N' then ...``)
 
-Arithmetic must be linear: a column may be multiplied or divided by a constant, never by another
-column. Each linear, unconditional rule is an edit constraint ``a . x = b`` or ``a . x <= b`` in
-the sense of section 2.3 of the constrained fuzzy microaggregation paper [2]_, which the masking
-methods and the repair step consume (:func:`sdcflow.expectations.compile.linear_constraints`).
+A column name that is not a plain identifier is written in backticks, as in R
+(`` `total costs` <= turnover ``). Arithmetic must be linear: a column may be multiplied or
+divided by a constant, never by another column. Each linear, unconditional rule is an edit
+constraint ``a . x = b`` or ``a . x <= b`` in the sense of section 2.3 of the constrained fuzzy
+microaggregation paper [2]_, which the masking methods and the repair step consume
+(:func:`sdcflow.expectations.compile.linear_constraints`).
 
 An edit item is a string or a mapping ``{rule, name, severity, tolerance, description}``.
 ``severity`` is ``error`` (default: a violation blocks a release) or ``warning`` (reported only);
@@ -120,7 +122,7 @@ nullcheck: "not_null" "(" NAME ")"           -> not_null
 COMP_OP: "==" | "!=" | "<=" | ">=" | "<" | ">"
 IN_OP: "in" | "%in%"
 NOT: "not"
-NAME: /[A-Za-z_][A-Za-z0-9_]*/
+NAME: /[A-Za-z_][A-Za-z0-9_]*/ | /`[^`]+`/
 NUMBER: /(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/
 STRING: /'[^']*'/ | /"[^"]*"/
 
@@ -426,6 +428,8 @@ class _Builder:
 
     def column(self, tok: Token) -> str:
         name = str(tok)
+        if name.startswith("`"):  # `a column name` with spaces or other characters, as in R
+            name = name[1:-1]
         if self.known_set is not None and name not in self.known_set:
             known = ", ".join(self.known) if self.known else "(none)"
             raise self.error(

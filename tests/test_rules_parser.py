@@ -275,3 +275,12 @@ def test_equals_sign_hint() -> None:
 def test_item_errors(items, message: str) -> None:
     with pytest.raises(RuleError, match=message):
         parse_rules(items)
+
+
+def test_backticks_quote_unusual_column_names() -> None:
+    node = parse_rule(
+        "`total costs` <= 2 * `turn-over`", known_columns=["total costs", "turn-over"]
+    )
+    assert node.columns == ("total costs", "turn-over")
+    with pytest.raises(RuleError, match="unknown column 'total cost'"):
+        parse_rule("`total cost` >= 0", known_columns=["total costs"])

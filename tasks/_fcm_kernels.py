@@ -1,0 +1,248 @@
+"""Compiled kernels of fuzzy c-means: one pass over the records, no n x c matrix.
+
+Private module: callers (``fcm.py``) validate first and pass C-contiguous float64 arrays.
+Every kernel walks the records once, computes one record's squared distances and memberships
+in a small buffer and adds its weights to the centre sums ("fused": memberships are never
+stored). Records are split into ``nt`` chunks (pass ``numba.get_num_threads()``; calling it
+inside a kernel would defeat the on-disk cache), each with its own sum buffers added up at the
+end, so results do not depend on scheduling.
+
+Memberships ([1] Prop. 1 and eq. 3 of ``constrained-fuzzy-microaggregation.txt``) are computed
+relative to the nearest centre, which makes them overflow-free and exact when a record
+coincides with a centre:
+
+* FCM, ``p = 1/(m-1)``: ``u_i = (D_min/D_i)^p / sum_j (D_min/D_j)^p``; when ``D_min = 0`` the
+  coinciding centres share the membership equally and all others get 0 (the limit of the
+  formula, which is 0/0 there).
+* EFCM: ``u_i = exp(-lam (D_i - D_min)) / sum_j exp(-lam (D_j - D_min))``.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+
+@nb.njit(cache=True, inline="always")
+def _memberships(D: np.ndarray, nv: int, p: float, lam: float, entropy: bool, u: np.ndarray):
+    """Fill ``u[:nv]`` with the memberships of one record given squared distances ``D[:nv]``."""
+    dmin = D[0]
+    for j in range(1, nv):
+        if D[j] < dmin:
+            dmin = D[j]
+    total = 0.0
+    if entropy:
+        for j in range(nv):
+            u[j] = np.exp(-lam * (D[j] - dmin))
+            total += u[j]
+    elif dmin == 0.0:
+        for j in range(nv):
+            u[j] = 1.0 if D[j] == 0.0 else 0.0
+            total += u[j]
+    else:
+        for j in range(nv):
+            r = dmin / D[j]
+            u[j] = r if p == 1.0 else r**p
+            total += u[j]
+    for j in range(nv):
+        u[j] /= total
+
+
+@nb.njit(cache=True, inline="always")
+def _record_terms(u: float, D: float, m: float, lam: float, entropy: bool):
+    """(centre weight, objective term) of one membership ([1] eq. 1 / eq. 2, 4)."""
+    if entropy:
+        ent = u * np.log(u) / lam if u > 0.0 else 0.0
+        return u, u * D + ent
+    um = u**m if m != 2.0 else u * u
+    return um, um * D
+
+
+@nb.njit(cache=True, parallel=True)
+def full_pass(X, w, V, m, lam, entropy, nt):
+    """One alternate-optimization step against all ``c`` centres.
+
+    Returns ``(sums (c, d), wsum (c,), objective, expected (c,))``: the weighted sums of
+    records per centre with weights ``w_k u_ki^m`` (EFCM: ``w_k u_ki``), their totals, the
+    objective ``J(u, V)`` at the optimal memberships, and the column sums of ``w_k u_ki``.
+    """
+    n, d = X.shape
+    c = V.shape[0]
+    p = 1.0 / (m - 1.0) if not entropy else 0.0
+    sums = np.zeros((nt, c, d))
+    wsum = np.zeros((nt, c))
+    expd = np.zeros((nt, c))
+    obj = np.zeros(nt)
+    size = (n + nt - 1) // nt
+    for t in nb.prange(nt):
+        D = np.empty(c)
+        u = np.empty(c)
+        for k in range(t * size, min(n, (t + 1) * size)):
+            for i in range(c):
+                s = 0.0
+                for a in range(d):
+                    diff = X[k, a] - V[i, a]
+                    s += diff * diff
+                D[i] = s
+            _memberships(D, c, p, lam, entropy, u)
+            for i in range(c):
+                if u[i] == 0.0:
+                    continue
+                wt, term = _record_terms(u[i], D[i], m, lam, entropy)
+                wt *= w[k]
+                obj[t] += w[k] * term
+                wsum[t, i] += wt
+                expd[t, i] += w[k] * u[i]
+                for a in range(d):
+                    sums[t, i, a] += wt * X[k, a]
+    return sums.sum(axis=0), wsum.sum(axis=0), obj.sum(), expd.sum(axis=0)
+
+
+@nb.njit(cache=True, parallel=True)
+def truncated_pass(X, w, V, nbr, m, lam, entropy, mass, nt):
+    """One step restricted to each record's candidate centres ``nbr[k]`` (its nearest ones).
+
+    For record ``k`` the memberships over its ``Q`` candidates are computed, sorted, and the
+    smallest number ``q_k`` of largest ones holding at least ``mass`` of the candidates' total
+    is kept and renormalized to sum to one (a Ruspini partition again). Only those ``q_k``
+    enter the centre sums and the objective: the cost is O(n Q d).
+
+    Returns ``(sums, wsum, objective, expected, q, tail)`` where ``q`` (n,) is ``q_k`` and
+    ``tail`` (n,) is the certified bound ``(c - Q) u_Q / u_1``-type ratio described in
+    ``fcm.py``: an upper bound on the membership the centres beyond the candidates can hold,
+    relative to the candidates' total.
+    """
+    n, d = X.shape
+    c = V.shape[0]
+    Q = nbr.shape[1]
+    p = 1.0 / (m - 1.0) if not entropy else 0.0
+    sums = np.zeros((nt, c, d))
+    wsum = np.zeros((nt, c))
+    expd = np.zeros((nt, c))
+    obj = np.zeros(nt)
+    qk = np.zeros(n, dtype=np.int32)
+    tail = np.zeros(n)
+    size = (n + nt - 1) // nt
+    for t in nb.prange(nt):
+        D = np.empty(Q)
+        u = np.empty(Q)
+        for k in range(t * size, min(n, (t + 1) * size)):
+            for j in range(Q):
+                i = nbr[k, j]
+                s = 0.0
+                for a in range(d):
+                    diff = X[k, a] - V[i, a]
+                    s += diff * diff
+                D[j] = s
+            _memberships(D, Q, p, lam, entropy, u)
+            order = np.argsort(-u)
+            # beyond the candidates every centre is at least as far as the farthest candidate
+            dmax = D[order[Q - 1]]
+            dmin = D[order[0]]
+            if entropy:
+                far = np.exp(-lam * (dmax - dmin))
+            elif dmin == 0.0:
+                far = 0.0
+            else:
+                far = (dmin / dmax) ** p
+            # u[order[0]] = 1 / sum_j (dmin/D_j)^p, so (far * u_first) is a far centre's share
+            tail[k] = (c - Q) * far * u[order[0]]
+            acc = 0.0
+            q = 0
+            while q < Q and acc < mass:
+                acc += u[order[q]]
+                q += 1
+            qk[k] = q
+            for jj in range(q):
+                j = order[jj]
+                uu = u[j] / acc
+                if uu == 0.0:
+                    continue
+                i = nbr[k, j]
+                wt, term = _record_terms(uu, D[j], m, lam, entropy)
+                wt *= w[k]
+                obj[t] += w[k] * term
+                wsum[t, i] += wt
+                expd[t, i] += w[k] * uu
+                for a in range(d):
+                    sums[t, i, a] += wt * X[k, a]
+    return sums.sum(axis=0), wsum.sum(axis=0), obj.sum(), expd.sum(axis=0), qk, tail
+
+
+@nb.njit(cache=True, parallel=True)
+def full_expected_sizes(X, w, V, m, lam, entropy, nt):
+    """Column sums ``sum_k w_k u_ki`` of the full membership matrix, one record at a time."""
+    n, d = X.shape
+    c = V.shape[0]
+    p = 1.0 / (m - 1.0) if not entropy else 0.0
+    expd = np.zeros((nt, c))
+    size = (n + nt - 1) // nt
+    for t in nb.prange(nt):
+        D = np.empty(c)
+        u = np.empty(c)
+        for k in range(t * size, min(n, (t + 1) * size)):
+            for i in range(c):
+                s = 0.0
+                for a in range(d):
+                    diff = X[k, a] - V[i, a]
+                    s += diff * diff
+                D[i] = s
+            _memberships(D, c, p, lam, entropy, u)
+            for i in range(c):
+                expd[t, i] += w[k] * u[i]
+    return expd.sum(axis=0)
+
+
+@nb.njit(cache=True, parallel=True)
+def dense_memberships(X, V, m, lam, entropy):
+    """The full (n, c) membership matrix; for small problems and tests only."""
+    n, d = X.shape
+    c = V.shape[0]
+    p = 1.0 / (m - 1.0) if not entropy else 0.0
+    U = np.empty((n, c))
+    for k in nb.prange(n):
+        D = np.empty(c)
+        for i in range(c):
+            s = 0.0
+            for a in range(d):
+                diff = X[k, a] - V[i, a]
+                s += diff * diff
+            D[i] = s
+        _memberships(D, c, p, lam, entropy, U[k])
+    return U
+
+
+@nb.njit(cache=True, parallel=True)
+def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
+    """Truncated memberships as fixed-width sparse rows ``(idx (n, Q), val (n, Q))``.
+
+    The same truncation as :func:`truncated_pass`: the smallest set of largest candidate
+    memberships holding ``mass`` of the candidates' total, renormalized; unused slots have
+    ``idx = -1`` and ``val = 0``. Rows are ordered by decreasing membership.
+    """
+    n, d = X.shape
+    Q = nbr.shape[1]
+    p = 1.0 / (m - 1.0) if not entropy else 0.0
+    idx = np.full((n, Q), -1, dtype=np.int64)
+    val = np.zeros((n, Q))
+    for k in nb.prange(n):
+        D = np.empty(Q)
+        u = np.empty(Q)
+        for j in range(Q):
+            i = nbr[k, j]
+            s = 0.0
+            for a in range(d):
+                diff = X[k, a] - V[i, a]
+                s += diff * diff
+            D[j] = s
+        _memberships(D, Q, p, lam, entropy, u)
+        order = np.argsort(-u)
+        acc = 0.0
+        q = 0
+        while q < Q and acc < mass:
+            acc += u[order[q]]
+            q += 1
+        for jj in range(q):
+            idx[k, jj] = nbr[k, order[jj]]
+            val[k, jj] = u[order[jj]] / acc
+    return idx, val

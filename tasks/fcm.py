@@ -1,0 +1,626 @@
+"""Fuzzy c-means (FCM), entropy fuzzy c-means (EFCM) and their linearly constrained variants.
+
+The alternate optimization of section 2.1 of [1] (Prop. 1, eq. 1 for FCM; eq. 3-4 for EFCM)
+with the constrained centre updates of section 3 (Prop. 4, eq. 5; Prop. 6, eq. 11),
+generalized from one equality ``alpha . v = A`` to the edit-rule polyhedron
+``{v : A v = b, G v <= h}``. Several random restarts are run and the one with the lowest
+objective is kept: the iteration only reaches a local optimum and different optima give
+different clusters ([3], section 3.1, "best of 20 executions").
+
+Constrained centre update (derivation)
+--------------------------------------
+With the memberships fixed, the centre ``v_i`` only appears in ``sum_k w_k ||x_k - v_i||^2``
+with weights ``w_k = u_ki^m`` (FCM, [1] Prop. 4) or ``w_k = u_ki`` (EFCM, [1] Prop. 6; the
+entropy term does not involve ``v``). Expanding around the weighted mean
+``xbar_i = sum_k w_k x_k / W_i``, ``W_i = sum_k w_k``::
+
+    sum_k w_k ||x_k - v||^2 = W_i ||v - xbar_i||^2 + sum_k w_k ||x_k - xbar_i||^2,
+
+because the cross term ``2 (xbar_i - v) . sum_k w_k (x_k - xbar_i)`` vanishes. The second
+term does not depend on ``v``, so for any feasible set ``P`` the constrained minimizer is
+``argmin_{v in P} ||v - xbar_i||``: the *Euclidean* projection of the unconstrained centre
+(eq. 1 / eq. 4) onto ``P`` — Euclidean in the coordinates the objective is written in (for
+standardized data, in standardized units).
+
+* One equality ``alpha . v = A``: ``v = xbar - alpha (alpha . xbar - A) / (alpha . alpha)``.
+  Multiplying through by ``W_i`` gives ``v_s = [sum_k w_k x_ks - alpha_s sum_k w_k
+  (alpha . x_k - A) / (alpha . alpha)] / sum_k w_k``, which is eq. 5 ([1] Prop. 4, weights
+  ``u^m``) and eq. 11 ([1] Prop. 6, weights ``u``).
+* Several equalities ``A v = b`` (A of shape (p, d), any rank, consistent):
+  ``v = xbar - A^+ (A xbar - b)`` with ``A^+`` the Moore-Penrose inverse; for full row rank
+  ``A^+ = A^T (A A^T)^{-1}`` (Lagrange: ``W (v - xbar) + A^T nu = 0``, ``A v = b``).
+  We compute it as ``v = v0 + N N^T (xbar - v0)`` with ``v0 = A^+ b`` and ``N`` an
+  orthonormal basis of the null space of ``A``.
+* Inequalities ``G v <= h`` as well: a least-distance problem per centre. In null-space
+  coordinates ``v = v0 + N z`` it is ``min ||z - z_bar||`` subject to ``(G N) z <= h - G v0``,
+  solved exactly by Lawson-Hanson's LDP-through-NNLS ([4] ch. 23) and polished on its active
+  set by an equality projection, so that rules hold to rounding (about 1e-12 relative).
+
+Data that already satisfy the rules have every weighted mean inside the (convex) set, so the
+projection is the identity and the constrained algorithm reproduces unconstrained FCM / EFCM
+iterate by iterate ([1] Prop. 5 and Prop. 7).
+
+Memberships, coincident records and scale
+-----------------------------------------
+Memberships are computed relative to the nearest centre (see ``_fcm_kernels``): a record that
+coincides with one or more centres gets membership 1 shared among them, 0 elsewhere, exactly.
+A full pass never stores the n x c membership matrix: a compiled kernel accumulates each
+record's contribution to the centre sums and forgets it (O(n c d) time, O(c d) memory).
+
+For large ``n c`` (``truncate='auto'``: ``n c > 5e7``) each record only sees its ``Q =
+n_neighbors`` nearest centres, found with a KD-tree on the centres (``scipy.spatial.cKDTree``)
+and re-queried when the centres have moved (largest move, accumulated) by more than half the
+median margin ``d_Q - d_1`` of the candidate lists since the last query, and always before
+convergence is declared. Among the ``Q`` candidates the record keeps the
+smallest number ``q_k`` of largest memberships that hold at least ``mass`` (default 0.999) of
+the candidates' membership, renormalized to sum to one; an iteration costs O(n Q d) plus the
+queries.
+
+Bound on what truncation drops. Let ``D_1 <= ... <= D_Q`` be a record's squared distances to
+its ``Q`` nearest centres (exact right after a query) and ``S = sum_{j<=Q} f(D_j)`` with
+``f(D) = D^{-1/(m-1)}`` (FCM) or ``exp(-lam D)`` (EFCM). Every other centre has ``D >= D_Q``,
+so the membership mass outside the candidates, relative to the candidates', is at most::
+
+    tail = (c - Q) f(D_Q) / S,
+
+and the kept ``q_k`` lose at most ``1 - mass`` of the candidates' share. The whole dropped
+fraction of the record's full membership is therefore at most ``(1 - mass) + tail``. ``tail``
+is reported (median, 99th percentile, fraction of records with ``tail <= 1 - mass``) together
+with the *measured* dropped mass on a random sample of records against all ``c`` centres.
+The bound is pessimistic — it charges every far centre at the distance of the ``Q``-th — so
+the sampled figure is the one to read. Truncation is faithful only when memberships
+concentrate: a shell at distance ``r`` holds about ``r^(d-1)`` centres, each with membership
+``~ r^(-2/(m-1))``, so the far field is summable only for ``m < 1 + 2/d`` (FCM) — in 10
+dimensions ``m <~ 1.2``. For larger ``m`` most of a record's membership sits on far centres
+and truncated FCM is a different (crisper) algorithm; ``benchmarks/fuzzy.py`` measures the
+objective gap.
+
+References
+----------
+[1] V. Torra et al., "Fuzzy clustering-based microaggregation to achieve probabilistic
+    k-anonymity for data with constraints" (``../shared/papers/constrained-fuzzy-
+    microaggregation.txt``).
+[2] J.C. Bezdek, Pattern Recognition with Fuzzy Objective Function Algorithms, Plenum, 1981.
+[3] V. Torra, S. Ladra, "Cluster-specific information loss measures in data privacy: a
+    review" (``../shared/papers/cluster-specific-information-loss.txt``).
+[4] C.L. Lawson, R.J. Hanson, Solving Least Squares Problems, SIAM, 1995, ch. 23 (LDP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numba as nb
+import numpy as np
+from scipy.linalg import null_space
+from scipy.optimize import linprog, nnls
+from scipy.spatial import cKDTree
+
+from . import _fcm_kernels as _k
+from ._validation import InputError, check_matrix, check_random_state
+from .constraints import LinearConstraints
+
+DENSE_LIMIT = 5e7  # n * c above which truncate='auto' switches to nearest-centre truncation
+INIT_JITTER = 1e-3  # random seeds start this many root-mean-variances away from their record
+
+
+@dataclass(frozen=True)
+class Fuzziness:
+    """The fuzzifier of FCM (``m > 1``) or of entropy FCM (``lam > 0``): exactly one is set."""
+
+    m: float | None = None
+    lam: float | None = None
+
+    @property
+    def entropy(self) -> bool:
+        return self.lam is not None
+
+    def kernel_args(self) -> tuple[float, float, bool]:
+        """``(m, lam, entropy)`` as the compiled kernels take them."""
+        if self.lam is not None:
+            return 1.0, float(self.lam), True
+        return float(self.m), 1.0, False  # type: ignore[arg-type]
+
+    def describe(self) -> dict[str, float]:
+        return {"lambda": float(self.lam)} if self.entropy else {"m": float(self.m)}  # type: ignore[arg-type]
+
+
+def check_fuzziness(m: float | None, lam: float | None, *, suffix: str = "") -> Fuzziness:
+    """Validate the fuzzifier: exactly one of ``m > 1`` (FCM) or ``lam > 0`` (EFCM)."""
+    if (m is None) == (lam is None):
+        raise InputError(
+            f"give exactly one of m{suffix} (fuzzy c-means, > 1) or lambda{suffix} "
+            f"(entropy fuzzy c-means, > 0); got m{suffix}={m!r}, lambda{suffix}={lam!r}"
+        )
+    if m is not None:
+        if not np.isfinite(m) or m <= 1.0:
+            raise InputError(
+                f"m{suffix} must be a finite number > 1 (m -> 1 is k-means), got {m!r}"
+            )
+        return Fuzziness(m=float(m))
+    if not np.isfinite(lam) or lam <= 0.0:  # type: ignore[arg-type]
+        raise InputError(f"lambda{suffix} must be a finite number > 0, got {lam!r}")
+    return Fuzziness(lam=float(lam))  # type: ignore[arg-type]
+
+
+class PolyhedronProjector:
+    """Euclidean projection onto ``{v : A v = b, G v <= h}`` (the derivation is in the module
+    docstring).
+
+    Parameters
+    ----------
+    A : ndarray of shape (p, d), b : ndarray of shape (p,)
+    G : ndarray of shape (q, d), h : ndarray of shape (q,)
+
+    Raises
+    ------
+    InputError
+        When the equalities are inconsistent or the polyhedron is empty.
+    """
+
+    def __init__(self, A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray) -> None:
+        A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+        G = np.atleast_2d(np.asarray(G, dtype=np.float64))
+        b = np.asarray(b, dtype=np.float64).ravel()
+        h = np.asarray(h, dtype=np.float64).ravel()
+        d = max(A.shape[1], G.shape[1])
+        A = A.reshape(-1, d)
+        G = G.reshape(-1, d)
+        if A.shape[0] != b.size or G.shape[0] != h.size:
+            raise InputError(
+                f"constraint shapes disagree: A {A.shape} with b {b.shape}, G {G.shape} with "
+                f"h {h.shape}"
+            )
+        self.d = d
+        self.n_eq, self.n_ineq = A.shape[0], G.shape[0]
+        scale = 1.0 + float(np.abs(b).max(initial=0.0))
+        if self.n_eq:
+            self.v0 = np.linalg.pinv(A) @ b
+            if np.abs(A @ self.v0 - b).max() > 1e-9 * scale:
+                raise InputError(
+                    "the equality edit rules are inconsistent (no record can satisfy all of "
+                    "them); fix the rules"
+                )
+            self.N = null_space(A)
+        else:
+            self.v0 = np.zeros(d)
+            self.N = np.eye(d)
+        self.B = G @ self.N  # (q, r): inequalities in null-space coordinates
+        self.g = h - G @ self.v0
+        self._bscale = 1.0 + float(np.abs(self.g).max(initial=0.0))
+        if self.n_ineq:
+            r = self.N.shape[1]
+            if r == 0:
+                feasible = bool(np.all(self.g >= -1e-12 * self._bscale))
+            else:
+                lp = linprog(
+                    np.zeros(r),
+                    A_ub=self.B,
+                    b_ub=self.g,
+                    bounds=[(None, None)] * r,
+                    method="highs",
+                )
+                feasible = lp.status == 0
+            if not feasible:
+                raise InputError(
+                    "the edit rules admit no record (equalities and inequalities together are "
+                    "infeasible); fix the rules"
+                )
+
+    def project(self, Y: np.ndarray) -> np.ndarray:
+        """Project every row of ``Y`` (c, d) onto the polyhedron; returns (c, d)."""
+        Z = (Y - self.v0) @ self.N  # null-space coordinates of the equality projection
+        if self.n_ineq:
+            viol = Z @ self.B.T - self.g
+            for i in np.flatnonzero(viol.max(axis=1) > 0.0):
+                Z[i] = self._least_distance(Z[i])
+        return self.v0 + Z @ self.N.T
+
+    def _least_distance(self, z: np.ndarray) -> np.ndarray:
+        """argmin ||x - z|| subject to B x <= g ([4] ch. 23: LDP through NNLS, then polish)."""
+        B, g = self.B, self.g
+        r = B.shape[1]
+        if r == 0:
+            return z
+        # LDP: min ||y|| s.t. (-B) y >= B z - g, with y = x - z.
+        rhs = B @ z - g
+        E = np.vstack([-B.T, rhs[None, :]])
+        f = np.zeros(r + 1)
+        f[-1] = 1.0
+        u, _ = nnls(E, f, maxiter=50 * (E.shape[1] + 1))
+        res = E @ u - f
+        x = z - res[:r] / res[-1] if abs(res[-1]) > 0 else z
+        # Polish on the active set: exact projection onto {B_a x = g_a}, adding the most
+        # violated row while any remains (a few steps at most).
+        active = list(np.flatnonzero(u > 0))
+        tol = 1e-12 * self._bscale
+        for _ in range(B.shape[0] + 1):
+            if active:
+                Ba = B[active]
+                lam, *_ = np.linalg.lstsq(Ba @ Ba.T, Ba @ z - g[active], rcond=None)
+                cand = z - Ba.T @ lam
+            else:
+                cand = z
+            excess = B @ cand - g
+            worst = int(np.argmax(excess))
+            if excess[worst] <= tol:
+                return cand
+            if worst in active:
+                break
+            active.append(worst)
+        return x
+
+
+@dataclass
+class FCMResult:
+    """Result of :func:`fuzzy_c_means`.
+
+    Attributes
+    ----------
+    centers : ndarray of shape (c, d)
+        Cluster centres of the restart with the lowest objective.
+    objective : float
+        ``J(u, V)`` at those centres with optimal memberships ([1] Prop. 1 / eq. 2); under
+        truncation, the truncated objective.
+    expected_sizes : ndarray of shape (c,)
+        Column sums ``sum_k w_k u_ki`` of the memberships at ``centers``; they sum to
+        ``sum_k w_k`` (``n`` without weights).
+    n_iter : int
+        Iterations of the kept restart.
+    converged : bool
+        Whether the largest centre move fell below the tolerance before ``max_iter``.
+    status : int
+        0 converged, 1 iteration limit reached.
+    message : str
+    objectives : list of float
+        Final objective of every restart, in order.
+    truncation : dict or None
+        Truncation diagnostics (see module docstring) or None for full FCM.
+    """
+
+    centers: np.ndarray
+    objective: float
+    expected_sizes: np.ndarray
+    n_iter: int
+    converged: bool
+    status: int
+    message: str
+    objectives: list[float] = field(default_factory=list)
+    truncation: dict[str, Any] | None = None
+
+
+def _as_projector(
+    constraints: LinearConstraints | PolyhedronProjector | None, d: int
+) -> PolyhedronProjector | None:
+    if constraints is None or isinstance(constraints, PolyhedronProjector):
+        return constraints
+    if constraints.is_empty:
+        return None
+    if constraints.A.shape[1] != d or constraints.G.shape[1] != d:
+        raise InputError(
+            f"constraints are over {len(constraints.columns)} columns but X has {d}; "
+            "restrict them to the clustered columns"
+        )
+    return PolyhedronProjector(constraints.A, constraints.b, constraints.G, constraints.h)
+
+
+class _Neighbours:
+    """Candidate centres per record from a KD-tree on the centres, refreshed when stale."""
+
+    def __init__(self, X: np.ndarray, n_neighbors: int, refresh: float) -> None:
+        self.X = X
+        self.Q = n_neighbors
+        self.refresh = refresh
+        self.nbr: np.ndarray | None = None
+        self.moved = np.inf
+        self.radius = 0.0
+        self.queries = 0
+
+    def get(self, V: np.ndarray, force: bool = False) -> tuple[np.ndarray, bool]:
+        """Candidates ``(n, Q)`` and whether they were queried at these very centres."""
+        if force or self.nbr is None or self.moved > self.refresh * self.radius:
+            dist, nbr = cKDTree(V).query(self.X, k=self.Q, workers=-1)
+            self.nbr = np.ascontiguousarray(nbr.reshape(len(self.X), self.Q), dtype=np.int64)
+            dist = np.asarray(dist).reshape(len(self.X), -1)
+            # the candidate list's margin: how far centres may move before a centre outside
+            # it could overtake one inside
+            self.radius = float(np.median(dist[:, -1] - dist[:, 0]))
+            self.moved = 0.0
+            self.queries += 1
+            return self.nbr, True
+        return self.nbr, self.moved == 0.0
+
+    def note_move(self, shift: float) -> None:
+        self.moved += shift
+
+
+def _pass(
+    X: np.ndarray,
+    w: np.ndarray,
+    V: np.ndarray,
+    fz: Fuzziness,
+    nbrs: _Neighbours | None,
+    mass: float,
+    force_fresh: bool = False,
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, dict[str, Any] | None, bool]:
+    m, lam, ent = fz.kernel_args()
+    if nbrs is None:
+        sums, wsum, obj, expd = _k.full_pass(X, w, V, m, lam, ent, nb.get_num_threads())
+        return sums, wsum, float(obj), expd, None, True
+    nbr, fresh = nbrs.get(V, force=force_fresh)
+    sums, wsum, obj, expd, q, tail = _k.truncated_pass(
+        X, w, V, nbr, m, lam, ent, mass, nb.get_num_threads()
+    )
+    info = {"q": q, "tail": tail, "nbr": nbr}
+    return sums, wsum, float(obj), expd, info, fresh
+
+
+def _fcm_restart(
+    X: np.ndarray,
+    w: np.ndarray,
+    V: np.ndarray,
+    fz: Fuzziness,
+    proj: PolyhedronProjector | None,
+    max_iter: int,
+    tol_abs: float,
+    nbrs: _Neighbours | None,
+    mass: float,
+) -> tuple[np.ndarray, float, np.ndarray, int, bool, dict[str, Any] | None]:
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007
+        sums, wsum, _, _, _, fresh = _pass(X, w, V, fz, nbrs, mass)
+        Vn = V.copy()
+        filled = wsum > 0.0
+        Vn[filled] = sums[filled] / wsum[filled, None]  # [1] eq. 1 (FCM) / eq. 4 (EFCM)
+        if proj is not None:
+            Vn = proj.project(Vn)  # [1] eq. 5 / eq. 11, generalized (module docstring)
+        shift = float(np.sqrt(((Vn - V) ** 2).sum(axis=1).max()))
+        V = Vn
+        if nbrs is not None:
+            nbrs.note_move(shift)
+        if shift <= tol_abs:
+            if fresh:
+                converged = True
+                break
+            if nbrs is not None:
+                nbrs.moved = np.inf  # converged on stale candidates: re-query and go on
+    _, _, obj, expd, info, _ = _pass(X, w, V, fz, nbrs, mass, force_fresh=nbrs is not None)
+    return V, obj, expd, it, converged, info
+
+
+def fuzzy_c_means(
+    X: np.ndarray,
+    n_clusters: int,
+    *,
+    m: float | None = None,
+    lam: float | None = None,
+    constraints: LinearConstraints | PolyhedronProjector | None = None,
+    sample_weight: np.ndarray | None = None,
+    restarts: int = 10,
+    max_iter: int = 300,
+    tol: float = 1e-4,
+    truncate: bool | Literal["auto"] = "auto",
+    n_neighbors: int = 32,
+    mass: float = 0.999,
+    init: np.ndarray | None = None,
+    random_state: int | np.random.Generator | None = None,
+) -> FCMResult:
+    """Fuzzy c-means (``m``) or entropy fuzzy c-means (``lam``), optionally constrained.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Records, in the coordinates the objective is measured in (standardize beforehand if
+        the variables have different units; constraints must be expressed in the same
+        coordinates).
+    n_clusters : int
+        Number of clusters ``c``, 1 <= c <= number of records with positive weight.
+    m : float, optional
+        FCM fuzzifier, > 1 ([1] Prop. 1). Exactly one of ``m`` and ``lam``.
+    lam : float, optional
+        EFCM parameter lambda, > 0 ([1] eq. 2-4); smaller is fuzzier.
+    constraints : LinearConstraints or PolyhedronProjector, optional
+        Centres are kept in ``{A v = b, G v <= h}`` ([1] Prop. 4 / 6, generalized).
+    sample_weight : array-like of shape (n,), optional
+        Non-negative record weights multiplying each record's objective terms (used by the
+        recursive splitting of fuzzy microaggregation). Default: all ones.
+    restarts : int
+        Random initializations (``c`` distinct records drawn with probability proportional
+        to the weights, each moved by a Gaussian jitter of ``1e-3`` root mean variances so
+        that no centre starts exactly on a record); the lowest objective is kept ([3]).
+    max_iter : int
+        Iteration limit per restart.
+    tol : float
+        Convergence when the largest centre move is at most ``tol`` times the root mean
+        column variance of ``X``.
+    truncate : bool or 'auto'
+        Restrict memberships to the nearest centres (module docstring). ``'auto'``: when
+        ``n c > 5e7``.
+    n_neighbors : int
+        Candidate centres per record under truncation (``Q``).
+    mass : float in (0, 1]
+        Membership share of the candidates each record keeps under truncation.
+    init : ndarray of shape (c, d), optional
+        Initial centres for the first restart (the others are random).
+    random_state : None, int or numpy.random.Generator
+        Source of the random initializations.
+
+    Returns
+    -------
+    FCMResult
+    """
+    X = check_matrix(X)
+    n, d = X.shape
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise InputError("sample_weight must be n finite non-negative numbers, not all zero")
+    fz = check_fuzziness(m, lam)
+    npos = int(np.count_nonzero(w))
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)):
+        raise InputError(f"n_clusters must be an integer, got {n_clusters!r}")
+    if not 1 <= n_clusters <= npos:
+        raise InputError(
+            f"n_clusters must be between 1 and the {npos} records with positive weight, "
+            f"got {n_clusters}"
+        )
+    if int(restarts) < 1 or int(max_iter) < 1 or not tol > 0:
+        raise InputError(
+            f"restarts and max_iter must be >= 1 and tol > 0, got restarts={restarts}, "
+            f"max_iter={max_iter}, tol={tol}"
+        )
+    if not 0.0 < mass <= 1.0:
+        raise InputError(f"mass must be in (0, 1], got {mass}")
+    c = int(n_clusters)
+    if truncate == "auto":
+        truncate = float(n) * c > DENSE_LIMIT
+    Q = min(int(n_neighbors), c)
+    if truncate and Q < 1:
+        raise InputError(f"n_neighbors must be >= 1, got {n_neighbors}")
+    proj = _as_projector(constraints, d)
+    rng = check_random_state(random_state)
+    wn = w / w.sum()
+    mean = wn @ X
+    scale = float(np.sqrt(max((wn @ (X - mean) ** 2).mean(), 0.0))) or 1.0
+    tol_abs = float(tol) * scale
+
+    best: tuple | None = None
+    objectives: list[float] = []
+    queries = 0
+    for r in range(int(restarts)):
+        if r == 0 and init is not None:
+            V0 = check_matrix(init, name="init")
+            if V0.shape != (c, d):
+                raise InputError(f"init must have shape ({c}, {d}), got {V0.shape}")
+            V0 = V0.copy()
+        else:
+            seeds = rng.choice(n, size=c, replace=False, p=None if npos == n else wn)
+            # Seeds are moved off their records: a centre exactly on a record gives it
+            # membership 1 ([1] Prop. 1 at D = 0), which for large m pins the centre there (a
+            # stationary point of J) and would defeat [1] Prop. 2.
+            V0 = X[seeds] + INIT_JITTER * scale * rng.standard_normal((c, d))
+        nbrs = _Neighbours(X, Q, refresh=0.5) if truncate else None
+        out = _fcm_restart(X, w, V0, fz, proj, int(max_iter), tol_abs, nbrs, mass)
+        queries += nbrs.queries if nbrs is not None else 0
+        objectives.append(out[1])
+        if best is None or out[1] < best[1]:
+            best = out
+    V, obj, expd, it, conv, info = best  # type: ignore[misc]
+    trunc = None
+    if info is not None:
+        trunc = _truncation_report(X, V, fz, info, mass, rng, c, Q, queries)
+    return FCMResult(
+        centers=V,
+        objective=obj,
+        expected_sizes=expd,
+        n_iter=it,
+        converged=conv,
+        status=0 if conv else 1,
+        message="converged: largest centre move below tol"
+        if conv
+        else f"iteration limit {max_iter} reached before the centres settled",
+        objectives=objectives,
+        truncation=trunc,
+    )
+
+
+def _truncation_report(
+    X: np.ndarray,
+    V: np.ndarray,
+    fz: Fuzziness,
+    info: dict[str, Any],
+    mass: float,
+    rng: np.random.Generator,
+    c: int,
+    Q: int,
+    queries: int,
+    sample: int = 256,
+) -> dict[str, Any]:
+    """Summaries of the truncation (never per-record values): kept ``q``, the certified tail
+    bound, and the membership mass dropped, measured exactly on a random sample of records."""
+    q, tail = info["q"], info["tail"]
+    rows = rng.choice(len(X), size=min(sample, len(X)), replace=False)
+    dropped = sampled_dropped_mass(X[rows], V, info["nbr"][rows], fz, mass)
+    return {
+        "candidates": Q,
+        "mass": mass,
+        "kd_tree_queries": queries,
+        "kept_min": int(q.min()),
+        "kept_mean": float(q.mean()),
+        "kept_max": int(q.max()),
+        "tail_bound_median": float(np.median(tail)),
+        "tail_bound_p99": float(np.quantile(tail, 0.99)),
+        "certified_fraction": float(np.mean(tail <= 1.0 - mass)),
+        "sampled_records": int(rows.size),
+        "sampled_dropped_mass_mean": float(dropped.mean()),
+        "sampled_dropped_mass_max": float(dropped.max()),
+    }
+
+
+def sampled_dropped_mass(
+    X: np.ndarray, V: np.ndarray, nbr: np.ndarray, fz: Fuzziness, mass: float
+) -> np.ndarray:
+    """For each row of ``X`` (s, d): the share of its full membership (over all centres) that
+    truncation to its candidates ``nbr`` (s, Q) with ``mass`` drops. Returns (s,)."""
+    m, lam, ent = fz.kernel_args()
+    U = _k.dense_memberships(X, V, m, lam, ent)
+    idx, _ = _k.candidate_memberships(X, V, np.ascontiguousarray(nbr), m, lam, ent, mass)
+    kept = np.where(idx >= 0, np.take_along_axis(U, np.maximum(idx, 0), axis=1), 0.0)
+    return np.clip(1.0 - kept.sum(axis=1), 0.0, 1.0)
+
+
+def memberships(
+    X: np.ndarray, centers: np.ndarray, *, m: float | None = None, lam: float | None = None
+) -> np.ndarray:
+    """Dense membership matrix ([1] Prop. 1 / eq. 3) for small problems.
+
+    Shapes: X (n, d), centers (c, d) -> (n, c), rows summing to one. A record equal to a
+    centre gets membership 1 there (shared equally between coinciding centres).
+    """
+    X = check_matrix(X)
+    V = check_matrix(centers, name="centers")
+    if V.shape[1] != X.shape[1]:
+        raise InputError(f"centers have {V.shape[1]} columns, X has {X.shape[1]}")
+    mm, ll, ent = check_fuzziness(m, lam).kernel_args()
+    return _k.dense_memberships(X, V, mm, ll, ent)
+
+
+def truncated_memberships(
+    X: np.ndarray,
+    centers: np.ndarray,
+    *,
+    m: float | None = None,
+    lam: float | None = None,
+    n_neighbors: int = 32,
+    mass: float = 0.999,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Memberships restricted to each record's nearest centres, as fixed-width sparse rows.
+
+    Returns ``(idx, val)`` of shape (n, Q): centre indices (-1 in unused slots) and
+    memberships (0 there), each row ordered by decreasing membership and summing to one.
+    See the module docstring for what truncation drops.
+    """
+    X = check_matrix(X)
+    V = check_matrix(centers, name="centers")
+    mm, ll, ent = check_fuzziness(m, lam).kernel_args()
+    Q = min(int(n_neighbors), V.shape[0])
+    _, nbr = cKDTree(V).query(X, k=Q, workers=-1)
+    nbr = np.ascontiguousarray(np.asarray(nbr).reshape(len(X), Q), dtype=np.int64)
+    return _k.candidate_memberships(X, V, nbr, mm, ll, ent, mass)
+
+
+def fcm_objective(
+    X: np.ndarray,
+    centers: np.ndarray,
+    *,
+    m: float | None = None,
+    lam: float | None = None,
+    sample_weight: np.ndarray | None = None,
+) -> float:
+    """Full objective ``J(u*(V), V)`` ([1] Prop. 1 / eq. 2) at optimal memberships, O(n c d)."""
+    X = check_matrix(X)
+    V = check_matrix(centers, name="centers")
+    w = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)
+    mm, ll, ent = check_fuzziness(m, lam).kernel_args()
+    return float(_k.full_pass(X, w, V, mm, ll, ent, nb.get_num_threads())[2])

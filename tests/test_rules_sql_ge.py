@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sdcflow.expectations.compile import compile_rule, linear_constraints, to_sql
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
+from sdcflow.tasks._validation import InputError
 from sdcflow.warehouse.edits import evaluate_rules, record_violations, violating_row_ids
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
@@ -191,3 +192,13 @@ def test_ge_data_docs_and_no_values(tmp_path, warehouse) -> None:
         assert secret not in pages
         assert secret not in report.as_markdown()
         assert secret not in str(report.as_dict())
+
+
+def test_evaluation_error_names_the_rule_not_the_value(warehouse) -> None:
+    frame = pd.DataFrame({"a": ["1", "SECRET"], "b": [1.0, 2.0], "c": [0.0, 0.0], "r": "N"})
+    run_id = store(warehouse, frame)
+    compiled = [compile_rule(rule) for rule in parse_rules(["b >= 0", "a >= 1"])]
+    for step in (evaluate_rules, record_violations):
+        with pytest.raises(InputError, match="edit rule 'R2' \\(a >= 1\\) cannot be") as info:
+            step(warehouse, "raw", run_id, compiled)
+        assert "SECRET" not in str(info.value)

@@ -66,18 +66,28 @@ def _explain(
     compiled: Sequence[CompiledRule],
     e: duckdb.Error,
 ) -> None:
-    """Find the first rule whose SQL fails on ``table`` and raise an InputError naming it."""
+    """Find the first rule whose SQL fails on ``table`` and raise an InputError naming it.
+
+    Binder errors (names and types, never values) are shown; for a data-dependent failure such
+    as a conversion error, whose message could quote a value, only its kind is named.
+    """
     for c in compiled:
         try:
-            con.execute(f"SELECT {c.holds_sql} FROM {table} LIMIT 0")
+            con.execute(f"SELECT count({c.holds_sql}) FROM {table}").fetchone()
         except duckdb.Error as inner:
-            first = str(inner).splitlines()[0]
+            if isinstance(inner, duckdb.BinderException):
+                detail = str(inner).splitlines()[0]
+            else:
+                detail = f"{type(inner).__name__} on some record"
             raise InputError(
-                f"edit rule {c.name!r} ({c.text}) cannot be evaluated on the data: {first}; "
+                f"edit rule {c.name!r} ({c.text}) cannot be evaluated on the data: {detail}; "
                 "check that the rule's columns have the right type (numbers for arithmetic, text "
                 "for quoted values)"
             ) from e
-    raise InputError(f"the edit rules cannot be evaluated: {str(e).splitlines()[0]}") from e
+    raise InputError(
+        f"the edit rules cannot be evaluated on {table} ({type(e).__name__}); check the types "
+        "of the columns the rules read"
+    ) from e
 
 
 def evaluate_rules(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdcflow.expectations.rules import (
     Chain,
@@ -284,3 +286,47 @@ def test_backticks_quote_unusual_column_names() -> None:
     assert node.columns == ("total costs", "turn-over")
     with pytest.raises(RuleError, match="unknown column 'total cost'"):
         parse_rule("`total cost` >= 0", known_columns=["total costs"])
+
+
+# --- property: the linear form of any arithmetic expression evaluates like the expression ----
+
+
+@st.composite
+def expression(draw, depth: int = 0) -> tuple[str, object]:
+    """A random linear expression over x, y, z: its text and a function of (x, y, z)."""
+    if depth >= 3 or draw(st.booleans()):
+        if draw(st.booleans()):
+            name = draw(st.sampled_from(["x", "y", "z"]))
+            return name, lambda v, n=name: v[n]
+        k = draw(st.integers(0, 9))
+        return str(k), lambda v, k=k: float(k)
+    kind = draw(st.sampled_from(["+", "-", "*", "/", "neg", "()"]))
+    left_text, left = draw(expression(depth + 1))
+    if kind == "neg":
+        return f"-{left_text}", lambda v: -left(v)
+    if kind == "()":
+        return f"({left_text})", left
+    if kind in "*/":
+        k = draw(st.integers(1, 5))
+        if kind == "*":
+            return f"{k} * ({left_text})", lambda v: k * left(v)
+        return f"({left_text}) / {k}", lambda v: left(v) / k
+    right_text, right = draw(expression(depth + 1))
+    if kind == "+":
+        return f"{left_text} + {right_text}", lambda v: left(v) + right(v)
+    return f"{left_text} - ({right_text})", lambda v: left(v) - right(v)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lhs=expression(), rhs=expression(), point=st.tuples(*[st.integers(-9, 9)] * 3))
+def test_linear_form_matches_the_expression(lhs, rhs, point) -> None:
+    (lhs_text, f), (rhs_text, g) = lhs, rhs
+    values = dict(zip("xyz", map(float, point), strict=True))
+    try:
+        node = parse_rule(f"{lhs_text} <= {rhs_text}")
+    except RuleError as e:  # only when both sides are constants or the columns cancel out
+        assert "constants on both sides" in str(e) or "cancel" in str(e)
+        return
+    r = node.residual
+    value = sum(a * values[c] for c, a in r.terms) + r.const
+    assert value == pytest.approx(f(values) - g(values), abs=1e-9)

@@ -157,19 +157,22 @@ def minimal_adjustment(
     if not np.isfinite(tol) or tol < 0:
         raise InputError(f"tol must be a number >= 0, got {tol!r}")
     n = X.shape[0]
-    key = np.zeros(n, dtype=np.int64)
+    masks = np.zeros((n, len(conditional)), dtype=bool)
     for i, (mask, extra) in enumerate(conditional):
         mask = np.asarray(mask)
         if mask.shape != (n,) or mask.dtype != bool:
             raise InputError(f"conditional mask {i} must be a boolean array of shape ({n},)")
         if tuple(extra.columns) != tuple(constraints.columns):
             raise InputError(f"conditional rows {i} must be over {', '.join(constraints.columns)}")
-        key |= mask.astype(np.int64) << i
+        masks[:, i] = mask
+    # One projection problem per pattern of binding conditional rows.
+    patterns, group = np.unique(masks, axis=0, return_inverse=True)
+    group = group.reshape(-1)
     out = X.copy()
     moved = np.zeros(n, dtype=bool)
-    for k in np.unique(key):
-        rows = np.flatnonzero(key == k)
-        parts = [extra for i, (_, extra) in enumerate(conditional) if (k >> i) & 1]
+    for g, pattern in enumerate(patterns):
+        rows = np.flatnonzero(group == g)
+        parts = [extra for (_, extra), on in zip(conditional, pattern, strict=True) if on]
         block, block_moved = _repair(X[rows], _stack(constraints, parts), w, tol)
         out[rows] = block
         moved[rows] = block_moved

@@ -47,7 +47,12 @@ def mask_quasi_identifiers(
         groups=None,
         details={
             "blocks": [
-                {"columns": list(b), **p.details} for b, p in zip(blocks, parts, strict=True)
+                {
+                    "columns": list(b),
+                    "released_columns": p.identifying or list(p.masked.columns),
+                    **p.details,
+                }
+                for b, p in zip(blocks, parts, strict=True)
             ]
         },
         identifying=identifying,

@@ -65,12 +65,21 @@ MaskFn = Callable[
 ]
 
 
+def _k_gate(params: Any) -> dict[str, float]:
+    """Every method with a k promises k-anonymity of its release: check it by default."""
+    k = getattr(params, "k", None)
+    return {"k_anonymity": float(k)} if k is not None else {}
+
+
 @dataclass(frozen=True)
 class Method:
     params: type[MethodParams]
     mask: MaskFn
     edits_while_masking: bool = False  # True: satisfies the linear edit rules by itself
     summary: str = ""
+    # The gates a release with this method always gets (the spec may tighten or add more):
+    # what the method promises is verified on what it actually released.
+    default_checks: Callable[[Any], dict[str, float]] = _k_gate
 
 
 # --- MDAV ------------------------------------------------------------------------------------
@@ -132,9 +141,25 @@ def _mask_box(
     return MaskResult(**box_release(X, columns, params))
 
 
+def _box_gates(params: BoxParams) -> dict[str, float]:
+    gates = {
+        **_k_gate(params),
+        "box_max_records_outside": 0.0,  # every original record lies in its box
+        "box_max_targets_outside": 0.0,  # every guaranteed interval holds its statistic
+    }
+    if params.l is not None:
+        gates["box_l_diversity"] = float(params.l)
+    return gates
+
+
 METHODS: dict[str, Method] = {
     "mdav": Method(MdavParams, _mask_mdav, summary="MDAV-generic microaggregation"),
-    "box": Method(BoxParams, _mask_box, summary="box anonymization shaped for target statistics"),
+    "box": Method(
+        BoxParams,
+        _mask_box,
+        summary="box anonymization shaped for target statistics",
+        default_checks=_box_gates,
+    ),
 }
 
 

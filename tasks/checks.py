@@ -95,6 +95,23 @@ def _block_k_anonymity(ctx: CheckContext) -> float:
     return float(min(k_anonymity(ctx.result.masked[b["released_columns"]]) for b in blocks))
 
 
+def _probabilistic_k_anonymity(ctx: CheckContext) -> float:
+    """Smallest expected number of records per published centre (fuzzy methods report it in
+    ``details['expected_size']['min']``, per block under ``details['blocks']``); for crisp
+    methods the expected sizes are the group sizes themselves."""
+    details = ctx.result.details
+    blocks = details.get("blocks") or []
+    mins = [b["expected_size"]["min"] for b in blocks if isinstance(b.get("expected_size"), dict)]
+    if isinstance(details.get("expected_size"), dict):
+        mins.append(details["expected_size"]["min"])
+    if mins:
+        return float(min(mins))
+    if ctx.result.groups is not None:
+        sizes = np.bincount(np.asarray(ctx.result.groups, dtype=np.int64))
+        return float(sizes[sizes > 0].min())
+    return _k_anonymity(ctx)
+
+
 def _information_loss(ctx: CheckContext) -> float:
     return sse_sst_loss(ctx.original, ctx.result.points)
 
@@ -119,6 +136,12 @@ CHECKS: dict[str, Check] = {
             "min",
             _block_k_anonymity,
             "smallest k-anonymity among blocks of quasi-identifiers masked separately",
+        ),
+        Check(
+            "probabilistic_k_anonymity",
+            "min",
+            _probabilistic_k_anonymity,
+            "smallest expected records per published centre (fuzzy draw; crisp: group size)",
         ),
         Check(
             "max_information_loss",

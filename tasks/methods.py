@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .box_method import BoxTarget, box_release, check_box_params
 from .constraints import LinearConstraints
+from .fuzzy_microaggregation import fuzzy_microaggregation
 from .mdav import group_means, mdav
 
 
@@ -152,6 +153,96 @@ def _box_gates(params: BoxParams) -> dict[str, float]:
     return gates
 
 
+# --- Fuzzy and constrained fuzzy microaggregation (tasks/fuzzy_microaggregation.py) ---------
+
+
+class FuzzyParams(MethodParams):
+    """Algorithm 1 of the constrained-fuzzy paper: FCM with m1 (or entropy FCM with lambda1),
+    draw memberships with m2 (lambda2), and the anonymity guarantee made exact."""
+
+    name: Literal["fuzzy"] = "fuzzy"
+    k: int = Field(ge=2, description="anonymity parameter; c starts at floor(n/k)")
+    m1: float | None = Field(None, gt=1, description="FCM fuzzifier for clustering")
+    m2: float | None = Field(None, gt=1, description="FCM fuzzifier of the draw")
+    lambda1: float | None = Field(None, gt=0, description="entropy FCM lambda for clustering")
+    lambda2: float | None = Field(None, gt=0, description="entropy FCM lambda of the draw")
+    restarts: int = Field(5, ge=1, le=100, description="FCM restarts, lowest objective kept")
+    guarantee: Literal["probabilistic_k_anonymity", "k_anonymity", "both"] = Field(
+        "probabilistic_k_anonymity",
+        description="every expected centre size >= k, every used centre >= k records, or both",
+    )
+
+    @model_validator(mode="after")
+    def _one_family(self) -> FuzzyParams:
+        fcm = (self.m1, self.m2)
+        efcm = (self.lambda1, self.lambda2)
+        if any(v is not None for v in fcm) and any(v is not None for v in efcm):
+            raise ValueError(
+                "method: give m1 and m2 (fuzzy c-means) or lambda1 and lambda2 (entropy fuzzy "
+                "c-means), not both families; remove one pair"
+            )
+        for pair, names in ((fcm, ("m1", "m2")), (efcm, ("lambda1", "lambda2"))):
+            if (pair[0] is None) != (pair[1] is None):
+                missing = names[0] if pair[0] is None else names[1]
+                raise ValueError(
+                    f"method: {missing} is missing; {names[0]} and {names[1]} go together"
+                )
+        if all(v is None for v in fcm + efcm):
+            raise ValueError(
+                "method: set m1 and m2 (fuzzy c-means, both > 1, e.g. m1: 1.1, m2: 1.5) or "
+                "lambda1 and lambda2 (entropy fuzzy c-means, both > 0)"
+            )
+        return self
+
+
+class ConstrainedFuzzyParams(FuzzyParams):
+    name: Literal["constrained_fuzzy"] = "constrained_fuzzy"  # type: ignore[assignment]
+
+
+def _fuzzy_gates(params: FuzzyParams) -> dict[str, float]:
+    """Gate on the guarantee the spec names (the method makes exactly that one hold)."""
+    gates: dict[str, float] = {}
+    if params.guarantee in ("probabilistic_k_anonymity", "both"):
+        gates["probabilistic_k_anonymity"] = float(params.k)
+    if params.guarantee in ("k_anonymity", "both"):
+        gates["k_anonymity"] = float(params.k)
+    return gates
+
+
+def _mask_fuzzy(
+    X: np.ndarray,
+    columns: list[str],
+    params: FuzzyParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    edit = isinstance(params, ConstrainedFuzzyParams)
+    res = fuzzy_microaggregation(
+        X,
+        params.k,
+        m1=params.m1,
+        m2=params.m2,
+        lambda1=params.lambda1,
+        lambda2=params.lambda2,
+        guarantee=params.guarantee,
+        constraints=constraints if edit else None,
+        columns=columns,
+        restarts=params.restarts,
+        random_state=rng,
+    )
+    details = dict(res.details)
+    if not edit:
+        details["constraints"] = "not applied by method fuzzy (constrained_fuzzy edits them)"
+    elif constraints is None or constraints.is_empty:
+        details["constraints"] = "no linear edit rules given: constrained_fuzzy behaves as fuzzy"
+    return MaskResult(
+        masked=pd.DataFrame(res.masked, columns=columns),
+        points=res.masked,
+        groups=res.labels,
+        details=details,
+    )
+
+
 METHODS: dict[str, Method] = {
     "mdav": Method(MdavParams, _mask_mdav, summary="MDAV-generic microaggregation"),
     "box": Method(
@@ -159,6 +250,19 @@ METHODS: dict[str, Method] = {
         _mask_box,
         summary="box anonymization shaped for target statistics",
         default_checks=_box_gates,
+    ),
+    "fuzzy": Method(
+        FuzzyParams,
+        _mask_fuzzy,
+        summary="fuzzy microaggregation (FCM / entropy FCM, random draw of centres)",
+        default_checks=_fuzzy_gates,
+    ),
+    "constrained_fuzzy": Method(
+        ConstrainedFuzzyParams,
+        _mask_fuzzy,
+        edits_while_masking=True,
+        summary="constrained fuzzy microaggregation: centres satisfy the linear edit rules",
+        default_checks=_fuzzy_gates,
     ),
 }
 

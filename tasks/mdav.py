@@ -170,27 +170,130 @@ def _furthest_sorted(
     q: np.ndarray,
     q_norm: float,
     tol: float,
+    out_rows: np.ndarray,
+    out_negd: np.ndarray,
 ) -> int:
-    """Row of the remaining record furthest from ``q`` (ties: lowest row).
+    """The ``B = len(out_rows)`` remaining records furthest from ``q``; returns how many found.
 
     ``P`` (n, d) holds the records sorted by decreasing distance ``pn`` to the pivot ``o``,
-    ``srt`` their rows; entries ``top..stop-1`` hold every remaining record. The walk stops
-    when the upper bound ``||x-o|| + ||q-o||`` [3] of every record left is below the best
-    distance by more than ``tol``, so no skipped record can win or tie.
+    ``srt`` their rows; entries ``top..stop-1`` hold every remaining record. The result is
+    sorted by ``(-d2, row)``: furthest first, ties to the lowest row. The walk stops when the
+    upper bound ``||x-o|| + ||q-o||`` [3] of every record left is below the B-th distance by
+    more than ``tol``, so no skipped record can enter or tie.
     """
-    best = -1.0
-    best_row = -1
+    b = out_rows.shape[0]
+    cnt = 0
     for p in range(top, stop):
-        if best_row >= 0 and pn[p] + q_norm + tol < np.sqrt(best):  # [3] upper bound
+        if cnt == b and pn[p] + q_norm + tol < np.sqrt(-out_negd[b - 1]):  # [3] upper bound
             break
         row = srt[p]
         if labels[row] >= 0:
             continue
-        d2 = _sq_dist(P, p, q)
-        if d2 > best or (d2 == best and row < best_row):
-            best = d2
-            best_row = row
-    return best_row
+        cnt = _insert(out_rows, out_negd, cnt, b, -_sq_dist(P, p, q), row)
+    return cnt
+
+
+@numba.njit(cache=True, nogil=True)
+def _multi_sweep(
+    F: np.ndarray,
+    R: np.ndarray,
+    m: int,
+    rows: np.ndarray,
+    Q: np.ndarray,
+    err_q: np.ndarray,
+    u_f: float,
+    near_rows: np.ndarray,
+    near_d: np.ndarray,
+    near_cnt: np.ndarray,
+    far_rows: np.ndarray,
+    far_negd: np.ndarray,
+    far_cnt: np.ndarray,
+) -> None:
+    """:func:`_sweep` for B queries ``Q`` (B, d) at once, keeping K nearest and K2 furthest.
+
+    Each block of records is read from memory once and scanned for every query while it sits
+    in L1, so a batch of B queries costs one pass of memory traffic instead of B. For query b,
+    ``near_rows[b]``/``near_d[b]`` (K = ``near_rows.shape[1]``) receive the K smallest
+    ``(d2, row)`` and ``far_rows[b]``/``far_negd[b]`` (K2 = ``far_rows.shape[1]``, may be 0)
+    the K2 smallest ``(-d2, row)``; ``near_cnt[b]``/``far_cnt[b]`` their lengths (< K only when
+    fewer records remain). Exactness as in :func:`_sweep`.
+    """
+    nq = Q.shape[0]
+    d = F.shape[0] - 1
+    k_near = near_rows.shape[1]
+    k_far = far_rows.shape[1]
+    ft = F.dtype.type
+    Qf = Q.astype(F.dtype)
+    acc = np.empty(_BLOCK, dtype=F.dtype)
+    zero = ft(0)
+    kth = np.full(nq, np.inf)
+    far = np.full(nq, -np.inf)
+    for b in range(nq):
+        near_cnt[b] = 0
+        far_cnt[b] = 0
+    for b0 in range(0, m, _BLOCK):
+        nb = min(_BLOCK, m - b0)
+        w = F[d, b0 : b0 + nb]
+        for b in range(nq):
+            for i in range(nb):
+                acc[i] = zero
+            for j in range(d):
+                qj = Qf[b, j]
+                col = F[j, b0 : b0 + nb]
+                for i in range(nb):
+                    t = col[i] - qj
+                    acc[i] += t * t
+            e = err_q[b]
+            lo = ft((kth[b] + e) * (1.0 + 2.0 * u_f))
+            if np.float64(lo) < (kth[b] + e) * (1.0 + 2.0 * u_f):
+                lo = np.nextafter(lo, ft(np.inf))
+            hi = ft(-np.inf) if k_far > 0 else ft(np.inf)
+            if k_far > 0 and far[b] - e > 0.0:
+                hi = ft((far[b] - e) * (1.0 - 2.0 * u_f))
+                if np.float64(hi) > (far[b] - e) * (1.0 - 2.0 * u_f):
+                    hi = np.nextafter(hi, ft(-np.inf))
+            hits = 0
+            for i in range(nb):
+                hits += (acc[i] <= lo + w[i]) | (acc[i] >= hi - w[i])
+            if hits == 0:
+                continue
+            q = Q[b]
+            for i in range(nb):
+                a = np.float64(acc[i])
+                err = e + np.float64(w[i])
+                near = a <= kth[b] + err
+                further = k_far > 0 and a >= far[b] - err
+                if near or further:
+                    p = b0 + i
+                    row = rows[p]
+                    d2 = _sq_dist(R, p, q)
+                    if near and d2 <= kth[b]:
+                        near_cnt[b] = _insert(near_rows[b], near_d[b], near_cnt[b], k_near, d2, row)
+                        if near_cnt[b] == k_near:
+                            kth[b] = near_d[b, k_near - 1]
+                    if further and d2 >= far[b]:
+                        far_cnt[b] = _insert(far_rows[b], far_negd[b], far_cnt[b], k_far, -d2, row)
+                        if far_cnt[b] == k_far:
+                            far[b] = -far_negd[b, k_far - 1]
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_alive(lst: np.ndarray, cnt: int, labels: np.ndarray, k: int, out: np.ndarray) -> bool:
+    """Copy the first ``k`` still unassigned rows of ``lst[:cnt]`` into ``out``; False if fewer.
+
+    A list of the K nearest (or furthest) records when it was built stays exact for the records
+    still unassigned: none were added since, so its unassigned entries, in order, are the
+    nearest of all unassigned records -- as long as k of them are left in it.
+    """
+    got = 0
+    for i in range(cnt):
+        row = lst[i]
+        if labels[row] < 0:
+            out[got] = row
+            got += 1
+            if got == k:
+                return True
+    return False
 
 
 @numba.njit(cache=True, nogil=True)
@@ -309,13 +412,22 @@ def _take(
 
 @numba.njit(cache=True, nogil=True)
 def _mdav_kernel(
-    Z: np.ndarray, F: np.ndarray, err_coef: float, err_abs: float, u_f: float, k: int
+    Z: np.ndarray,
+    F: np.ndarray,
+    err_coef: float,
+    err_abs: float,
+    u_f: float,
+    k: int,
+    batch: int,
+    stats: np.ndarray,
 ) -> np.ndarray:
     """Compiled MDAV-generic; see :func:`mdav_groups`.
 
     ``Z`` (n, d) float64 C-contiguous; ``F`` (d + 1, n) its filter copy and error allowances
     (consumed, see :func:`_sweep`), ``u_f`` the filter's unit roundoff. The filter distance of
     record x to query q is within ``err_coef * (||x||^2 + ||q||^2) + err_abs`` of the exact one.
+    ``batch``: queries per speculative pass (0: one sweep per search). ``stats`` (4,) receives
+    the number of batch passes, of single sweeps, and of r and s answered from a batch.
     """
     n, d = Z.shape
     labels = np.full(n, -1, dtype=np.int64)
@@ -353,6 +465,29 @@ def _mdav_kernel(
     grp = np.empty(k, dtype=np.int64)
     grp_d = np.empty(k)
     c = np.empty(d)
+    r_buf = np.empty(1, dtype=np.int64)
+    r_negd = np.empty(1)
+    s_buf = np.empty(1, dtype=np.int64)
+
+    # Speculative neighbour lists (see mdav_groups, Notes): slots 0..B-1 for predicted r's
+    # (K nearest, K2 furthest), slots B..2B-1 for their predicted s's (K nearest).
+    nb_q = max(batch, 1)
+    k_near = 4 * k
+    k_far = 4
+    slot = np.full(n, -1, dtype=np.int64)  # row -> slot, -1: no list
+    slot_row = np.full(2 * nb_q, -1, dtype=np.int64)
+    near_rows = np.empty((2 * nb_q, k_near), dtype=np.int64)
+    near_d = np.empty((2 * nb_q, k_near))
+    near_cnt = np.zeros(2 * nb_q, dtype=np.int64)
+    far_rows = np.empty((nb_q, k_far), dtype=np.int64)
+    far_negd = np.empty((nb_q, k_far))
+    far_cnt = np.zeros(nb_q, dtype=np.int64)
+    no_far = np.zeros(nb_q, dtype=np.int64)
+    q_rows = np.empty(nb_q, dtype=np.int64)
+    q_negd = np.empty(nb_q)
+    Q = np.empty((nb_q, d))
+    err_q = np.empty(nb_q)
+
     m = n
     group = 0
     while m >= 2 * k:
@@ -377,18 +512,81 @@ def _mdav_kernel(
                     P[t, j] = R[p, j]
             top = 0
             stop = m
-        r = _furthest_sorted(P, pn, srt, labels, top, stop, c, c_norm, tol)  # [1] r: furthest
+        # [1] r: the record furthest from the centroid
+        _furthest_sorted(P, pn, srt, labels, top, stop, c, c_norm, tol, r_buf, r_negd)
+        r = r_buf[0]
         two = m >= 3 * k  # [2] two groups while >= 3k remain, else one and the rest
-        # [1] group of r: r and its k-1 nearest; s = furthest from r, found in the same pass
-        err = err_coef * _sq_dist(Z, r, origin) + err_abs
-        s = _sweep(F, R, m, rows, Z[r], err, u_f, k, grp, grp_d, two)
+
+        # [1] group of r: r and its k-1 nearest; s: the record furthest from r
+        hit = False
+        if batch > 0 and two:
+            b = slot[r]
+            hit = (
+                0 <= b < batch
+                and _first_alive(near_rows[b], near_cnt[b], labels, k, grp)
+                and _first_alive(far_rows[b], far_cnt[b], labels, 1, s_buf)
+            )
+            if not hit:
+                # New batch: the B records now furthest from the centroid (r first) are the
+                # likely next r's; one pass gives their K nearest and K2 furthest; the
+                # furthest of each is its likely s; a second pass gives those K nearest.
+                stats[0] += 1
+                for t in range(2 * batch):
+                    if slot_row[t] >= 0:
+                        slot[slot_row[t]] = -1
+                        slot_row[t] = -1
+                nq = _furthest_sorted(
+                    P, pn, srt, labels, top, stop, c, c_norm, tol, q_rows[:batch], q_negd
+                )
+                for t in range(nq):
+                    Q[t] = Z[q_rows[t]]
+                    err_q[t] = err_coef * _sq_dist(Z, q_rows[t], origin) + err_abs
+                    slot[q_rows[t]] = t
+                    slot_row[t] = q_rows[t]
+                _multi_sweep(
+                    F, R, m, rows, Q[:nq], err_q[:nq], u_f,
+                    near_rows[:nq], near_d[:nq], near_cnt[:nq],
+                    far_rows[:nq], far_negd[:nq], far_cnt[:nq],
+                )  # fmt: skip
+                ns = 0
+                for t in range(nq):
+                    s_row = far_rows[t, 0]
+                    if slot[s_row] < 0:
+                        Q[ns] = Z[s_row]
+                        err_q[ns] = err_coef * _sq_dist(Z, s_row, origin) + err_abs
+                        slot[s_row] = batch + ns
+                        slot_row[batch + ns] = s_row
+                        ns += 1
+                _multi_sweep(
+                    F, R, m, rows, Q[:ns], err_q[:ns], u_f,
+                    near_rows[batch : batch + ns], near_d[batch : batch + ns],
+                    near_cnt[batch : batch + ns],
+                    far_rows[:ns, :0], far_negd[:ns, :0], no_far[:ns],
+                )  # fmt: skip
+                b = slot[r]  # fresh lists of r: k nearest and the furthest are in them
+                hit = _first_alive(near_rows[b], near_cnt[b], labels, k, grp) and _first_alive(
+                    far_rows[b], far_cnt[b], labels, 1, s_buf
+                )
+        if hit:
+            stats[2] += 1
+            s = s_buf[0]
+        else:
+            stats[1] += 1
+            err = err_coef * _sq_dist(Z, r, origin) + err_abs
+            s = _sweep(F, R, m, rows, Z[r], err, u_f, k, grp, grp_d, two)
         m = _take(F, R, m, rows, pos_of, labels, total, grp, group)
         group += 1
         if not two:
             break
+
         # [1] group of s: s and its k-1 nearest among the rest
-        err = err_coef * _sq_dist(Z, s, origin) + err_abs
-        _sweep(F, R, m, rows, Z[s], err, u_f, k, grp, grp_d, False)
+        b = slot[s] if batch > 0 else -1
+        if b >= 0 and _first_alive(near_rows[b], near_cnt[b], labels, k, grp):
+            stats[3] += 1
+        else:
+            stats[1] += 1
+            err = err_coef * _sq_dist(Z, s, origin) + err_abs
+            _sweep(F, R, m, rows, Z[s], err, u_f, k, grp, grp_d, False)
         m = _take(F, R, m, rows, pos_of, labels, total, grp, group)
         group += 1
     for p in range(m):  # fewer than 2k left (or the rest after the 2k..3k-1 step): one group
@@ -397,7 +595,12 @@ def _mdav_kernel(
 
 
 def mdav_groups(
-    Z: np.ndarray, k: int, *, precision: Literal["float32", "float64"] = "float32"
+    Z: np.ndarray,
+    k: int,
+    *,
+    precision: Literal["float32", "float64"] = "float32",
+    batch: int = 32,
+    stats: np.ndarray | None = None,
 ) -> np.ndarray:
     """Compiled MDAV-generic on already-validated data: the labels of the reference, faster.
 
@@ -412,6 +615,12 @@ def mdav_groups(
         traffic; a record whose float32 distance is within the proven rounding bound of a
         decision is re-measured in float64, so the labels do not depend on this choice.
         Values beyond 1e15 in magnitude always use ``"float64"``.
+    batch : int, default 32
+        Number of predicted queries answered per speculative pass (see Notes); 0 turns the
+        speculation off (two sweeps per pair of groups). The labels do not depend on it.
+    stats : ndarray of shape (4,), int64, optional
+        If given, receives the number of speculative passes, of single sweeps, and of r's and
+        s's answered from speculative lists.
 
     Returns
     -------
@@ -428,6 +637,17 @@ def mdav_groups(
     a sweep reads exactly the m remaining records: O(n^2 d / k) in all, O(n d) memory, no
     n x n matrix. Every distance that decides anything is computed in float64 with the
     reference's operations in the reference's order, and ties go to the lowest row.
+
+    A sweep is memory-bound once the file outgrows the cache (about ``n^2 d / 2k`` element
+    reads in all). Speculation shares the reads between steps: the next r's are, with few
+    exceptions, among the records now furthest from the centroid, and the next s's among the
+    records furthest from those. One pass computes, for the B records furthest from the
+    centroid, their ``4k`` nearest and 4 furthest records, and a second pass the ``4k`` nearest
+    of each one's furthest record. A later step whose r (or s) has such a list takes its k
+    nearest (and s) from the list's entries still unassigned: a list of the K nearest, built
+    when more records remained, still starts with the nearest of those that remain (no record
+    was added since), so this is exact whenever k entries are left; otherwise the step falls
+    back to a sweep, and a miss for r starts a new batch.
 
     The float32 filter bound: with ``u = 2**-24``, ``a_j = x_j - q_j``, ``b_j = |x_j| + |q_j|``,
     rounding x, q and the difference gives ``|t_j - a_j| <= 3.1 u b_j``, hence
@@ -449,7 +669,12 @@ def mdav_groups(
     F[:d] = Z.T
     # per-record allowance w >= 2 err_coef ||x||^2 (the 1.01 absorbs the rounding of w itself)
     F[d] = 2.01 * err_coef * np.einsum("ij,ij->i", Z, Z)
-    return _mdav_kernel(Z, F, err_coef, err_abs, float(np.finfo(dtype).eps / 2), int(k))
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
+        raise InputError(f"batch must be an integer >= 0, got {batch!r}")
+    if stats is None:
+        stats = np.zeros(4, dtype=np.int64)
+    u_f = float(np.finfo(dtype).eps / 2)
+    return _mdav_kernel(Z, F, err_coef, err_abs, u_f, int(k), batch, stats)
 
 
 def group_means(X: np.ndarray, labels: np.ndarray) -> np.ndarray:

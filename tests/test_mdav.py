@@ -109,8 +109,12 @@ def datasets() -> dict[str, np.ndarray]:
 def test_kernel_equals_reference(name: str, k: int) -> None:
     Z, _, _ = standardize(datasets()[name])
     ref = mdav_groups_reference(Z, k)
-    np.testing.assert_array_equal(mdav_groups(Z, k), ref)
+    stats = np.zeros(4, dtype=np.int64)
+    np.testing.assert_array_equal(mdav_groups(Z, k, stats=stats), ref)
+    assert stats[2] > 0  # some r's were answered from speculative neighbour lists
     np.testing.assert_array_equal(mdav_groups(Z, k, precision="float64"), ref)
+    np.testing.assert_array_equal(mdav_groups(Z, k, batch=0), ref)  # one sweep per search
+    np.testing.assert_array_equal(mdav_groups(Z, k, batch=2), ref)  # frequent misses
     check_partition(ref, Z.shape[0], k)
 
 
@@ -124,6 +128,7 @@ def test_kernel_equals_reference_small_n(k: int, size: str) -> None:
     for X in (rng.standard_normal((n, 3)), rng.integers(0, 2, size=(n, 2)).astype(float)):
         ref = mdav_groups_reference(X, k)
         np.testing.assert_array_equal(mdav_groups(X, k), ref)
+        np.testing.assert_array_equal(mdav_groups(X, k, batch=0), ref)
         check_partition(ref, n, k)
 
 
@@ -138,7 +143,9 @@ def test_kernel_equals_reference_small_n(k: int, size: str) -> None:
 )
 def test_kernel_equals_reference_property(X: np.ndarray, k: int) -> None:
     k = min(k, X.shape[0])
-    np.testing.assert_array_equal(mdav_groups(X, k), mdav_groups_reference(X, k))
+    ref = mdav_groups_reference(X, k)
+    np.testing.assert_array_equal(mdav_groups(X, k), ref)
+    np.testing.assert_array_equal(mdav_groups(X, k, batch=1), ref)
 
 
 def test_large_values_use_float64_filter() -> None:
@@ -203,3 +210,12 @@ def test_non_numeric() -> None:
 def test_unknown_kernel() -> None:
     with pytest.raises(InputError, match=r"kernel must be"):
         mdav(np.ones((10, 2)), 2, kernel="fortran")
+
+
+@pytest.mark.parametrize(
+    "option,message",
+    [({"precision": "float16"}, r"precision must be"), ({"batch": -1}, r"batch must be")],
+)
+def test_bad_kernel_option(option: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        mdav_groups(np.ones((10, 2)), 2, **option)

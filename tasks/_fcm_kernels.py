@@ -3,9 +3,9 @@
 Private module: callers (``fcm.py``) validate first and pass C-contiguous float64 arrays.
 Every kernel walks the records once, computes one record's squared distances and memberships
 in a small buffer and adds its weights to the centre sums ("fused": memberships are never
-stored). Records are split into ``nt`` chunks (pass ``numba.get_num_threads()``; calling it
-inside a kernel would defeat the on-disk cache), each with its own sum buffers added up at the
-end, so results do not depend on scheduling.
+stored). The kernels are serial: on this shared 2-core machine a numba parallel region cost
+about 30 ms per call under load (measured: 300 x 60 pass 0.5 ms serial, 30 ms parallel) and
+gave no speed-up on a 10k x 2000 pass (606 ms serial, 627 ms with 2 threads).
 
 Memberships ([1] Prop. 1 and eq. 3 of ``constrained-fuzzy-microaggregation.txt``) are computed
 relative to the nearest centre, which makes them overflow-free and exact when a record
@@ -58,8 +58,8 @@ def _record_terms(u: float, D: float, m: float, lam: float, entropy: bool):
     return um, um * D
 
 
-@nb.njit(cache=True, parallel=True)
-def full_pass(X, w, V, m, lam, entropy, nt):
+@nb.njit(cache=True)
+def full_pass(X, w, V, m, lam, entropy):
     """One alternate-optimization step against all ``c`` centres.
 
     Returns ``(sums (c, d), wsum (c,), objective, expected (c,))``: the weighted sums of
@@ -69,37 +69,35 @@ def full_pass(X, w, V, m, lam, entropy, nt):
     n, d = X.shape
     c = V.shape[0]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
-    sums = np.zeros((nt, c, d))
-    wsum = np.zeros((nt, c))
-    expd = np.zeros((nt, c))
-    obj = np.zeros(nt)
-    size = (n + nt - 1) // nt
-    for t in nb.prange(nt):
-        D = np.empty(c)
-        u = np.empty(c)
-        for k in range(t * size, min(n, (t + 1) * size)):
-            for i in range(c):
-                s = 0.0
-                for a in range(d):
-                    diff = X[k, a] - V[i, a]
-                    s += diff * diff
-                D[i] = s
-            _memberships(D, c, p, lam, entropy, u)
-            for i in range(c):
-                if u[i] == 0.0:
-                    continue
-                wt, term = _record_terms(u[i], D[i], m, lam, entropy)
-                wt *= w[k]
-                obj[t] += w[k] * term
-                wsum[t, i] += wt
-                expd[t, i] += w[k] * u[i]
-                for a in range(d):
-                    sums[t, i, a] += wt * X[k, a]
-    return sums.sum(axis=0), wsum.sum(axis=0), obj.sum(), expd.sum(axis=0)
+    sums = np.zeros((c, d))
+    wsum = np.zeros(c)
+    expd = np.zeros(c)
+    obj = 0.0
+    D = np.empty(c)
+    u = np.empty(c)
+    for k in range(n):
+        for i in range(c):
+            s = 0.0
+            for a in range(d):
+                diff = X[k, a] - V[i, a]
+                s += diff * diff
+            D[i] = s
+        _memberships(D, c, p, lam, entropy, u)
+        for i in range(c):
+            if u[i] == 0.0:
+                continue
+            wt, term = _record_terms(u[i], D[i], m, lam, entropy)
+            wt *= w[k]
+            obj += w[k] * term
+            wsum[i] += wt
+            expd[i] += w[k] * u[i]
+            for a in range(d):
+                sums[i, a] += wt * X[k, a]
+    return sums, wsum, obj, expd
 
 
-@nb.njit(cache=True, parallel=True)
-def truncated_pass(X, w, V, nbr, m, lam, entropy, mass, nt):
+@nb.njit(cache=True)
+def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
     """One step restricted to each record's candidate centres ``nbr[k]`` (its nearest ones).
 
     For record ``k`` the memberships over its ``Q`` candidates are computed, sorted, and the
@@ -116,91 +114,87 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass, nt):
     c = V.shape[0]
     Q = nbr.shape[1]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
-    sums = np.zeros((nt, c, d))
-    wsum = np.zeros((nt, c))
-    expd = np.zeros((nt, c))
-    obj = np.zeros(nt)
+    sums = np.zeros((c, d))
+    wsum = np.zeros(c)
+    expd = np.zeros(c)
+    obj = 0.0
     qk = np.zeros(n, dtype=np.int32)
     tail = np.zeros(n)
-    size = (n + nt - 1) // nt
-    for t in nb.prange(nt):
-        D = np.empty(Q)
-        u = np.empty(Q)
-        for k in range(t * size, min(n, (t + 1) * size)):
-            for j in range(Q):
-                i = nbr[k, j]
-                s = 0.0
-                for a in range(d):
-                    diff = X[k, a] - V[i, a]
-                    s += diff * diff
-                D[j] = s
-            _memberships(D, Q, p, lam, entropy, u)
-            order = np.argsort(-u)
-            # beyond the candidates every centre is at least as far as the farthest candidate
-            dmax = D[order[Q - 1]]
-            dmin = D[order[0]]
-            if entropy:
-                far = np.exp(-lam * (dmax - dmin))
-            elif dmin == 0.0:
-                far = 0.0
-            else:
-                far = (dmin / dmax) ** p
-            # u[order[0]] = 1 / sum_j (dmin/D_j)^p, so (far * u_first) is a far centre's share
-            tail[k] = (c - Q) * far * u[order[0]]
-            acc = 0.0
-            q = 0
-            while q < Q and acc < mass:
-                acc += u[order[q]]
-                q += 1
-            qk[k] = q
-            for jj in range(q):
-                j = order[jj]
-                uu = u[j] / acc
-                if uu == 0.0:
-                    continue
-                i = nbr[k, j]
-                wt, term = _record_terms(uu, D[j], m, lam, entropy)
-                wt *= w[k]
-                obj[t] += w[k] * term
-                wsum[t, i] += wt
-                expd[t, i] += w[k] * uu
-                for a in range(d):
-                    sums[t, i, a] += wt * X[k, a]
-    return sums.sum(axis=0), wsum.sum(axis=0), obj.sum(), expd.sum(axis=0), qk, tail
+    D = np.empty(Q)
+    u = np.empty(Q)
+    for k in range(n):
+        for j in range(Q):
+            i = nbr[k, j]
+            s = 0.0
+            for a in range(d):
+                diff = X[k, a] - V[i, a]
+                s += diff * diff
+            D[j] = s
+        _memberships(D, Q, p, lam, entropy, u)
+        order = np.argsort(-u)
+        # beyond the candidates every centre is at least as far as the farthest candidate
+        dmax = D[order[Q - 1]]
+        dmin = D[order[0]]
+        if entropy:
+            far = np.exp(-lam * (dmax - dmin))
+        elif dmin == 0.0:
+            far = 0.0
+        else:
+            far = (dmin / dmax) ** p
+        # u[order[0]] = 1 / sum_j (dmin/D_j)^p, so (far * u_first) is a far centre's share
+        tail[k] = (c - Q) * far * u[order[0]]
+        acc = 0.0
+        q = 0
+        while q < Q and acc < mass:
+            acc += u[order[q]]
+            q += 1
+        qk[k] = q
+        for jj in range(q):
+            j = order[jj]
+            uu = u[j] / acc
+            if uu == 0.0:
+                continue
+            i = nbr[k, j]
+            wt, term = _record_terms(uu, D[j], m, lam, entropy)
+            wt *= w[k]
+            obj += w[k] * term
+            wsum[i] += wt
+            expd[i] += w[k] * uu
+            for a in range(d):
+                sums[i, a] += wt * X[k, a]
+    return sums, wsum, obj, expd, qk, tail
 
 
-@nb.njit(cache=True, parallel=True)
-def full_expected_sizes(X, w, V, m, lam, entropy, nt):
+@nb.njit(cache=True)
+def full_expected_sizes(X, w, V, m, lam, entropy):
     """Column sums ``sum_k w_k u_ki`` of the full membership matrix, one record at a time."""
     n, d = X.shape
     c = V.shape[0]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
-    expd = np.zeros((nt, c))
-    size = (n + nt - 1) // nt
-    for t in nb.prange(nt):
-        D = np.empty(c)
-        u = np.empty(c)
-        for k in range(t * size, min(n, (t + 1) * size)):
-            for i in range(c):
-                s = 0.0
-                for a in range(d):
-                    diff = X[k, a] - V[i, a]
-                    s += diff * diff
-                D[i] = s
-            _memberships(D, c, p, lam, entropy, u)
-            for i in range(c):
-                expd[t, i] += w[k] * u[i]
-    return expd.sum(axis=0)
+    expd = np.zeros(c)
+    D = np.empty(c)
+    u = np.empty(c)
+    for k in range(n):
+        for i in range(c):
+            s = 0.0
+            for a in range(d):
+                diff = X[k, a] - V[i, a]
+                s += diff * diff
+            D[i] = s
+        _memberships(D, c, p, lam, entropy, u)
+        for i in range(c):
+            expd[i] += w[k] * u[i]
+    return expd
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True)
 def dense_memberships(X, V, m, lam, entropy):
     """The full (n, c) membership matrix; for small problems and tests only."""
     n, d = X.shape
     c = V.shape[0]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
     U = np.empty((n, c))
-    for k in nb.prange(n):
+    for k in range(n):
         D = np.empty(c)
         for i in range(c):
             s = 0.0
@@ -212,7 +206,7 @@ def dense_memberships(X, V, m, lam, entropy):
     return U
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True)
 def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
     """Truncated memberships as fixed-width sparse rows ``(idx (n, Q), val (n, Q))``.
 
@@ -225,7 +219,7 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
     p = 1.0 / (m - 1.0) if not entropy else 0.0
     idx = np.full((n, Q), -1, dtype=np.int64)
     val = np.zeros((n, Q))
-    for k in nb.prange(n):
+    for k in range(n):
         D = np.empty(Q)
         u = np.empty(Q)
         for j in range(Q):

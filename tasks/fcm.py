@@ -91,7 +91,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numba as nb
 import numpy as np
 from scipy.linalg import null_space
 from scipy.optimize import linprog, nnls
@@ -346,12 +345,10 @@ def _pass(
 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, dict[str, Any] | None, bool]:
     m, lam, ent = fz.kernel_args()
     if nbrs is None:
-        sums, wsum, obj, expd = _k.full_pass(X, w, V, m, lam, ent, nb.get_num_threads())
+        sums, wsum, obj, expd = _k.full_pass(X, w, V, m, lam, ent)
         return sums, wsum, float(obj), expd, None, True
     nbr, fresh = nbrs.get(V, force=force_fresh)
-    sums, wsum, obj, expd, q, tail = _k.truncated_pass(
-        X, w, V, nbr, m, lam, ent, mass, nb.get_num_threads()
-    )
+    sums, wsum, obj, expd, q, tail = _k.truncated_pass(X, w, V, nbr, m, lam, ent, mass)
     info = {"q": q, "tail": tail, "nbr": nbr}
     return sums, wsum, float(obj), expd, info, fresh
 
@@ -623,4 +620,4 @@ def fcm_objective(
     V = check_matrix(centers, name="centers")
     w = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)
     mm, ll, ent = check_fuzziness(m, lam).kernel_args()
-    return float(_k.full_pass(X, w, V, mm, ll, ent, nb.get_num_threads())[2])
+    return float(_k.full_pass(X, w, V, mm, ll, ent)[2])

@@ -1,0 +1,172 @@
+"""Fuzzy microaggregation (``tasks/fuzzy_microaggregation.py``) and its registry entries:
+both anonymity guarantees, expected sizes, reproducible draws, editing while masking."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from sdcflow.tasks.anonymity import k_anonymity
+from sdcflow.tasks.checks import CHECKS, CheckContext
+from sdcflow.tasks.constraints import LinearConstraints
+from sdcflow.tasks.fuzzy_microaggregation import (
+    draw_centres,
+    fuzzy_microaggregation,
+    fuzzy_partition,
+)
+from sdcflow.tasks.methods import METHODS
+
+
+@pytest.fixture(scope="module")
+def survey() -> tuple[np.ndarray, LinearConstraints]:
+    """200 records (expenditure 16 %, 7 %, total) violating total = 1.16 a + 1.07 b by noise,
+    and the rules: that equality and a >= 10."""
+    gen = np.random.default_rng(0)
+    X = np.abs(gen.standard_normal((200, 3))) * [30.0, 80.0, 1.0] + [5.0, 10.0, 0.0]
+    X[:, 2] = 1.16 * X[:, 0] + 1.07 * X[:, 1] + gen.normal(0.0, 3.0, 200)
+    rules = LinearConstraints(
+        ("exp16", "exp7", "total"),
+        np.array([[1.16, 1.07, -1.0]]),
+        np.zeros(1),
+        np.array([[-1.0, 0.0, 0.0]]),
+        np.array([-10.0]),
+        eq_names=("total",),
+        ineq_names=("exp16_min",),
+    )
+    return X, rules
+
+
+@pytest.mark.parametrize(
+    "kw", [{"m1": 1.5, "m2": 2.0}, {"m1": 1.2, "m2": 1.5}, {"lambda1": 2.0, "lambda2": 1.0}]
+)
+def test_probabilistic_k_anonymity_holds_and_sizes_sum_to_n(survey, kw) -> None:
+    X, _ = survey
+    res = fuzzy_microaggregation(X, 4, random_state=1, restarts=2, **kw)
+    assert res.expected_sizes.min() >= 4 * (1 - 1e-12)
+    assert res.expected_sizes.sum() == pytest.approx(200, rel=1e-12)
+    assert res.details["expected_size"]["min"] == pytest.approx(res.expected_sizes.min())
+    assert res.details["centres_expected_below_k"] == 0
+    assert res.realized_sizes.sum() == 200
+
+
+def test_recursion_into_clusters_of_2k_keeps_the_guarantee() -> None:
+    # Two blobs; a nearly crisp draw (m2 = 1.05) makes the top level lower c from 40 to 16,
+    # and the clusters of expected size >= 2k are split again (23 centres published).
+    gen = np.random.default_rng(3)
+    X = np.vstack([gen.normal(0, 1, (60, 2)), gen.normal(12, 1, (60, 2))])
+    res = fuzzy_microaggregation(X, 3, m1=1.1, m2=1.05, random_state=2, restarts=2, max_depth=3)
+    assert res.expected_sizes.min() >= 3 * (1 - 1e-12)
+    assert res.expected_sizes.sum() == pytest.approx(120, rel=1e-12)
+    assert res.details["clusters_top"] < res.details["clusters_initial"]
+    assert res.details["published_centres"] > res.details["clusters_top"]
+
+
+@pytest.mark.parametrize("guarantee", ["k_anonymity", "both"])
+def test_k_anonymity_holds_for_every_used_centre(survey, guarantee: str) -> None:
+    X, _ = survey
+    res = fuzzy_microaggregation(X, 5, m1=1.5, m2=2.0, guarantee=guarantee, random_state=3)
+    used = res.realized_sizes[res.realized_sizes > 0]
+    assert used.min() >= 5
+    assert k_anonymity(res.masked) >= 5
+    assert 0.0 <= res.details["assignment_tv_mean"] <= 1.0
+
+
+def test_constrained_draw_distortion_is_measured() -> None:
+    """The figures quoted in the module docstring (one partition, 600 draws of each kind)."""
+    X = np.random.default_rng(0).standard_normal((60, 2))
+    part = fuzzy_partition(X, 3, m1=1.5, m2=2.0, guarantee="k_anonymity", random_state=0)
+    free = replace(part, guarantee="probabilistic_k_anonymity")
+    C = len(part.centers)
+    U = np.zeros((60, C))
+    for j in range(60):
+        sl = slice(part.indptr[j], part.indptr[j + 1])
+        U[j, part.leaf[sl]] = part.prob[sl]
+
+    def frequencies(p, seed: int) -> np.ndarray:
+        gen, F = np.random.default_rng(seed), np.zeros((60, C))
+        for _ in range(600):
+            labels, _ = draw_centres(p, gen)
+            F[np.arange(60), labels] += 1
+        return F / 600
+
+    def tv(A: np.ndarray, B: np.ndarray) -> float:
+        return float(0.5 * np.abs(A - B).sum(axis=1).mean())
+
+    noise_floor = tv(frequencies(free, 2), U)
+    distortion = tv(frequencies(part, 1), U)
+    assert noise_floor < 0.06  # free draw: frequencies match the memberships
+    assert 0.1 < distortion < 0.25  # constrained draw: measured 0.16 moved probability
+
+
+def test_same_generator_seed_same_draw(survey) -> None:
+    X, _ = survey
+    a = fuzzy_microaggregation(X, 4, m1=1.5, m2=2.0, random_state=np.random.default_rng(7))
+    b = fuzzy_microaggregation(X, 4, m1=1.5, m2=2.0, random_state=np.random.default_rng(7))
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.masked, b.masked)
+    part = fuzzy_partition(X, 4, m1=1.5, m2=2.0, random_state=7)
+    draws = {tuple(draw_centres(part, s)[0]) for s in range(3)}
+    assert len(draws) == 3  # the draw is random: other seeds, other releases
+
+
+def test_constrained_release_satisfies_the_rules_to_1e9(survey) -> None:
+    X, rules = survey
+    eq0, _ = rules.residuals(X)
+    assert np.abs(eq0).max() > 1.0 and (X[:, 0] < 10).any()  # the input violates both rules
+    for kw in ({"m1": 1.5, "m2": 2.0}, {"lambda1": 2.0, "lambda2": 1.0}):
+        res = fuzzy_microaggregation(X, 4, constraints=rules, random_state=0, **kw)
+        eq, ineq = rules.residuals(res.masked)
+        assert np.abs(eq).max() < 1e-9
+        assert ineq.max() < 1e-9
+        assert res.details["constraints"]["max_equality_residual"] < 1e-9
+
+
+# --- registry -------------------------------------------------------------------------------
+
+
+def test_registry_entries_gate_on_the_named_guarantee(survey) -> None:
+    X, rules = survey
+    cols = list(rules.columns)
+    method = METHODS["constrained_fuzzy"]
+    assert method.edits_while_masking and not METHODS["fuzzy"].edits_while_masking
+    params = method.params(k=4, m1=1.5, m2=2.0, guarantee="both")
+    assert method.default_checks(params) == {"probabilistic_k_anonymity": 4.0, "k_anonymity": 4.0}
+    res = method.mask(X, cols, params, np.random.default_rng(0), rules)
+    ctx = CheckContext(X, cols, res, params)
+    assert CHECKS["probabilistic_k_anonymity"].compute(ctx) >= 4
+    assert CHECKS["k_anonymity"].compute(ctx) >= 4
+    assert np.abs(rules.residuals(res.points)[0]).max() < 1e-9
+    # without rules it behaves as fuzzy and says so
+    bare = method.mask(X, cols, params, np.random.default_rng(0), None)
+    assert "behaves as fuzzy" in bare.details["constraints"]
+    fuzzy = METHODS["fuzzy"].mask(
+        X, cols, METHODS["fuzzy"].params(k=4, m1=1.5, m2=2.0), np.random.default_rng(0), rules
+    )
+    assert "not applied" in fuzzy.details["constraints"]
+
+
+def test_probabilistic_check_on_a_crisp_method_uses_group_sizes(survey) -> None:
+    X, rules = survey
+    params = METHODS["mdav"].params(k=4)
+    res = METHODS["mdav"].mask(X, list(rules.columns), params, np.random.default_rng(0), None)
+    ctx = CheckContext(X, list(rules.columns), res, params)
+    assert CHECKS["probabilistic_k_anonymity"].compute(ctx) == np.bincount(res.groups).min()
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"k": 3, "m1": 1.5}, "m2 is missing"),
+        ({"k": 3, "m1": 1.5, "m2": 2.0, "lambda1": 1.0}, "not both families"),
+        ({"k": 3}, "set m1 and m2"),
+        ({"k": 3, "m1": 0.9, "m2": 2.0}, "m1"),
+        ({"k": 3, "m1": 1.5, "m2": 2.0, "guarantee": "l_diversity"}, "guarantee"),
+        ({"k": 3, "m1": 1.5, "m2": 2.0, "seed": 1}, "seed"),
+    ],
+)
+def test_params_errors_name_the_field(spec: dict, field: str) -> None:
+    with pytest.raises(ValidationError, match=field):
+        METHODS["fuzzy"].params(**spec)

@@ -1,0 +1,210 @@
+"""FCM / entropy FCM (``tasks/fcm.py``): the propositions of the constrained-fuzzy paper,
+constraint handling to 1e-9, coincident records, truncation against full FCM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from sdcflow.tasks._validation import InputError
+from sdcflow.tasks.constraints import LinearConstraints
+from sdcflow.tasks.fcm import (
+    Fuzziness,
+    PolyhedronProjector,
+    fcm_objective,
+    fuzzy_c_means,
+    memberships,
+    sampled_dropped_mass,
+    truncated_memberships,
+)
+
+
+@pytest.fixture(scope="module")
+def gauss() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((400, 3))
+
+
+def _on_plane(n: int, seed: int) -> np.ndarray:
+    X = np.random.default_rng(seed).standard_normal((n, 3)) * [10.0, 20.0, 1.0] + [50, 100, 0]
+    X[:, 2] = 1.16 * X[:, 0] + 1.07 * X[:, 1]
+    return X
+
+
+# --- Props 2 and 3: very fuzzy clusterings collapse to the mean ---------------------------------
+
+
+def test_prop2_large_m_collapses_centres_to_the_mean(gauss: np.ndarray) -> None:
+    # m = 6 is "large" here: above the threshold where the grand mean becomes the stable fixed
+    # point (about 1 + 2/d for isotropic data in d dimensions).
+    fit = fuzzy_c_means(gauss, 5, m=6.0, restarts=2, tol=1e-10, max_iter=3000, random_state=1)
+    np.testing.assert_allclose(fit.centers, np.broadcast_to(gauss.mean(0), (5, 3)), atol=1e-7)
+    U = memberships(gauss, fit.centers, m=6.0)
+    np.testing.assert_allclose(U, 0.2, atol=1e-7)
+
+
+def test_prop3_small_lambda_collapses_centres_to_the_mean(gauss: np.ndarray) -> None:
+    fit = fuzzy_c_means(gauss, 5, lam=1e-3, restarts=2, tol=1e-12, random_state=1)
+    np.testing.assert_allclose(fit.centers, np.broadcast_to(gauss.mean(0), (5, 3)), atol=1e-9)
+    np.testing.assert_allclose(memberships(gauss, fit.centers, lam=1e-3), 0.2, atol=1e-3)
+
+
+def test_small_m_is_far_from_the_mean(gauss: np.ndarray) -> None:
+    fit = fuzzy_c_means(gauss, 5, m=1.5, restarts=2, random_state=1)
+    assert np.linalg.norm(fit.centers - gauss.mean(0), axis=1).min() > 0.3
+
+
+# --- Props 5 and 7: data on the rules -> same result as unconstrained ---------------------------
+
+
+@pytest.mark.parametrize("kw", [{"m": 1.5}, {"m": 2.0}, {"lam": 0.05}])
+def test_prop5_prop7_data_satisfying_the_rules_gives_unconstrained_result(kw) -> None:
+    X = _on_plane(300, 1)
+    rules = LinearConstraints(
+        ("a", "b", "c"),
+        np.array([[1.16, 1.07, -1.0]]),
+        np.zeros(1),
+        np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]),  # a <= max a, b >= min b: all hold
+        np.array([X[:, 0].max(), -X[:, 1].min()]),
+    )
+    plain = fuzzy_c_means(X, 6, restarts=3, random_state=3, tol=1e-8, **kw)
+    constrained = fuzzy_c_means(X, 6, restarts=3, random_state=3, tol=1e-8, constraints=rules, **kw)
+    np.testing.assert_allclose(constrained.centers, plain.centers, atol=1e-9)
+    assert constrained.objective == pytest.approx(plain.objective, rel=1e-12)
+
+
+# --- constraints to 1e-9 -------------------------------------------------------------------------
+
+
+def test_equalities_and_inequalities_hold_to_1e9_on_violating_data() -> None:
+    gen = np.random.default_rng(5)
+    X = gen.standard_normal((250, 4)) * 3.0
+    rules = LinearConstraints(
+        ("a", "b", "c", "d"),
+        np.array([[1.0, 1.0, -1.0, 0.0], [0.0, 2.0, 0.0, -1.0], [1.0, 3.0, -1.0, -1.0]]),  # rank 2
+        np.array([0.5, 0.0, 0.5]),
+        np.array([[-1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]]),
+        np.array([-1.0, 2.0]),  # a >= 1, a + b <= 2
+    )
+    for kw in ({"m": 1.5}, {"lam": 1.0}):
+        fit = fuzzy_c_means(X, 8, restarts=2, random_state=0, constraints=rules, **kw)
+        eq, ineq = rules.residuals(fit.centers)
+        assert np.abs(eq).max() < 1e-9
+        assert ineq.max() < 1e-9
+        assert np.isclose(ineq, 0.0, atol=1e-9).any()  # some centre sits on an inequality
+
+
+def test_projection_matches_a_generic_qp_solver() -> None:
+    gen = np.random.default_rng(11)
+    A = np.array([[1.0, -1.0, 2.0, 0.0]])
+    b = np.array([1.0])
+    G = gen.standard_normal((5, 4))
+    h = np.abs(gen.standard_normal(5))  # 0 is strictly feasible for G, so the set is not empty
+    proj = PolyhedronProjector(A, b, G, h)
+    Y = gen.standard_normal((20, 4)) * 3.0
+    V = proj.project(Y)
+    for y, v in zip(Y, V, strict=True):
+        ref = minimize(
+            lambda x, y=y: 0.5 * ((x - y) ** 2).sum(),
+            np.zeros(4),
+            jac=lambda x, y=y: x - y,
+            constraints=[
+                {"type": "eq", "fun": lambda x: A @ x - b, "jac": lambda x: A},
+                {"type": "ineq", "fun": lambda x: h - G @ x, "jac": lambda x: -G},
+            ],
+            method="SLSQP",
+            options={"ftol": 1e-14, "maxiter": 500},
+        ).x
+        assert np.linalg.norm(v - ref) < 1e-6
+        assert np.abs(A @ v - b).max() < 1e-12 and (G @ v - h).max() < 1e-12
+
+
+def test_infeasible_rules_are_an_input_error() -> None:
+    with pytest.raises(InputError, match="infeasible"):
+        PolyhedronProjector(np.zeros((0, 2)), np.zeros(0), np.array([[1.0, 0], [-1.0, 0]]),
+                            np.array([-1.0, -1.0]))  # fmt: skip
+    with pytest.raises(InputError, match="inconsistent"):
+        PolyhedronProjector(np.array([[1.0, 0], [2.0, 0]]), np.array([1.0, 1.0]),
+                            np.zeros((0, 2)), np.zeros(0))  # fmt: skip
+
+
+# --- memberships, coincidence, restarts, sizes ----------------------------------------------------
+
+
+def test_record_on_a_centre_gets_membership_one_exactly() -> None:
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0]])
+    V = np.array([[1.0, 0.0], [5.0, 5.0], [5.0, 5.0]])
+    U = memberships(X, V, m=2.0)
+    np.testing.assert_array_equal(U[1], [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(U[2], [0.0, 0.5, 0.5])  # two coinciding centres share it
+    assert np.all(U[0] > 0) and U[0].sum() == pytest.approx(1.0)
+    # m close to 1: far centres underflow to 0 without dividing 0 by 0
+    assert np.all(np.isfinite(memberships(X * 1e3, V, m=1.01)))
+
+
+def test_restarts_keep_the_lowest_objective_and_sizes_sum_to_n(gauss: np.ndarray) -> None:
+    fit = fuzzy_c_means(gauss, 12, m=1.5, restarts=6, random_state=4)
+    assert len(fit.objectives) == 6
+    assert fit.objective == min(fit.objectives)
+    assert fit.expected_sizes.sum() == pytest.approx(len(gauss), rel=1e-12)
+    assert fit.objective == pytest.approx(fcm_objective(gauss, fit.centers, m=1.5), rel=1e-12)
+    w = np.random.default_rng(0).uniform(0, 2, len(gauss))
+    weighted = fuzzy_c_means(gauss, 12, m=1.5, restarts=1, sample_weight=w, random_state=4)
+    assert weighted.expected_sizes.sum() == pytest.approx(w.sum(), rel=1e-12)
+
+
+def test_same_generator_seed_same_result(gauss: np.ndarray) -> None:
+    a = fuzzy_c_means(gauss, 7, m=1.5, restarts=2, random_state=np.random.default_rng(9))
+    b = fuzzy_c_means(gauss, 7, m=1.5, restarts=2, random_state=np.random.default_rng(9))
+    np.testing.assert_array_equal(a.centers, b.centers)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"m": 1.0}, "m must be"),
+        ({"m": 2.0, "lam": 1.0}, "exactly one"),
+        ({}, "exactly one"),
+        ({"lam": -1.0}, "lambda must be"),
+    ],
+)
+def test_bad_fuzziness_is_named(gauss: np.ndarray, kwargs, match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        fuzzy_c_means(gauss, 3, **kwargs)
+
+
+def test_too_many_clusters_is_named(gauss: np.ndarray) -> None:
+    with pytest.raises(InputError, match="n_clusters"):
+        fuzzy_c_means(gauss, 401, m=1.5)
+
+
+# --- truncation --------------------------------------------------------------------------------
+
+
+def test_truncated_fcm_matches_full_fcm_on_small_data() -> None:
+    # m = 1.1 in 2-D: memberships concentrate (m < 1 + 2/d), the regime truncation is for.
+    X = np.random.default_rng(2).standard_normal((600, 2))
+    init = X[np.random.default_rng(3).choice(600, 60, replace=False)] + 1e-3
+    common = {"m": 1.1, "restarts": 1, "init": init, "tol": 1e-8, "max_iter": 500}
+    full = fuzzy_c_means(X, 60, truncate=False, **common)
+    trunc = fuzzy_c_means(X, 60, truncate=True, n_neighbors=16, **common)
+    assert trunc.truncation is not None and full.truncation is None
+    j_full = fcm_objective(X, full.centers, m=1.1)
+    j_trunc = fcm_objective(X, trunc.centers, m=1.1)
+    assert abs(j_trunc - j_full) / j_full < 1e-3
+    assert np.abs(trunc.centers - full.centers).max() < 1e-2
+    assert trunc.truncation["sampled_dropped_mass_max"] < 2e-3
+    assert trunc.expected_sizes.sum() == pytest.approx(600, rel=1e-12)
+
+
+def test_truncated_memberships_are_rows_of_the_full_ones_renormalized() -> None:
+    X = np.random.default_rng(4).standard_normal((300, 2))
+    V = X[:40] + 0.01
+    idx, val = truncated_memberships(X, V, m=1.2, n_neighbors=10, mass=0.999)
+    U = memberships(X, V, m=1.2)
+    np.testing.assert_allclose(val.sum(axis=1), 1.0)
+    kept = np.where(idx >= 0, np.take_along_axis(U, np.maximum(idx, 0), axis=1), 0.0)
+    np.testing.assert_allclose(val, kept / kept.sum(axis=1, keepdims=True), atol=1e-12)
+    nbr = np.argsort(((X[:, None] - V[None]) ** 2).sum(-1), axis=1)[:, :10]
+    dropped = sampled_dropped_mass(X, V, nbr, fz=Fuzziness(m=1.2), mass=0.999)
+    np.testing.assert_allclose(dropped, 1.0 - kept.sum(axis=1), atol=1e-12)

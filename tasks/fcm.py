@@ -210,9 +210,27 @@ class PolyhedronProjector:
     def project(self, Y: np.ndarray) -> np.ndarray:
         """Project every row of ``Y`` (c, d) onto the polyhedron; returns (c, d)."""
         Z = (Y - self.v0) @ self.N  # null-space coordinates of the equality projection
-        if self.n_ineq:
-            viol = Z @ self.B.T - self.g
-            for i in np.flatnonzero(viol.max(axis=1) > 0.0):
+        if self.n_ineq and self.N.shape[1]:
+            bad = (Z @ self.B.T - self.g) > 0.0
+            rows = np.flatnonzero(bad.any(axis=1))
+            # Fast path, vectorized over centres with the same violated rows S: project onto
+            # {B_S x = g_S}; where that point is feasible with multipliers >= 0 it satisfies
+            # the KKT conditions, so it is the exact projection. The rest go through LDP.
+            pending = []
+            if rows.size:
+                patterns, inverse = np.unique(bad[rows], axis=0, return_inverse=True)
+                for p, pattern in enumerate(patterns):
+                    idx = rows[inverse.ravel() == p]
+                    Bs, gs = self.B[pattern], self.g[pattern]
+                    mult = np.linalg.lstsq(Bs @ Bs.T, Bs @ Z[idx].T - gs[:, None], rcond=None)[0]
+                    cand = Z[idx] - (Bs.T @ mult).T
+                    tol = 1e-12 * self._bscale
+                    ok = ((cand @ self.B.T - self.g).max(axis=1) <= tol) & (
+                        mult.min(axis=0) >= -tol
+                    )
+                    Z[idx[ok]] = cand[ok]
+                    pending.extend(idx[~ok].tolist())
+            for i in pending:
                 Z[i] = self._least_distance(Z[i])
         return self.v0 + Z @ self.N.T
 

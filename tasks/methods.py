@@ -20,6 +20,7 @@ from .box_method import BoxTarget, box_release, check_box_params
 from .constraints import LinearConstraints
 from .fuzzy_microaggregation import fuzzy_microaggregation
 from .mdav import group_means, mdav
+from .ps import ps
 
 
 class MethodParams(BaseModel):
@@ -99,6 +100,36 @@ def _mask_mdav(
     constraints: LinearConstraints | None,
 ) -> MaskResult:
     labels = mdav(X, params.k, columns=columns)
+    points = group_means(X, labels)
+    sizes = np.bincount(labels)
+    return MaskResult(
+        masked=pd.DataFrame(points, columns=columns),
+        points=points,
+        groups=labels,
+        details={
+            "groups": int(sizes.size),
+            "min_group_size": int(sizes.min()),
+            "max_group_size": int(sizes.max()),
+        },
+    )
+
+
+# --- Pairwise systematic (PS) microaggregation ----------------------------------------------
+
+
+class PsParams(MethodParams):
+    name: Literal["ps"] = "ps"
+    k: int = Field(ge=2, description="minimum group size")
+
+
+def _mask_ps(
+    X: np.ndarray,
+    columns: list[str],
+    params: PsParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    labels = ps(X, params.k, columns=columns)
     points = group_means(X, labels)
     sizes = np.bincount(labels)
     return MaskResult(
@@ -245,6 +276,7 @@ def _mask_fuzzy(
 
 METHODS: dict[str, Method] = {
     "mdav": Method(MdavParams, _mask_mdav, summary="MDAV-generic microaggregation"),
+    "ps": Method(PsParams, _mask_ps, summary="pairwise systematic microaggregation"),
     "box": Method(
         BoxParams,
         _mask_box,

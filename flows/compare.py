@@ -14,7 +14,8 @@ measured:
 * ``il`` — IL = 100 SSE/SST (utility loss, x axis of the map);
 * ``record_linkage`` — distance-based record linkage, %;
 * ``transparency_reidentification`` — % re-identified by the intruder who knows the method
-  and its parameters (fuzzy methods: memberships with their ``m2`` / ``lambda2``);
+  and its parameters and reruns it (fuzzy methods: the draw distributions of the refitted
+  partition; see ``measure_checks.transparency_probabilities``);
 * ``interval_disclosure`` — rank-based interval disclosure, %;
 * ``pil`` — average probabilistic information loss, %;
 * ``k_achieved`` — smallest class of identical released quasi-identifier rows.
@@ -40,12 +41,9 @@ from sdcflow.flows.report import figure_png, write_report
 from sdcflow.flows.spec import ReleaseSpec, load_spec
 from sdcflow.tasks._validation import InputError
 from sdcflow.tasks.anonymity import k_anonymity
-from sdcflow.tasks.disclosure_risk import (
-    interval_disclosure,
-    record_linkage,
-    release_reidentification_probabilities,
-)
+from sdcflow.tasks.disclosure_risk import interval_disclosure, record_linkage
 from sdcflow.tasks.information_loss import probabilistic_loss_table, sse_sst_loss
+from sdcflow.tasks.measure_checks import transparency_probabilities
 
 COLUMNS = [
     "method",
@@ -104,12 +102,7 @@ def _original_and_masked(spec: ReleaseSpec, run_id: str) -> tuple[np.ndarray, np
 
 def measure_variant(spec: ReleaseSpec, X: np.ndarray, Xm: np.ndarray) -> dict[str, float]:
     """The figures of one variant (see the module docstring)."""
-    reid = release_reidentification_probabilities(
-        X,
-        Xm,
-        m=getattr(spec.method, "m2", None),
-        lam=getattr(spec.method, "lambda2", None),
-    )
+    reid = transparency_probabilities(spec.method, X, Xm)
     return {
         "il": sse_sst_loss(X, Xm),
         "record_linkage": record_linkage(X, Xm),

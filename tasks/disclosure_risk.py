@@ -325,3 +325,56 @@ def release_reidentification_probabilities(
     centres[labels] = P[first]
     Z, V = _standardize_pair(X, centres)
     return fuzzy_reidentification_probabilities(Z, V, groups, m=m, lam=lam)
+
+
+def model_reidentification_probabilities(
+    groups: np.ndarray,
+    released_centres: np.ndarray,
+    model_centres: np.ndarray,
+    indptr: np.ndarray,
+    leaf: np.ndarray,
+    prob: np.ndarray,
+) -> np.ndarray:
+    """:func:`reidentification_probabilities` when the intruder reruns a randomized method.
+
+    Under transparency the intruder reruns the method on the original records and obtains
+    every record's draw distribution over *his* centres (sparse rows ``indptr``, ``leaf``,
+    ``prob``, as fuzzy microaggregation's fitted partition gives them). He maps each of his
+    centres to the nearest released centre (KD-tree) and adds up the probabilities that land on
+    the same released centre, which gives ``u_ig`` over the released centres; then
+    ``P_i = max_g u_ig / N_g`` as in :func:`reidentification_probabilities`. When his rerun
+    reproduces the released partition the mapping is exact.
+
+    Parameters
+    ----------
+    groups : ndarray of shape (n,), int
+        Released centre of every record.
+    released_centres : ndarray of shape (G, d)
+        Released centre of every group label, on the scale the method clustered on.
+    model_centres : ndarray of shape (C, d)
+        The intruder's centres, same scale.
+    indptr : ndarray of shape (n + 1,); leaf, prob : ndarray of shape (nnz,)
+        Record i's distribution: centres ``leaf[indptr[i]:indptr[i+1]]`` with probabilities
+        ``prob[...]``.
+
+    Returns
+    -------
+    ndarray of shape (n,) in [0, 1]
+    """
+    from scipy import sparse
+
+    counts = _released_counts(groups)
+    n = np.asarray(groups).size
+    indptr = np.asarray(indptr)
+    if indptr.shape != (n + 1,):
+        raise InputError(f"indptr must have shape ({n + 1},), got {indptr.shape}")
+    used = np.flatnonzero(counts > 0)
+    R = np.asarray(released_centres, dtype=np.float64)[used]
+    _, nearest = cKDTree(R).query(np.asarray(model_centres, dtype=np.float64), k=1)
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    U = sparse.csr_matrix(
+        (np.asarray(prob, dtype=np.float64), (rows, nearest[np.asarray(leaf)])),
+        shape=(n, used.size),
+    )  # duplicates (two model centres -> one released centre) are summed
+    U = U.multiply(1.0 / counts[used][None, :]).tocsr()
+    return np.asarray(U.max(axis=1).todense()).reshape(-1)

@@ -46,13 +46,16 @@ Keys of ``CheckContext.extra`` these checks read (the lead wires them from the s
     Cost: ``2 * restarts`` FCM runs, each about 0.13 s per iteration at 100 000 x 10 records
     and c = 10 here (19 iterations on Gaussian data, a few hundred on skewed survey data), so
     lower ``restarts`` for large files; α below 0.5 makes the index checks O(n^2 c).
+``constraints``
+    Optional: the ``LinearConstraints`` of the edit rules, so that the transparency intruder
+    reruns ``constrained_fuzzy`` with them (without, he reruns it unconstrained and maps his
+    centres to the nearest released ones).
 
-The transparency intruder uses the method parameters: a method whose parameters carry ``m2``
-(fuzzy c-means) or ``lambda2`` (entropy FCM) is treated as fuzzy microaggregation — the
-intruder computes each record's memberships to the released centres with that parameter on the
-quasi-identifiers standardized with the original mean and population sd; any other method is
-crisp (probability 1/|group|, groups from ``ctx.result.groups`` or else the classes of identical
-released rows).
+The transparency intruder (``max_transparency_reidentification``, ``transparency_k_anonymity``)
+reruns the method on the original quasi-identifiers: fuzzy microaggregation gives him every
+record's draw distribution, any other method a crisp grouping (probability 1/|group|, groups
+from ``ctx.result.groups`` or else the classes of identical released rows); see
+:func:`transparency_probabilities`.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from .anonymity import entropy_l_diversity, l_diversity, probabilistic_k_anonymi
 from .cluster_loss import ClusterLoss, cluster_loss
 from .disclosure_risk import (
     interval_disclosure,
+    model_reidentification_probabilities,
     record_linkage,
     release_reidentification_probabilities,
 )
@@ -149,15 +153,76 @@ def _interval_disclosure(ctx: CheckContext) -> float:
     return interval_disclosure(ctx.original, ctx.result.points, p)
 
 
+FUZZY_METHODS = ("fuzzy", "constrained_fuzzy")
+
+
+def transparency_probabilities(
+    method: Any,
+    X: np.ndarray,
+    points: np.ndarray,
+    groups: np.ndarray | None = None,
+    *,
+    constraints: Any = None,
+    random_state: int = 0,
+) -> np.ndarray:
+    """Re-identification probability of every record for the transparency intruder.
+
+    The intruder knows the method and its parameters (``method``, the spec's method block)
+    and holds the original quasi-identifiers ``X`` (n, d); ``points`` (n, d) are the released
+    values and ``groups`` (n,) the released centre of each record (default: classes of
+    identical released rows).
+
+    * ``fuzzy`` / ``constrained_fuzzy``: he reruns the fit of fuzzy microaggregation
+      (``fuzzy_partition``, same k, m1/m2 or lambda1/lambda2, guarantee, restarts; his own
+      ``random_state``; the linear edit rules when given as ``constraints``) and uses its draw
+      distributions, mapped to the released centres (see
+      :func:`~sdcflow.tasks.disclosure_risk.model_reidentification_probabilities`). Under
+      ``guarantee: k_anonymity`` / ``both`` the released draw is the constrained redraw, which
+      moves some probability to neighbouring centres; the intruder's model is the free draw.
+      Cost: one more fit, as expensive as the masking.
+    * any other method: crisp, ``1/|group|`` (MDAV is deterministic, so rerunning it finds
+      each record's group).
+
+    Shapes -> (n,) in [0, 1].
+    """
+    if groups is None:
+        groups = np.unique(points, axis=0, return_inverse=True)[1].reshape(-1)
+    groups = np.asarray(groups)
+    if getattr(method, "name", None) not in FUZZY_METHODS:
+        return release_reidentification_probabilities(X, points, groups)
+    from .fuzzy_microaggregation import fuzzy_partition
+
+    part = fuzzy_partition(
+        X,
+        method.k,
+        m1=method.m1,
+        m2=method.m2,
+        lambda1=method.lambda1,
+        lambda2=method.lambda2,
+        guarantee=method.guarantee,
+        constraints=constraints if method.name == "constrained_fuzzy" else None,
+        restarts=method.restarts,
+        random_state=random_state,
+    )
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)  # the fit's own standardization
+    labels, first = np.unique(groups, return_index=True)
+    released = np.zeros((int(labels.max()) + 1, X.shape[1]))
+    released[labels] = (points[first] - mean) / scale
+    return model_reidentification_probabilities(
+        groups, released, part.centers_std, part.indptr, part.leaf, part.prob
+    )
+
+
 def _reidentification(ctx: CheckContext) -> np.ndarray:
     def compute() -> np.ndarray:
-        # a method without groups: records with identical released values form the groups
-        return release_reidentification_probabilities(
+        return transparency_probabilities(
+            ctx.method,
             ctx.original,
             ctx.result.points,
             ctx.result.groups,
-            m=getattr(ctx.method, "m2", None),
-            lam=getattr(ctx.method, "lambda2", None),
+            constraints=ctx.extra.get("constraints"),
         )
 
     return _cached(ctx, "reidentification", compute)

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from sdcflow.tasks._validation import InputError
-from sdcflow.tasks.cluster_loss import fcm_memberships, fuzzy_cmeans
+from sdcflow.tasks.checks import CheckContext, run_checks
 from sdcflow.tasks.disclosure_risk import (
     interval_disclosure,
     interval_disclosure_per_variable,
+    model_reidentification_probabilities,
     record_linkage,
     record_linkage_scores,
     reidentification_probabilities,
@@ -17,6 +18,7 @@ from sdcflow.tasks.disclosure_risk import (
     transparency_reidentification,
 )
 from sdcflow.tasks.mdav import group_means, mdav
+from sdcflow.tasks.methods import METHODS
 
 X1 = np.array([[0.0], [1.0], [2.0], [10.0]])
 
@@ -113,26 +115,43 @@ def test_release_probabilities_derive_groups_from_identical_rows():
     assert derived == pytest.approx(reidentification_probabilities(labels))
 
 
-def test_fuzzy_assignment_lowers_the_transparency_risk_of_mdav():
-    """Fuzzy microaggregation vs MDAV at k = 5 on 300 records (the registry has no ``fuzzy``
-    method yet, so Algorithm 1 of the constrained-fuzzy paper is reduced here to what the
-    intruder faces: FCM centres with m1 = 1.5 and c = n/k, memberships recomputed with
-    m2 = 2, every record released as a centre drawn from its memberships).
+def test_model_probabilities_by_hand():
+    # Released: group 0 (2 records) at 0, group 1 (1 record) at 10. The intruder's rerun has
+    # centres 0.1, 9.9, 0.2 -> mapped to released 0, 1, 0.
+    # r0: 0.5 on 0.1, 0.3 on 0.2, 0.2 on 9.9 -> u = (0.8, 0.2): max(0.8/2, 0.2/1) = 0.4
+    # r1: 1.0 on 9.9 -> u = (0, 1): 1.0;  r2: 0.6 on 0.1, 0.4 on 9.9: max(0.3, 0.4) = 0.4
+    P = model_reidentification_probabilities(
+        groups=np.array([0, 0, 1]),
+        released_centres=np.array([[0.0], [10.0]]),
+        model_centres=np.array([[0.1], [9.9], [0.2]]),
+        indptr=np.array([0, 3, 4, 6]),
+        leaf=np.array([0, 2, 1, 1, 0, 1]),
+        prob=np.array([0.5, 0.3, 0.2, 1.0, 0.6, 0.4]),
+    )
+    assert P == pytest.approx([0.4, 1.0, 0.4])
 
-    Measured: MDAV 20.0 % (60 groups of 5); fuzzy 12.6 % with this seed (the intruder knows
-    m2 and the released centres but not the draw).
+
+@pytest.mark.parametrize("guarantee", ["probabilistic_k_anonymity", "k_anonymity"])
+def test_fuzzy_microaggregation_lowers_the_transparency_risk_of_mdav(guarantee):
+    """The registry's ``fuzzy`` method against MDAV at k = 5 on 300 records (m1 = 1.5,
+    m2 = 2), both through the ``max_transparency_reidentification`` gate.
+
+    Measured here: MDAV 20.0 % (IL 3.9); fuzzy 3.45 % under the probabilistic guarantee (the
+    draw fuzziness is raised until every expected size is >= k; IL 195.6) and 8.15 % under
+    the crisp one (constrained draw; IL 45.8). The loss is the price of the lower risk.
     """
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 2))
-    k = 5
-    mdav_risk = transparency_reidentification(mdav(X, k))
-    assert mdav_risk == pytest.approx(20.0)
-
-    mean, sd = X.mean(axis=0), X.std(axis=0)
-    fp = fuzzy_cmeans((X - mean) / sd, X.shape[0] // k, m=1.5, restarts=2, random_state=1)
-    U2 = fcm_memberships((X - mean) / sd, fp.centres, 2.0)
-    draw = (rng.random(X.shape[0])[:, None] > U2.cumsum(axis=1)).sum(axis=1)
-    draw = np.minimum(draw, U2.shape[1] - 1)
-    released = fp.centres[draw] * sd + mean
-    fuzzy_risk = 100 * release_reidentification_probabilities(X, released, draw, m=2.0).mean()
-    assert fuzzy_risk < 0.75 * mdav_risk
+    cols = ["a", "b"]
+    figures = {}
+    fuzzy = {"name": "fuzzy", "k": 5, "m1": 1.5, "m2": 2.0, "guarantee": guarantee}
+    for spec in ({"name": "mdav", "k": 5}, fuzzy):
+        method = METHODS[spec["name"]]
+        params = method.params.model_validate(spec)
+        result = method.mask(X, cols, params, np.random.default_rng(1), None)
+        ctx = CheckContext(X, cols, result, params)
+        outcomes = run_checks(ctx, {"max_transparency_reidentification": 100.0})
+        (figure,) = [o.figure for o in outcomes if o.key == "max_transparency_reidentification"]
+        figures[spec["name"]] = figure
+    assert figures["mdav"] == pytest.approx(20.0)
+    assert figures["fuzzy"] < 0.5 * figures["mdav"]

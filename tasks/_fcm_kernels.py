@@ -240,3 +240,49 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
             idx[k, jj] = nbr[k, order[jj]]
             val[k, jj] = u[order[jj]] / acc
     return idx, val
+
+
+@nb.njit(cache=True)
+def refine_candidates(X, V, nbr, graph, expand):
+    """Cheap candidate refresh between exact KD-tree queries.
+
+    For record ``k`` the pool is its current candidates ``nbr[k]`` plus the ``graph``
+    neighbours (the nearest centres of a centre) of its ``expand`` nearest candidates; the
+    ``Q`` nearest of the pool, in increasing distance, become the new candidates. Exact when
+    every true neighbour is a neighbour of a neighbour (the usual case when centres move
+    little); O(n (Q + expand L) d).
+    """
+    n, d = X.shape
+    c = V.shape[0]
+    Q = nbr.shape[1]
+    L = graph.shape[1]
+    out = np.empty_like(nbr)
+    stamp = np.full(c, -1, dtype=np.int64)
+    pool = np.empty(Q + expand * L, dtype=np.int64)
+    dist = np.empty(Q + expand * L)
+    for k in range(n):
+        size = 0
+        for j in range(Q):
+            i = nbr[k, j]
+            if stamp[i] != k:
+                stamp[i] = k
+                pool[size] = i
+                size += 1
+        for e in range(min(expand, Q)):
+            for j in range(L):
+                i = graph[nbr[k, e], j]
+                if stamp[i] != k:
+                    stamp[i] = k
+                    pool[size] = i
+                    size += 1
+        for j in range(size):
+            i = pool[j]
+            s = 0.0
+            for a in range(d):
+                diff = X[k, a] - V[i, a]
+                s += diff * diff
+            dist[j] = s
+        order = np.argsort(dist[:size])
+        for j in range(Q):
+            out[k, j] = pool[order[j]]
+    return out

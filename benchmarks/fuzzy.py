@@ -15,8 +15,10 @@ full_converged, trunc_converged, J_full`` (full objective at the full centres),
 ``J_full_at_trunc`` (the *full* objective evaluated at the truncated centres: the fair
 comparison), ``objective_gap`` (relative excess of the latter), ``centre_distance_mean`` /
 ``_max`` (matched centres, Hungarian assignment, in units of the data's standard deviation),
-and the truncation diagnostics of ``fcm.py`` (kept ``q``, tail bound, dropped mass measured on
-256 sampled records against all centres).
+``full_centre_spread`` / ``trunc_centre_spread`` (mean distance of the centres from the grand
+mean; about 0 when the centres collapsed, Prop. 2 of the constrained-fuzzy paper), and the
+truncation diagnostics of ``fcm.py`` (kept ``q``, tail bound, dropped mass measured on 256
+sampled records against all centres).
 
 ``scale`` lines: ``m1, n, c, seconds`` (wall time of ``fuzzy_c_means`` with truncation, numba
 compilation excluded by a warm-up), ``iterations, converged, kd_tree_queries`` and the same
@@ -81,6 +83,9 @@ def compare(args: argparse.Namespace) -> None:
             "objective_gap": (j_cross - j_full) / j_full,
             "centre_distance_mean": float(dist.mean()),
             "centre_distance_max": float(dist.max()),
+            # mean distance of the centres from the grand mean: ~0 when FCM collapsed them
+            "full_centre_spread": float(np.linalg.norm(full.centers - X.mean(0), axis=1).mean()),
+            "trunc_centre_spread": float(np.linalg.norm(trunc.centers - X.mean(0), axis=1).mean()),
             "truncation": trunc.truncation,
         }
         print(json.dumps(line), flush=True)

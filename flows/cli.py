@@ -81,12 +81,22 @@ def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     return EXIT_OK
 
 
-def _compare(spec_path: str, methods: list[str], ks: list[int], out: str | None) -> int:
+def _compare(
+    spec_path: str, methods: list[str], ks: list[int], out: str | None, pairs: list[str]
+) -> int:
+    import yaml
+
     from sdcflow.flows.compare import compare
     from sdcflow.flows.release import ChecksFailed
 
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"--param takes KEY=VALUE (e.g. m2=1.5), got {pair!r}")
+        params[key.strip()] = yaml.safe_load(value)
     try:
-        table = compare(spec_path, methods, ks, out_dir=out)
+        table = compare(spec_path, methods, ks, params=params, out_dir=out)
     except ChecksFailed as e:
         return _fail(f"refused: {e}", EXIT_REFUSED)
     print(table.drop(columns=["run_id"]).to_string(index=False, float_format="{:.4g}".format))
@@ -115,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--methods", nargs="+", required=True, help="method names, e.g. mdav fuzzy")
     p.add_argument("--k", nargs="+", type=int, required=True, dest="ks", help="e.g. 3 5 10")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="method parameter for every variant that has it, e.g. m2=1.5",
+    )
     p.add_argument("--out", help="output folder (default: <reports>/<release>/compare-<time>)")
     return parser
 
@@ -131,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args.spec, args.cron, args.name)
         if args.command == "compare":
-            return _compare(args.spec, args.methods, args.ks, args.out)
+            return _compare(args.spec, args.methods, args.ks, args.out, args.param)
     except InputError as e:
         return _fail(f"error: {e}", EXIT_INPUT)
     except KeyboardInterrupt:

@@ -27,7 +27,7 @@ Only figures are written, never a record value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,10 +44,12 @@ from sdcflow.tasks.anonymity import k_anonymity
 from sdcflow.tasks.disclosure_risk import interval_disclosure, record_linkage
 from sdcflow.tasks.information_loss import probabilistic_loss_table, sse_sst_loss
 from sdcflow.tasks.measure_checks import transparency_probabilities
+from sdcflow.tasks.methods import METHODS
 
 COLUMNS = [
     "method",
     "k",
+    "params",
     "il",
     "record_linkage",
     "transparency_reidentification",
@@ -59,11 +61,39 @@ COLUMNS = [
 ]
 
 
-def variant_method(spec: ReleaseSpec, name: str, k: int) -> dict[str, Any]:
-    """The ``method`` block of one variant: the spec's own parameters when it uses the same
-    method (so m1, m2, restarts... carry over), else the method's defaults; ``k`` replaced."""
-    base = spec.method.model_dump(mode="json") if spec.method.name == name else {}
-    return {**base, "name": name, "k": int(k)}
+# Fuzzy methods need a fuzziness family; what neither the spec nor --param gives, the
+# comparison takes from the example of the method's own error message (m1 = 1.1, m2 = 1.5).
+FUZZY_DEFAULTS: dict[str, float] = {"m1": 1.1, "m2": 1.5}
+FUZZINESS = ("m1", "m2", "lambda1", "lambda2")
+
+
+def variant_method(
+    spec: ReleaseSpec, name: str, k: int, params: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``method`` block of one variant.
+
+    Starts from the spec's own method parameters that the variant's method also has (so
+    m1, m2, restarts, guarantee carry over between ``fuzzy`` and ``constrained_fuzzy``), then
+    ``params`` (``--param key=value``, applied where the method has that field), then ``k``.
+    A fuzzy method given no lambda1/lambda2 gets the m1 / m2 it lacks from
+    :data:`FUZZY_DEFAULTS`.
+    """
+    if name not in METHODS:
+        raise InputError(f"unknown method {name!r}; choose from {', '.join(sorted(METHODS))}")
+    fields = METHODS[name].params.model_fields
+    own = spec.method.model_dump(mode="json", exclude={"name"})
+    block = {key: v for key, v in own.items() if key in fields and v is not None}
+    block.update({key: v for key, v in (params or {}).items() if key in fields})
+    entropy = block.get("lambda1") is not None or block.get("lambda2") is not None
+    if set(FUZZINESS) <= set(fields) and not entropy:
+        for key, value in FUZZY_DEFAULTS.items():  # fill m1 / m2 where neither source gave it
+            block.setdefault(key, value)
+    return {**block, "name": name, "k": int(k)}
+
+
+def _described(method: Mapping[str, Any]) -> str:
+    """``m1=1.1 m2=1.5``: the variant's parameters other than name and k, for the table."""
+    return " ".join(f"{key}={method[key]}" for key in sorted(method) if key not in ("name", "k"))
 
 
 def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> ReleaseSpec:
@@ -143,6 +173,7 @@ def compare(
     methods: Sequence[str],
     ks: Sequence[int],
     *,
+    params: Mapping[str, Any] | None = None,
     out_dir: str | Path | None = None,
 ) -> pd.DataFrame:
     """Run every (method, k) without publishing and draw the risk-utility map.
@@ -152,6 +183,8 @@ def compare(
     spec_path : path of the release spec
     methods : method names of the registry (``mdav``, ``fuzzy``...)
     ks : minimum group sizes
+    params : further method parameters for every variant whose method has them
+        (``{"m1": 1.5, "m2": 2}``); see :func:`variant_method`
     out_dir : folder for ``risk_utility.png``, ``risk_utility.csv`` and ``report.html``;
         default ``<reports>/<release>/compare-<UTC time>``
 
@@ -166,12 +199,13 @@ def compare(
         raise InputError("give at least one method and one k")
     spec_path = Path(spec_path).resolve()
     spec = load_spec(spec_path)
-    variants = [(name, int(k), _validated(spec, variant_method(spec, name, k)))
-                for name in methods for k in ks]  # fmt: skip
+    blocks = [variant_method(spec, name, k, params) for name in methods for k in ks]
+    variants = [(block, _validated(spec, block)) for block in blocks]
     rows = []
-    for name, k, vspec in variants:
+    for block, vspec in variants:
+        name, k = block["name"], block["k"]
         try:
-            outcome = release(str(spec_path), publish=False, method=variant_method(spec, name, k))
+            outcome = release(str(spec_path), publish=False, method=block)
         except ChecksFailed as e:
             if "checks" not in e.outcome:  # refused before masking (edit rules, fail mode)
                 raise
@@ -181,6 +215,7 @@ def compare(
             {
                 "method": name,
                 "k": k,
+                "params": _described(block),
                 **measure_variant(vspec, X, Xm),
                 "checks_passed": all(r["verdict"] == "pass" for r in outcome["checks"]),
                 "run_id": outcome["run_id"],

@@ -35,13 +35,21 @@ def test_compare_runs_variants_and_draws_the_map(tmp_path, prefect_api, capsys):
     }
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     out = tmp_path / "cmp"
-    code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav",
-                 "--k", "3", "10", "--out", str(out)])  # fmt: skip
+    code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "fuzzy",
+                 "--k", "3", "10", "--param", "m2=2", "--out", str(out)])  # fmt: skip
     assert code == 0
     assert not (tmp_path / "published").exists()
     assert "risk-utility map" in capsys.readouterr().out
 
-    table = pd.read_csv(out / "risk_utility.csv")
+    both = pd.read_csv(out / "risk_utility.csv")
+    assert list(both["method"]) == ["mdav", "mdav", "fuzzy", "fuzzy"]
+    fuzzy = both[both["method"] == "fuzzy"]
+    # m1 from the comparison's default, m2 from --param; fuzzy's random draw lowers the
+    # transparency intruder's success below MDAV's at the same k
+    assert set(fuzzy["params"]) == {"m1=1.1 m2=2"}
+    table = both[both["method"] == "mdav"].reset_index(drop=True)
+    assert (fuzzy["transparency_reidentification"].to_numpy()
+            < table["transparency_reidentification"].to_numpy()).all()  # fmt: skip
     assert list(table["k"]) == [3, 10]
     assert list(table["checks_passed"]) == [False, True]
     # IL measured from the warehouse equals MDAV run here on the same records

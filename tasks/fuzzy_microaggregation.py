@@ -42,7 +42,9 @@ Anonymity ([1] Prop. 8 only gives it "for large m2"), made exact:
     probability is moved, to neighbouring centres; ``both`` moves less because its expected
     sizes are already >= k.
 ``both``
-    The tree of ``probabilistic_k_anonymity`` followed by the constrained draw.
+    The tree of ``probabilistic_k_anonymity`` followed by the constrained draw. The expected
+    sizes reported (all >= k) are those of the membership distribution; the constrained draw
+    then moves the probability it reports as ``assignment_tv_mean``.
 
 Scale: memberships for the draw are kept as sparse rows (dense only for ``n c <= 4e6``); above
 that they are truncated to each record's nearest centres with the ``mass`` rule of ``fcm.py``.

@@ -195,8 +195,12 @@ class FuzzyParams(MethodParams):
     k: int = Field(ge=2, description="anonymity parameter; c starts at floor(n/k)")
     m1: float | None = Field(None, gt=1, description="FCM fuzzifier for clustering")
     m2: float | None = Field(None, gt=1, description="FCM fuzzifier of the draw")
-    lambda1: float | None = Field(None, gt=0, description="entropy FCM lambda for clustering")
-    lambda2: float | None = Field(None, gt=0, description="entropy FCM lambda of the draw")
+    lambda1: float | None = Field(
+        None, gt=0, description="entropy FCM lambda for clustering (per standardized unit^2)"
+    )
+    lambda2: float | None = Field(
+        None, gt=0, description="entropy FCM lambda of the draw (per standardized unit^2)"
+    )
     restarts: int = Field(5, ge=1, le=100, description="FCM restarts, lowest objective kept")
     guarantee: Literal["probabilistic_k_anonymity", "k_anonymity", "both"] = Field(
         "probabilistic_k_anonymity",

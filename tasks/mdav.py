@@ -472,7 +472,7 @@ def _mdav_kernel(
     # Speculative neighbour lists (see mdav_groups, Notes): slots 0..B-1 for predicted r's
     # (K nearest, K2 furthest), slots B..2B-1 for their predicted s's (K nearest).
     nb_q = max(batch, 1)
-    k_near = 4 * k
+    k_near = k + 2  # longer lists rarely add hits but slow the pass (more insertions)
     k_far = 4
     slot = np.full(n, -1, dtype=np.int64)  # row -> slot, -1: no list
     slot_row = np.full(2 * nb_q, -1, dtype=np.int64)
@@ -642,8 +642,8 @@ def mdav_groups(
     reads in all). Speculation shares the reads between steps: the next r's are, with few
     exceptions, among the records now furthest from the centroid, and the next s's among the
     records furthest from those. One pass computes, for the B records furthest from the
-    centroid, their ``4k`` nearest and 4 furthest records, and a second pass the ``4k`` nearest
-    of each one's furthest record. A later step whose r (or s) has such a list takes its k
+    centroid, their ``k + 2`` nearest and 4 furthest records, and a second pass the ``k + 2``
+    nearest of each one's furthest record. A later step whose r (or s) has such a list takes its k
     nearest (and s) from the list's entries still unassigned: a list of the K nearest, built
     when more records remained, still starts with the nearest of those that remain (no record
     was added since), so this is exact whenever k entries are left; otherwise the step falls

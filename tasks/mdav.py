@@ -4,10 +4,12 @@ Two implementations of one precisely defined algorithm:
 
 * :func:`mdav_groups_reference` -- straightforward numpy, one sweep over the remaining records
   per distance search. Kept as the executable specification (tests, benchmark baseline).
-* :func:`mdav_groups` -- a numba kernel that returns the *identical* labels: it computes every
-  distance with the same floating-point operations in the same order, applies the same
-  tie-breaking, and only skips records that a triangle-inequality bound (with a safety margin
-  far above rounding error) proves cannot be selected.
+* :func:`mdav_groups` -- a numba kernel that returns the *identical* labels: every distance
+  that decides anything is computed with the same floating-point operations in the same order
+  and the same tie-breaking; records are skipped only when a proven bound (a float32 filter
+  with its rounding error, the triangle inequality [3], an exact neighbour list built earlier)
+  shows they cannot be selected. 100k x 10, k = 5: about 1.5 s instead of about 3 minutes
+  (``benchmarks/mdav.py``).
 
 The arithmetic both follow, so that equal inputs give bit-equal distances:
 
@@ -24,8 +26,9 @@ References
 ----------
 [1] J. Domingo-Ferrer, V. Torra, "Ordinal, continuous and heterogeneous k-anonymity through
     microaggregation", Data Min. Knowl. Disc. 11 (2005) 195-212 (MDAV-generic).
-[2] Pairwise systematic microaggregation paper (``../shared/papers``), section IV: "MDAV-generic
-    ... the threshold 2k is altered to 3k".
+[2] M.E. Kabir, H. Wang, Y. Zhang, "A pairwise systematic microaggregation for statistical
+    disclosure control", IEEE ICDM 2010 (``../shared/papers``), section IV: "MDAV-generic ...
+    the threshold 2k is altered to 3k".
 [3] K. Fukunaga, P.M. Narendra, "A branch and bound algorithm for computing k-nearest
     neighbors", IEEE Trans. Computers C-24(7) (1975) 750-753: pruning by the triangle inequality
     with distances to a fixed pivot, ``| ||x-o|| - ||q-o|| | <= ||x-q|| <= ||x-o|| + ||q-o||``.
@@ -496,7 +499,7 @@ def _mdav_kernel(
         c_norm = np.sqrt(_sq_dist(c.reshape(1, d), 0, o))
         while labels[srt[top]] >= 0:
             top += 1
-        if c_norm > _REPIVOT * pn[top]:
+        if c_norm > _REPIVOT * pn[top] + tol:
             # the centroid drifted from the pivot and the bound loosened: re-sort the
             # remaining records by distance to the centroid, the new pivot
             o[:] = c

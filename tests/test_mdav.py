@@ -101,6 +101,8 @@ def datasets() -> dict[str, np.ndarray]:
         "near_ties": np.repeat(base[:50], 4, axis=0) + 1e-12 * rng.standard_normal((200, 3)),
         "one_column": rng.integers(0, 20, size=(300, 1)).astype(float),
         "clustered": np.repeat(rng.standard_normal((30, 5)), 17, axis=0)[:500],
+        "constant": np.ones((60, 2)),  # every distance 0: ties decide everything
+        "mostly_constant": np.vstack([np.ones((300, 2)), rng.standard_normal((12, 2))]),
     }
 
 

@@ -90,6 +90,18 @@ def test_partition_invariants(n: int, k: int) -> None:
 # --- the compiled kernel gives the reference's groups ----------------------------------------
 
 
+def test_compiled_distances_are_bit_equal_to_the_reference() -> None:
+    # the whole identity argument rests on this: same operations, same order, no fused
+    # multiply-add in the compiled code (a compiler or CPU change that fused them would fail)
+    from sdcflow.tasks.mdav import _sq_dist, _sq_dist_rows
+
+    rng = np.random.default_rng(11)
+    P = rng.standard_normal((500, 7)) * rng.lognormal(size=7)
+    q = rng.standard_normal(7)
+    compiled = np.array([_sq_dist(P, i, q) for i in range(P.shape[0])])
+    np.testing.assert_array_equal(compiled, _sq_dist_rows(P, q))
+
+
 def datasets() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(7)
     base = rng.integers(0, 4, size=(400, 3)).astype(float)

@@ -48,6 +48,24 @@ def _memberships(D: np.ndarray, nv: int, p: float, lam: float, entropy: bool, u:
         u[j] /= total
 
 
+@nb.njit(cache=True)
+def _order_desc(u: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Indices of ``u`` by decreasing value, by insertion sort: candidates arrive sorted by
+    distance from the last query, so ``u`` is nearly sorted and this is about linear."""
+    Q = u.size
+    for j in range(Q):
+        order[j] = j
+    for j in range(1, Q):
+        cur = order[j]
+        val = u[cur]
+        t = j - 1
+        while t >= 0 and u[order[t]] < val:
+            order[t + 1] = order[t]
+            t -= 1
+        order[t + 1] = cur
+    return order
+
+
 @nb.njit(cache=True, inline="always")
 def _record_terms(u: float, D: float, m: float, lam: float, entropy: bool):
     """(centre weight, objective term) of one membership ([1] eq. 1 / eq. 2, 4)."""
@@ -122,6 +140,7 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
     tail = np.zeros(n)
     D = np.empty(Q)
     u = np.empty(Q)
+    order = np.empty(Q, dtype=np.int64)
     for k in range(n):
         for j in range(Q):
             i = nbr[k, j]
@@ -131,7 +150,7 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
                 s += diff * diff
             D[j] = s
         _memberships(D, Q, p, lam, entropy, u)
-        order = np.argsort(-u)
+        order = _order_desc(u, order)
         # beyond the candidates every centre is at least as far as the farthest candidate
         dmax = D[order[Q - 1]]
         dmin = D[order[0]]
@@ -219,9 +238,10 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
     p = 1.0 / (m - 1.0) if not entropy else 0.0
     idx = np.full((n, Q), -1, dtype=np.int64)
     val = np.zeros((n, Q))
+    D = np.empty(Q)
+    u = np.empty(Q)
+    order = np.empty(Q, dtype=np.int64)
     for k in range(n):
-        D = np.empty(Q)
-        u = np.empty(Q)
         for j in range(Q):
             i = nbr[k, j]
             s = 0.0
@@ -230,7 +250,7 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
                 s += diff * diff
             D[j] = s
         _memberships(D, Q, p, lam, entropy, u)
-        order = np.argsort(-u)
+        order = _order_desc(u, order)
         acc = 0.0
         q = 0
         while q < Q and acc < mass:

@@ -87,7 +87,14 @@ def release(
                 decision = "REFUSED: raw records violate edit rules (on_violation: fail)"
                 warehouse.record_checks(run_id, [o.as_dict() for o in failed])
                 status, message = "refused", decision
-                refused = {"run_id": run_id, "decision": decision, "edit_rules": edit_summary}
+                refused = {
+                    "run_id": run_id,
+                    "decision": decision,
+                    "edit_rules": edit_summary,
+                    "checks": [o.as_dict() for o in failed],
+                    "report_dir": str(report_dir),
+                }
+                steps.run_report(spec, report_dir, refused, None)
                 return Failed(message=decision, data=ChecksFailed(failed, refused))
             constraints = edit_steps.edit_constraints(spec, rules)
             if edit_steps.needs_repair(spec, constraints):
@@ -126,6 +133,7 @@ def release(
             decision = "all checks passed (check only, not published)"
         outcome["decision"] = decision
         steps.report_artifacts(spec, run_id, outcomes, decision)
+        report = steps.run_report(spec, report_dir, outcome, result)
         if failed:
             # A Failed final state ends the flow run Failed and re-raises ChecksFailed to the
             # caller, without logging a traceback for what is a decision, not a crash.
@@ -144,7 +152,15 @@ def release(
                 "edit_rules": edit_summary,
                 "software": steps.software_versions(),
             }
-            published = steps.publish(spec, warehouse, run_id, released, manifest, rng)
+            published = steps.publish(
+                spec,
+                warehouse,
+                run_id,
+                released,
+                manifest,
+                rng,
+                report if spec.publish_report else None,
+            )
             outcome["published"] = str(published)
         status = "published" if publish else "checked"
         logger.info("decision: %s", decision)

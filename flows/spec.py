@@ -53,6 +53,9 @@ class ReleaseSpec(BaseModel):
     output: Path = Path("published")
     warehouse: Path = Path("warehouse.duckdb")
     reports: Path = Path("reports")
+    publish_report: bool = Field(
+        False, description="also publish the run's report.html with the release"
+    )
     seed: int | None = Field(None, description="secret seed for reproducible randomness")
     base_dir: Path = Field(Path("."), exclude=True)
 

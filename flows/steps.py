@@ -114,6 +114,49 @@ def check_release(
     return outcomes
 
 
+@task(name="run-report", **STEP)
+def run_report(
+    spec: ReleaseSpec,
+    report_dir: Path,
+    outcome: dict[str, Any],
+    result: MaskResult | None,
+) -> Path:
+    """Write the run's ``report.html`` (checks, edit-rule results, plots; figures only)."""
+    from sdcflow.flows.report import class_size_figure, write_report
+    from sdcflow.tasks.anonymity import equivalence_class_sizes
+
+    edits = outcome.get("edit_rules") or {}
+    summary = {
+        "release": spec.release,
+        "run id": outcome["run_id"],
+        "method": spec.method.name,
+        "parameters": spec.method.model_dump(mode="json", exclude={"name"}),
+        "decision": outcome["decision"],
+        "records repaired before masking": edits.get("repaired_records"),
+    }
+    figures: dict[str, Any] = {}
+    tables: dict[str, pd.DataFrame] = {}
+    if result is not None:
+        sizes = equivalence_class_sizes(result.released_identifiers)
+        k = getattr(spec.method, "k", None)
+        figures["Sizes of the groups of identical released records"] = class_size_figure(sizes, k)
+    if edits.get("raw"):
+        tables["Edit rules on the raw records (violating records)"] = pd.DataFrame(
+            {"rule": list(edits["raw"]), "violating records": list(edits["raw"].values())}
+        )
+    path = write_report(
+        report_dir,
+        summary={k: v for k, v in summary.items() if v is not None},
+        checks=outcome.get("checks"),
+        edit_results=outcome.get("edit_violations"),
+        figures=figures,
+        tables=tables,
+        title=f"sdcflow release report: {spec.release}",
+    )
+    get_run_logger().info("run report written to %s", path)
+    return path
+
+
 @task(name="report-artifacts", **STEP)
 def report_artifacts(
     spec: ReleaseSpec, run_id: str, outcomes: list[CheckOutcome], decision: str
@@ -183,13 +226,15 @@ def publish(
     released: pd.DataFrame,
     manifest: dict[str, Any],
     rng: np.random.Generator,
+    report: Path | None = None,
 ) -> Path:
     """Shuffle rows (file order could link records to the source), drop the row id, and
     write the release atomically; also keep a copy in the warehouse's ``published`` schema."""
     order = rng.permutation(len(released))
     public = released.drop(columns=[ROW_ID]).iloc[order].reset_index(drop=True)
     manifest = {**manifest, "rows_shuffled": True, "published_at": datetime.now(UTC).isoformat()}
-    path = write_release(spec.output_dir, spec.release, public, manifest)
+    extra = {"report.html": report.read_bytes()} if report is not None else None
+    path = write_release(spec.output_dir, spec.release, public, manifest, extra_files=extra)
     warehouse.write_frame("published", run_id, public)
     get_run_logger().info("published %d records to %s", len(public), path)
     return path

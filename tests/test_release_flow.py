@@ -120,6 +120,9 @@ def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
 def test_failed_check_exits_1_and_publishes_nothing(tmp_path, prefect_api, capsys):
     spec = make_release(tmp_path, method={"name": "mdav", "k": 3}, checks={"k_anonymity": 5})
     assert main(["release", str(spec)]) == 1
+    # The refused run still explains itself in its report folder.
+    (report,) = (tmp_path / "reports" / "survey").glob("*/report.html")
+    assert "REFUSED" in report.read_text() and "k_anonymity" in report.read_text()
     err = capsys.readouterr().err
     assert "k_anonymity" in err and "nothing was published" in err
     assert "Traceback" not in err
@@ -133,6 +136,16 @@ def test_check_command_does_not_publish(tmp_path, prefect_api):
     spec = make_release(tmp_path)
     assert main(["check", str(spec)]) == 0
     assert not (tmp_path / "published").exists()
+    assert len(list((tmp_path / "reports" / "survey").glob("*/report.html"))) == 1
+
+
+def test_report_is_published_only_when_asked(tmp_path, prefect_api):
+    spec = make_release(tmp_path, publish_report=True)
+    assert main(["release", str(spec)]) == 0
+    out = tmp_path / "published" / "survey"
+    manifest = json.loads((out / "manifest.json").read_text())
+    digest = hashlib.sha256((out / "report.html").read_bytes()).hexdigest()
+    assert manifest["files"]["report.html"]["sha256"] == digest
 
 
 def test_failed_publication_leaves_previous_release_intact(tmp_path, prefect_api, monkeypatch):

@@ -83,8 +83,12 @@ def write_release(
     manifest: dict[str, Any],
     *,
     before_swap: Callable[[Path], None] | None = None,
+    extra_files: dict[str, bytes] | None = None,
 ) -> Path:
     """Publish ``frame`` and ``manifest`` as ``output/release`` atomically; return its path.
+
+    ``extra_files`` (name -> bytes, e.g. the run report) are published beside the data and
+    hashed in the manifest like them.
 
     ``manifest`` is completed with the row and column counts and the sha256 of each data file.
     ``before_swap`` (tests only) runs on the finished temporary directory just before the swap.
@@ -97,14 +101,20 @@ def write_release(
     try:
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp / "data.parquet")
         frame.to_csv(tmp / "data.csv", index=False)
+        extra = dict(extra_files or {})
+        if set(extra) & {*DATA_FILES, "manifest.json"} or any("/" in n for n in extra):
+            raise ValueError(f"extra file names {sorted(extra)} clash with the release files")
+        for name, blob in extra.items():
+            (tmp / name).write_bytes(blob)
+        files = (*DATA_FILES, *extra)
         manifest = {
             **manifest,
             "rows": len(frame),
             "columns": list(map(str, frame.columns)),
-            "files": {name: {"sha256": _sha256(tmp / name)} for name in DATA_FILES},
+            "files": {name: {"sha256": _sha256(tmp / name)} for name in files},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-        for name in (*DATA_FILES, "manifest.json"):
+        for name in (*files, "manifest.json"):
             _fsync_path(tmp / name)
         _fsync_path(tmp)
         if before_swap is not None:

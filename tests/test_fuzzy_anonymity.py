@@ -170,3 +170,21 @@ def test_probabilistic_check_on_a_crisp_method_uses_group_sizes(survey) -> None:
 def test_params_errors_name_the_field(spec: dict, field: str) -> None:
     with pytest.raises(ValidationError, match=field):
         METHODS["fuzzy"].params(**spec)
+
+
+@pytest.mark.parametrize("guarantee", ["probabilistic_k_anonymity", "k_anonymity"])
+def test_guarantees_hold_on_the_truncated_scale_path(monkeypatch, guarantee: str) -> None:
+    """Truncated FCM and sparse draw memberships (the path taken at scale) on small data."""
+    import sdcflow.tasks.fuzzy_microaggregation as fm
+
+    monkeypatch.setattr(fm, "DENSE_MEMBERSHIPS", 1e4)
+    X = np.random.default_rng(0).standard_normal((1500, 4))
+    res = fm.fuzzy_microaggregation(
+        X, 5, m1=1.1, m2=1.2, guarantee=guarantee, truncate=True, restarts=1, random_state=0
+    )
+    assert res.details["truncation_top"]["sampled_dropped_mass_max"] < 5e-3
+    assert res.expected_sizes.sum() == pytest.approx(1500, rel=1e-12)
+    if guarantee == "probabilistic_k_anonymity":
+        assert res.expected_sizes.min() >= 5 * (1 - 1e-12)
+    else:
+        assert res.realized_sizes[res.realized_sizes > 0].min() >= 5

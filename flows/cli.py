@@ -82,7 +82,12 @@ def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
 
 
 def _compare(
-    spec_path: str, methods: list[str], ks: list[int], out: str | None, pairs: list[str]
+    spec_path: str,
+    methods: list[str],
+    ks: list[int],
+    out: str | None,
+    pairs: list[str],
+    intruder: str,
 ) -> int:
     import yaml
 
@@ -96,7 +101,7 @@ def _compare(
             raise InputError(f"--param takes KEY=VALUE (e.g. m2=1.5), got {pair!r}")
         params[key.strip()] = yaml.safe_load(value)
     try:
-        table = compare(spec_path, methods, ks, params=params, out_dir=out)
+        table = compare(spec_path, methods, ks, params=params, intruder=intruder, out_dir=out)
     except ChecksFailed as e:
         return _fail(f"refused: {e}", EXIT_REFUSED)
     print(table.drop(columns=["run_id"]).to_string(index=False, float_format="{:.4g}".format))
@@ -132,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="method parameter for every variant that has it, e.g. m2=1.5",
     )
+    p.add_argument(
+        "--intruder",
+        choices=["manifest", "refit"],
+        default="manifest",
+        help="fuzzy methods: memberships with the recorded draw fuzziness, or refit the method",
+    )
     p.add_argument("--out", help="output folder (default: <reports>/<release>/compare-<time>)")
     return parser
 
@@ -148,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args.spec, args.cron, args.name)
         if args.command == "compare":
-            return _compare(args.spec, args.methods, args.ks, args.out, args.param)
+            return _compare(args.spec, args.methods, args.ks, args.out, args.param, args.intruder)
     except InputError as e:
         return _fail(f"error: {e}", EXIT_INPUT)
     except KeyboardInterrupt:

@@ -14,8 +14,14 @@ measured:
 * ``il`` — IL = 100 SSE/SST (utility loss, x axis of the map);
 * ``record_linkage`` — distance-based record linkage, %;
 * ``transparency_reidentification`` — % re-identified by the intruder who knows the method
-  and its parameters and reruns it (fuzzy methods: the draw distributions of the refitted
-  partition; see ``measure_checks.transparency_probabilities``);
+  and its parameters. Crisp methods: 1/|group|. Fuzzy methods, ``intruder="manifest"``
+  (default): memberships of every record to the released centres with the draw fuzziness the
+  run's manifest records (``fuzziness_draw_top``) — cheap, but it ignores the recursion into
+  sub-clusters; ``intruder="refit"``: the gate's intruder, who refits the partition and uses
+  its exact draw distributions (``measure_checks.transparency_probabilities``), as expensive
+  as the masking. Measured on 300 normal records, k = 5, m1 = 1.5, m2 = 2: manifest vs refit
+  1.38 vs 1.24 % (probabilistic guarantee), 6.79 vs 7.81 % (k_anonymity), 1.01 vs 1.29 %
+  (both) — close, and not always on the safe side;
 * ``interval_disclosure`` — rank-based interval disclosure, %;
 * ``pil`` — average probabilistic information loss, %;
 * ``k_achieved`` — smallest class of identical released quasi-identifier rows.
@@ -30,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -41,9 +47,13 @@ from sdcflow.flows.report import figure_png, write_report
 from sdcflow.flows.spec import ReleaseSpec, load_spec
 from sdcflow.tasks._validation import InputError
 from sdcflow.tasks.anonymity import k_anonymity
-from sdcflow.tasks.disclosure_risk import interval_disclosure, record_linkage
+from sdcflow.tasks.disclosure_risk import (
+    interval_disclosure,
+    record_linkage,
+    release_reidentification_probabilities,
+)
 from sdcflow.tasks.information_loss import probabilistic_loss_table, sse_sst_loss
-from sdcflow.tasks.measure_checks import transparency_probabilities
+from sdcflow.tasks.measure_checks import FUZZY_METHODS, transparency_probabilities
 from sdcflow.tasks.methods import METHODS
 
 COLUMNS = [
@@ -65,6 +75,7 @@ COLUMNS = [
 # comparison takes from the example of the method's own error message (m1 = 1.1, m2 = 1.5).
 FUZZY_DEFAULTS: dict[str, float] = {"m1": 1.1, "m2": 1.5}
 FUZZINESS = ("m1", "m2", "lambda1", "lambda2")
+Intruder = Literal["manifest", "refit"]
 
 
 def variant_method(
@@ -109,18 +120,22 @@ def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> ReleaseSpec:
         ) from None
 
 
-def _original_and_masked(spec: ReleaseSpec, run_id: str) -> tuple[np.ndarray, np.ndarray]:
-    """Quasi-identifiers that went into masking and their released values, same rows."""
+def _original_and_masked(spec: ReleaseSpec, run_id: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Quasi-identifiers that went into masking and their released values, same rows; None
+    when the run stopped before masking (no ``masked`` table)."""
     import duckdb
 
     from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
     warehouse = Warehouse(spec.warehouse_path)
     try:
+        masked = warehouse.read_frame("masked", run_id)
+    except duckdb.CatalogException:
+        return None
+    try:
         original = warehouse.read_frame("edited", run_id)
     except duckdb.CatalogException:  # the run had no editing step
         original = warehouse.read_frame("raw", run_id)
-    masked = warehouse.read_frame("masked", run_id)
     cols = list(spec.quasi_identifiers)
     merged = original[[ROW_ID, *cols]].merge(
         masked[[ROW_ID, *cols]], on=ROW_ID, suffixes=("", "__masked"), validate="1:1"
@@ -130,9 +145,33 @@ def _original_and_masked(spec: ReleaseSpec, run_id: str) -> tuple[np.ndarray, np
     return X, Xm
 
 
-def measure_variant(spec: ReleaseSpec, X: np.ndarray, Xm: np.ndarray) -> dict[str, float]:
-    """The figures of one variant (see the module docstring)."""
-    reid = transparency_probabilities(spec.method, X, Xm)
+def _manifest_probabilities(
+    spec: ReleaseSpec, X: np.ndarray, Xm: np.ndarray, details: Mapping[str, Any]
+) -> np.ndarray:
+    """The ``manifest`` intruder: memberships to the released centres with the draw fuzziness
+    the run's manifest records (``fuzziness_draw_top``, else the spec's m2 / lambda2)."""
+    if getattr(spec.method, "name", None) not in FUZZY_METHODS:
+        return release_reidentification_probabilities(X, Xm)
+    top = details.get("fuzziness_draw_top") or {}
+    m = top.get("m", getattr(spec.method, "m2", None))
+    lam = top.get("lambda", getattr(spec.method, "lambda2", None))
+    return release_reidentification_probabilities(X, Xm, m=None if lam is not None else m, lam=lam)
+
+
+def measure_variant(
+    spec: ReleaseSpec,
+    X: np.ndarray,
+    Xm: np.ndarray,
+    details: Mapping[str, Any] | None = None,
+    *,
+    intruder: Intruder = "manifest",
+) -> dict[str, float]:
+    """The figures of one variant (see the module docstring); ``details`` are the run's
+    method details (what its manifest records)."""
+    if intruder == "refit":
+        reid = transparency_probabilities(spec.method, X, Xm)
+    else:
+        reid = _manifest_probabilities(spec, X, Xm, details or {})
     return {
         "il": sse_sst_loss(X, Xm),
         "record_linkage": record_linkage(X, Xm),
@@ -174,6 +213,7 @@ def compare(
     ks: Sequence[int],
     *,
     params: Mapping[str, Any] | None = None,
+    intruder: Intruder = "manifest",
     out_dir: str | Path | None = None,
 ) -> pd.DataFrame:
     """Run every (method, k) without publishing and draw the risk-utility map.
@@ -185,6 +225,8 @@ def compare(
     ks : minimum group sizes
     params : further method parameters for every variant whose method has them
         (``{"m1": 1.5, "m2": 2}``); see :func:`variant_method`
+    intruder : {"manifest", "refit"}
+        Transparency intruder for fuzzy methods (module docstring); crisp methods: 1/|group|.
     out_dir : folder for ``risk_utility.png``, ``risk_utility.csv`` and ``report.html``;
         default ``<reports>/<release>/compare-<UTC time>``
 
@@ -204,19 +246,23 @@ def compare(
     rows = []
     for block, vspec in variants:
         name, k = block["name"], block["k"]
+        refused: ChecksFailed | None = None
         try:
             outcome = release(str(spec_path), publish=False, method=block)
         except ChecksFailed as e:
-            if "checks" not in e.outcome:  # refused before masking (edit rules, fail mode)
-                raise
-            outcome = e.outcome
-        X, Xm = _original_and_masked(vspec, outcome["run_id"])
+            refused, outcome = e, e.outcome
+        data = _original_and_masked(vspec, outcome["run_id"])
+        if data is None:  # refused before masking (edit rules under on_violation: fail)
+            if refused is not None:
+                raise refused
+            raise RuntimeError(f"run {outcome['run_id']} stored no masked table")
+        X, Xm = data
         rows.append(
             {
                 "method": name,
                 "k": k,
                 "params": _described(block),
-                **measure_variant(vspec, X, Xm),
+                **measure_variant(vspec, X, Xm, outcome.get("method_details"), intruder=intruder),
                 "checks_passed": all(r["verdict"] == "pass" for r in outcome["checks"]),
                 "run_id": outcome["run_id"],
             }

@@ -184,7 +184,8 @@ def measure_variant(
 
 def risk_utility_figure(table: pd.DataFrame) -> Figure:
     """Two panels, record linkage and transparency re-identification against IL; one marker
-    per method, each point labelled with its k, points of a method joined in k order."""
+    per method, each point labelled with its k, points of a method joined in k order. The IL
+    axis turns logarithmic when the losses span more than a factor 20."""
     fig = Figure(figsize=(10, 4.4))
     axes = fig.subplots(1, 2, sharex=True)
     risks = [
@@ -198,7 +199,12 @@ def risk_utility_figure(table: pd.DataFrame) -> Figure:
             for _, r in rows.iterrows():
                 ax.annotate(f"k={int(r['k'])}", (r["il"], r[col]), textcoords="offset points",
                             xytext=(4, 4), fontsize=8)  # fmt: skip
-        ax.set_xlabel("information loss IL = 100 SSE/SST")
+        il = table["il"].to_numpy(dtype=float)
+        if il.size and il.min() > 0 and il.max() > 20 * il.min():  # spans decades: log axis
+            ax.set_xscale("log")
+            ax.set_xlabel("information loss IL = 100 SSE/SST (log scale)")
+        else:
+            ax.set_xlabel("information loss IL = 100 SSE/SST")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend(title="method")

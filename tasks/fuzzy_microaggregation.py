@@ -130,6 +130,9 @@ class _Node:
     expected: np.ndarray
     draw: Fuzziness
     children: dict[int, _Node] = field(default_factory=dict)
+    # for a child: the parent's row positions of its rows, and their parent memberships
+    parent_pos: np.ndarray | None = None
+    factor: np.ndarray | None = None
 
 
 @dataclass
@@ -233,16 +236,9 @@ def _build(Z: np.ndarray, rows: np.ndarray, w: np.ndarray, s: _Search, depth: in
             sub_rows, sub_u = r[sel], u[sel]
             child = _build(Z, rows[sub_rows], w[sub_rows] * sub_u, s, depth + 1)
             if len(child.V) > 1:
-                node.children[int(ci)] = _with_parent_pos(child, sub_rows, sub_u)
+                child.parent_pos, child.factor = sub_rows, sub_u
+                node.children[int(ci)] = child
     return node
-
-
-def _with_parent_pos(child: _Node, parent_pos: np.ndarray, factor: np.ndarray) -> _Node:
-    """Remember which parent rows the child's rows are (kept in ``child.rows`` as global
-    indices already) and the parent membership factor of each."""
-    child.parent_pos = parent_pos  # type: ignore[attr-defined]
-    child.factor = factor  # type: ignore[attr-defined]
-    return child
 
 
 def _flatten(
@@ -265,9 +261,10 @@ def _flatten(
     parts_p.append(node.coo_u[direct])
     for _, child in node.children.items():
         cr, cl, cp = _flatten(child, leaves, expected)
-        parts_r.append(child.parent_pos[cr])  # type: ignore[attr-defined]
+        assert child.parent_pos is not None and child.factor is not None
+        parts_r.append(child.parent_pos[cr])
         parts_l.append(cl)
-        parts_p.append(cp * child.factor[cr])  # type: ignore[attr-defined]
+        parts_p.append(cp * child.factor[cr])
     return np.concatenate(parts_r), np.concatenate(parts_l), np.concatenate(parts_p)
 
 

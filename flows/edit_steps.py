@@ -149,7 +149,7 @@ def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
     """Linear error rules must be keepable by masking: all their columns masked together or
     all released unchanged."""
     qis = set(spec.quasi_identifiers)
-    kept = set(spec.keep)
+    kept = set(spec.keep) | set(spec.sensitive)
     for rule in rules:
         if not rule.is_linear or rule.severity != "error":
             continue

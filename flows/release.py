@@ -111,7 +111,7 @@ def release(
             )
             edit_violations = post.counts()
             edit_summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
-        outcomes = steps.check_release(spec, frame, result, edit_violations, rng)
+        outcomes = steps.check_release(spec, frame, result, edit_violations, rng, constraints)
         warehouse.record_checks(run_id, [o.as_dict() for o in outcomes])
         failed = [o for o in outcomes if not o.passed]
         outcome: dict[str, Any] = {

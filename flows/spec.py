@@ -29,6 +29,27 @@ from sdcflow.tasks.methods import METHODS, MethodParams
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
+class ClusterLossOptions(BaseModel):
+    """Settings of the cluster-specific loss gates (fuzzy c-means on both files)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    c: int = Field(10, ge=2, description="clusters")
+    m: float = Field(1.5, gt=1, description="fuzziness")
+    restarts: int = Field(20, ge=1, description="best of this many runs by objective")
+    alpha: float = Field(0.5, gt=0, le=1, description="alpha-cut of the index gates")
+    random_state: int = Field(0, description="the measure's own seed (not a secret)")
+
+
+class MeasureOptions(BaseModel):
+    """Settings of the loss and risk measures behind the ``checks:`` gates."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    interval_disclosure_p: float | list[float] | None = Field(
+        None, description="rank-interval width(s) in %; default 1..10 averaged"
+    )
+    cluster_loss: ClusterLossOptions = Field(default_factory=ClusterLossOptions)
+
+
 class ReleaseSpec(BaseModel):
     """A release: where the data come from, how they are masked, checked and published."""
 
@@ -40,7 +61,8 @@ class ReleaseSpec(BaseModel):
     quasi_identifiers: list[str] = Field(min_length=1, description="numeric columns to mask")
     keep: list[str] = Field(default_factory=list, description="columns published unchanged")
     sensitive: list[str] = Field(
-        default_factory=list, description="confidential attributes for l-diversity checks"
+        default_factory=list,
+        description="confidential attributes, published unchanged and gated by l-diversity",
     )
     edits: list[str | dict[str, Any]] = Field(default_factory=list, description="edit rules")
     rules_file: Path | None = Field(None, description="YAML file of further edit rules")
@@ -50,6 +72,7 @@ class ReleaseSpec(BaseModel):
         None, description="quasi-identifiers split into blocks masked separately"
     )
     checks: dict[str, float] = Field(default_factory=dict)
+    measures: MeasureOptions = Field(default_factory=MeasureOptions)
     output: Path = Path("published")
     warehouse: Path = Path("warehouse.duckdb")
     reports: Path = Path("reports")

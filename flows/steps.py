@@ -70,9 +70,10 @@ def mask(
 
 
 def released_frame(spec: ReleaseSpec, frame: pd.DataFrame, result: MaskResult) -> pd.DataFrame:
-    """Masked quasi-identifiers + kept columns (+ the row id for the warehouse), input order."""
+    """Masked quasi-identifiers + kept and sensitive columns, unchanged (+ the row id for the
+    warehouse), in input order."""
     out = result.masked.reset_index(drop=True).copy()
-    for col in spec.keep:
+    for col in [*spec.keep, *spec.sensitive]:
         out[col] = frame[col].to_numpy()
     out[ROW_ID] = frame[ROW_ID].to_numpy()
     return out
@@ -83,6 +84,24 @@ def store_masked(warehouse: Warehouse, run_id: str, released: pd.DataFrame) -> s
     return warehouse.write_frame("masked", run_id, released)
 
 
+def measure_settings(
+    spec: ReleaseSpec,
+    frame: pd.DataFrame,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> dict[str, Any]:
+    """The ``CheckContext.extra`` keys the measure gates read (see tasks/measure_checks.py)."""
+    extra: dict[str, Any] = {
+        "sensitive": frame[spec.sensitive] if spec.sensitive else None,
+        "rng": rng,
+        "cluster_loss": spec.measures.cluster_loss.model_dump(),
+        "constraints": constraints,
+    }
+    if spec.measures.interval_disclosure_p is not None:
+        extra["interval_disclosure_p"] = spec.measures.interval_disclosure_p
+    return extra
+
+
 @task(name="checks", **STEP)
 def check_release(
     spec: ReleaseSpec,
@@ -90,6 +109,7 @@ def check_release(
     result: MaskResult,
     edit_violations: dict[str, int] | None,
     rng: np.random.Generator,
+    constraints: LinearConstraints | None = None,
 ) -> list[CheckOutcome]:
     ctx = CheckContext(
         original=frame[spec.quasi_identifiers].to_numpy(dtype=np.float64),
@@ -98,7 +118,7 @@ def check_release(
         method=spec.method,
         edit_violations=edit_violations,
         kept=frame[spec.keep + spec.sensitive] if (spec.keep or spec.sensitive) else None,
-        extra={"sensitive": frame[spec.sensitive] if spec.sensitive else None, "rng": rng},
+        extra=measure_settings(spec, frame, rng, constraints),
     )
     outcomes = run_checks(ctx, spec.checks)
     logger = get_run_logger()

@@ -262,3 +262,31 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, kind, expected):
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "published").exists()
     assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+def test_measure_gates_take_their_settings_from_the_spec(tmp_path, prefect_api):
+    spec = make_release(
+        tmp_path,
+        rows=200,
+        sensitive=["sector"],
+        checks={
+            "max_record_linkage": 100,
+            "max_interval_disclosure": 100,
+            "max_cluster_loss_d1": 1e9,
+            "l_diversity": 1,
+        },
+        measures={"interval_disclosure_p": 5, "cluster_loss": {"c": 3, "restarts": 2}},
+    )
+    assert main(["release", str(spec)]) == 0
+    manifest = json.loads((tmp_path / "published" / "survey" / "manifest.json").read_text())
+    figures = {c["check"]: c["figure"] for c in manifest["checks"]}
+    assert {"max_record_linkage", "max_interval_disclosure", "max_cluster_loss_d1"} <= set(figures)
+    assert figures["l_diversity"] >= 1
+    published = pd.read_parquet(tmp_path / "published" / "survey" / "data.parquet")
+    assert list(published.columns) == [*QIS, "region", "sector"]  # sensitive: unchanged
+
+
+def test_unknown_measure_setting_is_a_clear_error(tmp_path, capsys):
+    spec = make_release(tmp_path, rows=50, measures={"cluster_loss": {"clusters": 3}})
+    assert main(["check", str(spec)]) == 2
+    assert "measures.cluster_loss.clusters" in capsys.readouterr().err

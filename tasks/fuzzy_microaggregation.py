@@ -215,7 +215,7 @@ def _build(Z: np.ndarray, rows: np.ndarray, w: np.ndarray, s: _Search, depth: in
             fz2 = _escalate(s.fz2, step)
             r, i, u = _draw_memberships(X, V, fz2, s)
             expected = np.bincount(i, weights=w[r] * u, minlength=c)
-            if not s.probabilistic or expected.min() >= s.k * (1 - 1e-12) or c == 1:
+            if not s.probabilistic or expected.min() >= s.k or c == 1:
                 break
         else:
             # [3] section IV: lower c; keep the centres that hold >= k, warm start from them
@@ -596,7 +596,7 @@ def fuzzy_partition(
         "fcm_status_top": fit.message,
         "expected_size": _summary(expected),
         "expected_size_sum": float(expected.sum()),
-        "centres_expected_below_k": int(np.count_nonzero(expected < k * (1 - 1e-12))),
+        "centres_expected_below_k": int(np.count_nonzero(expected < k)),
     }
     if fit.truncation is not None:
         details["truncation_top"] = fit.truncation

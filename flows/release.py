@@ -7,9 +7,11 @@ or call :func:`release` from Python / a Prefect deployment.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from prefect.states import Failed
@@ -18,6 +20,7 @@ from sdcflow.flows import edit_steps, steps
 from sdcflow.flows.spec import ReleaseSpec, load_spec
 from sdcflow.tasks._validation import check_random_state
 from sdcflow.tasks.checks import CheckOutcome
+from sdcflow.tasks.constraints import LinearConstraints
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -44,6 +47,61 @@ def with_method(spec: ReleaseSpec, method: dict[str, Any] | None) -> ReleaseSpec
     return ReleaseSpec.model_validate(data)
 
 
+@dataclass
+class _Edits:
+    """What the edit-rule stage hands on: the (repaired) records and the linear constraints."""
+
+    rules: list[Any]
+    frame: pd.DataFrame
+    constraints: LinearConstraints | None = None
+    summary: dict[str, Any] | None = None
+    refused: list[CheckOutcome] | None = None
+
+
+def _edit_raw(
+    spec: ReleaseSpec, warehouse: Warehouse, run_id: str, frame: pd.DataFrame, docs: Path
+) -> _Edits:
+    """Validate the raw records against the edit rules; refuse (``fail``) or repair them."""
+    rules = edit_steps.spec_rules(spec, list(frame.columns))
+    if not rules:
+        return _Edits(rules, frame)
+    pre = edit_steps.validate_edits(warehouse, run_id, "raw", rules, docs / "raw", spec.release)
+    summary: dict[str, Any] = {"raw": pre.counts(None), "repaired_records": 0}
+    if spec.on_violation == "fail" and not pre.success:
+        return _Edits(rules, frame, summary=summary, refused=edit_steps.rule_failures(pre))
+    constraints = edit_steps.edit_constraints(spec, rules)
+    if edit_steps.needs_repair(spec, constraints):
+        frame, summary["repaired_records"] = edit_steps.repair_edits(
+            spec, warehouse, run_id, frame, constraints
+        )
+    return _Edits(rules, frame, constraints, summary)
+
+
+def _edit_masked(
+    spec: ReleaseSpec,
+    warehouse: Warehouse,
+    run_id: str,
+    edits: _Edits,
+    released: pd.DataFrame,
+    docs: Path,
+) -> dict[str, int] | None:
+    """Validate the released records against the rules they carry; per-rule counts."""
+    if not edits.rules or edits.summary is None:
+        return None
+    checkable, skipped = edit_steps.released_rules(edits.rules, list(released.columns))
+    post = edit_steps.validate_edits(
+        warehouse, run_id, "masked", checkable, docs / "masked", spec.release, skipped
+    )
+    edits.summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
+    return post.counts()
+
+
+def _decision(failed: list[CheckOutcome], publish: bool) -> str:
+    if failed:
+        return "REFUSED: " + ", ".join(o.key for o in failed) + " failed"
+    return "published" if publish else "all checks passed (check only, not published)"
+
+
 @flow(name="sdc-release", persist_result=False, log_prints=False)
 def release(
     spec_path: str, publish: bool = True, method: dict[str, Any] | None = None
@@ -57,15 +115,16 @@ def release(
     method : optional replacement for the spec's ``method`` block (comparisons).
 
     Returns the run outcome (run id, decision, checks, method details, published path).
-    When a check fails the flow run ends Failed and the call raises ``ChecksFailed``;
-    ``audit.runs`` records the run as ``refused`` (``failed`` is kept for errors).
+    When a check or, under ``on_violation: fail``, an edit rule fails, the flow run ends
+    Failed and the call raises ``ChecksFailed``; ``audit.runs`` records the run as
+    ``refused`` (``failed`` is kept for errors).
     """
     spec = with_method(load_spec(spec_path), method)
     run_id = _run_id()
-    logger = get_run_logger()
     warehouse = Warehouse(spec.warehouse_path)
     rng = check_random_state(spec.seed)
     report_dir = spec.reports_dir / spec.release / run_id
+    docs = report_dir / "data-docs"
 
     steps.check_inputs(spec)
     warehouse.start_run(run_id, spec.release, spec.sha256(), spec.method.name)
@@ -73,97 +132,64 @@ def release(
     try:
         frame = steps.ingest(spec, warehouse, run_id)
         n_rows = len(frame)
-        # Edit rules: validate the raw table, then fail or repair (edit_steps, issue 3).
-        rules = edit_steps.spec_rules(spec, list(frame.columns))
-        constraints, edit_summary = None, None
-        if rules:
-            docs = report_dir / "data-docs"
-            pre = edit_steps.validate_edits(
-                warehouse, run_id, "raw", rules, docs / "raw", spec.release
-            )
-            edit_summary = {"raw": pre.counts(None), "repaired_records": 0}
-            if spec.on_violation == "fail" and not pre.success:
-                failed = edit_steps.rule_failures(pre)
-                decision = "REFUSED: raw records violate edit rules (on_violation: fail)"
-                warehouse.record_checks(run_id, [o.as_dict() for o in failed])
-                status, message = "refused", decision
-                refused = {
-                    "run_id": run_id,
-                    "decision": decision,
-                    "edit_rules": edit_summary,
-                    "checks": [o.as_dict() for o in failed],
-                    "report_dir": str(report_dir),
-                }
-                steps.run_report(spec, report_dir, refused, None)
-                return Failed(message=decision, data=ChecksFailed(failed, refused))
-            constraints = edit_steps.edit_constraints(spec, rules)
-            if edit_steps.needs_repair(spec, constraints):
-                frame, moved = edit_steps.repair_edits(spec, warehouse, run_id, frame, constraints)
-                edit_summary["repaired_records"] = moved
-        result = steps.mask(spec, frame, rng, constraints)
-        released = steps.released_frame(spec, frame, result)
-        steps.store_masked(warehouse, run_id, released)
-        edit_violations = None
-        if rules:
-            checkable, skipped = edit_steps.released_rules(rules, list(released.columns))
-            post = edit_steps.validate_edits(
-                warehouse, run_id, "masked", checkable, docs / "masked", spec.release, skipped
-            )
-            edit_violations = post.counts()
-            edit_summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
-        outcomes = steps.check_release(spec, frame, result, edit_violations, rng, constraints)
-        warehouse.record_checks(run_id, [o.as_dict() for o in outcomes])
-        failed = [o for o in outcomes if not o.passed]
         outcome: dict[str, Any] = {
             "run_id": run_id,
             "release": spec.release,
             "method": spec.method.model_dump(mode="json"),
-            "method_details": result.details,
-            "checks": [o.as_dict() for o in outcomes],
-            "edit_violations": edit_violations,
-            "edit_rules": edit_summary,
             "report_dir": str(report_dir),
             "published": None,
         }
-        if failed:
-            decision = "REFUSED: " + ", ".join(o.key for o in failed) + " failed"
-        elif publish:
-            decision = "published"
-        else:
-            decision = "all checks passed (check only, not published)"
-        outcome["decision"] = decision
-        steps.report_artifacts(spec, run_id, outcomes, decision)
+
+        edits = _edit_raw(spec, warehouse, run_id, frame, docs)
+        if edits.refused:
+            outcome |= {
+                "decision": "REFUSED: raw records violate edit rules (on_violation: fail)",
+                "edit_rules": edits.summary,
+                "checks": [o.as_dict() for o in edits.refused],
+            }
+            warehouse.record_checks(run_id, outcome["checks"])
+            steps.run_report(spec, report_dir, outcome, None)
+            status, message = "refused", outcome["decision"]
+            return Failed(message=message, data=ChecksFailed(edits.refused, outcome))
+
+        result = steps.mask(spec, edits.frame, rng, edits.constraints)
+        released = steps.released_frame(spec, edits.frame, result)
+        steps.store_masked(warehouse, run_id, released)
+        edit_violations = _edit_masked(spec, warehouse, run_id, edits, released, docs)
+
+        outcomes = steps.check_release(
+            spec, edits.frame, result, edit_violations, rng, edits.constraints
+        )
+        warehouse.record_checks(run_id, [o.as_dict() for o in outcomes])
+        failed = [o for o in outcomes if not o.passed]
+        outcome |= {
+            "method_details": result.details,
+            "checks": [o.as_dict() for o in outcomes],
+            "edit_violations": edit_violations,
+            "edit_rules": edits.summary,
+            "decision": _decision(failed, publish),
+        }
+        steps.report_artifacts(spec, run_id, outcomes, outcome["decision"])
         report = steps.run_report(spec, report_dir, outcome, result)
         if failed:
             # A Failed final state ends the flow run Failed and re-raises ChecksFailed to the
             # caller, without logging a traceback for what is a decision, not a crash.
-            status, message = "refused", decision
-            return Failed(message=decision, data=ChecksFailed(failed, outcome))
+            status, message = "refused", outcome["decision"]
+            return Failed(message=message, data=ChecksFailed(failed, outcome))
+
         if publish:
-            manifest = {
-                "release": spec.release,
-                "run_id": run_id,
-                "spec": spec.public_dict(),
-                "spec_sha256": spec.sha256(),
-                "method": spec.method.model_dump(mode="json"),
-                "method_details": result.details,
-                "checks": outcome["checks"],
-                "edit_violations": edit_violations,
-                "edit_rules": edit_summary,
-                "software": steps.software_versions(),
-            }
             published = steps.publish(
                 spec,
                 warehouse,
                 run_id,
                 released,
-                manifest,
+                steps.manifest(spec, run_id, outcome),
                 rng,
                 report if spec.publish_report else None,
             )
             outcome["published"] = str(published)
         status = "published" if publish else "checked"
-        logger.info("decision: %s", decision)
+        get_run_logger().info("decision: %s", outcome["decision"])
         return outcome
     except BaseException as e:
         message = message or f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

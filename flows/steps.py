@@ -217,6 +217,22 @@ def artifact_key(release: str) -> str:
     return key or "release"
 
 
+def manifest(spec: ReleaseSpec, run_id: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    """What the run decided, for ``manifest.json`` (transparency: everything but the seed)."""
+    return {
+        "release": spec.release,
+        "run_id": run_id,
+        "spec": spec.public_dict(),
+        "spec_sha256": spec.sha256(),
+        "method": spec.method.model_dump(mode="json"),
+        "method_details": outcome["method_details"],
+        "checks": outcome["checks"],
+        "edit_violations": outcome["edit_violations"],
+        "edit_rules": outcome["edit_rules"],
+        "software": software_versions(),
+    }
+
+
 def software_versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for dist in (

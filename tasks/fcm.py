@@ -85,8 +85,8 @@ k = 5, c = n/k, 32 candidates, at most 100 iterations, one restart, the same see
 and truncated; CPU seconds of the process, the machine being shared by several jobs):
 
 =====  ==========================  =============  ================  ============  =========
-m      n = 10k: gap of the full    matched        dropped mass      10k CPU s     100k
-       objective at trunc. centres centre dist.   (mean / max)      full / trunc  CPU s
+m      10k: full objective at      matched        dropped mass      10k CPU s     100k
+       truncated centres, excess   centre dist.   (mean / max)      full / trunc  CPU s
 =====  ==========================  =============  ================  ============  =========
 1.1    +0.11 %                     0.10 sd        0.06 % / 0.48 %   64 / 1.8      55
 1.3    +1.75 %                     0.84 sd        34 % / 77 %       64 / 2.4      62

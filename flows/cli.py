@@ -1,20 +1,22 @@
 """The ``sdcflow`` command line.
 
 Exit codes: 0 published / all checks passed; 1 a check or edit rule failed (nothing
-published); 2 bad input (one line naming the field, file or column and the fix).
+published); 2 bad input (one line naming the field, file or column and the fix); 3 the run
+could not complete (e.g. Prefect's API did not start); nothing was published.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from sdcflow.tasks._validation import InputError
 
-EXIT_OK, EXIT_REFUSED, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR = 0, 1, 2, 3
 
 
 def _fail(message: str, code: int) -> int:
@@ -149,8 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    # The machine may have no internet: do not let Prefect's ephemeral server phone home.
+    # The machine may have no internet: do not let Prefect's ephemeral server phone home;
+    # and on a small, busy machine its start-up can take longer than the 20 s default.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    # `kill` (SIGTERM) unwinds like Ctrl-C, so Prefect stops its temporary server and an
+    # interrupted publication cleans up after itself.
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command in ("release", "check"):
             return _run_release(args.spec, publish=args.command == "release")
@@ -164,7 +171,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"error: {e}", EXIT_INPUT)
     except KeyboardInterrupt:
         return _fail("interrupted; nothing was published", 130)
+    except Exception as e:  # the run could not complete: say so in one line, keep the cause
+        if os.environ.get("SDCFLOW_DEBUG"):
+            raise
+        first = str(e).splitlines()[0] if str(e) else ""
+        return _fail(
+            f"run failed: {type(e).__name__}: {first}; nothing was published "
+            "(set SDCFLOW_DEBUG=1 for the traceback)",
+            EXIT_ERROR,
+        )
     return EXIT_INPUT
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

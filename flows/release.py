@@ -21,6 +21,7 @@ from sdcflow.flows.spec import ReleaseSpec, load_spec
 from sdcflow.tasks._validation import check_random_state
 from sdcflow.tasks.checks import CheckOutcome
 from sdcflow.tasks.constraints import LinearConstraints
+from sdcflow.warehouse.publish import recover
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -127,6 +128,7 @@ def release(
     docs = report_dir / "data-docs"
 
     steps.check_inputs(spec)
+    recover(spec.output_dir, spec.release)  # what a killed earlier run may have left
     warehouse.start_run(run_id, spec.release, spec.sha256(), spec.method.name)
     status, message, published, n_rows = "failed", None, None, None
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import duckdb
@@ -148,7 +149,9 @@ def test_report_is_published_only_when_asked(tmp_path, prefect_api):
     assert manifest["files"]["report.html"]["sha256"] == digest
 
 
-def test_failed_publication_leaves_previous_release_intact(tmp_path, prefect_api, monkeypatch):
+def test_failed_publication_leaves_previous_release_intact(
+    tmp_path, prefect_api, monkeypatch, capsys
+):
     spec = make_release(tmp_path)
     assert main(["release", str(spec)]) == 0
     out = tmp_path / "published" / "survey"
@@ -164,19 +167,21 @@ def test_failed_publication_leaves_previous_release_intact(tmp_path, prefect_api
         real_fsync(path)
 
     monkeypatch.setattr(publish_mod, "_fsync_path", dying_fsync)
-    with pytest.raises(OSError, match="disk vanished"):
-        main(["release", str(spec)])
+    assert main(["release", str(spec)]) == 3
+    assert "disk vanished" in capsys.readouterr().err
     assert tree_bytes(out) == before  # byte for byte
     assert [p.name for p in out.parent.iterdir()] == ["survey"]  # no partial directory
 
 
 def test_recover_restores_a_release_set_aside_by_a_crash(tmp_path):
     out = tmp_path / "published"
-    (out / ".survey.old-abc").mkdir(parents=True)
-    (out / ".survey.old-abc" / "data.csv").write_text("x\n1\n")
-    (out / ".survey.tmp-def").mkdir()
+    dead = 2**22 + 12345  # above the default pid_max: no such process
+    (out / f".survey.old-{dead}-abc").mkdir(parents=True)
+    (out / f".survey.old-{dead}-abc" / "data.csv").write_text("x\n1\n")
+    (out / f".survey.tmp-{dead}-def").mkdir()
+    (out / f".survey.tmp-{os.getpid()}-ghi").mkdir()  # a live run's: left alone
     publish_mod.recover(out, "survey")
-    assert sorted(p.name for p in out.iterdir()) == ["survey"]
+    assert sorted(p.name for p in out.iterdir()) == [f".survey.tmp-{os.getpid()}-ghi", "survey"]
     assert (out / "survey" / "data.csv").read_text() == "x\n1\n"
 
 
@@ -290,3 +295,14 @@ def test_unknown_measure_setting_is_a_clear_error(tmp_path, capsys):
     spec = make_release(tmp_path, rows=50, measures={"cluster_loss": {"clusters": 3}})
     assert main(["check", str(spec)]) == 2
     assert "measures.cluster_loss.clusters" in capsys.readouterr().err
+
+
+def test_a_killed_run_is_listed_as_interrupted(tmp_path):
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    warehouse = Warehouse(tmp_path / "w.duckdb")
+    warehouse.start_run("a" * 32, "survey", "0" * 64, "mdav")
+    with warehouse.connect() as con:  # as if its process had been killed
+        con.execute("UPDATE audit.runs SET pid = ?", [2**22 + 12345])
+    runs = warehouse.runs()
+    assert runs.loc[0, "status"] == "interrupted" and runs.loc[0, "ended_at"] is not None

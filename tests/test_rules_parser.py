@@ -303,7 +303,7 @@ def expression(draw, depth: int = 0) -> tuple[str, object]:
     kind = draw(st.sampled_from(["+", "-", "*", "/", "neg", "()"]))
     left_text, left = draw(expression(depth + 1))
     if kind == "neg":
-        return f"-{left_text}", lambda v: -left(v)
+        return f"-({left_text})", lambda v: -left(v)
     if kind == "()":
         return f"({left_text})", left
     if kind in "*/":

@@ -26,6 +26,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .warehouse import process_alive
+
 DATA_FILES = ("data.parquet", "data.csv")
 
 
@@ -62,18 +64,31 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
+def _owner_alive(path: Path) -> bool:
+    """Temporary directories are named ``.<release>.<kind>-<pid>-<uuid>``: is <pid> running?"""
+    try:
+        pid = int(path.name.rsplit("-", 2)[-2])
+    except (IndexError, ValueError):
+        return False
+    return process_alive(pid)
+
+
 def recover(output: Path, release: str) -> None:
-    """Undo what an interrupted publication left: restore a set-aside release, drop temp dirs."""
+    """Undo what an interrupted publication left: restore a set-aside release and drop the
+    temporary directories of runs that are no longer running (a concurrent run's are kept)."""
     if not output.is_dir():
         return
     target = output / release
     for old in sorted(output.glob(f".{release}.old-*")):
+        if _owner_alive(old):
+            continue
         if not target.exists():
             old.rename(target)
         else:
             shutil.rmtree(old, ignore_errors=True)
     for tmp in output.glob(f".{release}.tmp-*"):
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not _owner_alive(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_release(
@@ -96,7 +111,7 @@ def write_release(
     output.mkdir(parents=True, exist_ok=True)
     recover(output, release)
     target = output / release
-    tmp = output / f".{release}.tmp-{uuid.uuid4().hex}"
+    tmp = output / f".{release}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp / "data.parquet")
@@ -124,7 +139,7 @@ def write_release(
         elif _exchange(tmp, target):
             shutil.rmtree(tmp)  # tmp now holds the previous release
         else:
-            old = output / f".{release}.old-{uuid.uuid4().hex}"
+            old = output / f".{release}.old-{os.getpid()}-{uuid.uuid4().hex}"
             target.rename(old)
             tmp.rename(target)
             shutil.rmtree(old)

@@ -11,7 +11,9 @@ run id checked against a strict pattern, and every value travels as a ``?`` para
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -28,6 +30,21 @@ from sdcflow.tasks._validation import InputError
 SCHEMAS = ("raw", "edited", "masked", "published", "audit")
 ROW_ID = "sdc_row_id"
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+_HOST = socket.gethostname()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host (a permission error means it does)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS audit.runs (
@@ -53,6 +70,8 @@ CREATE TABLE IF NOT EXISTS audit.checks (
 );
 -- warehouses created by earlier versions gain the columns added since
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS checks JSON;
+ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS host VARCHAR;
+ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS pid BIGINT;
 """
 
 
@@ -134,12 +153,29 @@ class Warehouse:
 
     def start_run(self, run_id: str, release: str, spec_sha256: str, method: str) -> None:
         self.initialize()
+        self.mark_interrupted()
         with self.connect() as con:
             con.execute(
                 "INSERT OR REPLACE INTO audit.runs (run_id, release, spec_sha256, method, "
-                "started_at, status) VALUES (?, ?, ?, ?, ?, 'running')",
-                [run_id, release, spec_sha256, method, datetime.now(UTC)],
+                "started_at, status, host, pid) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+                [run_id, release, spec_sha256, method, datetime.now(UTC), _HOST, os.getpid()],
             )
+
+    def mark_interrupted(self) -> None:
+        """Runs left ``running`` by a process of this host that no longer exists (killed,
+        machine restarted) become ``interrupted``."""
+        with self.connect() as con:
+            rows = con.execute(
+                "SELECT run_id, pid FROM audit.runs WHERE status = 'running' AND host = ?",
+                [_HOST],
+            ).fetchall()
+            dead = [run_id for run_id, pid in rows if pid is not None and not process_alive(pid)]
+            for run_id in dead:
+                con.execute(
+                    "UPDATE audit.runs SET status = 'interrupted', ended_at = ?, "
+                    "message = 'the process ended before the run finished' WHERE run_id = ?",
+                    [datetime.now(UTC), run_id],
+                )
 
     def finish_run(
         self,
@@ -176,6 +212,7 @@ class Warehouse:
         if not self.path.exists():
             return pd.DataFrame()
         self.initialize()
+        self.mark_interrupted()
         with self.connect(read_only=True) as con:
             return con.execute(
                 "SELECT run_id, release, method, status, started_at, ended_at, n_rows, message, "

@@ -38,6 +38,12 @@ def preflight(spec: ReleaseSpec) -> dict[str, Any]:
             "column to `keep`"
         )
     missing = {c: m for c, m in profile["missing"].items() if m and c in spec.quasi_identifiers}
+    infinite = {c: m for c, m in profile["nonfinite"].items() if m and c in spec.quasi_identifiers}
+    if infinite:
+        shown = ", ".join(f"{c} ({m} infinite or NaN)" for c, m in infinite.items())
+        raise InputError(
+            f"{src}: quasi-identifier(s) {shown}; replace or drop those records before release"
+        )
     if missing:
         shown = ", ".join(f"{c} ({m} missing)" for c, m in missing.items())
         raise InputError(

@@ -94,7 +94,7 @@ def _edit_masked(
         warehouse, run_id, "masked", checkable, docs / "masked", spec.release, skipped
     )
     edits.summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
-    return post.counts()
+    return post.counts() if checkable else None
 
 
 def _decision(failed: list[CheckOutcome], publish: bool) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -105,6 +106,10 @@ class ReleaseSpec(BaseModel):
             raise ValueError(
                 f"unknown check(s) {unknown}; known checks: {', '.join(sorted(CHECKS))}"
             )
+        # Every gate's figure is a size, a share or a distance: never negative, never NaN.
+        bad = sorted(k for k, v in value.items() if not (v >= 0 and math.isfinite(v)))
+        if bad:
+            raise ValueError(f"threshold(s) of {bad} must be finite numbers >= 0")
         return value
 
     @model_validator(mode="after")

@@ -11,18 +11,23 @@ from sdcflow.tasks.methods import METHODS, MdavParams
 COLS = ["a", "b", "c", "d"]
 
 
-def _outcomes(params, blocks=None, thresholds=None):
+def _outcomes(params, blocks=None, thresholds=None, edit_violations=None):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(203, 4))
     result = mask_quasi_identifiers(X, COLS, params, rng, None, blocks)
-    ctx = CheckContext(X, COLS, result, params)
+    ctx = CheckContext(X, COLS, result, params, edit_violations=edit_violations)
     return {o.key: o for o in run_checks(ctx, thresholds or {})}
 
 
 def test_mdav_is_gated_on_its_k_without_being_asked():
     out = _outcomes(MdavParams(k=5))
     assert out["k_anonymity"].threshold == 5 and out["k_anonymity"].passed
-    assert out["max_edit_violations"].threshold == 0
+    assert "max_edit_violations" not in out  # no rule was evaluated: no vacuous pass
+
+
+def test_edit_rules_evaluated_on_the_release_are_always_gated():
+    out = _outcomes(MdavParams(k=5), edit_violations={"R1": 0, "R2": 3})
+    assert out["max_edit_violations"].figure == 3 and not out["max_edit_violations"].passed
 
 
 def test_spec_threshold_overrides_the_default():

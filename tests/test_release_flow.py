@@ -306,3 +306,28 @@ def test_a_killed_run_is_listed_as_interrupted(tmp_path):
         con.execute("UPDATE audit.runs SET pid = ?", [2**22 + 12345])
     runs = warehouse.runs()
     assert runs.loc[0, "status"] == "interrupted" and runs.loc[0, "ended_at"] is not None
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"checks": {"max_information_loss": -1}}, "must be finite numbers >= 0"),
+        ({"source": "."}, "is a folder"),
+    ],
+)
+def test_more_bad_specs_exit_2(tmp_path, capsys, change, expected):
+    spec = make_release(tmp_path, rows=50, **change)
+    assert main(["check", str(spec)]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_infinite_quasi_identifier_is_caught_before_the_run(tmp_path, capsys):
+    spec = make_release(tmp_path, rows=50)
+    frame = pd.read_csv(tmp_path / "data.csv")
+    frame["turnover"] = frame["turnover"].astype(float)
+    frame.loc[4, "turnover"] = float("inf")
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(["release", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "turnover (1 infinite or NaN)" in err and err.count("\n") == 1
+    assert not (tmp_path / "warehouse.duckdb").exists()

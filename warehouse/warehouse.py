@@ -229,6 +229,8 @@ def read_source(source: Path) -> pa.Table:
     wrong column).
     """
     source = Path(source)
+    if source.is_dir():
+        raise InputError(f"source {source} is a folder; name a CSV or Parquet file")
     if not source.is_file():
         raise InputError(f"source file {source} does not exist; check `source:` in the spec")
     suffix = source.suffix.lower()
@@ -280,9 +282,9 @@ def quote_identifier(name: str) -> str:
 def profile_source(source: Path, columns: Sequence[str]) -> dict[str, Any]:
     """Column types, row count and per-column missing counts of a source file.
 
-    Returns ``{"rows": n, "types": {column: duckdb type}, "missing": {column: count}}`` for
-    the requested ``columns`` that exist (``types`` covers every column of the file). Counts
-    only: no value leaves this function.
+    Returns ``{"rows": n, "types": {column: duckdb type}, "missing": {column: count},
+    "nonfinite": {column: count of inf/NaN}}`` for the requested ``columns`` that exist
+    (``types`` covers every column of the file). Counts only: no value leaves this function.
     """
     data = read_source(source)
     con = duckdb.connect(":memory:")
@@ -290,14 +292,20 @@ def profile_source(source: Path, columns: Sequence[str]) -> dict[str, Any]:
         con.register("src", data)
         types = {row[0]: row[1] for row in con.execute("DESCRIBE src").fetchall()}
         present = [c for c in columns if c in types]
-        exprs = ", ".join(f"count(*) - count({quote_identifier(c)})" for c in present)
-        counts = con.execute(f"SELECT count(*){', ' + exprs if exprs else ''} FROM src").fetchone()
+        numeric = [c for c in present if is_numeric_type(types[c])]
+        exprs = [f"count(*) - count({quote_identifier(c)})" for c in present] + [
+            f"count_if(NOT isfinite(CAST({quote_identifier(c)} AS DOUBLE)))" for c in numeric
+        ]
+        counts = con.execute(f"SELECT {', '.join(['count(*)', *exprs])} FROM src").fetchone()
     finally:
         con.close()
+    missing = counts[1 : 1 + len(present)]
+    nonfinite = counts[1 + len(present) :]
     return {
         "rows": int(counts[0]),
         "types": types,
-        "missing": {c: int(v) for c, v in zip(present, counts[1:], strict=True)},
+        "missing": {c: int(v) for c, v in zip(present, missing, strict=True)},
+        "nonfinite": {c: int(v) for c, v in zip(numeric, nonfinite, strict=True)},
     }
 
 

@@ -30,7 +30,7 @@ from scipy.spatial import cKDTree
 from ._validation import InputError, check_k, check_matrix
 from .box_estimates import LINEARIZED_NOTE, IntervalEstimate, interval_estimates
 from .box_optimum import optimal_half_widths
-from .box_partition import bounding_boxes, box_partition
+from .box_partition import bounding_boxes, box_partition, round_outward
 from .box_sensitivity import (
     Target,
     check_targets,
@@ -171,6 +171,7 @@ def box_anonymize(
     weights: Scheme = "equal",
     partition: Literal["targets", "standardized"] = "targets",
     columns: Sequence[str] | None = None,
+    grid: np.ndarray | None = None,
 ) -> BoxRelease:
     """Release every record as a box of >= k records shaped for the target statistics.
 
@@ -197,6 +198,9 @@ def box_anonymize(
         with the largest width in standard deviations (the unweighted baseline).
     columns : sequence of str or None
         Names for the manifest (default x0, x1, ...).
+    grid : ndarray of shape (d,) or None
+        When given, box bounds move strictly outward onto this grid (``round_outward``), so
+        that no published bound is a record's exact value; None keeps the exact cell bounds.
 
     Returns
     -------
@@ -227,6 +231,8 @@ def box_anonymize(
         raise InputError(f"partition must be 'targets' or 'standardized', got {partition!r}")
     labels = box_partition(X, np.ascontiguousarray(a), k, ell=ell, eps=eps_arr)
     lo_b, hi_b = bounding_boxes(X, labels)
+    if grid is not None:
+        lo_b, hi_b = round_outward(lo_b, hi_b, np.broadcast_to(grid, (d,)))
     lo, hi = lo_b[labels], hi_b[labels]
     centres, half = (lo + hi) / 2, (hi - lo) / 2
     a_c = combined_sensitivity(centres, targets)  # [1] eq. 8: derivatives at the centres

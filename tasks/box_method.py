@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._validation import InputError
 from .box_anonymize import box_anonymize
+from .box_partition import default_grid
 from .box_sensitivity import STAT_ARITY, Target, default_delta0
 
 StatName = Literal["mean", "variance", "std", "covariance", "correlation"]
@@ -118,14 +119,19 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: Any) -> dict[str,
     ``points`` (box centres, (n, d)), ``groups`` (box ids), ``details``, ``identifying``.
     """
     cols = list(columns)
-    unknown = sorted(set(params.epsilon) - set(cols))
+    unknown = sorted((set(params.epsilon) | set(params.grid)) - set(cols))
     if unknown:
         raise InputError(
-            f"method.epsilon: {unknown} not among the quasi-identifiers {cols}; "
+            f"method.epsilon/grid: {unknown} not among the quasi-identifiers {cols}; "
             "give resolutions for quasi-identifiers only"
         )
     targets = resolve_targets(X, cols, params.targets)
     eps = np.array([float(params.epsilon.get(c, 0.0)) for c in cols])
+    grid = None
+    if not params.exact_bounds:
+        grid = default_grid(X)
+        for j, c in enumerate(cols):
+            grid[j] = float(params.grid.get(c, grid[j]))
     rel = box_anonymize(
         X,
         targets,
@@ -135,6 +141,7 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: Any) -> dict[str,
         weights=params.weights,
         partition=params.partition,
         columns=cols,
+        grid=grid,
     )
     data: dict[str, np.ndarray] = {}
     for j, c in enumerate(cols):

@@ -266,3 +266,35 @@ def bounding_boxes(X: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     _, starts = _segments(labels, n_cells)
     Xo = X[order]
     return np.minimum.reduceat(Xo, starts, axis=0), np.maximum.reduceat(Xo, starts, axis=0)
+
+
+def round_outward(
+    lo: np.ndarray, hi: np.ndarray, grid: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Move box bounds strictly outward onto a grid, so that no bound is a record's value.
+
+    The bounding box of a cell has the cell's extreme records on its faces; published as is,
+    every bound discloses one respondent's exact value (and the file's overall minimum and
+    maximum). Each bound moves to the next grid point strictly outside it, so the box still
+    holds every record of its cell (containment and the guaranteed intervals survive) and
+    widens by less than one grid step per side.
+
+    Shapes: lo, hi (g, d); grid (d,) positive -> (g, d), (g, d).
+    """
+    grid = np.asarray(grid, dtype=np.float64)
+    new_lo = (np.ceil(lo / grid) - 1.0) * grid
+    new_hi = (np.floor(hi / grid) + 1.0) * grid
+    # Division rounding can land a grid point on (or 1 ulp inside) the bound: step once more.
+    new_lo = np.where(new_lo < lo, new_lo, new_lo - grid)
+    new_hi = np.where(new_hi > hi, new_hi, new_hi + grid)
+    return new_lo, new_hi
+
+
+def default_grid(X: np.ndarray) -> np.ndarray:
+    """A power of ten near 1/100 of each variable's standard deviation (1 when constant).
+
+    Shapes: X (n, d) -> (d,).
+    """
+    sd = X.std(axis=0)
+    safe = np.where(sd > 0, sd, 100.0)
+    return 10.0 ** np.floor(np.log10(safe / 100.0))

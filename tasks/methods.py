@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 from .box_method import BoxTarget, box_release, check_box_params
 from .constraints import LinearConstraints
@@ -159,6 +159,14 @@ class BoxParams(MethodParams):
     )
     weights: Literal["equal", "crisp", "fuzzy"] = "equal"
     partition: Literal["targets", "standardized"] = "targets"
+    grid: dict[str, PositiveFloat] = Field(
+        default_factory=dict,
+        description="per quasi-identifier: bounds move outward onto this grid "
+        "(default: a power of ten near sd/100)",
+    )
+    exact_bounds: bool = Field(
+        False, description="publish the cells' exact min/max (each is a record's value)"
+    )
 
     _cross_fields = model_validator(mode="after")(check_box_params)
 

@@ -92,14 +92,8 @@ class MdavParams(MethodParams):
     k: int = Field(ge=2, description="minimum group size")
 
 
-def _mask_mdav(
-    X: np.ndarray,
-    columns: list[str],
-    params: MdavParams,
-    rng: np.random.Generator,
-    constraints: LinearConstraints | None,
-) -> MaskResult:
-    labels = mdav(X, params.k, columns=columns)
+def _crisp_result(X: np.ndarray, columns: list[str], labels: np.ndarray) -> MaskResult:
+    """Release of a crisp microaggregation: every record replaced by its group's mean."""
     points = group_means(X, labels)
     sizes = np.bincount(labels)
     return MaskResult(
@@ -112,6 +106,16 @@ def _mask_mdav(
             "max_group_size": int(sizes.max()),
         },
     )
+
+
+def _mask_mdav(
+    X: np.ndarray,
+    columns: list[str],
+    params: MdavParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    return _crisp_result(X, columns, mdav(X, params.k, columns=columns))
 
 
 # --- Pairwise systematic (PS) microaggregation ----------------------------------------------
@@ -129,19 +133,7 @@ def _mask_ps(
     rng: np.random.Generator,
     constraints: LinearConstraints | None,
 ) -> MaskResult:
-    labels = ps(X, params.k, columns=columns)
-    points = group_means(X, labels)
-    sizes = np.bincount(labels)
-    return MaskResult(
-        masked=pd.DataFrame(points, columns=columns),
-        points=points,
-        groups=labels,
-        details={
-            "groups": int(sizes.size),
-            "min_group_size": int(sizes.min()),
-            "max_group_size": int(sizes.max()),
-        },
-    )
+    return _crisp_result(X, columns, ps(X, params.k, columns=columns))
 
 
 # --- Box anonymization (tasks/box_*.py) -----------------------------------------------------

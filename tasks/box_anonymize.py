@@ -229,7 +229,7 @@ def box_anonymize(
         a = np.broadcast_to(np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0), 0.0), X.shape)
     else:
         raise InputError(f"partition must be 'targets' or 'standardized', got {partition!r}")
-    labels = box_partition(X, np.ascontiguousarray(a), k, ell=ell, eps=eps_arr)
+    labels = box_partition(X, np.ascontiguousarray(a), k, ell=ell, eps=eps_arr, columns=names)
     lo_b, hi_b = bounding_boxes(X, labels)
     if grid is not None:
         lo_b, hi_b = round_outward(lo_b, hi_b, np.broadcast_to(grid, (d,)))

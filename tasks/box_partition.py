@@ -24,6 +24,8 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ._validation import InputError, check_k, check_matrix
@@ -204,6 +206,7 @@ def box_partition(
     ell: int | None = None,
     eps: np.ndarray | float | None = None,
     tiebreak: np.ndarray | None = None,
+    columns: Sequence[str] | None = None,
 ) -> np.ndarray:
     """Partition records into cells of >= k records and >= l distinct values per variable.
 
@@ -249,8 +252,9 @@ def box_partition(
         total = _distinct_counts(X, np.zeros(n, dtype=np.int64), 1, eps_arr)[0]
         if (total < ell).any():
             j = int(np.flatnonzero(total < ell)[0])
+            label = columns[j] if columns is not None else f"variable {j}"
             raise InputError(
-                f"variable {j} has only {int(total[j])} distinct value(s) in the whole file, "
+                f"{label} has only {int(total[j])} distinct value(s) in the whole file, "
                 f"fewer than l = {ell}; lower l or that variable's epsilon"
             )
     if tiebreak is None:

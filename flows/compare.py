@@ -72,8 +72,9 @@ COLUMNS = [
 
 
 # Fuzzy methods need a fuzziness family; what neither the spec nor --param gives, the
-# comparison takes from the example of the method's own error message (m1 = 1.1, m2 = 1.5).
-FUZZY_DEFAULTS: dict[str, float] = {"m1": 1.1, "m2": 1.5}
+# comparison takes from the example of the method's own error message (m1 = 1.1, m2 = 1.1:
+# see FuzzyParams for why the draw must stay nearly as crisp as the clustering).
+FUZZY_DEFAULTS: dict[str, float] = {"m1": 1.1, "m2": 1.1}
 FUZZINESS = ("m1", "m2", "lambda1", "lambda2")
 Intruder = Literal["manifest", "refit"]
 
@@ -103,7 +104,7 @@ def variant_method(
 
 
 def _described(method: Mapping[str, Any]) -> str:
-    """``m1=1.1 m2=1.5``: the variant's parameters other than name and k, for the table."""
+    """``m1=1.1 m2=1.1``: the variant's parameters other than name and k, for the table."""
     return " ".join(f"{key}={method[key]}" for key in sorted(method) if key not in ("name", "k"))
 
 

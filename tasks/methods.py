@@ -189,7 +189,15 @@ def _box_gates(params: BoxParams) -> dict[str, float]:
 
 class FuzzyParams(MethodParams):
     """Algorithm 1 of the constrained-fuzzy paper: FCM with m1 (or entropy FCM with lambda1),
-    draw memberships with m2 (lambda2), and the anonymity guarantee made exact."""
+    draw memberships with m2 (lambda2), and the anonymity guarantee made exact.
+
+    Choosing m2: with c = n/k centres the membership mass a record puts on far centres is
+    summable only for m < 1 + 2/d, and heavy-tailed data need less. Measured on 1000 records
+    of the business survey (d = 6, k = 5, m1 = 1.1), IL for m2 = 1.1 / 1.2 / 1.3 / 1.5:
+    probabilistic guarantee 21.7 / 137 / 290 / 293; crisp guarantee 20.4 (1.1) vs 59.1 (1.5).
+    Keep m2 close to m1 unless the data are light-tailed; a larger m2 buys resistance to the
+    transparency attack at a steep price in utility.
+    """
 
     name: Literal["fuzzy"] = "fuzzy"
     k: int = Field(ge=2, description="anonymity parameter; c starts at floor(n/k)")
@@ -231,7 +239,7 @@ class FuzzyParams(MethodParams):
                 )
         if all(v is None for v in fcm + efcm):
             raise ValueError(
-                "method: set m1 and m2 (fuzzy c-means, both > 1, e.g. m1: 1.1, m2: 1.5) or "
+                "method: set m1 and m2 (fuzzy c-means, both > 1, e.g. m1: 1.1, m2: 1.1) or "
                 "lambda1 and lambda2 (entropy fuzzy c-means, both > 0)"
             )
         return self

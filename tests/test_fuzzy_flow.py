@@ -48,7 +48,7 @@ def test_constrained_fuzzy_edits_while_masking(tmp_path, prefect_api):
         "name": "constrained_fuzzy",
         "k": 5,
         "m1": 1.1,
-        "m2": 1.5,
+        "m2": 1.1,
         "restarts": 2,
         "guarantee": "k_anonymity",
     }
@@ -67,7 +67,7 @@ def test_unconstrained_fuzzy_needs_the_repair_step(tmp_path, prefect_api):
         "name": "fuzzy",
         "k": 5,
         "m1": 1.1,
-        "m2": 1.5,
+        "m2": 1.1,
         "restarts": 2,
         "guarantee": "k_anonymity",
     }

@@ -86,6 +86,7 @@ from .fcm import (
 
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 DENSE_MEMBERSHIPS = 4e6  # n * c up to which draw memberships are stored densely
+WARM_MAX_ITER = 50  # iterations of a warm-started fit in the search over c
 
 
 @dataclass
@@ -199,7 +200,9 @@ def _build(Z: np.ndarray, rows: np.ndarray, w: np.ndarray, s: _Search, depth: in
             constraints=s.proj,
             sample_weight=w,
             restarts=1 if init is not None else s.restarts,
-            max_iter=s.max_iter,
+            # A warm start only adjusts centres that already fit: the search rounds need far
+            # fewer iterations than a cold fit (m1 near 1 converges slowly to tol).
+            max_iter=s.max_iter if init is None else min(s.max_iter, WARM_MAX_ITER),
             tol=s.tol,
             truncate=s.truncate,
             n_neighbors=s.n_neighbors,

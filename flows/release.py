@@ -204,7 +204,3 @@ def release(
             n_rows=n_rows,
             published_to=str(published) if published else None,
         )
-
-
-def spec_location(spec_path: str | Path) -> str:
-    return str(Path(spec_path).resolve())

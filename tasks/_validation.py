@@ -53,6 +53,21 @@ def check_matrix(
     return np.ascontiguousarray(arr)
 
 
+def check_pair(X: object, X_masked: object) -> tuple[np.ndarray, np.ndarray]:
+    """Validate an original file and its masked version: same shape, numeric, finite.
+
+    Shapes: X (n, d), X_masked (n, d) -> both as float64 arrays.
+    """
+    X = check_matrix(X, name="original")
+    Xm = check_matrix(X_masked, name="masked")
+    if X.shape != Xm.shape:
+        raise InputError(
+            f"original {X.shape} and masked {Xm.shape} must have the same shape "
+            "(same records in the same order, same variables)"
+        )
+    return X, Xm
+
+
 def check_k(k: object, n: int, *, name: str = "k") -> int:
     """Validate a minimum group size ``k`` for ``n`` records: an integer with 2 <= k <= n."""
     if isinstance(k, bool) or not isinstance(k, Integral):

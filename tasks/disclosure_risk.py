@@ -32,18 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ._validation import InputError, check_matrix
-
-
-def _check_pair(X: object, X_masked: object) -> tuple[np.ndarray, np.ndarray]:
-    X = check_matrix(X, name="original")
-    Xm = check_matrix(X_masked, name="masked")
-    if X.shape != Xm.shape:
-        raise InputError(
-            f"original {X.shape} and masked {Xm.shape} must have the same shape "
-            "(same records in the same order, same variables)"
-        )
-    return X, Xm
+from ._validation import InputError, check_pair
 
 
 def _standardize_pair(X: np.ndarray, Xm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +66,7 @@ def record_linkage_scores(
 
     Shapes: X (n, d), X_masked (n, d) -> (n,) in [0, 1].
     """
-    X, Xm = _check_pair(X, X_masked)
+    X, Xm = check_pair(X, X_masked)
     Z, Zm = _standardize_pair(X, Xm)
     tree = cKDTree(Z)
     d_min, _ = tree.query(Zm, k=1, workers=workers)
@@ -126,7 +115,7 @@ def interval_disclosure_per_variable(
 
     Shapes: X (n, d), X_masked (n, d) -> (d,) in [0, 100].
     """
-    X, Xm = _check_pair(X, X_masked)
+    X, Xm = check_pair(X, X_masked)
     ps = _percent_list(p)
     n, d = X.shape
     S = np.sort(X, axis=0)
@@ -310,7 +299,7 @@ def release_reidentification_probabilities(
 
     Shapes: X (n, d), points (n, d), groups (n,) -> (n,) in [0, 1].
     """
-    X, P = _check_pair(X, points)
+    X, P = check_pair(X, points)
     if groups is None:
         groups = np.unique(P, axis=0, return_inverse=True)[1].reshape(-1)
     groups = np.asarray(groups)

@@ -35,21 +35,10 @@ from typing import Literal
 import numpy as np
 from scipy.special import ndtr
 
-from ._validation import InputError, check_matrix
+from ._validation import InputError, check_pair
 
 Statistic = Literal["means", "variances", "covariances", "correlations"]
 STATISTICS: tuple[Statistic, ...] = ("means", "variances", "covariances", "correlations")
-
-
-def _check_pair(X: object, X_masked: object) -> tuple[np.ndarray, np.ndarray]:
-    X = check_matrix(X, name="original")
-    Xm = check_matrix(X_masked, name="masked")
-    if X.shape != Xm.shape:
-        raise InputError(
-            f"original {X.shape} and masked {Xm.shape} must have the same shape "
-            "(same records in the same order, same variables)"
-        )
-    return X, Xm
 
 
 def sse_sst_loss(X: np.ndarray, X_masked: np.ndarray) -> float:
@@ -62,7 +51,7 @@ def sse_sst_loss(X: np.ndarray, X_masked: np.ndarray) -> float:
 
     Shapes: X (n, d), X_masked (n, d) -> float in [0, inf) (0..100 for microaggregation).
     """
-    X, Xm = _check_pair(X, X_masked)
+    X, Xm = check_pair(X, X_masked)
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
     live = scale > 0
@@ -152,7 +141,7 @@ def generic_loss(
         ``NaN`` when no entry is defined (one live variable and ``statistic="correlations"``,
         or all original entries 0 for ``kind="relative"``).
     """
-    X, Xm = _check_pair(X, X_masked)
+    X, Xm = check_pair(X, X_masked)
     statistic = _check_statistic(statistic)
     if kind not in ("absolute", "relative"):
         raise InputError(f"kind must be 'absolute' or 'relative', got {kind!r}")
@@ -268,7 +257,7 @@ def probabilistic_loss_entries(
     Shapes: X (n, d), X_masked (n, d) -> (e,) with e = d, d, d(d+1)/2, d(d-1)/2 live
     variables for means, variances, covariances, correlations.
     """
-    X, Xm = _check_pair(X, X_masked)
+    X, Xm = check_pair(X, X_masked)
     statistic = _check_statistic(statistic)
     if X.shape[0] < 2:
         raise InputError("probabilistic information loss needs at least 2 records")

@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
+from survey import QIS, write_release
 
 from sdcflow.flows.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
-QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
 RULES = [
     {"rule": "total_costs == wages + other_costs", "name": "costs_add_up"},
     {"rule": "profit == turnover - total_costs", "name": "profit_identity"},
@@ -24,19 +22,17 @@ pytestmark = pytest.mark.flow
 
 
 def _spec(tmp: Path, method: dict) -> Path:
-    pd.read_csv(EXAMPLE / "data_with_errors.csv").head(400).to_csv(tmp / "d.csv", index=False)
-    spec = {
-        "release": "fz",
-        "source": "d.csv",
-        "id_column": "respondent_id",
-        "quasi_identifiers": QIS,
-        "keep": ["region"],
-        "edits": RULES,
-        "method": method,
-        "seed": 3,
-    }
-    (tmp / "s.yaml").write_text(yaml.safe_dump(spec))
-    return tmp / "s.yaml"
+    return write_release(
+        tmp,
+        data="data_with_errors.csv",
+        rows=400,
+        write_to="d.csv",
+        spec_name="s.yaml",
+        release="fz",
+        edits=RULES,
+        method=method,
+        seed=3,
+    )
 
 
 def _manifest(tmp: Path) -> dict:

@@ -10,36 +10,23 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-import yaml
+from survey import EXAMPLE, QIS, write_release
 
 from sdcflow.flows.cli import main
 from sdcflow.warehouse import publish as publish_mod
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
-QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
 
 pytestmark = pytest.mark.flow
 
 
 def make_release(tmp: Path, rows: int = 400, **overrides) -> Path:
     """A spec + a slice of the example survey in ``tmp``; returns the spec path."""
-    frame = pd.read_csv(EXAMPLE / "data.csv").head(rows)
-    frame.to_csv(tmp / "data.csv", index=False)
     spec = {
-        "release": "survey",
-        "source": "data.csv",
-        "id_column": "respondent_id",
-        "quasi_identifiers": QIS,
-        "keep": ["region"],
         "edits": ["total_costs == wages + other_costs", "profit == turnover - total_costs"],
-        "method": {"name": "mdav", "k": 5},
         "checks": {"k_anonymity": 5, "max_information_loss": 40},
         "seed": 7,
+        **overrides,
     }
-    spec.update(overrides)
-    path = tmp / "release.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    return write_release(tmp, rows=rows, **spec)
 
 
 def read_artifacts(keys: list[str]) -> dict[str, str]:

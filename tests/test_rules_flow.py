@@ -10,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from survey import EXAMPLE, QIS, write_release
 
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.flows.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
-QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
 RULES = [
     {"rule": "total_costs == wages + other_costs", "name": "costs_add_up"},
     {"rule": "profit == turnover - total_costs", "name": "profit_identity"},
@@ -31,23 +30,13 @@ pytestmark = pytest.mark.flow
 
 def make_release(tmp: Path, rows: int = 600, **overrides) -> Path:
     """A spec over a slice of the survey with injected errors; returns the spec path."""
-    frame = pd.read_csv(EXAMPLE / "data_with_errors.csv").head(rows)
-    frame.to_csv(tmp / "data.csv", index=False)
     spec = {
-        "release": "survey",
-        "source": "data.csv",
-        "id_column": "respondent_id",
-        "quasi_identifiers": QIS,
-        "keep": ["region"],
         "edits": RULES,
-        "method": {"name": "mdav", "k": 5},
         "checks": {"k_anonymity": 5, "max_information_loss": 40},
         "seed": 11,
+        **overrides,
     }
-    spec.update(overrides)
-    path = tmp / "release.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
+    return write_release(tmp, data="data_with_errors.csv", rows=rows, **spec)
 
 
 def raw_violations(frame: pd.DataFrame) -> dict[str, int]:

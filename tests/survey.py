@@ -1,0 +1,42 @@
+"""The example survey as test input: a slice of it and a release spec beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
+QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
+
+
+def write_release(
+    tmp: Path,
+    *,
+    data: str = "data.csv",
+    rows: int,
+    write_to: str = "data.csv",
+    spec_name: str = "release.yaml",
+    **spec: Any,
+) -> Path:
+    """Write the first ``rows`` records of ``examples/business_survey/<data>`` to
+    ``tmp/<write_to>`` and a spec to ``tmp/<spec_name>``; return the spec path.
+
+    The spec reads ``write_to`` with MDAV (k = 5) over the survey's quasi-identifiers and keeps
+    region; ``spec`` overrides any field (a ``source`` override leaves the slice unread).
+    """
+    pd.read_csv(EXAMPLE / data).head(rows).to_csv(tmp / write_to, index=False)
+    body = {
+        "release": "survey",
+        "source": write_to,
+        "id_column": "respondent_id",
+        "quasi_identifiers": QIS,
+        "keep": ["region"],
+        "method": {"name": "mdav", "k": 5},
+        **spec,
+    }
+    path = tmp / spec_name
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path

@@ -24,8 +24,44 @@ import numpy as np
 
 
 @nb.njit(cache=True, inline="always")
-def _memberships(D: np.ndarray, nv: int, p: float, lam: float, entropy: bool, u: np.ndarray):
-    """Fill ``u[:nv]`` with the memberships of one record given squared distances ``D[:nv]``."""
+def _ratio_power(r: float, p: float, ip: int) -> float:
+    """``r ** p`` for ``0 < r <= 1``; by repeated squaring when ``p`` is the integer ``ip``
+    (``m = 1.1, 1.2, 1.25, 1.5, 2`` give p = 10, 5, 4, 2, 1), which is several times
+    cheaper than ``pow``."""
+    if ip <= 0:
+        return r**p
+    out = 1.0
+    base = r
+    e = ip
+    while e > 0:
+        if e & 1:
+            out *= base
+        base *= base
+        e >>= 1
+    return out
+
+
+@nb.njit(cache=True)
+def _integer_exponent(m: float) -> int:
+    """``p = 1/(m-1)`` as an int when it is one to rounding (and <= 64), else 0."""
+    p = 1.0 / (m - 1.0)
+    ip = int(np.round(p))
+    if 1 <= ip <= 64 and abs(p - ip) <= 1e-9 * p:
+        return ip
+    return 0
+
+
+@nb.njit(cache=True, inline="always")
+def _memberships(
+    D: np.ndarray, nv: int, p: float, ip: int, lam: float, entropy: bool, u: np.ndarray
+) -> tuple[float, float]:
+    """Fill ``u[:nv]`` with the memberships of one record given squared distances ``D[:nv]``.
+
+    Returns ``(dmin, S)``: the smallest distance and the normalizer ``S = sum_j t_j`` of the
+    unnormalized terms ``t_j = (dmin/D_j)^p`` (FCM; ``u_j = t_j / S``), which give the FCM
+    weights without another power: ``u_j^m = u_j (dmin/D_j) S^(1-m)`` because
+    ``t_j^(m-1) = dmin/D_j``.
+    """
     dmin = D[0]
     for j in range(1, nv):
         if D[j] < dmin:
@@ -41,11 +77,11 @@ def _memberships(D: np.ndarray, nv: int, p: float, lam: float, entropy: bool, u:
             total += u[j]
     else:
         for j in range(nv):
-            r = dmin / D[j]
-            u[j] = r if p == 1.0 else r**p
+            u[j] = _ratio_power(dmin / D[j], p, ip)
             total += u[j]
     for j in range(nv):
         u[j] /= total
+    return dmin, total
 
 
 @nb.njit(cache=True)
@@ -67,13 +103,21 @@ def _order_desc(u: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(cache=True, inline="always")
-def _record_terms(u: float, D: float, m: float, lam: float, entropy: bool):
-    """(centre weight, objective term) of one membership ([1] eq. 1 / eq. 2, 4)."""
+def _record_terms(u: float, D: float, dmin: float, g: float, m: float, lam: float, entropy: bool):
+    """(centre weight, objective term) of one membership ([1] eq. 1 / eq. 2, 4).
+
+    FCM: ``u^m`` is ``u (dmin/D) g`` with ``g = S'^(1-m)`` (see :func:`_memberships`; ``S'``
+    the normalizer of the memberships as used); ``g < 0`` marks a record on a centre, where
+    the power is taken directly.
+    """
     if entropy:
         ent = u * np.log(u) / lam if u > 0.0 else 0.0
         return u, u * D + ent
-    um = u**m if m != 2.0 else u * u
-    return um, um * D
+    if g < 0.0:
+        um = u**m
+        return um, um * D
+    um = u * (dmin / D) * g
+    return um, u * dmin * g
 
 
 @nb.njit(cache=True)
@@ -87,6 +131,7 @@ def full_pass(X, w, V, m, lam, entropy):
     n, d = X.shape
     c = V.shape[0]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
+    ip = _integer_exponent(m) if not entropy else 0
     sums = np.zeros((c, d))
     wsum = np.zeros(c)
     expd = np.zeros(c)
@@ -100,11 +145,12 @@ def full_pass(X, w, V, m, lam, entropy):
                 diff = X[k, a] - V[i, a]
                 s += diff * diff
             D[i] = s
-        _memberships(D, c, p, lam, entropy, u)
+        dmin, S = _memberships(D, c, p, ip, lam, entropy, u)
+        g = S ** (1.0 - m) if not entropy and dmin > 0.0 else -1.0
         for i in range(c):
             if u[i] == 0.0:
                 continue
-            wt, term = _record_terms(u[i], D[i], m, lam, entropy)
+            wt, term = _record_terms(u[i], D[i], dmin, g, m, lam, entropy)
             wt *= w[k]
             obj += w[k] * term
             wsum[i] += wt
@@ -132,6 +178,7 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
     c = V.shape[0]
     Q = nbr.shape[1]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
+    ip = _integer_exponent(m) if not entropy else 0
     sums = np.zeros((c, d))
     wsum = np.zeros(c)
     expd = np.zeros(c)
@@ -149,7 +196,7 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
                 diff = X[k, a] - V[i, a]
                 s += diff * diff
             D[j] = s
-        _memberships(D, Q, p, lam, entropy, u)
+        dmin0, S = _memberships(D, Q, p, ip, lam, entropy, u)
         order = _order_desc(u, order)
         # beyond the candidates every centre is at least as far as the farthest candidate
         dmax = D[order[Q - 1]]
@@ -168,13 +215,14 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
             acc += u[order[q]]
             q += 1
         qk[k] = q
+        g = (S * acc) ** (1.0 - m) if not entropy and dmin0 > 0.0 else -1.0
         for jj in range(q):
             j = order[jj]
             uu = u[j] / acc
             if uu == 0.0:
                 continue
             i = nbr[k, j]
-            wt, term = _record_terms(uu, D[j], m, lam, entropy)
+            wt, term = _record_terms(uu, D[j], dmin0, g, m, lam, entropy)
             wt *= w[k]
             obj += w[k] * term
             wsum[i] += wt
@@ -190,6 +238,7 @@ def full_expected_sizes(X, w, V, m, lam, entropy):
     n, d = X.shape
     c = V.shape[0]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
+    ip = _integer_exponent(m) if not entropy else 0
     expd = np.zeros(c)
     D = np.empty(c)
     u = np.empty(c)
@@ -200,7 +249,7 @@ def full_expected_sizes(X, w, V, m, lam, entropy):
                 diff = X[k, a] - V[i, a]
                 s += diff * diff
             D[i] = s
-        _memberships(D, c, p, lam, entropy, u)
+        _memberships(D, c, p, ip, lam, entropy, u)
         for i in range(c):
             expd[i] += w[k] * u[i]
     return expd
@@ -212,6 +261,7 @@ def dense_memberships(X, V, m, lam, entropy):
     n, d = X.shape
     c = V.shape[0]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
+    ip = _integer_exponent(m) if not entropy else 0
     U = np.empty((n, c))
     for k in range(n):
         D = np.empty(c)
@@ -221,7 +271,7 @@ def dense_memberships(X, V, m, lam, entropy):
                 diff = X[k, a] - V[i, a]
                 s += diff * diff
             D[i] = s
-        _memberships(D, c, p, lam, entropy, U[k])
+        _memberships(D, c, p, ip, lam, entropy, U[k])
     return U
 
 
@@ -236,6 +286,7 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
     n, d = X.shape
     Q = nbr.shape[1]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
+    ip = _integer_exponent(m) if not entropy else 0
     idx = np.full((n, Q), -1, dtype=np.int64)
     val = np.zeros((n, Q))
     D = np.empty(Q)
@@ -249,7 +300,7 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
                 diff = X[k, a] - V[i, a]
                 s += diff * diff
             D[j] = s
-        _memberships(D, Q, p, lam, entropy, u)
+        _memberships(D, Q, p, ip, lam, entropy, u)
         order = _order_desc(u, order)
         acc = 0.0
         q = 0

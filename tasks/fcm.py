@@ -135,6 +135,8 @@ from ._validation import InputError, check_matrix, check_random_state
 from .constraints import LinearConstraints
 
 DENSE_LIMIT = 5e7  # n * c above which truncate='auto' switches to nearest-centre truncation
+TRY_TRUNCATION = 1e6  # n * c above which truncate='auto' tries truncation, checked by sampling
+AUTO_MAX_DROPPED = 2e-3  # mean sampled membership share truncation may drop under 'auto'
 INIT_JITTER = 1e-3  # random seeds start this many root-mean-variances away from their record
 
 
@@ -513,8 +515,11 @@ def fuzzy_c_means(
         Convergence when the largest centre move is at most ``tol`` times the root mean
         column variance of ``X``.
     truncate : bool or 'auto'
-        Restrict memberships to the nearest centres (module docstring). ``'auto'``: when
-        ``n c > 5e7``.
+        Restrict memberships to the nearest centres (module docstring). ``'auto'``: always
+        when ``n c > 5e7``; never when ``n c <= 1e6`` or ``c <= 2 n_neighbors``; in between,
+        a truncated fit is kept if the membership share it drops, measured on 256 sampled
+        records against all centres, averages at most 0.2 %, else it is refitted in full
+        (the result's ``message`` says so).
     n_neighbors : int
         Candidate centres per record under truncation (``Q``).
     mass : float in (0, 1]
@@ -550,27 +555,68 @@ def fuzzy_c_means(
     if not 0.0 < mass <= 1.0:
         raise InputError(f"mass must be in (0, 1], got {mass}")
     c = int(n_clusters)
-    if truncate == "auto":
-        truncate = float(n) * c > DENSE_LIMIT
     Q = min(int(n_neighbors), c)
-    if truncate and Q < 1:
+    if truncate is not False and Q < 1:
         raise InputError(f"n_neighbors must be >= 1, got {n_neighbors}")
     proj = _as_projector(constraints, d)
     rng = check_random_state(random_state)
+    if init is not None:
+        init = check_matrix(init, name="init")
+        if init.shape != (c, d):
+            raise InputError(f"init must have shape ({c}, {d}), got {init.shape}")
+    args = (X, w, c, fz, proj, int(restarts), int(max_iter), float(tol), Q, mass, init, rng)
+    if truncate != "auto":
+        return _fit(*args, truncate=bool(truncate))
+    size = float(n) * c
+    if size > DENSE_LIMIT:
+        return _fit(*args, truncate=True)
+    if size <= TRY_TRUNCATION or c <= 2 * Q:
+        return _fit(*args, truncate=False)
+    # Medium size: truncation is much cheaper, but faithful only when memberships
+    # concentrate (module docstring); keep it only if the dropped mass measured on sampled
+    # records is small, else refit in full.
+    fit = _fit(*args, truncate=True)
+    dropped = fit.truncation["sampled_dropped_mass_mean"]  # type: ignore[index]
+    if dropped <= AUTO_MAX_DROPPED:
+        return fit
+    full = _fit(*args, truncate=False)
+    full.message += (
+        f"; fitted in full: truncation to {Q} nearest centres dropped {dropped:.2%} of the "
+        "membership on sampled records"
+    )
+    return full
+
+
+def _fit(
+    X: np.ndarray,
+    w: np.ndarray,
+    c: int,
+    fz: Fuzziness,
+    proj: PolyhedronProjector | None,
+    restarts: int,
+    max_iter: int,
+    tol: float,
+    Q: int,
+    mass: float,
+    init: np.ndarray | None,
+    rng: np.random.Generator,
+    *,
+    truncate: bool,
+) -> FCMResult:
+    """The restarts of :func:`fuzzy_c_means` on validated input; the lowest objective wins."""
+    n, d = X.shape
+    npos = int(np.count_nonzero(w))
     wn = w / w.sum()
     mean = wn @ X
     scale = float(np.sqrt(max((wn @ (X - mean) ** 2).mean(), 0.0))) or 1.0
-    tol_abs = float(tol) * scale
+    tol_abs = tol * scale
 
     best: tuple | None = None
     objectives: list[float] = []
     queries = refinements = 0
-    for r in range(int(restarts)):
+    for r in range(restarts):
         if r == 0 and init is not None:
-            V0 = check_matrix(init, name="init")
-            if V0.shape != (c, d):
-                raise InputError(f"init must have shape ({c}, {d}), got {V0.shape}")
-            V0 = V0.copy()
+            V0 = init.copy()
         else:
             seeds = rng.choice(n, size=c, replace=False, p=None if npos == n else wn)
             # Seeds are moved off their records: a centre exactly on a record gives it
@@ -578,7 +624,7 @@ def fuzzy_c_means(
             # stationary point of J) and would defeat [1] Prop. 2.
             V0 = X[seeds] + INIT_JITTER * scale * rng.standard_normal((c, d))
         nbrs = _Neighbours(X, Q, refresh=0.5) if truncate else None
-        out = _fcm_restart(X, w, V0, fz, proj, int(max_iter), tol_abs, nbrs, mass)
+        out = _fcm_restart(X, w, V0, fz, proj, max_iter, tol_abs, nbrs, mass)
         if nbrs is not None:
             queries += nbrs.queries
             refinements += nbrs.refinements

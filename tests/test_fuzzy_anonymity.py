@@ -53,8 +53,8 @@ def test_probabilistic_k_anonymity_holds_and_sizes_sum_to_n(survey, kw) -> None:
 
 
 def test_recursion_into_clusters_of_2k_keeps_the_guarantee() -> None:
-    # Two blobs; a nearly crisp draw (m2 = 1.05) makes the top level lower c from 40 to 16,
-    # and the clusters of expected size >= 2k are split again (23 centres published).
+    # Two blobs; a nearly crisp draw (m2 = 1.05) makes the top level lower c from 40 to 10,
+    # and the clusters of expected size >= 2k are split again (18 centres published).
     gen = np.random.default_rng(3)
     X = np.vstack([gen.normal(0, 1, (60, 2)), gen.normal(12, 1, (60, 2))])
     res = fuzzy_microaggregation(X, 3, m1=1.1, m2=1.05, random_state=2, restarts=2, max_depth=3)
@@ -188,3 +188,27 @@ def test_guarantees_hold_on_the_truncated_scale_path(monkeypatch, guarantee: str
         assert res.expected_sizes.min() >= 5
     else:
         assert res.realized_sizes[res.realized_sizes > 0].min() >= 5
+
+
+@pytest.mark.parametrize("mass", [0.99, 1.0])
+def test_draw_distribution_is_the_smallest_set_holding_mass(survey, mass: float) -> None:
+    """Each record draws from its largest memberships holding ``mass``, renormalized."""
+    from sdcflow.tasks.fcm import memberships
+
+    X, _ = survey
+    part = fuzzy_partition(
+        X, 4, m1=1.2, m2=1.5, guarantee="k_anonymity", mass=mass, restarts=1, random_state=0
+    )
+    U = memberships(part.Z, part.centers_std, m=1.5)  # no recursion: leaves = centres
+    for j in range(len(X)):
+        a, b = part.indptr[j], part.indptr[j + 1]
+        leaf, prob = part.leaf[a:b], part.prob[a:b]
+        assert prob.sum() == pytest.approx(1.0, abs=1e-12)
+        kept = U[j, leaf].sum()
+        np.testing.assert_allclose(prob, U[j, leaf] / kept, rtol=1e-10)
+        if mass == 1.0:
+            assert b - a == np.count_nonzero(U[j])
+        else:  # the kept set holds mass, and is smallest: without its least member it does not
+            assert kept >= mass - 1e-12
+            assert kept - U[j, leaf].min() < mass
+    assert part.expected_sizes.sum() == pytest.approx(len(X), rel=1e-12)

@@ -208,3 +208,35 @@ def test_truncated_memberships_are_rows_of_the_full_ones_renormalized() -> None:
     nbr = np.argsort(((X[:, None] - V[None]) ** 2).sum(-1), axis=1)[:, :10]
     dropped = sampled_dropped_mass(X, V, nbr, fz=Fuzziness(m=1.2), mass=0.999)
     np.testing.assert_allclose(dropped, 1.0 - kept.sum(axis=1), atol=1e-12)
+
+
+@pytest.mark.parametrize("m", [1.1, 1.3, 1.5, 2.0, 3.0])
+def test_fused_pass_matches_dense_numpy(m: float) -> None:
+    """The compiled pass (integer powers, ``u^m`` from the normalizer) against [1] Prop. 1
+    and eq. 1 written out with numpy."""
+    from sdcflow.tasks import _fcm_kernels
+
+    gen = np.random.default_rng(5)
+    X, V, w = gen.standard_normal((300, 3)), gen.standard_normal((25, 3)), gen.random(300)
+    D = ((X[:, None, :] - V[None]) ** 2).sum(-1)
+    T = D ** (-1.0 / (m - 1.0))
+    U = T / T.sum(axis=1, keepdims=True)
+    W = w[:, None] * U**m
+    sums, wsum, obj, expd = _fcm_kernels.full_pass(X, w, V, m, 1.0, False)
+    np.testing.assert_allclose(wsum, W.sum(axis=0), rtol=1e-11)
+    np.testing.assert_allclose(sums, W.T @ X, rtol=1e-10, atol=1e-12)
+    assert obj == pytest.approx((W * D).sum(), rel=1e-11)
+    np.testing.assert_allclose(expd, (w[:, None] * U).sum(axis=0), rtol=1e-11)
+
+
+def test_auto_truncation_is_kept_only_where_memberships_concentrate() -> None:
+    """n c = 1.05e6: 'auto' tries truncation and keeps it for m = 1.1 in 2-D, but refits in
+    full for m = 3 in 6-D, where the 32 nearest centres hold a small part of the membership."""
+    gen = np.random.default_rng(6)
+    common = {"restarts": 1, "max_iter": 5, "random_state": 0}
+    crisp = fuzzy_c_means(gen.standard_normal((1500, 2)), 700, m=1.1, **common)
+    assert crisp.truncation is not None
+    assert crisp.truncation["sampled_dropped_mass_mean"] <= 2e-3
+    fuzzy = fuzzy_c_means(gen.standard_normal((1500, 6)), 700, m=3.0, **common)
+    assert fuzzy.truncation is None
+    assert "fitted in full" in fuzzy.message

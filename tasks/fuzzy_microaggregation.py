@@ -514,7 +514,7 @@ def fuzzy_partition(
     truncate: bool | Literal["auto"] = "auto",
     n_neighbors: int = 32,
     mass: float = 0.999,
-    escalations: int = 3,
+    escalations: int = 0,
     max_depth: int = 3,
     random_state: int | np.random.Generator | None = None,
 ) -> FuzzyPartition:
@@ -539,7 +539,9 @@ def fuzzy_partition(
     restarts, max_iter, tol, truncate, n_neighbors, mass
         Passed to :func:`sdcflow.tasks.fcm.fuzzy_c_means`.
     escalations : int
-        How many times the draw fuzziness may be raised before ``c`` is lowered.
+        How many times the draw fuzziness may be raised before ``c`` is lowered (default
+        never: on heavy-tailed data a fuzzier draw sends ordinary records to outlying
+        centres; ``methods.FuzzyParams`` has the figures).
     max_depth : int
         Recursion depth into clusters of expected size >= 2k.
     random_state : None, int or numpy.random.Generator

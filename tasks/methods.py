@@ -193,8 +193,8 @@ class FuzzyParams(MethodParams):
 
     Choosing m2: with c = n/k centres the membership mass a record puts on far centres is
     summable only for m < 1 + 2/d, and heavy-tailed data need less. Measured on 1000 records
-    of the business survey (d = 6, k = 5, m1 = 1.1), IL for m2 = 1.1 / 1.2 / 1.3 / 1.5:
-    probabilistic guarantee 21.7 / 137 / 290 / 293; crisp guarantee 20.4 (1.1) vs 59.1 (1.5).
+    of the business survey (d = 6, k = 5, m1 = 1.1, seed 0), IL for m2 = 1.1 / 1.2 / 1.3 / 1.5:
+    probabilistic guarantee 17.0 / 17.5 / 20.7 / 326; crisp guarantee 20.1 / 20.1 / 20.5 / 36.0.
     Keep m2 close to m1 unless the data are light-tailed; a larger m2 buys resistance to the
     transparency attack at a steep price in utility.
     """
@@ -211,8 +211,8 @@ class FuzzyParams(MethodParams):
     )
     restarts: int = Field(5, ge=1, le=100, description="FCM restarts, lowest objective kept")
     # Raising m2 for the whole file until an outlying cluster fills flattens every record's
-    # draw: on 600 survey records (k = 5, m1 = 1.1, m2 = 1.5) three escalations gave IL 378
-    # (ordinary records drawn to a centre 32 sd away) against IL 45 with none, where the
+    # draw: on 600 survey records (k = 5, m1 = 1.1, m2 = 1.5) three escalations gave IL 401
+    # (ordinary records drawn to a centre 32 sd away) against IL 32.6 with none, where the
     # under-filled centres are dropped instead (lower c), as in Domingo-Ferrer & Torra.
     escalations: int = Field(
         0, ge=0, le=10, description="times m2 may be raised before c is lowered (0: never)"

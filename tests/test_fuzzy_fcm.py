@@ -240,3 +240,14 @@ def test_auto_truncation_is_kept_only_where_memberships_concentrate() -> None:
     fuzzy = fuzzy_c_means(gen.standard_normal((1500, 6)), 700, m=3.0, **common)
     assert fuzzy.truncation is None
     assert "fitted in full" in fuzzy.message
+
+
+def test_screened_restarts_continue_the_best_one(gauss: np.ndarray) -> None:
+    """Each restart runs ``screen`` iterations; the best goes on, and since every
+    alternate-optimization step lowers J it ends at or below every screened objective."""
+    res = fuzzy_c_means(gauss, 12, m=1.5, restarts=4, screen=3, tol=1e-9, random_state=0)
+    assert len(res.objectives) == 4
+    assert res.objective <= min(res.objectives) + 1e-9
+    assert res.n_iter > 3
+    with pytest.raises(InputError, match="screen"):
+        fuzzy_c_means(gauss, 12, m=1.5, restarts=2, screen=0)

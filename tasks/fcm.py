@@ -222,6 +222,7 @@ class PolyhedronProjector:
             self.v0 = np.zeros(d)
             self.N = np.eye(d)
         self.B = G @ self.N  # (q, r): inequalities in null-space coordinates
+        self._faces: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.g = h - G @ self.v0
         self._bscale = 1.0 + float(np.abs(self.g).max(initial=0.0))
         if self.n_ineq:
@@ -252,13 +253,11 @@ class PolyhedronProjector:
             # Fast path, vectorized over centres with the same violated rows S: project onto
             # {B_S x = g_S}; where that point is feasible with multipliers >= 0 it satisfies
             # the KKT conditions, so it is the exact projection. The rest go through LDP.
-            pending = []
+            pending: list[int] = []
             if rows.size:
-                patterns, inverse = np.unique(bad[rows], axis=0, return_inverse=True)
-                for p, pattern in enumerate(patterns):
-                    idx = rows[inverse.ravel() == p]
-                    Bs, gs = self.B[pattern], self.g[pattern]
-                    mult = np.linalg.lstsq(Bs @ Bs.T, Bs @ Z[idx].T - gs[:, None], rcond=None)[0]
+                for idx, pattern in self._group_by_pattern(bad, rows):
+                    Bs, gs, M = self._face(pattern)
+                    mult = M @ (Bs @ Z[idx].T - gs[:, None])  # least-squares multipliers
                     cand = Z[idx] - (Bs.T @ mult).T
                     tol = 1e-12 * self._bscale
                     ok = ((cand @ self.B.T - self.g).max(axis=1) <= tol) & (
@@ -269,6 +268,30 @@ class PolyhedronProjector:
             for i in pending:
                 Z[i] = self._least_distance(Z[i])
         return self.v0 + Z @ self.N.T
+
+    @staticmethod
+    def _group_by_pattern(bad: np.ndarray, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The violating ``rows`` grouped by their pattern of violated inequalities."""
+        if rows.size == 1:
+            return [(rows, bad[rows[0]])]
+        if bad.shape[1] <= 62:  # pack each pattern into one integer: a cheap 1-D unique
+            codes = bad[rows] @ (np.int64(1) << np.arange(bad.shape[1], dtype=np.int64))
+            _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        else:
+            _, first, inverse = np.unique(bad[rows], axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        return [(rows[inverse == p], bad[rows[f]]) for p, f in enumerate(first)]
+
+    def _face(self, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(B_S, g_S, pinv(B_S B_S^T))`` of the violated set ``S``, cached: the same few
+        faces recur in every iteration."""
+        key = pattern.tobytes()
+        face = self._faces.get(key)
+        if face is None:
+            Bs, gs = self.B[pattern], self.g[pattern]
+            face = (Bs, gs, np.linalg.pinv(Bs @ Bs.T))
+            self._faces[key] = face
+        return face
 
     def _least_distance(self, z: np.ndarray) -> np.ndarray:
         """argmin ||x - z|| subject to B x <= g ([4] ch. 23: LDP through NNLS, then polish)."""

@@ -70,3 +70,23 @@ def test_unconstrained_fuzzy_needs_the_repair_step(tmp_path, prefect_api):
     assert main(["release", str(_spec(tmp_path, method))]) == 0
     edits = _manifest(tmp_path)["edit_rules"]
     assert edits["repaired_records"] > 0 and set(edits["masked"].values()) == {0}
+
+
+def test_rule_spanning_two_blocks_exits_2_naming_it(tmp_path, capsys):
+    """Blocks are microaggregated separately, so a rule across two blocks cannot hold."""
+    spec = write_release(
+        tmp_path,
+        data="data_with_errors.csv",
+        rows=100,
+        release="fz",
+        edits=RULES,
+        method={"name": "constrained_fuzzy", "k": 5, "m1": 1.1, "m2": 1.1},
+        blocks=[["employees", "turnover", "wages"], ["other_costs", "total_costs", "profit"]],
+    )
+    assert main(["release", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "costs_add_up" in err and "spans several blocks" in err
+    assert "put other_costs, total_costs, wages in one block" in err
+    assert not (tmp_path / "warehouse.duckdb").exists()
+    assert not (tmp_path / "published").exists()

@@ -357,3 +357,37 @@ def refine_candidates(X, V, nbr, graph, expand):
         for j in range(Q):
             out[k, j] = pool[order[j]]
     return out
+
+
+@nb.njit(cache=True)
+def dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs):
+    """Unconstrained, untruncated alternate optimization in one compiled call: the loop of
+    ``fcm._fcm_restart`` without its Python overhead, which dominates the thousands of tiny
+    fits of the recursive search (a few records, two or three centres).
+
+    Returns ``(V, objective, expected, iterations, converged)`` with the objective and
+    expected sizes of a final pass at the returned centres.
+    """
+    V = V.copy()
+    c, d = V.shape
+    it = 0
+    converged = False
+    for it in range(1, max_iter + 1):  # noqa: B007
+        sums, wsum, _, _ = full_pass(X, w, V, m, lam, entropy)
+        shift = 0.0
+        for i in range(c):
+            if wsum[i] <= 0.0:
+                continue
+            s = 0.0
+            for a in range(d):
+                new = sums[i, a] / wsum[i]  # [1] eq. 1 (FCM) / eq. 4 (EFCM)
+                diff = new - V[i, a]
+                s += diff * diff
+                V[i, a] = new
+            if s > shift:
+                shift = s
+        if np.sqrt(shift) <= tol_abs:
+            converged = True
+            break
+    _, _, obj, expd = full_pass(X, w, V, m, lam, entropy)
+    return V, obj, expd, it, converged

@@ -469,6 +469,9 @@ def _fcm_restart(
     nbrs: _Neighbours | None,
     mass: float,
 ) -> tuple[np.ndarray, float, np.ndarray, int, bool, dict[str, Any] | None]:
+    if proj is None and nbrs is None:
+        V, obj, expd, it, converged = _k.dense_fit(X, w, V, *fz.kernel_args(), max_iter, tol_abs)
+        return V, float(obj), expd, int(it), bool(converged), None
     converged = False
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007

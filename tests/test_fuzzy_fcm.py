@@ -236,7 +236,7 @@ def test_auto_truncation_is_kept_only_where_memberships_concentrate() -> None:
     common = {"restarts": 1, "max_iter": 5, "random_state": 0}
     crisp = fuzzy_c_means(gen.standard_normal((1500, 2)), 700, m=1.1, **common)
     assert crisp.truncation is not None
-    assert crisp.truncation["sampled_dropped_mass_mean"] <= 2e-3
+    assert crisp.truncation["sampled_dropped_mass_mean"] <= 1e-2
     fuzzy = fuzzy_c_means(gen.standard_normal((1500, 6)), 700, m=3.0, **common)
     assert fuzzy.truncation is None
     assert "fitted in full" in fuzzy.message

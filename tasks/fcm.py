@@ -102,9 +102,9 @@ truncated run converged after 45 iterations and 11 exact KD-tree queries, hence 
 c = 2000 in 10-D a record's own nearby centre outweighs all others and pins it, the
 data-point stationary points noted at ``INIT_JITTER``; the small centre distances at
 m >= 1.5 reflect that both runs stay near the same seeds, not agreement of two good fits.)
-At n = 1M (c = 200k, m = 1.1, 100 iterations) the same run took 2446 s CPU (3763 s wall),
-dropped mass 0.08 % mean / 0.72 % max (run before the first query was made approximate; not
-profiled at this size — at 100k the passes and the KD-tree queries took comparable time).
+At n = 1M (c = 200k, m = 1.1, 100 iterations, ``scale --n 1000000 --m1 1.1``) the same run
+took 1252 s CPU (943 s wall), dropped mass 0.08 % mean / 1.2 % max (2446 s before the kernel
+change and the approximate first query).
 So truncation is supported for ``m`` (``m1`` and ``m2``) up to about ``1 + 2/d`` — 1.1 in 10
 dimensions (1.3 already drops a third of the membership); above that use
 ``truncate=False`` (O(n c d) per iteration: about 0.25 s CPU per iteration at 10k x 2000)

@@ -391,3 +391,83 @@ def dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs):
             break
     _, _, obj, expd = full_pass(X, w, V, m, lam, entropy)
     return V, obj, expd, it, converged
+
+
+@nb.njit(cache=True)
+def _project_faces(Y, v0, N, B, g, tol):
+    """Projection of the rows of ``Y`` (c, d) onto ``{v0 + N z : B z <= g}`` by active sets:
+    a centre goes to its projection onto ``{B_S z = g_S}`` for a set ``S`` of rows, starting
+    from the violated ones, which is the exact projection once it is feasible with
+    multipliers >= 0 (KKT). Returns ``(P, ok)``; ``ok[i]`` is False where a few steps did not
+    reach KKT and the least-distance solver of ``fcm.py`` is needed."""
+    c = Y.shape[0]
+    Z = (Y - v0) @ N
+    ok = np.ones(c, dtype=np.bool_)
+    if B.shape[0] == 0:
+        return v0 + Z @ N.T, ok
+    q = B.shape[0]
+    for i in range(c):
+        z = Z[i].copy()
+        active = B @ z - g > 0.0
+        if not active.any():
+            continue
+        # A few active-set steps from the violated rows: drop the most negative multiplier,
+        # else add the most violated row; at a feasible point with multipliers >= 0 (KKT)
+        # the projection is exact.
+        ok[i] = False
+        for _ in range(2 * q + 2):
+            S = np.flatnonzero(active)
+            if S.size == 0:
+                cand = z.copy()
+                mult = np.zeros(0)
+            else:
+                Bs = np.ascontiguousarray(B[S])
+                mult = np.linalg.lstsq(Bs @ Bs.T, Bs @ z - g[S])[0]
+                cand = z - Bs.T @ mult
+            if mult.size and mult.min() < -tol:
+                active[S[np.argmin(mult)]] = False
+                continue
+            excess = B @ cand - g
+            worst = np.argmax(excess)
+            if excess[worst] <= tol:
+                Z[i] = cand
+                ok[i] = True
+                break
+            if active[worst]:
+                break
+            active[worst] = True
+    return v0 + Z @ N.T, ok
+
+
+@nb.njit(cache=True)
+def constrained_dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs, v0, N, B, g, tol):
+    """:func:`dense_fit` with the centres projected onto the polyhedron every iteration
+    ([1] eq. 5 / eq. 11, generalized in ``fcm.py``), as long as the face rule settles every
+    projection. Returns ``(V, Vn, iterations, converged, stalled)``: when ``stalled``, the
+    iteration after ``iterations`` produced the unprojected centres ``Vn`` whose projection
+    needs the least-distance solver, and the caller goes on from there. Otherwise ``Vn`` is
+    unused and the objective comes from a final pass by the caller."""
+    V = V.copy()
+    c, d = V.shape
+    for it in range(max_iter):
+        sums, wsum, _, _ = full_pass(X, w, V, m, lam, entropy)
+        Vn = V.copy()
+        for i in range(c):
+            if wsum[i] > 0.0:
+                for a in range(d):
+                    Vn[i, a] = sums[i, a] / wsum[i]
+        P, ok = _project_faces(Vn, v0, N, B, g, tol)
+        if not ok.all():
+            return V, Vn, it, False, True
+        shift = 0.0
+        for i in range(c):
+            s = 0.0
+            for a in range(d):
+                diff = P[i, a] - V[i, a]
+                s += diff * diff
+            if s > shift:
+                shift = s
+        V = P
+        if np.sqrt(shift) <= tol_abs:
+            return V, Vn, it + 1, True, False
+    return V, V, max_iter, False, False

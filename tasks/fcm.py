@@ -231,6 +231,8 @@ class PolyhedronProjector:
             self.N = np.eye(d)
         self.B = G @ self.N  # (q, r): inequalities in null-space coordinates
         self._faces: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # (v0, N, B, g, tol) for the compiled loop, which needs a non-trivial null space
+        self.compiled_args: tuple | None = None
         self.g = h - G @ self.v0
         self._bscale = 1.0 + float(np.abs(self.g).max(initial=0.0))
         if self.n_ineq:
@@ -251,6 +253,14 @@ class PolyhedronProjector:
                     "the edit rules admit no record (equalities and inequalities together are "
                     "infeasible); fix the rules"
                 )
+        if self.N.shape[1]:
+            self.compiled_args = (
+                np.ascontiguousarray(self.v0, dtype=np.float64),
+                np.ascontiguousarray(self.N, dtype=np.float64),
+                np.ascontiguousarray(self.B, dtype=np.float64),
+                np.ascontiguousarray(self.g, dtype=np.float64),
+                1e-12 * self._bscale,
+            )
 
     def project(self, Y: np.ndarray) -> np.ndarray:
         """Project every row of ``Y`` (c, d) onto the polyhedron; returns (c, d)."""
@@ -476,6 +486,8 @@ def _fcm_restart(
     if proj is None and nbrs is None:
         V, obj, expd, it, converged = _k.dense_fit(X, w, V, *fz.kernel_args(), max_iter, tol_abs)
         return V, float(obj), expd, int(it), bool(converged), None
+    if nbrs is None and proj.compiled_args is not None:
+        return _constrained_dense_restart(X, w, V, fz, proj, max_iter, tol_abs)
     converged = False
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
@@ -501,6 +513,34 @@ def _fcm_restart(
     exact = nbrs is not None and not converged
     _, _, obj, expd, info, _ = _pass(X, w, V, fz, nbrs, mass, force_fresh=exact)
     return V, obj, expd, it, converged, info
+
+
+def _constrained_dense_restart(
+    X: np.ndarray,
+    w: np.ndarray,
+    V: np.ndarray,
+    fz: Fuzziness,
+    proj: PolyhedronProjector,
+    max_iter: int,
+    tol_abs: float,
+) -> tuple[np.ndarray, float, np.ndarray, int, bool, None]:
+    """The constrained loop compiled, handing back to Python only for the projections the
+    face rule cannot settle (then ``proj.project`` solves them exactly)."""
+    args = fz.kernel_args()
+    done, converged = 0, False
+    while done < max_iter and not converged:
+        V, Vn, its, converged, stalled = _k.constrained_dense_fit(
+            X, w, V, *args, max_iter - done, tol_abs, *proj.compiled_args
+        )
+        done += its
+        if stalled:
+            P = proj.project(Vn)
+            converged = float(np.sqrt(((P - V) ** 2).sum(axis=1)).max()) <= tol_abs
+            V, done = P, done + 1
+        elif not converged:
+            break  # iteration limit
+    _, _, obj, expd = _k.full_pass(X, w, V, *args)
+    return V, float(obj), expd, done, bool(converged), None
 
 
 def fuzzy_c_means(

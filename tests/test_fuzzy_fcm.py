@@ -251,3 +251,34 @@ def test_screened_restarts_continue_the_best_one(gauss: np.ndarray) -> None:
     assert res.n_iter > 3
     with pytest.raises(InputError, match="screen"):
         fuzzy_c_means(gauss, 12, m=1.5, restarts=2, screen=0)
+
+
+@pytest.mark.parametrize("kw", [{"m": 1.5}, {"lam": 1.0}])
+def test_compiled_constrained_loop_matches_the_python_loop(kw) -> None:
+    """The compiled loop (face rule inside, least-distance solver in Python when it stalls)
+    against the plain Python loop on data whose centres hit the inequalities."""
+    gen = np.random.default_rng(8)
+    X = gen.standard_normal((300, 4)) * 3.0
+    rules = LinearConstraints(
+        ("a", "b", "c", "d"),
+        np.array([[1.0, 1.0, -1.0, 0.0]]),
+        np.array([0.5]),
+        np.array([[-1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [0.0, -1.0, 0.0, 1.0]]),
+        np.array([-1.0, 2.0, 1.0]),  # a >= 1, a + b <= 2, d <= b + 1
+    )
+    proj = PolyhedronProjector(rules.A, rules.b, rules.G, rules.h)
+    common = {"restarts": 2, "tol": 1e-10, "random_state": 0, "truncate": False, **kw}
+    fast = fuzzy_c_means(X, 10, constraints=proj, **common)
+    compiled = proj.compiled_args
+    assert compiled is not None
+    proj.compiled_args = (*compiled[:4], -np.inf)  # the compiled rule never settles: stalls
+    stalled = fuzzy_c_means(X, 10, constraints=proj, **common)
+    proj.compiled_args = None  # the Python loop
+    slow = fuzzy_c_means(X, 10, constraints=proj, **common)
+    for other in (stalled, slow):
+        np.testing.assert_allclose(fast.centers, other.centers, atol=1e-8)
+        assert fast.objective == pytest.approx(other.objective, rel=1e-10)
+        assert fast.n_iter == other.n_iter
+    eq, ineq = rules.residuals(fast.centers)
+    assert np.abs(eq).max() < 1e-9 and ineq.max() < 1e-9
+    assert np.isclose(ineq, 0.0, atol=1e-9).any()

@@ -46,6 +46,14 @@ Memberships are computed relative to the nearest centre (see ``_fcm_kernels``): 
 coincides with one or more centres gets membership 1 shared among them, 0 elsewhere, exactly.
 A full pass never stores the n x c membership matrix: a compiled kernel accumulates each
 record's contribution to the centre sums and forgets it (O(n c d) time, O(c d) memory).
+Without truncation the whole iteration runs compiled, constrained or not (the projection by
+active-set steps, handing the rare centre they cannot settle to the least-distance solver
+below): the recursive search of fuzzy microaggregation runs thousands of fits of a few
+records and two or three centres, where Python's per-iteration overhead used to dominate.
+The memberships' powers are cheap: ``(D_min/D_i)^p`` by repeated squaring when
+``p = 1/(m-1)`` is an integer (m = 1.1, 1.2, 1.25, 1.5, 2), and ``u^m = u (D_min/D_i)
+S^(1-m)`` from the normalizer ``S``, one power per record instead of one per centre (2.8x
+per pass at m = 1.1, same figures to the last digits).
 
 For large ``n c`` (``truncate='auto'``: ``n c > 5e7``) each record only sees its ``Q =
 n_neighbors`` nearest centres, found with a KD-tree on the centres (``scipy.spatial.cKDTree``)

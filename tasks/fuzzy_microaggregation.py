@@ -406,8 +406,17 @@ def _polish(V: np.ndarray, constraints: LinearConstraints, scale: np.ndarray) ->
     return V - (corr.T @ A) * S2
 
 
-def _summary(a: np.ndarray) -> dict[str, float]:
-    return {"min": float(a.min()), "mean": float(a.mean()), "max": float(a.max())}
+def _summary(a: np.ndarray) -> dict[str, Any]:
+    """Distribution of centre sizes for the manifest: extremes, mean, quantiles and count."""
+    levels = (1, 5, 25, 50, 75, 95, 99)
+    q = np.quantile(a, [p / 100 for p in levels])
+    return {
+        "min": float(a.min()),
+        "mean": float(a.mean()),
+        "max": float(a.max()),
+        "quantiles": {f"p{p}": float(v) for p, v in zip(levels, q, strict=True)},
+        "centres": int(a.size),
+    }
 
 
 @dataclass

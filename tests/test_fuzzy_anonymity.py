@@ -48,6 +48,11 @@ def test_probabilistic_k_anonymity_holds_and_sizes_sum_to_n(survey, kw) -> None:
     assert res.expected_sizes.min() >= 4
     assert res.expected_sizes.sum() == pytest.approx(200, rel=1e-12)
     assert res.details["expected_size"]["min"] == pytest.approx(res.expected_sizes.min())
+    median = res.details["expected_size"]["quantiles"]["p50"]
+    assert median == pytest.approx(np.median(res.expected_sizes))
+    used = res.realized_sizes[res.realized_sizes > 0]
+    assert res.details["realized_size"]["centres"] == used.size
+    assert res.details["realized_size"]["quantiles"]["p99"] <= used.max()
     assert res.details["centres_expected_below_k"] == 0
     assert res.realized_sizes.sum() == 200
 

@@ -112,7 +112,8 @@ data-point stationary points noted at ``INIT_JITTER``; the small centre distance
 m >= 1.5 reflect that both runs stay near the same seeds, not agreement of two good fits.)
 At n = 1M (c = 200k, m = 1.1, 100 iterations, ``scale --n 1000000 --m1 1.1``) the same run
 took 1252 s CPU (943 s wall), dropped mass 0.08 % mean / 1.2 % max (2446 s before the kernel
-change and the approximate first query).
+change and the approximate first query); m = 1.3 / 1.5 / 2.0 took 1133 / 684 / 1609 s CPU
+(``scale --n 1000000 --m1 1.3 1.5 2.0``, 100 iterations each, none converged).
 So truncation is supported for ``m`` (``m1`` and ``m2``) up to about ``1 + 2/d`` — 1.1 in 10
 dimensions (1.3 already drops a third of the membership); above that use
 ``truncate=False`` (O(n c d) per iteration: about 0.25 s CPU per iteration at 10k x 2000)

@@ -394,6 +394,36 @@ def dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs):
 
 
 @nb.njit(cache=True)
+def feasible_rows(Y, A, b, G, h):
+    """Which rows of ``Y`` (c, d) satisfy ``A y = b`` and ``G y <= h`` to 1e-12 relative
+    (of ``1 + |A| |y| + |b|`` per rule): those the projection leaves unchanged."""
+    c, d = Y.shape
+    out = np.ones(c, dtype=np.bool_)
+    for i in range(c):
+        for j in range(A.shape[0]):
+            s = -b[j]
+            mag = 1.0 + abs(b[j])
+            for a in range(d):
+                s += A[j, a] * Y[i, a]
+                mag += abs(A[j, a] * Y[i, a])
+            if abs(s) > 1e-12 * mag:
+                out[i] = False
+                break
+        if not out[i]:
+            continue
+        for j in range(G.shape[0]):
+            s = -h[j]
+            mag = 1.0 + abs(h[j])
+            for a in range(d):
+                s += G[j, a] * Y[i, a]
+                mag += abs(G[j, a] * Y[i, a])
+            if s > 1e-12 * mag:
+                out[i] = False
+                break
+    return out
+
+
+@nb.njit(cache=True)
 def _project_faces(Y, v0, N, B, g, tol):
     """Projection of the rows of ``Y`` (c, d) onto ``{v0 + N z : B z <= g}`` by active sets:
     a centre goes to its projection onto ``{B_S z = g_S}`` for a set ``S`` of rows, starting
@@ -440,7 +470,9 @@ def _project_faces(Y, v0, N, B, g, tol):
 
 
 @nb.njit(cache=True)
-def constrained_dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs, v0, N, B, g, tol):
+def constrained_dense_fit(
+    X, w, V, m, lam, entropy, max_iter, tol_abs, A, b, G, h, v0, N, B, g, tol
+):
     """:func:`dense_fit` with the centres projected onto the polyhedron every iteration
     ([1] eq. 5 / eq. 11, generalized in ``fcm.py``), as long as the face rule settles every
     projection. Returns ``(V, Vn, iterations, converged, stalled)``: when ``stalled``, the
@@ -456,7 +488,12 @@ def constrained_dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs, v0, N, B,
             if wsum[i] > 0.0:
                 for a in range(d):
                     Vn[i, a] = sums[i, a] / wsum[i]
+        inside = feasible_rows(Vn, A, b, G, h)
         P, ok = _project_faces(Vn, v0, N, B, g, tol)
+        for i in range(c):
+            if inside[i]:  # already on the rules: unchanged, as in fcm.PolyhedronProjector
+                P[i] = Vn[i]
+                ok[i] = True
         if not ok.all():
             return V, Vn, it, False, True
         shift = 0.0

@@ -233,3 +233,19 @@ def test_isolated_outliers_are_merged_not_collapsed() -> None:
         assert len(res.centers) > 50
         assert res.expected_sizes.min() >= 5
         assert res.expected_sizes.sum() == pytest.approx(1500, rel=1e-12)
+
+
+@pytest.mark.parametrize("kw", [{"m1": 1.3, "m2": 1.3}, {"lambda1": 20.0, "lambda2": 20.0}])
+def test_constrained_release_equals_fuzzy_on_data_satisfying_the_rules(kw) -> None:
+    """[1] Prop. 5 / 7 through the whole method: the search amplifies rounding (sizes equal
+    to 1e-9 sorted differently), so feasible centres must be left exactly unchanged."""
+    gen = np.random.default_rng(11)
+    a, b = gen.lognormal(3, 1, 600), gen.lognormal(2, 1, 600)
+    X = np.c_[a, b, 1.16 * a + 1.07 * b]
+    rules = LinearConstraints(
+        ("a", "b", "t"), np.array([[1.16, 1.07, -1.0]]), np.zeros(1),
+        -np.eye(3), np.zeros(3),
+    )  # fmt: skip
+    plain = fuzzy_microaggregation(X, 5, random_state=4, **kw)
+    edited = fuzzy_microaggregation(X, 5, random_state=4, constraints=rules, **kw)
+    np.testing.assert_allclose(edited.masked, plain.masked, rtol=0, atol=1e-9 * np.abs(X).max())

@@ -51,6 +51,20 @@ class LinearConstraints:
         X = np.atleast_2d(X)
         return X @ self.A.T - self.b, X @ self.G.T - self.h
 
+    def snap_bounds(self, X: np.ndarray) -> np.ndarray:
+        """``X`` (n, d) clipped to the single-variable bounds among ``G x <= h`` (``x_j >= l``,
+        ``x_j <= u``). Meant for values a projection already put on the rules: its rounding
+        can leave -3e-15 under ``x >= 0``, which a strict check downstream would reject."""
+        X = np.array(X, dtype=np.float64, copy=True)
+        for row, limit in zip(self.G, self.h, strict=True):
+            nz = np.flatnonzero(row)
+            if nz.size != 1:
+                continue
+            j, coef = nz[0], row[nz[0]]
+            bound = limit / coef
+            X[:, j] = np.minimum(X[:, j], bound) if coef > 0 else np.maximum(X[:, j], bound)
+        return X
+
     def restrict(self, columns: list[str] | tuple[str, ...]) -> LinearConstraints:
         """The rows that involve only ``columns`` (in that order), for block-wise methods."""
         idx = [self.columns.index(c) for c in columns]

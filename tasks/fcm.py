@@ -42,8 +42,10 @@ iterate by iterate ([1] Prop. 5 and Prop. 7).
 
 Memberships, coincident records and scale
 -----------------------------------------
-Memberships are computed relative to the nearest centre (see ``_fcm_kernels``): a record that
-coincides with one or more centres gets membership 1 shared among them, 0 elsewhere, exactly.
+Memberships are computed relative to the nearest centre (see ``_fcm_kernels``). Under FCM a
+record that coincides with one or more centres gets membership 1 shared among them, 0
+elsewhere, exactly (the limit of Prop. 1, which is 0/0 there); under EFCM the formula is
+smooth at D = 0 and such a record keeps positive membership elsewhere (eq. 3).
 A full pass never stores the n x c membership matrix: a compiled kernel accumulates each
 record's contribution to the centre sums and forgets it (O(n c d) time, O(c d) memory).
 Without truncation the whole iteration runs compiled, constrained or not (the projection by
@@ -826,8 +828,9 @@ def memberships(
 ) -> np.ndarray:
     """Dense membership matrix ([1] Prop. 1 / eq. 3) for small problems.
 
-    Shapes: X (n, d), centers (c, d) -> (n, c), rows summing to one. A record equal to a
-    centre gets membership 1 there (shared equally between coinciding centres).
+    Shapes: X (n, d), centers (c, d) -> (n, c), rows summing to one. Under FCM a record
+    equal to a centre gets membership 1 there (shared equally between coinciding centres);
+    under EFCM (``lam``) memberships stay smooth there.
     """
     X = check_matrix(X)
     V = check_matrix(centers, name="centers")

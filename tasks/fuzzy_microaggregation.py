@@ -703,7 +703,7 @@ def fuzzy_partition(
     expected = np.asarray(expected_l)
     centres = mean + VZ * scale
     if cons is not None:
-        centres = _polish(centres, cons, scale)
+        centres = cons.snap_bounds(_polish(centres, cons, scale))
 
     fit = s.log["top_fit"]
     details: dict[str, Any] = {

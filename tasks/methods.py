@@ -228,18 +228,16 @@ class FuzzyParams(MethodParams):
         efcm = (self.lambda1, self.lambda2)
         if any(v is not None for v in fcm) and any(v is not None for v in efcm):
             raise ValueError(
-                "method: give m1 and m2 (fuzzy c-means) or lambda1 and lambda2 (entropy fuzzy "
+                "give m1 and m2 (fuzzy c-means) or lambda1 and lambda2 (entropy fuzzy "
                 "c-means), not both families; remove one pair"
             )
         for pair, names in ((fcm, ("m1", "m2")), (efcm, ("lambda1", "lambda2"))):
             if (pair[0] is None) != (pair[1] is None):
                 missing = names[0] if pair[0] is None else names[1]
-                raise ValueError(
-                    f"method: {missing} is missing; {names[0]} and {names[1]} go together"
-                )
+                raise ValueError(f"{missing} is missing; {names[0]} and {names[1]} go together")
         if all(v is None for v in fcm + efcm):
             raise ValueError(
-                "method: set m1 and m2 (fuzzy c-means, both > 1, e.g. m1: 1.1, m2: 1.1) or "
+                "set m1 and m2 (fuzzy c-means, both > 1, e.g. m1: 1.1, m2: 1.1) or "
                 "lambda1 and lambda2 (entropy fuzzy c-means, both > 0)"
             )
         return self

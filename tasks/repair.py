@@ -218,7 +218,7 @@ def _repair(
             )
     if G.shape[0]:
         Yp = _project_inequalities(Y0, Yp, A, b, G, h)
-    out[moved] = Yp / scale
+    out[moved] = constraints.snap_bounds(Yp / scale)
     return out, moved
 
 

@@ -249,3 +249,12 @@ def test_constrained_release_equals_fuzzy_on_data_satisfying_the_rules(kw) -> No
     plain = fuzzy_microaggregation(X, 5, random_state=4, **kw)
     edited = fuzzy_microaggregation(X, 5, random_state=4, constraints=rules, **kw)
     np.testing.assert_allclose(edited.masked, plain.masked, rtol=0, atol=1e-9 * np.abs(X).max())
+
+
+def test_released_values_sit_exactly_on_single_variable_bounds(survey) -> None:
+    """A projection's rounding must not publish -3e-15 under ``x >= 10``-type rules."""
+    X, rules = survey
+    res = fuzzy_microaggregation(X, 4, m1=1.2, m2=1.2, constraints=rules, random_state=0)
+    assert res.masked[:, 0].min() >= 10.0
+    snapped = rules.snap_bounds(np.array([[10.0 - 3e-15, 1.0, 12.67]]))
+    assert snapped[0, 0] == 10.0 and snapped[0, 1] == 1.0

@@ -194,7 +194,7 @@ class FuzzyParams(MethodParams):
     Choosing m2: with c = n/k centres the membership mass a record puts on far centres is
     summable only for m < 1 + 2/d, and heavy-tailed data need less. Measured on 1000 records
     of the business survey (d = 6, k = 5, m1 = 1.1, seed 0), IL for m2 = 1.1 / 1.2 / 1.3 / 1.5:
-    probabilistic guarantee 17.0 / 17.5 / 20.7 / 326; crisp guarantee 20.1 / 20.1 / 20.5 / 36.0.
+    probabilistic guarantee 17.2 / 19.1 / 20.6 / 43.1; crisp guarantee 20.1 / 20.1 / 20.5 / 36.0.
     Keep m2 close to m1 unless the data are light-tailed; a larger m2 buys resistance to the
     transparency attack at a steep price in utility.
     """

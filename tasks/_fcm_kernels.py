@@ -24,6 +24,16 @@ import numpy as np
 
 
 @nb.njit(cache=True, inline="always")
+def _sq_dist(X: np.ndarray, k: int, V: np.ndarray, i: int) -> float:
+    """Squared Euclidean distance between record ``X[k]`` and centre ``V[i]``."""
+    s = 0.0
+    for a in range(X.shape[1]):
+        diff = X[k, a] - V[i, a]
+        s += diff * diff
+    return s
+
+
+@nb.njit(cache=True, inline="always")
 def _ratio_power(r: float, p: float, ip: int) -> float:
     """``r ** p`` for ``0 < r <= 1``; by repeated squaring when ``p`` is the integer ``ip``
     (``m = 1.1, 1.2, 1.25, 1.5, 2`` give p = 10, 5, 4, 2, 1), which is several times
@@ -140,11 +150,7 @@ def full_pass(X, w, V, m, lam, entropy):
     u = np.empty(c)
     for k in range(n):
         for i in range(c):
-            s = 0.0
-            for a in range(d):
-                diff = X[k, a] - V[i, a]
-                s += diff * diff
-            D[i] = s
+            D[i] = _sq_dist(X, k, V, i)
         dmin, S = _memberships(D, c, p, ip, lam, entropy, u)
         g = S ** (1.0 - m) if not entropy and dmin > 0.0 else -1.0
         for i in range(c):
@@ -191,11 +197,7 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
     for k in range(n):
         for j in range(Q):
             i = nbr[k, j]
-            s = 0.0
-            for a in range(d):
-                diff = X[k, a] - V[i, a]
-                s += diff * diff
-            D[j] = s
+            D[j] = _sq_dist(X, k, V, i)
         dmin0, S = _memberships(D, Q, p, ip, lam, entropy, u)
         order = _order_desc(u, order)
         # beyond the candidates every centre is at least as far as the farthest candidate
@@ -233,32 +235,9 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
 
 
 @nb.njit(cache=True)
-def full_expected_sizes(X, w, V, m, lam, entropy):
-    """Column sums ``sum_k w_k u_ki`` of the full membership matrix, one record at a time."""
-    n, d = X.shape
-    c = V.shape[0]
-    p = 1.0 / (m - 1.0) if not entropy else 0.0
-    ip = _integer_exponent(m) if not entropy else 0
-    expd = np.zeros(c)
-    D = np.empty(c)
-    u = np.empty(c)
-    for k in range(n):
-        for i in range(c):
-            s = 0.0
-            for a in range(d):
-                diff = X[k, a] - V[i, a]
-                s += diff * diff
-            D[i] = s
-        _memberships(D, c, p, ip, lam, entropy, u)
-        for i in range(c):
-            expd[i] += w[k] * u[i]
-    return expd
-
-
-@nb.njit(cache=True)
 def dense_memberships(X, V, m, lam, entropy):
     """The full (n, c) membership matrix; for small problems and tests only."""
-    n, d = X.shape
+    n = X.shape[0]
     c = V.shape[0]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
     ip = _integer_exponent(m) if not entropy else 0
@@ -266,11 +245,7 @@ def dense_memberships(X, V, m, lam, entropy):
     for k in range(n):
         D = np.empty(c)
         for i in range(c):
-            s = 0.0
-            for a in range(d):
-                diff = X[k, a] - V[i, a]
-                s += diff * diff
-            D[i] = s
+            D[i] = _sq_dist(X, k, V, i)
         _memberships(D, c, p, ip, lam, entropy, U[k])
     return U
 
@@ -283,7 +258,7 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
     memberships holding ``mass`` of the candidates' total, renormalized; unused slots have
     ``idx = -1`` and ``val = 0``. Rows are ordered by decreasing membership.
     """
-    n, d = X.shape
+    n = X.shape[0]
     Q = nbr.shape[1]
     p = 1.0 / (m - 1.0) if not entropy else 0.0
     ip = _integer_exponent(m) if not entropy else 0
@@ -295,11 +270,7 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
     for k in range(n):
         for j in range(Q):
             i = nbr[k, j]
-            s = 0.0
-            for a in range(d):
-                diff = X[k, a] - V[i, a]
-                s += diff * diff
-            D[j] = s
+            D[j] = _sq_dist(X, k, V, i)
         _memberships(D, Q, p, ip, lam, entropy, u)
         order = _order_desc(u, order)
         acc = 0.0
@@ -323,7 +294,7 @@ def refine_candidates(X, V, nbr, graph, expand):
     every true neighbour is a neighbour of a neighbour (the usual case when centres move
     little); O(n (Q + expand L) d).
     """
-    n, d = X.shape
+    n = X.shape[0]
     c = V.shape[0]
     Q = nbr.shape[1]
     L = graph.shape[1]
@@ -348,11 +319,7 @@ def refine_candidates(X, V, nbr, graph, expand):
                     size += 1
         for j in range(size):
             i = pool[j]
-            s = 0.0
-            for a in range(d):
-                diff = X[k, a] - V[i, a]
-                s += diff * diff
-            dist[j] = s
+            dist[j] = _sq_dist(X, k, V, i)
         order = np.argsort(dist[:size])
         for j in range(Q):
             out[k, j] = pool[order[j]]
@@ -393,30 +360,31 @@ def dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs):
     return V, obj, expd, it, converged
 
 
+@nb.njit(cache=True, inline="always")
+def _rule_excess(M: np.ndarray, rhs: np.ndarray, j: int, y: np.ndarray) -> tuple[float, float]:
+    """``(M_j y - rhs_j, 1 + |M_j| |y| + |rhs_j|)``: a rule's residual and its scale."""
+    s = -rhs[j]
+    mag = 1.0 + abs(rhs[j])
+    for a in range(y.size):
+        s += M[j, a] * y[a]
+        mag += abs(M[j, a] * y[a])
+    return s, mag
+
+
 @nb.njit(cache=True)
 def feasible_rows(Y, A, b, G, h):
     """Which rows of ``Y`` (c, d) satisfy ``A y = b`` and ``G y <= h`` to 1e-12 relative
     (of ``1 + |A| |y| + |b|`` per rule): those the projection leaves unchanged."""
-    c, d = Y.shape
+    c = Y.shape[0]
     out = np.ones(c, dtype=np.bool_)
     for i in range(c):
         for j in range(A.shape[0]):
-            s = -b[j]
-            mag = 1.0 + abs(b[j])
-            for a in range(d):
-                s += A[j, a] * Y[i, a]
-                mag += abs(A[j, a] * Y[i, a])
+            s, mag = _rule_excess(A, b, j, Y[i])
             if abs(s) > 1e-12 * mag:
                 out[i] = False
                 break
-        if not out[i]:
-            continue
-        for j in range(G.shape[0]):
-            s = -h[j]
-            mag = 1.0 + abs(h[j])
-            for a in range(d):
-                s += G[j, a] * Y[i, a]
-                mag += abs(G[j, a] * Y[i, a])
+        for j in range(G.shape[0] if out[i] else 0):
+            s, mag = _rule_excess(G, h, j, Y[i])
             if s > 1e-12 * mag:
                 out[i] = False
                 break
@@ -424,19 +392,20 @@ def feasible_rows(Y, A, b, G, h):
 
 
 @nb.njit(cache=True)
-def _project_faces(Y, v0, N, B, g, tol):
+def _project_faces(Y, inside, v0, N, B, g, tol):
     """Projection of the rows of ``Y`` (c, d) onto ``{v0 + N z : B z <= g}`` by active sets:
     a centre goes to its projection onto ``{B_S z = g_S}`` for a set ``S`` of rows, starting
     from the violated ones, which is the exact projection once it is feasible with
     multipliers >= 0 (KKT). Returns ``(P, ok)``; ``ok[i]`` is False where a few steps did not
-    reach KKT and the least-distance solver of ``fcm.py`` is needed."""
+    reach KKT and the least-distance solver of ``fcm.py`` is needed. Rows marked ``inside``
+    (already on the rules) are returned unchanged."""
     c = Y.shape[0]
     Z = (Y - v0) @ N
     ok = np.ones(c, dtype=np.bool_)
-    if B.shape[0] == 0:
-        return v0 + Z @ N.T, ok
     q = B.shape[0]
-    for i in range(c):
+    for i in range(c if q else 0):
+        if inside[i]:
+            continue
         z = Z[i].copy()
         active = B @ z - g > 0.0
         if not active.any():
@@ -466,7 +435,11 @@ def _project_faces(Y, v0, N, B, g, tol):
             if active[worst]:
                 break
             active[worst] = True
-    return v0 + Z @ N.T, ok
+    P = v0 + Z @ N.T
+    for i in range(c):
+        if inside[i]:
+            P[i] = Y[i]
+    return P, ok
 
 
 @nb.njit(cache=True)
@@ -488,12 +461,8 @@ def constrained_dense_fit(
             if wsum[i] > 0.0:
                 for a in range(d):
                     Vn[i, a] = sums[i, a] / wsum[i]
-        inside = feasible_rows(Vn, A, b, G, h)
-        P, ok = _project_faces(Vn, v0, N, B, g, tol)
-        for i in range(c):
-            if inside[i]:  # already on the rules: unchanged, as in fcm.PolyhedronProjector
-                P[i] = Vn[i]
-                ok[i] = True
+        # centres already on the rules stay unchanged, as in fcm.PolyhedronProjector
+        P, ok = _project_faces(Vn, feasible_rows(Vn, A, b, G, h), v0, N, B, g, tol)
         if not ok.all():
             return V, Vn, it, False, True
         shift = 0.0

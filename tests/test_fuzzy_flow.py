@@ -21,17 +21,20 @@ RULES = [
 pytestmark = pytest.mark.flow
 
 
-def _spec(tmp: Path, method: dict) -> Path:
+def _spec(tmp: Path, method: str, rows: int = 400, **extra) -> Path:
+    """The survey slice with errors, released by ``method`` (m1 = m2 = 1.1, crisp k = 5)."""
+    params = {"k": 5, "m1": 1.1, "m2": 1.1, "restarts": 2, "guarantee": "k_anonymity"}
     return write_release(
         tmp,
         data="data_with_errors.csv",
-        rows=400,
+        rows=rows,
         write_to="d.csv",
         spec_name="s.yaml",
         release="fz",
         edits=RULES,
-        method=method,
+        method={"name": method, **params},
         seed=3,
+        **extra,
     )
 
 
@@ -40,15 +43,7 @@ def _manifest(tmp: Path) -> dict:
 
 
 def test_constrained_fuzzy_edits_while_masking(tmp_path, prefect_api):
-    method = {
-        "name": "constrained_fuzzy",
-        "k": 5,
-        "m1": 1.1,
-        "m2": 1.1,
-        "restarts": 2,
-        "guarantee": "k_anonymity",
-    }
-    assert main(["release", str(_spec(tmp_path, method))]) == 0
+    assert main(["release", str(_spec(tmp_path, "constrained_fuzzy"))]) == 0
     edits = _manifest(tmp_path)["edit_rules"]
     assert sum(edits["raw"].values()) > 0  # the raw slice has real errors
     assert edits["repaired_records"] == 0  # no separate repair step ran
@@ -59,30 +54,15 @@ def test_constrained_fuzzy_edits_while_masking(tmp_path, prefect_api):
 
 
 def test_unconstrained_fuzzy_needs_the_repair_step(tmp_path, prefect_api):
-    method = {
-        "name": "fuzzy",
-        "k": 5,
-        "m1": 1.1,
-        "m2": 1.1,
-        "restarts": 2,
-        "guarantee": "k_anonymity",
-    }
-    assert main(["release", str(_spec(tmp_path, method))]) == 0
+    assert main(["release", str(_spec(tmp_path, "fuzzy"))]) == 0
     edits = _manifest(tmp_path)["edit_rules"]
     assert edits["repaired_records"] > 0 and set(edits["masked"].values()) == {0}
 
 
 def test_rule_spanning_two_blocks_exits_2_naming_it(tmp_path, capsys):
     """Blocks are microaggregated separately, so a rule across two blocks cannot hold."""
-    spec = write_release(
-        tmp_path,
-        data="data_with_errors.csv",
-        rows=100,
-        release="fz",
-        edits=RULES,
-        method={"name": "constrained_fuzzy", "k": 5, "m1": 1.1, "m2": 1.1},
-        blocks=[["employees", "turnover", "wages"], ["other_costs", "total_costs", "profit"]],
-    )
+    blocks = [["employees", "turnover", "wages"], ["other_costs", "total_costs", "profit"]]
+    spec = _spec(tmp_path, "constrained_fuzzy", rows=100, blocks=blocks)
     assert main(["release", str(spec)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err

@@ -7,7 +7,8 @@ Usage::
 
 Input is either every numeric column of a CSV file or synthetic standard-normal data
 (``numpy.random.default_rng(seed).standard_normal((n, d))``). The timed call is the masking
-call alone, ``sdcflow.tasks.mdav.mdav(X, k)`` (validation, standardization, grouping); reading
+call alone, ``sdcflow.tasks.microaggregation.mdav.mdav(X, k)`` (validation,
+standardization, grouping); reading
 the input, computing the loss and the numba compilation are outside the clock (the kernel is
 compiled, or loaded from numba's on-disk cache, on a small warm-up file first, and that time
 is reported as ``warmup_seconds``).
@@ -31,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.information_loss import sse_sst_loss
-from sdcflow.tasks.mdav import group_means, mdav
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
 
 def load(args: argparse.Namespace) -> np.ndarray:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdcflow.tasks.checks import CheckContext, run_checks
-from sdcflow.tasks.masking import mask_quasi_identifiers
-from sdcflow.tasks.methods import METHODS, MdavParams
+from sdcflow.tasks.gates.registry import CheckContext, run_checks
+from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.methods.registry import METHODS, MdavParams
 
 COLS = ["a", "b", "c", "d"]
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from sdcflow.flows.cli import main
-from sdcflow.tasks.information_loss import sse_sst_loss
-from sdcflow.tasks.mdav import group_means, mdav
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
 QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
@@ -86,7 +86,7 @@ def test_compare_measures_against_the_edited_file_and_refuses_raw_errors(
 ):
     import duckdb
 
-    from sdcflow.tasks.information_loss import sse_sst_loss as il
+    from sdcflow.tasks.measures.information_loss import sse_sst_loss as il
 
     frame = pd.read_csv(EXAMPLE / "data_with_errors.csv").head(300)
     frame.to_csv(tmp_path / "data.csv", index=False)

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from sdcflow.tasks.anonymity import k_anonymity
-from sdcflow.tasks.checks import CHECKS, CheckContext
-from sdcflow.tasks.constraints import LinearConstraints
-from sdcflow.tasks.fuzzy_microaggregation import (
+from sdcflow.tasks.fuzzy.microaggregation import (
     draw_centres,
     fuzzy_microaggregation,
     fuzzy_partition,
 )
-from sdcflow.tasks.methods import METHODS
+from sdcflow.tasks.gates.registry import CHECKS, CheckContext
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.measures.anonymity import k_anonymity
+from sdcflow.tasks.methods.registry import METHODS
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +180,7 @@ def test_params_errors_name_the_field(spec: dict, field: str) -> None:
 @pytest.mark.parametrize("guarantee", ["probabilistic_k_anonymity", "k_anonymity"])
 def test_guarantees_hold_on_the_truncated_scale_path(monkeypatch, guarantee: str) -> None:
     """Truncated FCM and sparse draw memberships (the path taken at scale) on small data."""
-    import sdcflow.tasks.fuzzy_microaggregation as fm
+    import sdcflow.tasks.fuzzy.microaggregation as fm
 
     monkeypatch.setattr(fm, "DENSE_MEMBERSHIPS", 1e4)
     X = np.random.default_rng(0).standard_normal((800, 4))
@@ -198,7 +198,7 @@ def test_guarantees_hold_on_the_truncated_scale_path(monkeypatch, guarantee: str
 @pytest.mark.parametrize("mass", [0.99, 1.0])
 def test_draw_distribution_is_the_smallest_set_holding_mass(survey, mass: float) -> None:
     """Each record draws from its largest memberships holding ``mass``, renormalized."""
-    from sdcflow.tasks.fcm import memberships
+    from sdcflow.tasks.fuzzy.fcm import memberships
 
     X, _ = survey
     part = fuzzy_partition(

@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from sdcflow.tasks._validation import InputError
-from sdcflow.tasks.constraints import LinearConstraints
-from sdcflow.tasks.fcm import (
+from sdcflow.tasks.fuzzy.fcm import (
     Fuzziness,
     PolyhedronProjector,
     fcm_objective,
@@ -18,6 +16,8 @@ from sdcflow.tasks.fcm import (
     sampled_dropped_mass,
     truncated_memberships,
 )
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.validation import InputError
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +214,7 @@ def test_truncated_memberships_are_rows_of_the_full_ones_renormalized() -> None:
 def test_fused_pass_matches_dense_numpy(m: float) -> None:
     """The compiled pass (integer powers, ``u^m`` from the normalizer) against [1] Prop. 1
     and eq. 1 written out with numpy."""
-    from sdcflow.tasks import _fcm_kernels
+    from sdcflow.tasks.fuzzy import _kernels as _fcm_kernels
 
     gen = np.random.default_rng(5)
     X, V, w = gen.standard_normal((300, 3)), gen.standard_normal((25, 3)), gen.random(300)

@@ -9,9 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sdcflow.tasks._validation import InputError, standardize
-from sdcflow.tasks.information_loss import sse_sst_loss
-from sdcflow.tasks.mdav import group_means, mdav, mdav_groups, mdav_groups_reference
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.tasks.microaggregation.mdav import (
+    group_means,
+    mdav,
+    mdav_groups,
+    mdav_groups_reference,
+)
+from sdcflow.tasks.validation import InputError, standardize
 
 BOTH = pytest.mark.parametrize(
     "groups", [mdav_groups_reference, mdav_groups], ids=["numpy", "numba"]
@@ -93,7 +98,7 @@ def test_partition_invariants(n: int, k: int) -> None:
 def test_compiled_distances_are_bit_equal_to_the_reference() -> None:
     # the whole identity argument rests on this: same operations, same order, no fused
     # multiply-add in the compiled code (a compiler or CPU change that fused them would fail)
-    from sdcflow.tasks.mdav import _sq_dist, _sq_dist_rows
+    from sdcflow.tasks.microaggregation.mdav import _sq_dist, _sq_dist_rows
 
     rng = np.random.default_rng(11)
     P = rng.standard_normal((500, 7)) * rng.lognormal(size=7)

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.tasks._validation import InputError
-from sdcflow.tasks.anonymity import (
+from sdcflow.tasks.measures.anonymity import (
     entropy_l_diversity,
     equivalence_class_sizes,
     expected_cluster_sizes,
@@ -29,7 +28,8 @@ from sdcflow.tasks.anonymity import (
     l_diversity,
     probabilistic_k_anonymity,
 )
-from sdcflow.tasks.mdav import group_means, mdav
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.tasks.validation import InputError
 
 PYCANON = "pycanon==1.3.6"
 

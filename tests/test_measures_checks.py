@@ -8,19 +8,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.tasks._validation import InputError
-from sdcflow.tasks.anonymity import l_diversity
-from sdcflow.tasks.checks import CHECKS, CheckContext, run_checks
-from sdcflow.tasks.cluster_loss import cluster_loss
-from sdcflow.tasks.disclosure_risk import (
+from sdcflow.tasks.gates.measures import MEASURE_CHECKS
+from sdcflow.tasks.gates.registry import CHECKS, CheckContext, run_checks
+from sdcflow.tasks.measures.anonymity import l_diversity
+from sdcflow.tasks.measures.cluster_loss import cluster_loss
+from sdcflow.tasks.measures.disclosure_risk import (
     fuzzy_reidentification_probabilities,
     interval_disclosure,
     record_linkage,
 )
-from sdcflow.tasks.information_loss import generic_loss, probabilistic_loss_table
-from sdcflow.tasks.mdav import group_means, mdav
-from sdcflow.tasks.measure_checks import MEASURE_CHECKS
-from sdcflow.tasks.methods import MaskResult
+from sdcflow.tasks.measures.information_loss import generic_loss, probabilistic_loss_table
+from sdcflow.tasks.methods.registry import MaskResult
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.tasks.validation import InputError
 
 
 @pytest.fixture(scope="module")

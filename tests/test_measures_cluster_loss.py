@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.tasks._validation import InputError
-from sdcflow.tasks.cluster_loss import (
+from sdcflow.tasks.measures.cluster_loss import (
     FuzzyPartition,
     adjusted_rand_index,
     align_clusters,
@@ -25,6 +24,7 @@ from sdcflow.tasks.cluster_loss import (
     rand_index,
     standardize_like,
 )
+from sdcflow.tasks.validation import InputError
 
 
 def _labels(labels: list[int]) -> np.ndarray:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdcflow.tasks._validation import InputError
-from sdcflow.tasks.checks import CheckContext, run_checks
-from sdcflow.tasks.disclosure_risk import (
+from sdcflow.tasks.gates.registry import CheckContext, run_checks
+from sdcflow.tasks.measures.disclosure_risk import (
     interval_disclosure,
     interval_disclosure_per_variable,
     model_reidentification_probabilities,
@@ -17,8 +16,9 @@ from sdcflow.tasks.disclosure_risk import (
     release_reidentification_probabilities,
     transparency_reidentification,
 )
-from sdcflow.tasks.mdav import group_means, mdav
-from sdcflow.tasks.methods import METHODS
+from sdcflow.tasks.methods.registry import METHODS
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.tasks.validation import InputError
 
 X1 = np.array([[0.0], [1.0], [2.0], [10.0]])
 

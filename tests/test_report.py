@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from sdcflow.flows.report import check_usage, write_report
+from sdcflow.tasks.report.html import check_usage, write_report
 
 CHECKS = [
     {"check": "k_anonymity", "figure": 5.0, "rule": ">=", "threshold": 5.0, "verdict": "pass",
@@ -61,7 +61,7 @@ def test_report_without_rules_or_checks(tmp_path):
 
 
 def test_class_size_histogram_goes_into_the_report(tmp_path):
-    from sdcflow.flows.report import class_size_figure
+    from sdcflow.tasks.report.html import class_size_figure
 
     fig = class_size_figure([3, 3, 4, 5, 3], k=3)
     heights = [p.get_height() for p in fig.axes[0].patches]

@@ -6,7 +6,7 @@ import pytest
 
 from sdcflow.expectations.feasibility import InfeasibleRulesError, check_feasible
 from sdcflow.expectations.rules import parse_rules
-from sdcflow.tasks._validation import InputError
+from sdcflow.tasks.validation import InputError
 
 
 def conflict(texts: list, columns: list[str] | None = None) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from sdcflow.expectations.rules import (
     parse_rule,
     parse_rules,
 )
-from sdcflow.tasks._validation import InputError
+from sdcflow.tasks.validation import InputError
 
 COLUMNS = [
     "total",

@@ -10,9 +10,9 @@ from scipy.optimize import LinearConstraint, minimize
 
 from sdcflow.expectations.compile import linear_constraints
 from sdcflow.expectations.rules import Rule, parse_rules
-from sdcflow.tasks._validation import InputError
-from sdcflow.tasks.mdav import group_means, mdav
-from sdcflow.tasks.repair import minimal_adjustment, violating_records
+from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.tasks.validation import InputError
 
 COLUMNS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
 RULES = [

@@ -1,1 +1,0 @@
-"""See sdcflow/__init__.py for the map of subpackages."""

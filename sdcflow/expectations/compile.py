@@ -1,0 +1,320 @@
+"""Compile parsed edit rules to DuckDB SQL, to expectation parameters and to matrices.
+
+Each rule becomes one *check column*: an SQL expression evaluated per record (next to
+``sdc_row_id``) and an expectation on that column that Great Expectations validates
+(:mod:`sdcflow.expectations.suite`):
+
+=====================================  ==========================  ==============================
+rule                                   check column (SQL)          expectation on it
+=====================================  ==========================  ==============================
+``lhs == rhs``                         residual ``lhs - rhs``      between ``-tol`` and ``tol``
+``lhs <= rhs`` / ``lhs < rhs``         residual ``lhs - rhs``      at most ``tol`` / below 0
+``lhs >= rhs`` / ``lhs > rhs``         residual ``rhs - lhs``      at most ``tol`` / below 0
+``lo <= expr <= hi`` (constant ends)   value of ``expr``           between ``lo-tol``, ``hi+tol``
+``x in [...]`` / ``x not in [...]``    ``x``                       in set / not in set
+``not_null(x)``                        ``x``                       not null
+anything else (conditional, ``!=``,    boolean "rule holds"        the custom ``ExpectRuleToHold``
+text comparison, general chain)
+=====================================  ==========================  ==============================
+
+A missing value makes a linear residual NULL, and SQL's three-valued logic makes a boolean NULL:
+such records are *undetermined* for the rule, not violations, in both DuckDB and GE (which
+skips nulls in column-map expectations), as ``NA`` in R's ``validate`` [1]_.
+
+:func:`linear_constraints` turns the linear, unconditional rules into the feasible set
+``{x : A x = b, G x <= h}`` of
+:class:`~sdcflow.tasks.linear.constraints.LinearConstraints`, the form
+``alpha . v = A`` of section 2.3 of [2]_ that masking methods and the repair step consume.
+
+Identifiers are always double-quoted (with ``"`` doubled); only constants written in the rule are
+inlined, as numeric literals (``repr`` of a finite float) or escaped string literals. Values from
+the data are never pasted into SQL.
+
+References
+----------
+.. [1] M. van der Loo and E. de Jonge, "Data Validation Infrastructure for R", Journal of
+   Statistical Software 97(10), 2021.
+.. [2] "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity for data
+   with constraints", section 2.3 (``../shared/papers/constrained-fuzzy-microaggregation.txt``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from sdcflow.expectations.rules import (
+    Chain,
+    Comparison,
+    Condition,
+    Conditional,
+    InSet,
+    LinearForm,
+    Node,
+    NotNull,
+    Rule,
+    TextComparison,
+)
+from sdcflow.tasks.linear.constraints import LinearConstraints
+
+__all__ = [
+    "CompiledRule",
+    "compile_rule",
+    "condition_sql",
+    "holds_sql",
+    "linear_constraints",
+    "linear_rows",
+    "quote_ident",
+    "to_sql",
+]
+
+CheckKind = Literal["between", "in_set", "not_in_set", "not_null", "holds"]
+
+
+def quote_ident(name: str) -> str:
+    """A DuckDB identifier in double quotes (embedded quotes doubled)."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _quote_text(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _num(value: float) -> str:
+    if not math.isfinite(value):  # pragma: no cover - the grammar only yields finite numbers
+        raise ValueError(f"non-finite constant {value!r} in a rule")
+    text = repr(float(value))
+    return f"({text})" if text.startswith("-") else text
+
+
+def _literal(value: str | float) -> str:
+    return _quote_text(value) if isinstance(value, str) else _num(value)
+
+
+def linear_sql(form: LinearForm) -> str:
+    """SQL of ``sum_j coef_j * col_j + const`` in DOUBLE arithmetic."""
+    parts = []
+    for column, coef in form.terms:
+        ref = f"CAST({quote_ident(column)} AS DOUBLE)"
+        parts.append(ref if coef == 1.0 else f"{_num(coef)} * {ref}")
+    if form.const != 0.0 or not parts:
+        parts.append(_num(form.const))
+    return "(" + " + ".join(parts) + ")"
+
+
+def _normalized(link: Comparison) -> tuple[LinearForm, bool]:
+    """The residual ``r`` with the link meaning ``r <= 0`` (or ``r < 0`` when strict; ``r == 0``
+    for ``==``) and whether the link is strict."""
+    if link.op in ("<=", "<", "=="):
+        return link.residual, link.op == "<"
+    if link.op in (">=", ">"):
+        return link.rhs.plus(link.lhs, -1.0), link.op == ">"
+    raise ValueError(f"{link.op!r} has no residual form")  # pragma: no cover
+
+
+def _condition_sql(node: Condition, tol: float) -> str:
+    """Boolean SQL that is TRUE when ``node`` holds (within ``tol``), NULL when undetermined."""
+    if isinstance(node, Comparison):
+        if node.op == "!=":
+            return f"(abs({linear_sql(node.residual)}) > {_num(tol)})"
+        r, strict = _normalized(node)
+        if node.op == "==":
+            return f"(abs({linear_sql(r)}) <= {_num(tol)})"
+        return f"({linear_sql(r)} < 0.0)" if strict else f"({linear_sql(r)} <= {_num(tol)})"
+    if isinstance(node, Chain):
+        return "(" + " AND ".join(_condition_sql(link, tol) for link in node.links) + ")"
+    if isinstance(node, TextComparison):
+        op = "=" if node.op == "==" else "<>"
+        return f"({quote_ident(node.column)} {op} {_quote_text(node.value)})"
+    if isinstance(node, InSet):
+        values = ", ".join(_literal(v) for v in node.values)
+        neg = "NOT " if node.negated else ""
+        return f"({quote_ident(node.column)} {neg}IN ({values}))"
+    if isinstance(node, NotNull):
+        return f"({quote_ident(node.column)} IS NOT NULL)"
+    raise TypeError(f"not a condition: {node!r}")  # pragma: no cover
+
+
+def _node_holds_sql(node: Node, tol: float) -> str:
+    if isinstance(node, Conditional):
+        # if C then D  ==  (NOT C) OR D, in three-valued logic: NULL when C or D is unknown
+        # and the other side does not decide the result.
+        condition = _condition_sql(node.condition, tol)
+        consequent = _condition_sql(node.consequent, tol)
+        return f"((NOT {condition}) OR {consequent})"
+    return _condition_sql(node, tol)
+
+
+def condition_sql(rule: Rule) -> str:
+    """Boolean DuckDB SQL of the condition ``C`` of a conditional rule ``if C then D``."""
+    if not isinstance(rule.node, Conditional):
+        raise ValueError(f"rule {rule.name!r} is not conditional")
+    return _condition_sql(rule.node.condition, rule.tolerance)
+
+
+def holds_sql(rule: Rule) -> str:
+    """Boolean DuckDB SQL: TRUE where ``rule`` holds, FALSE where it is violated, NULL where it
+    is undetermined (a missing value)."""
+    if isinstance(rule.node, NotNull):
+        return _condition_sql(rule.node, rule.tolerance)
+    return _node_holds_sql(rule.node, rule.tolerance)
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A rule as one check column and the expectation on it.
+
+    Attributes
+    ----------
+    rule : Rule
+    value_sql : str
+        SQL of the check column (residual, value, the raw column, or a boolean).
+    holds_sql : str
+        SQL that is TRUE / FALSE / NULL as the rule holds / is violated / is undetermined.
+    kind : {"between", "in_set", "not_in_set", "not_null", "holds"}
+        Which expectation validates the check column.
+    min_value, max_value : float or None
+        Bounds for ``between`` (None: unbounded).
+    strict_min, strict_max : bool
+        Strict bounds for ``between``.
+    value_set : tuple
+        Allowed (``in_set``) or forbidden (``not_in_set``) values.
+    """
+
+    rule: Rule
+    value_sql: str
+    holds_sql: str
+    kind: CheckKind
+    min_value: float | None = None
+    max_value: float | None = None
+    strict_min: bool = False
+    strict_max: bool = False
+    value_set: tuple[str | float, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+    @property
+    def text(self) -> str:
+        return self.rule.text
+
+
+def compile_rule(rule: Rule) -> CompiledRule:
+    """Choose the check column and expectation for ``rule`` (see the module table)."""
+    node, tol = rule.node, rule.tolerance
+    holds = holds_sql(rule)
+    if isinstance(node, Comparison) and node.op != "!=":
+        r, strict = _normalized(node)
+        if node.op == "==":
+            return CompiledRule(rule, linear_sql(r), holds, "between", -tol, tol)
+        if strict:
+            return CompiledRule(rule, linear_sql(r), holds, "between", None, 0.0, strict_max=True)
+        return CompiledRule(rule, linear_sql(r), holds, "between", None, tol)
+    if isinstance(node, Chain) and len(node.links) == 2:
+        first, second = node.links
+        lo, mid, hi = first.lhs, first.rhs, second.rhs
+        if first.op in (">", ">="):
+            lo, hi = hi, lo
+            lo_strict, hi_strict = second.op == ">", first.op == ">"
+        else:
+            lo_strict, hi_strict = first.op == "<", second.op == "<"
+        if lo.is_constant and hi.is_constant and not mid.is_constant:
+            lo_v = lo.const if lo_strict else lo.const - tol
+            hi_v = hi.const if hi_strict else hi.const + tol
+            return CompiledRule(
+                rule,
+                linear_sql(mid),
+                holds,
+                "between",
+                lo_v,
+                hi_v,
+                strict_min=lo_strict,
+                strict_max=hi_strict,
+            )
+    if isinstance(node, InSet):
+        kind: CheckKind = "not_in_set" if node.negated else "in_set"
+        return CompiledRule(rule, quote_ident(node.column), holds, kind, value_set=node.values)
+    if isinstance(node, NotNull):
+        return CompiledRule(rule, quote_ident(node.column), holds, "not_null")
+    return CompiledRule(rule, holds, holds, "holds")
+
+
+def to_sql(rule: Rule) -> str:
+    """DuckDB SQL of the rule's check column: a residual or value (numeric), the column itself
+    (sets, not-null) or a boolean (everything else). See :func:`compile_rule` for how it is
+    judged and :func:`holds_sql` for the plain boolean."""
+    return compile_rule(rule).value_sql
+
+
+def linear_rows(
+    rule: Rule,
+) -> tuple[list[tuple[dict[str, float], float]], list[tuple[dict[str, float], float]]]:
+    """Rows of a linear rule: equalities ``(a, b)`` meaning ``a . x = b`` and inequalities
+    ``(g, h)`` meaning ``g . x <= h`` (strict inequalities as their closure)."""
+    node = rule.node
+    links = node.links if isinstance(node, Chain) else (node,)
+    eqs, ineqs = [], []
+    for link in links:
+        if not isinstance(link, Comparison) or link.op == "!=":
+            raise ValueError(f"rule {rule.name!r} is not linear")
+        r, _ = _normalized(link)
+        row = dict(r.terms)
+        (eqs if link.op == "==" else ineqs).append((row, 0.0 - r.const))
+    return eqs, ineqs
+
+
+def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearConstraints:
+    """The feasible set of the linear, unconditional rules that involve only ``columns``.
+
+    Equalities go to ``A x = b``; ``a <= x <= b`` gives two rows of ``G x <= h``; ``>=`` rows are
+    negated; strict inequalities enter as their closure (``<`` as ``<=``). Rules that read any
+    other column, conditional rules and non-linear rules are left out (check them with
+    ``rule.is_linear`` and ``set(rule.columns) <= set(columns)``).
+
+    Parameters
+    ----------
+    rules : sequence of Rule
+    columns : sequence of str, length d
+        Variable order of the matrices (the quasi-identifiers).
+
+    Returns
+    -------
+    LinearConstraints
+        ``A`` (p, d), ``b`` (p,), ``G`` (q, d), ``h`` (q,), with the rule name of every row.
+    """
+    columns = tuple(columns)
+    index = {c: j for j, c in enumerate(columns)}
+    d = len(columns)
+    A, b, G, h, eq_names, ineq_names = [], [], [], [], [], []
+    for rule in rules:
+        if not rule.is_linear or not set(rule.columns) <= index.keys():
+            continue
+        eqs, ineqs = linear_rows(rule)
+        for coefs, rhs in eqs:
+            row = np.zeros(d)
+            for c, a in coefs.items():
+                row[index[c]] = a
+            A.append(row)
+            b.append(rhs)
+            eq_names.append(rule.name)
+        for coefs, rhs in ineqs:
+            row = np.zeros(d)
+            for c, a in coefs.items():
+                row[index[c]] = a
+            G.append(row)
+            h.append(rhs)
+            ineq_names.append(rule.name)
+    return LinearConstraints(
+        columns,
+        np.array(A, dtype=float).reshape(len(A), d),
+        np.array(b, dtype=float),
+        np.array(G, dtype=float).reshape(len(G), d),
+        np.array(h, dtype=float),
+        tuple(eq_names),
+        tuple(ineq_names),
+    )

@@ -1,0 +1,236 @@
+"""Feasibility of a rule set: can any record satisfy every rule? Checked before a run.
+
+The linear, unconditional rules (ranges included) define the polyhedron
+``P = {x : A x = b, G x <= h}`` (section 2.3 of [1]_); a numeric set rule ``x in [v1, ...]``
+adds its relaxation ``min v <= x <= max v``. ``P`` is empty exactly when the linear program
+``min 0 s.t. x in P`` (scipy ``linprog``, HiGHS [2]_, free variables) is infeasible. Strict
+inequalities enter as their closure, so ``x < 5`` with ``x >= 5`` is not caught (the closure
+``x = 5`` is feasible); text, not-null and ``!=`` rules cannot make a numeric set empty and are
+left out.
+
+When ``P`` is empty, a small conflicting subset of rules is found by the *deletion filter* of
+Chinneck and Dravnieks [3]_: drop each rule in turn and keep it out when the rest stays
+infeasible. What remains is an irreducible infeasible subset (IIS): infeasible, and feasible
+without any one of its rules, so the error names rules that truly conflict (``x >= 5`` and
+``x <= 3``) and not the whole list.
+
+Conditional rules ``if C then D`` are disjunctions (``not C or D``), so the full problem is a
+disjunctive program. This module checks the practical necessary condition for each conditional
+separately: if records meeting ``C`` can exist (``P and C`` feasible) but none of them can also
+meet ``D`` (``P and C and D`` infeasible), the rule silently forbids its own condition, which is
+almost always a mistake (``if employees == 0 then wages == 0`` with ``wages >= 1``): it is
+reported with the rules it conflicts with. A conditional whose condition cannot occur at all is
+vacuous and reported in the result, not raised. Only the linear parts of ``C`` and ``D`` are
+used (a relaxation: some conflicts involving text conditions go unnoticed).
+
+References
+----------
+.. [1] "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity for data
+   with constraints", section 2.3 (``../shared/papers/constrained-fuzzy-microaggregation.txt``).
+.. [2] Q. Huangfu and J. A. J. Hall, "Parallelizing the dual revised simplex method",
+   Mathematical Programming Computation 10, 2018 (HiGHS, ``scipy.optimize.linprog``).
+.. [3] J. W. Chinneck and E. W. Dravnieks, "Locating minimal infeasible constraint sets in
+   linear programs", ORSA Journal on Computing 3(2), 1991.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import linprog
+
+from sdcflow.expectations.compile import linear_rows
+from sdcflow.expectations.rules import (
+    LINEAR_OPS,
+    Chain,
+    Comparison,
+    Condition,
+    Conditional,
+    InSet,
+    Rule,
+)
+from sdcflow.tasks.validation import InputError
+
+__all__ = ["FeasibilityReport", "InfeasibleRulesError", "check_feasible"]
+
+Rows = tuple[list[tuple[dict[str, float], float]], list[tuple[dict[str, float], float]]]
+
+
+class InfeasibleRulesError(InputError):
+    """No record can satisfy the rule set; ``rules`` names a conflicting subset."""
+
+    def __init__(self, message: str, rules: Sequence[str]) -> None:
+        super().__init__(message)
+        self.rules = tuple(rules)
+
+
+@dataclass
+class FeasibilityReport:
+    """What :func:`check_feasible` checked.
+
+    Attributes
+    ----------
+    linear_rules : list of str
+        The rules that entered the linear program.
+    conditionals_checked : list of str
+        Conditional rules whose branch ``P and C and D`` was checked.
+    vacuous : list of str
+        Conditional rules whose condition no record satisfying the other rules can meet.
+    linear_programs : int
+        Number of LPs solved.
+    """
+
+    linear_rules: list[str] = field(default_factory=list)
+    conditionals_checked: list[str] = field(default_factory=list)
+    vacuous: list[str] = field(default_factory=list)
+    linear_programs: int = 0
+
+
+def _condition_rows(node: Condition, name: str) -> Rows:
+    """Linear rows of a condition / consequent (empty when it has no linear part)."""
+    if isinstance(node, (Comparison, Chain)):
+        links = node.links if isinstance(node, Chain) else (node,)
+        if all(link.op in LINEAR_OPS for link in links):
+            return linear_rows(Rule(name=name, text="", node=node))
+    if isinstance(node, InSet):
+        return _set_rows(node)
+    return [], []
+
+
+def _set_rows(node: InSet) -> Rows:
+    if node.negated or not node.values or isinstance(node.values[0], str):
+        return [], []
+    lo, hi = min(node.values), max(node.values)
+    return [], [({node.column: -1.0}, -float(lo)), ({node.column: 1.0}, float(hi))]
+
+
+class _LP:
+    """Feasibility LPs over a fixed variable order."""
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.index = {c: j for j, c in enumerate(columns)}
+        self.count = 0
+
+    def _matrix(self, rows: list[tuple[dict[str, float], float]]) -> tuple[np.ndarray, np.ndarray]:
+        M = np.zeros((len(rows), len(self.index)))
+        v = np.zeros(len(rows))
+        for i, (coefs, rhs) in enumerate(rows):
+            for c, a in coefs.items():
+                M[i, self.index[c]] = a
+            v[i] = rhs
+        return M, v
+
+    def feasible(self, blocks: Sequence[Rows]) -> bool:
+        eq = [row for block in blocks for row in block[0]]
+        ub = [row for block in blocks for row in block[1]]
+        if not eq and not ub:
+            return True
+        self.count += 1
+        A, b = self._matrix(eq)
+        G, h = self._matrix(ub)
+        res = linprog(
+            np.zeros(len(self.index)),
+            A_ub=G if ub else None,
+            b_ub=h if ub else None,
+            A_eq=A if eq else None,
+            b_eq=b if eq else None,
+            bounds=(None, None),
+            method="highs",
+        )
+        if res.status == 2:
+            return False
+        if res.status in (0, 3):
+            return True
+        raise RuntimeError(f"the feasibility LP did not finish: {res.message}")
+
+
+def _deletion_filter(lp: _LP, names: list[str], blocks: dict[str, Rows], fixed: Rows) -> list[str]:
+    """An irreducible infeasible subset of ``names`` (given that ``fixed`` is always in)."""
+    keep = list(names)
+    for name in list(keep):
+        trial = [n for n in keep if n != name]
+        if not lp.feasible([fixed, *(blocks[n] for n in trial)]):
+            keep = trial
+    return keep
+
+
+def _quote(rules: dict[str, Rule], names: Sequence[str]) -> str:
+    return "; ".join(f"{n}: {rules[n].text}" for n in names)
+
+
+def check_feasible(
+    rules: Sequence[Rule], columns: Sequence[str] | None = None
+) -> FeasibilityReport:
+    """Raise :class:`InfeasibleRulesError` (an ``InputError``, exit 2) when no record can satisfy
+    ``rules``; see the module docstring for what is checked.
+
+    Parameters
+    ----------
+    rules : sequence of Rule
+    columns : sequence of str, optional
+        The numeric columns (LP variables). Rules reading other columns are left out. Default:
+        every column a linear rule reads.
+
+    Returns
+    -------
+    FeasibilityReport
+
+    Raises
+    ------
+    InfeasibleRulesError
+        Naming an irreducible conflicting subset of rules, with their text.
+    """
+    by_name = {r.name: r for r in rules}
+    if columns is None:
+        columns = list(dict.fromkeys(c for r in rules for c in r.columns))
+    allowed = set(columns)
+    lp = _LP(list(columns))
+    report = FeasibilityReport()
+    blocks: dict[str, Rows] = {}
+    for r in rules:
+        if not set(r.columns) <= allowed:
+            continue
+        if r.is_linear:
+            blocks[r.name] = linear_rows(r)
+        elif isinstance(r.node, InSet) and _set_rows(r.node) != ([], []):
+            blocks[r.name] = _set_rows(r.node)
+    report.linear_rules = list(blocks)
+    names = list(blocks)
+    if not lp.feasible([blocks[n] for n in names]):
+        conflict = _deletion_filter(lp, names, blocks, ([], []))
+        report.linear_programs = lp.count
+        raise InfeasibleRulesError(
+            f"edit rules {', '.join(conflict)} contradict each other: no record can satisfy all "
+            f"of them ({_quote(by_name, conflict)}); fix or drop one of them",
+            conflict,
+        )
+    for r in rules:
+        if not isinstance(r.node, Conditional) or not set(r.columns) <= allowed:
+            continue
+        cond = _condition_rows(r.node.condition, r.name)
+        cons = _condition_rows(r.node.consequent, r.name)
+        if cond == ([], []) and cons == ([], []):
+            continue
+        report.conditionals_checked.append(r.name)
+        base = [blocks[n] for n in names]
+        if not lp.feasible([*base, cond]):
+            report.vacuous.append(r.name)
+            continue
+        if lp.feasible([*base, cond, cons]):
+            continue
+        both = ([*cond[0], *cons[0]], [*cond[1], *cons[1]])
+        others = _deletion_filter(lp, names, blocks, both)
+        conflict = [r.name, *others]
+        with_others = f" together with {', '.join(others)}" if others else ""
+        report.linear_programs = lp.count
+        raise InfeasibleRulesError(
+            f"edit rule {r.name} can never hold when its condition holds{with_others}: records "
+            f"meeting the condition can exist, but every one of them would violate it "
+            f"({_quote(by_name, conflict)}); fix the condition, the consequent or the other "
+            "rules",
+            conflict,
+        )
+    report.linear_programs = lp.count
+    return report

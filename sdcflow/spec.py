@@ -1,0 +1,201 @@
+"""The release spec: one YAML file describing a release, validated on load.
+
+Unknown keys are errors; every error names the field and what to do. Paths are relative to the
+spec file. The random ``seed`` is a secret: it is never written to the manifest or the audit
+tables (transparency covers the method and its parameters, not the draw).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from sdcflow.tasks.gates.registry import CHECKS
+from sdcflow.tasks.methods.registry import METHODS, MethodParams
+from sdcflow.tasks.validation import InputError
+
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+class ClusterLossOptions(BaseModel):
+    """Settings of the cluster-specific loss gates (fuzzy c-means on both files)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    c: int = Field(10, ge=2, description="clusters")
+    m: float = Field(1.5, gt=1, description="fuzziness")
+    restarts: int = Field(20, ge=1, description="best of this many runs by objective")
+    alpha: float = Field(0.5, gt=0, le=1, description="alpha-cut of the index gates")
+    random_state: int = Field(0, description="the measure's own seed (not a secret)")
+
+
+class MeasureOptions(BaseModel):
+    """Settings of the loss and risk measures behind the ``checks:`` gates."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    interval_disclosure_p: float | list[float] | None = Field(
+        None, description="rank-interval width(s) in %; default 1..10 averaged"
+    )
+    cluster_loss: ClusterLossOptions = Field(default_factory=ClusterLossOptions)
+
+
+class ReleaseSpec(BaseModel):
+    """A release: where the data come from, how they are masked, checked and published."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    release: str = Field(pattern=_NAME, description="name of the published release")
+    source: Path = Field(description="CSV or Parquet file, relative to the spec file")
+    id_column: str | None = Field(None, description="record identifier, never published")
+    quasi_identifiers: list[str] = Field(min_length=1, description="numeric columns to mask")
+    keep: list[str] = Field(default_factory=list, description="columns published unchanged")
+    sensitive: list[str] = Field(
+        default_factory=list,
+        description="confidential attributes, published unchanged and gated by l-diversity",
+    )
+    edits: list[str | dict[str, Any]] = Field(default_factory=list, description="edit rules")
+    rules_file: Path | None = Field(None, description="YAML file of further edit rules")
+    on_violation: Literal["fail", "repair"] = "repair"
+    method: MethodParams
+    blocks: list[list[str]] | None = Field(
+        None, description="quasi-identifiers split into blocks masked separately"
+    )
+    checks: dict[str, float] = Field(default_factory=dict)
+    measures: MeasureOptions = Field(default_factory=MeasureOptions)
+    output: Path = Path("published")
+    warehouse: Path = Path("warehouse.duckdb")
+    reports: Path = Path("reports")
+    publish_report: bool = Field(
+        False, description="also publish the run's report.html with the release"
+    )
+    seed: int | None = Field(None, description="secret seed for reproducible randomness")
+    base_dir: Path = Field(Path("."), exclude=True)
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method(cls, value: Any) -> MethodParams:
+        if isinstance(value, MethodParams):
+            return value
+        if not isinstance(value, dict) or "name" not in value:
+            raise ValueError("give a mapping with a `name`, e.g. {name: mdav, k: 5}")
+        name = value["name"]
+        if name not in METHODS:
+            raise ValueError(f"unknown method {name!r}; choose one of {', '.join(sorted(METHODS))}")
+        try:
+            return METHODS[name].params.model_validate(value)
+        except ValidationError as e:
+            raise ValueError(_join_errors(e)) from None
+
+    @field_validator("checks")
+    @classmethod
+    def _checks(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(CHECKS))
+        if unknown:
+            raise ValueError(
+                f"unknown check(s) {unknown}; known checks: {', '.join(sorted(CHECKS))}"
+            )
+        # Every gate's figure is a size, a share or a distance: never negative, never NaN.
+        bad = sorted(k for k, v in value.items() if not (v >= 0 and math.isfinite(v)))
+        if bad:
+            raise ValueError(f"threshold(s) of {bad} must be finite numbers >= 0")
+        return value
+
+    @model_validator(mode="after")
+    def _columns(self) -> ReleaseSpec:
+        roles = {"quasi_identifiers": self.quasi_identifiers, "keep": self.keep}
+        roles["sensitive"] = self.sensitive
+        if self.id_column:
+            roles["id_column"] = [self.id_column]
+        seen: dict[str, str] = {}
+        for role, cols in roles.items():
+            for col in cols:
+                if col in seen:
+                    first = seen[col]
+                    where = f"twice in {role}" if first == role else f"in {first} and {role}"
+                    raise ValueError(f"column {col!r} is named {where}; give each column one role")
+                seen[col] = role
+        if self.blocks is not None:
+            flat = [c for block in self.blocks for c in block]
+            if sorted(flat) != sorted(self.quasi_identifiers) or any(not b for b in self.blocks):
+                raise ValueError(
+                    "blocks must split quasi_identifiers exactly: every quasi-identifier in "
+                    "exactly one non-empty block"
+                )
+        return self
+
+    # -- resolved paths -------------------------------------------------------------------
+
+    def path(self, value: Path) -> Path:
+        return value if value.is_absolute() else (self.base_dir / value)
+
+    @property
+    def source_path(self) -> Path:
+        return self.path(self.source)
+
+    @property
+    def warehouse_path(self) -> Path:
+        return self.path(self.warehouse)
+
+    @property
+    def output_dir(self) -> Path:
+        return self.path(self.output)
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.path(self.reports)
+
+    @property
+    def release_dir(self) -> Path:
+        return self.output_dir / self.release
+
+    def public_dict(self) -> dict[str, Any]:
+        """The spec as recorded in the manifest: everything but the secret seed."""
+        data = self.model_dump(mode="json", exclude={"seed", "base_dir"})
+        data["method"] = self.method.model_dump(mode="json")
+        return data
+
+    def sha256(self) -> str:
+        """Hash of the public spec (stable key order), identifying what a run was asked."""
+        blob = json.dumps(self.public_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+def _join_errors(error: ValidationError, prefix: str = "") -> str:
+    parts = []
+    for err in error.errors():
+        loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
+        msg = err["msg"].removeprefix("Value error, ")
+        where = f"{prefix}{loc}" if loc else prefix.rstrip(".")
+        bad = err.get("input")
+        shown = "" if isinstance(bad, dict | list) or bad is None else f" (got {bad!r})"
+        parts.append(f"{where}: {msg}{shown}" if where else msg + shown)
+    return "; ".join(parts)
+
+
+def load_spec(path: str | Path) -> ReleaseSpec:
+    """Read and validate a release spec; raise ``InputError`` with one line per problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"spec file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from e
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: the spec must be a YAML mapping of fields (release, source...)")
+    try:
+        return ReleaseSpec.model_validate({**data, "base_dir": path.resolve().parent})
+    except ValidationError as e:
+        raise InputError(f"{path}: {_join_errors(e)}") from None

@@ -1,0 +1,92 @@
+"""Post-release checks of box anonymization (figures for ``tasks/checks.py``).
+
+* ``min_distinct``: the smallest number of distinct values (eq. 29) of any quasi-identifier in
+  any box (l-diversity of the boxes; must be >= l).
+* ``records_outside``: original records not inside their released box (must be 0).
+* ``targets_outside``: target statistics whose original value (with the released weights, and
+  with equal weights when those intervals are published too) lies outside the guaranteed
+  interval published in the manifest (must be 0).
+
+The k of the boxes is the generic ``k_anonymity`` check: the identifying columns of a box
+release are the lo/hi columns and ``box_id``, so identical released rows are exactly a box.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdcflow.tasks.box.partition import distinct_counts
+from sdcflow.tasks.box.sensitivity import Target, statistic
+from sdcflow.tasks.validation import InputError
+
+
+def min_distinct(original: np.ndarray, groups: np.ndarray, eps: np.ndarray) -> int:
+    """Smallest count of eps-distinct values of any variable in any box; shapes (n, d), (n,)."""
+    _, labels = np.unique(groups, return_inverse=True)
+    return int(distinct_counts(original, labels, eps).min())
+
+
+def records_outside(original: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
+    """Records with some value outside its box; all arrays of shape (n, d)."""
+    return int((~((original >= lo) & (original <= hi)).all(axis=1)).sum())
+
+
+def targets_outside(
+    original: np.ndarray,
+    columns: Sequence[str],
+    weights: np.ndarray,
+    estimates: Sequence[Mapping[str, Any]],
+    rtol: float = 1e-9,
+) -> int:
+    """Targets whose original weighted value lies outside its ``guaranteed`` interval.
+
+    The tolerance ``rtol`` times the interval's magnitude absorbs rounding in the bounds
+    (an exact lower end equals the original value when the boxes are points).
+    """
+    cols = list(columns)
+    bad = 0
+    for row in estimates:
+        target = Target(row["stat"], tuple(cols.index(v) for v in row["vars"]))
+        value = statistic(original, target, weights)
+        lo, hi = row["guaranteed"]
+        tol = rtol * max(abs(lo), abs(hi), 1e-300)
+        if not (lo - tol <= value <= hi + tol):
+            bad += 1
+    return bad
+
+
+def _box_parts(ctx: Any) -> tuple[pd.DataFrame, list[str]]:
+    if getattr(ctx.method, "name", None) != "box":
+        raise InputError(
+            "box checks (box_l_diversity, box_max_records_outside, box_max_targets_outside) apply "
+            "to method box only; remove them from `checks:`"
+        )
+    return ctx.result.masked, list(ctx.columns)
+
+
+def check_min_distinct(ctx: Any) -> float:
+    masked, cols = _box_parts(ctx)
+    eps = np.array([float(ctx.method.epsilon.get(c, 0.0)) for c in cols])
+    return float(min_distinct(ctx.original, masked["box_id"].to_numpy(), eps))
+
+
+def check_records_outside(ctx: Any) -> float:
+    masked, cols = _box_parts(ctx)
+    lo = masked[[f"{c}_lo" for c in cols]].to_numpy(float)
+    hi = masked[[f"{c}_hi" for c in cols]].to_numpy(float)
+    return float(records_outside(ctx.original, lo, hi))
+
+
+def check_targets_outside(ctx: Any) -> float:
+    masked, cols = _box_parts(ctx)
+    w = masked["weight"].to_numpy(float)
+    details = ctx.result.details
+    bad = targets_outside(ctx.original, cols, w, details["estimates"])
+    if "estimates_equal_weights" in details:
+        uniform = np.full(len(w), 1.0 / len(w))
+        bad += targets_outside(ctx.original, cols, uniform, details["estimates_equal_weights"])
+    return float(bad)

@@ -1,0 +1,59 @@
+"""Apply a registered masking method to the quasi-identifiers, whole or by blocks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.methods.registry import MaskResult, MethodParams, get_method
+from sdcflow.tasks.validation import check_matrix
+
+
+def mask_quasi_identifiers(
+    X: np.ndarray,
+    columns: Sequence[str],
+    params: MethodParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None = None,
+    blocks: Sequence[Sequence[str]] | None = None,
+) -> MaskResult:
+    """Mask ``X`` (n, d) with the method ``params.name``; by blocks of columns if given.
+
+    With blocks, each block is masked independently (its own groups) with the constraints
+    restricted to its columns; the caller must make sure no rule spans two blocks. The merged
+    result has no single crisp grouping (``groups`` is None) and its details list each block.
+    """
+    columns = list(columns)
+    X = check_matrix(X, columns=columns)
+    method = get_method(params.name)
+    if not blocks or len(blocks) == 1:
+        return method.mask(X, columns, params, rng, constraints)
+    parts: list[MaskResult] = []
+    for block in blocks:
+        idx = [columns.index(c) for c in block]
+        sub = constraints.restrict(list(block)) if constraints is not None else None
+        parts.append(method.mask(X[:, idx], list(block), params, rng, sub))
+    points = np.empty_like(X)
+    for block, part in zip(blocks, parts, strict=True):
+        points[:, [columns.index(c) for c in block]] = part.points
+    masked = pd.concat([p.masked for p in parts], axis=1)
+    identifying = [c for p in parts for c in (p.identifying or list(p.masked.columns))]
+    return MaskResult(
+        masked=masked,
+        points=points,
+        groups=None,
+        details={
+            "blocks": [
+                {
+                    "columns": list(b),
+                    "released_columns": p.identifying or list(p.masked.columns),
+                    **p.details,
+                }
+                for b, p in zip(blocks, parts, strict=True)
+            ]
+        },
+        identifying=identifying,
+    )

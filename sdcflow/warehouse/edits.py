@@ -1,0 +1,196 @@
+"""Edit-rule evaluation inside the warehouse: DuckDB computes one check column per rule.
+
+The rule SQL comes from :mod:`sdcflow.expectations.compile` (identifiers quoted, only the
+rule's own constants inlined); this module takes it as data and does not import the compiler.
+The table it runs on is an allow-listed, schema-qualified run table
+(:func:`sdcflow.warehouse.warehouse.table_name`), and every value (run id, stage, rule name)
+travels as a ``?`` parameter. Violating row ids go to ``audit.violations``; what leaves this
+module is a frame of check columns (for Great Expectations, in memory) and counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from sdcflow.tasks.validation import InputError
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse, table_name
+from sdcflow.warehouse.warehouse import quote_identifier as quote_ident
+
+
+class CompiledRule(Protocol):
+    """What this module needs of a compiled rule
+    (:class:`sdcflow.expectations.compile.CompiledRule`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    value_sql: str
+    holds_sql: str
+
+
+STAGES = ("raw", "edited", "masked", "published")
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS audit;
+CREATE TABLE IF NOT EXISTS audit.violations (
+    run_id VARCHAR NOT NULL,
+    stage VARCHAR NOT NULL,
+    rule VARCHAR NOT NULL,
+    sdc_row_id BIGINT NOT NULL
+);
+"""
+
+
+def _table(stage: str, run_id: str) -> str:
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; one of {STAGES}")
+    return table_name(stage, run_id)
+
+
+def _select_sql(table: str, compiled: Sequence[CompiledRule], *, holds: bool) -> str:
+    cols = [f"{c.holds_sql if holds else c.value_sql} AS {quote_ident(c.name)}" for c in compiled]
+    return f"SELECT {quote_ident(ROW_ID)}, {', '.join(cols)} FROM {table} ORDER BY {ROW_ID}"
+
+
+def _explain(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    compiled: Sequence[CompiledRule],
+    e: duckdb.Error,
+) -> None:
+    """Find the first rule whose SQL fails on ``table`` and raise an InputError naming it.
+
+    Binder errors (names and types, never values) are shown; for a data-dependent failure such
+    as a conversion error, whose message could quote a value, only its kind is named.
+    """
+    for c in compiled:
+        try:
+            con.execute(f"SELECT count({c.holds_sql}) FROM {table}").fetchone()
+        except duckdb.Error as inner:
+            if isinstance(inner, duckdb.BinderException):
+                detail = str(inner).splitlines()[0]
+            else:
+                detail = f"{type(inner).__name__} on some record"
+            raise InputError(
+                f"edit rule {c.name!r} ({c.text}) cannot be evaluated on the data: {detail}; "
+                "check that the rule's columns have the right type (numbers for arithmetic, text "
+                "for quoted values)"
+            ) from e
+    raise InputError(
+        f"the edit rules cannot be evaluated on {table} ({type(e).__name__}); check the types "
+        "of the columns the rules read"
+    ) from e
+
+
+def evaluate_rules(
+    warehouse: Warehouse,
+    stage: str,
+    run_id: str,
+    compiled: Sequence[CompiledRule],
+) -> pd.DataFrame:
+    """Evaluate every rule's check column on the ``stage`` table of ``run_id``.
+
+    Parameters
+    ----------
+    warehouse : Warehouse
+    stage : {"raw", "edited", "masked", "published"}
+    run_id : str
+    compiled : sequence of CompiledRule
+        Rule names must be unique (they become column names).
+
+    Returns
+    -------
+    DataFrame with n rows
+        ``sdc_row_id`` and one check column per rule (named after the rule), ordered by row id.
+        It holds residuals and the values of set / not-null columns: keep it in memory, never
+        log it.
+    """
+    table = _table(stage, run_id)
+    if not compiled:
+        with warehouse.connect(read_only=True) as con:
+            return con.execute(f"SELECT {quote_ident(ROW_ID)} FROM {table} ORDER BY {ROW_ID}").df()
+    with warehouse.connect(read_only=True) as con:
+        try:
+            return con.execute(_select_sql(table, compiled, holds=False)).df()
+        except duckdb.Error as e:
+            _explain(con, table, compiled, e)
+            raise  # pragma: no cover - _explain always raises
+
+
+def record_violations(
+    warehouse: Warehouse,
+    stage: str,
+    run_id: str,
+    compiled: Sequence[CompiledRule],
+) -> dict[str, dict[str, int]]:
+    """Store the row ids violating each rule in ``audit.violations`` and count them.
+
+    Replaces what an earlier call stored for the same run and stage. A record violates a rule
+    when the rule's boolean SQL is FALSE; NULL (a missing value) is *undetermined*.
+
+    Returns
+    -------
+    dict
+        ``{rule name: {"violations": v, "undetermined": u}}``.
+    """
+    table = _table(stage, run_id)
+    with warehouse.connect() as con:
+        con.execute(_DDL)
+        con.execute("DELETE FROM audit.violations WHERE run_id = ? AND stage = ?", [run_id, stage])
+        counts: dict[str, dict[str, int]] = {}
+        try:
+            for c in compiled:
+                con.execute(
+                    "INSERT INTO audit.violations "
+                    f"SELECT ?, ?, ?, {quote_ident(ROW_ID)} FROM {table} "
+                    f"WHERE NOT coalesce({c.holds_sql}, TRUE)",
+                    [run_id, stage, c.name],
+                )
+                v, u = con.execute(
+                    f"SELECT count(*) FILTER (WHERE NOT coalesce({c.holds_sql}, TRUE)), "
+                    f"count(*) FILTER (WHERE ({c.holds_sql}) IS NULL) FROM {table}"
+                ).fetchone()
+                counts[c.name] = {"violations": int(v), "undetermined": int(u)}
+        except duckdb.Error as e:
+            _explain(con, table, compiled, e)
+    return counts
+
+
+def violating_row_ids(
+    warehouse: Warehouse, stage: str, run_id: str, rule: str | None = None
+) -> pd.DataFrame:
+    """The stored violations of a run and stage (optionally one rule): ``rule, sdc_row_id``."""
+    with warehouse.connect(read_only=True) as con:
+        exists = con.execute(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = 'audit' AND table_name = 'violations'"
+        ).fetchone()[0]
+        if not exists:
+            return pd.DataFrame({"rule": pd.Series(dtype=str), ROW_ID: pd.Series(dtype="int64")})
+        sql = "SELECT rule, sdc_row_id FROM audit.violations WHERE run_id = ? AND stage = ?"
+        params: list[str] = [run_id, stage]
+        if rule is not None:
+            sql += " AND rule = ?"
+            params.append(rule)
+        return con.execute(sql + " ORDER BY rule, sdc_row_id", params).df()
+
+
+def matching_row_ids(
+    warehouse: Warehouse, stage: str, run_id: str, predicate_sql: str
+) -> np.ndarray:
+    """Row ids of the ``stage`` table where a compiled boolean predicate is TRUE (int64)."""
+    table = _table(stage, run_id)
+    with warehouse.connect(read_only=True) as con:
+        ids = con.execute(
+            f"SELECT {quote_ident(ROW_ID)} FROM {table} WHERE coalesce({predicate_sql}, FALSE) "
+            f"ORDER BY {ROW_ID}"
+        ).fetchnumpy()[ROW_ID]
+    return np.asarray(ids, dtype=np.int64)

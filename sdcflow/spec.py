@@ -23,9 +23,9 @@ from pydantic import (
     model_validator,
 )
 
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.gates.registry import CHECKS
 from sdcflow.tasks.methods.registry import METHODS, MethodParams
-from sdcflow.tasks.validation import InputError
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
@@ -188,14 +188,19 @@ def load_spec(path: str | Path) -> ReleaseSpec:
     """Read and validate a release spec; raise ``InputError`` with one line per problem."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"spec file {path} does not exist")
+        raise InputError(f"spec file {path} does not exist", code=Reason.SPEC_MISSING)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from e
+        raise InputError(
+            f"{path}: not valid YAML ({str(e).splitlines()[0]})", code=Reason.SPEC_SYNTAX
+        ) from e
     if not isinstance(data, dict):
-        raise InputError(f"{path}: the spec must be a YAML mapping of fields (release, source...)")
+        raise InputError(
+            f"{path}: the spec must be a YAML mapping of fields (release, source...)",
+            code=Reason.SPEC_SYNTAX,
+        )
     try:
         return ReleaseSpec.model_validate({**data, "base_dir": path.resolve().parent})
     except ValidationError as e:
-        raise InputError(f"{path}: {_join_errors(e)}") from None
+        raise InputError(f"{path}: {_join_errors(e)}", code=Reason.SPEC_FIELD) from None

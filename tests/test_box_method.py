@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.box.anonymize import box_anonymize
 from sdcflow.tasks.box.partition import bounding_boxes, box_partition
 from sdcflow.tasks.box.sensitivity import Target, combined_sensitivity, default_delta0
 from sdcflow.tasks.gates.registry import CHECKS, CheckContext, run_checks
 from sdcflow.tasks.measures.anonymity import k_anonymity
 from sdcflow.tasks.methods.registry import METHODS, MdavParams
-from sdcflow.tasks.validation import InputError
 
 BOX = METHODS["box"]
 BOX_CHECKS = {

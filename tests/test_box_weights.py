@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.box.weights import (
     crisp_weights,
     equal_weights,
@@ -13,7 +14,6 @@ from sdcflow.tasks.box.weights import (
     fuzzy_weights,
     total_uncertainty,
 )
-from sdcflow.tasks.validation import InputError
 
 # c = (0, 1, 3), n = 1, A = 2 (so n c = c):
 # iteration (eq. 51): all 3 points: 3 l^2 - 8 l + (10 - 4) = 0 has no real root (64 < 72): the

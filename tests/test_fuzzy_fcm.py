@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.fuzzy.fcm import (
     Fuzziness,
     PolyhedronProjector,
@@ -17,7 +18,6 @@ from sdcflow.tasks.fuzzy.fcm import (
     truncated_memberships,
 )
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.validation import InputError
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.measures.information_loss import sse_sst_loss
 from sdcflow.tasks.microaggregation.mdav import (
     group_means,
@@ -16,7 +17,7 @@ from sdcflow.tasks.microaggregation.mdav import (
     mdav_groups,
     mdav_groups_reference,
 )
-from sdcflow.tasks.validation import InputError, standardize
+from sdcflow.tasks.validation import standardize
 
 BOTH = pytest.mark.parametrize(
     "groups", [mdav_groups_reference, mdav_groups], ids=["numpy", "numba"]

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.measures.anonymity import (
     entropy_l_diversity,
     equivalence_class_sizes,
@@ -29,7 +30,6 @@ from sdcflow.tasks.measures.anonymity import (
     probabilistic_k_anonymity,
 )
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
-from sdcflow.tasks.validation import InputError
 
 PYCANON = "pycanon==1.3.6"
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.gates.measures import MEASURE_CHECKS
 from sdcflow.tasks.gates.registry import CHECKS, CheckContext, run_checks
 from sdcflow.tasks.measures.anonymity import l_diversity
@@ -20,7 +21,6 @@ from sdcflow.tasks.measures.disclosure_risk import (
 from sdcflow.tasks.measures.information_loss import generic_loss, probabilistic_loss_table
 from sdcflow.tasks.methods.registry import MaskResult
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
-from sdcflow.tasks.validation import InputError
 
 
 @pytest.fixture(scope="module")

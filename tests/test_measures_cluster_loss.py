@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.measures.cluster_loss import (
     FuzzyPartition,
     adjusted_rand_index,
@@ -24,7 +25,6 @@ from sdcflow.tasks.measures.cluster_loss import (
     rand_index,
     standardize_like,
 )
-from sdcflow.tasks.validation import InputError
 
 
 def _labels(labels: list[int]) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.gates.registry import CheckContext, run_checks
 from sdcflow.tasks.measures.disclosure_risk import (
     interval_disclosure,
@@ -18,7 +19,6 @@ from sdcflow.tasks.measures.disclosure_risk import (
 )
 from sdcflow.tasks.methods.registry import METHODS
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
-from sdcflow.tasks.validation import InputError
 
 X1 = np.array([[0.0], [1.0], [2.0], [10.0]])
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from sdcflow.errors import InputError
 from sdcflow.tasks.measures.information_loss import (
     _sampling_sd,
     generic_loss,
@@ -16,7 +17,6 @@ from sdcflow.tasks.measures.information_loss import (
     probabilistic_loss_table,
     sse_sst_loss,
 )
-from sdcflow.tasks.validation import InputError
 
 # Original a = [1, 3, 5, 7], b = [2, 2, 6, 6]; masked = pairs replaced by their means.
 X = np.array([[1.0, 2.0], [3.0, 2.0], [5.0, 6.0], [7.0, 6.0]])

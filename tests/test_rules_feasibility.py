@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sdcflow.expectations.feasibility import InfeasibleRulesError, check_feasible
+from sdcflow.errors import InfeasibleRulesError, InputError
+from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import parse_rules
-from sdcflow.tasks.validation import InputError
 
 
 def conflict(texts: list, columns: list[str] | None = None) -> tuple[str, ...]:

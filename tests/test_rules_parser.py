@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sdcflow.errors import InputError, RuleError
 from sdcflow.expectations.rules import (
     Chain,
     Comparison,
@@ -15,13 +16,11 @@ from sdcflow.expectations.rules import (
     InSet,
     LinearForm,
     NotNull,
-    RuleError,
     TextComparison,
     load_rules_file,
     parse_rule,
     parse_rules,
 )
-from sdcflow.tasks.validation import InputError
 
 COLUMNS = [
     "total",

@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import LinearConstraint, minimize
 
+from sdcflow.errors import InputError
 from sdcflow.expectations.compile import linear_constraints
 from sdcflow.expectations.rules import Rule, parse_rules
 from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
-from sdcflow.tasks.validation import InputError
 
 COLUMNS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
 RULES = [

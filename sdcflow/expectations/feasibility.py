@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import linprog
 
+from sdcflow.errors import InfeasibleRulesError
 from sdcflow.expectations.compile import linear_rows
 from sdcflow.expectations.rules import (
     LINEAR_OPS,
@@ -51,19 +52,10 @@ from sdcflow.expectations.rules import (
     InSet,
     Rule,
 )
-from sdcflow.tasks.validation import InputError
 
 __all__ = ["FeasibilityReport", "InfeasibleRulesError", "check_feasible"]
 
 Rows = tuple[list[tuple[dict[str, float], float]], list[tuple[dict[str, float], float]]]
-
-
-class InfeasibleRulesError(InputError):
-    """No record can satisfy the rule set; ``rules`` names a conflicting subset."""
-
-    def __init__(self, message: str, rules: Sequence[str]) -> None:
-        super().__init__(message)
-        self.rules = tuple(rules)
 
 
 @dataclass

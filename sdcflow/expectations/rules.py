@@ -51,7 +51,7 @@ import yaml
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from sdcflow.tasks.validation import InputError
+from sdcflow.errors import Reason, RuleError
 
 __all__ = [
     "Chain",
@@ -129,45 +129,6 @@ STRING: /'[^']*'/ | /"[^"]*"/
 %import common.WS
 %ignore WS
 """
-
-
-class RuleError(InputError):
-    """A malformed edit rule, an unknown column or a bad rule option (command line exit 2).
-
-    The message quotes the rule and puts a caret under the offending token.
-
-    Attributes
-    ----------
-    rule : str
-        The rule text (whitespace normalized).
-    name : str or None
-        The rule's name when known.
-    column : int or None
-        0-based position of the offending token in ``rule``.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        rule: str = "",
-        name: str | None = None,
-        column: int | None = None,
-        width: int = 1,
-        hint: str = "",
-    ) -> None:
-        self.rule = rule
-        self.name = name
-        self.column = column
-        where = f"edit rule {name!r}" if name else "edit rule"
-        lines = [f"{where}: {message}"]
-        if rule:
-            lines.append(f"    {rule}")
-            if column is not None:
-                lines.append("    " + " " * column + "^" * max(1, width))
-        if hint:
-            lines.append(hint)
-        super().__init__("\n".join(lines))
 
 
 # --- AST ---------------------------------------------------------------------------------------
@@ -384,10 +345,22 @@ class _Builder:
         self.known = None if known is None else tuple(known)
         self.known_set = None if known is None else set(known)
 
-    def error(self, message: str, at: Tree | Token | None, hint: str = "") -> RuleError:
+    def error(
+        self,
+        message: str,
+        at: Tree | Token | None,
+        hint: str = "",
+        code: Reason = Reason.RULE_SYNTAX,
+    ) -> RuleError:
         column, width = _span(at)
         return RuleError(
-            message, rule=self.text, name=self.name, column=column, width=width, hint=hint
+            message,
+            rule=self.text,
+            name=self.name,
+            column=column,
+            width=width,
+            hint=hint,
+            code=code,
         )
 
     def rule(self, tree: Tree) -> Node:
@@ -437,6 +410,7 @@ class _Builder:
                 tok,
                 f"known columns: {known}; fix the column name in the rule or add the column to "
                 "the data",
+                code=Reason.RULE_COLUMN,
             )
         return name
 
@@ -674,7 +648,9 @@ def parse_rules(
     if items is None:
         return []
     if isinstance(items, (str, Mapping)) or not isinstance(items, Sequence):
-        raise RuleError(f"{source} must be a list of rules, got {type(items).__name__}")
+        raise RuleError(
+            f"{source} must be a list of rules, got {type(items).__name__}", code=Reason.RULE_OPTION
+        )
     specs = [_item_spec(item, i, source) for i, item in enumerate(items)]
     taken = {s["name"] for s in specs if s["name"] is not None}
     seen: set[str] = set()
@@ -694,6 +670,7 @@ def parse_rules(
                 rule=spec["text"],
                 name=name,
                 hint="give every rule its own name",
+                code=Reason.RULE_OPTION,
             )
         seen.add(name)
         node = parse_rule(spec["text"], name=name, known_columns=known_columns)
@@ -724,16 +701,20 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
     if not isinstance(item, Mapping):
         raise RuleError(
             f"{where} must be a rule string or a mapping with a 'rule' key, "
-            f"got {type(item).__name__}"
+            f"got {type(item).__name__}",
+            code=Reason.RULE_OPTION,
         )
     unknown = sorted(set(map(str, item)) - set(ITEM_KEYS))
     if unknown:
         raise RuleError(
-            f"{where} has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(ITEM_KEYS)}"
+            f"{where} has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(ITEM_KEYS)}",
+            code=Reason.RULE_OPTION,
         )
     text = item.get("rule")
     if not isinstance(text, str) or not text.strip():
-        raise RuleError(f"{where} needs a 'rule' string, e.g. rule: total == a + b")
+        raise RuleError(
+            f"{where} needs a 'rule' string, e.g. rule: total == a + b", code=Reason.RULE_OPTION
+        )
     name = item.get("name")
     if name is not None:
         name = str(name)
@@ -743,6 +724,7 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
                 rule=text,
                 hint="a name starts with a letter or '_' and has up to 63 letters, digits, "
                 "'_', '.' or '-' (and is not sdc_row_id)",
+                code=Reason.RULE_OPTION,
             )
     severity = item.get("severity", "error")
     if severity not in SEVERITIES:
@@ -750,6 +732,7 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
             f"{where}: severity must be 'error' or 'warning', got {severity!r}",
             rule=text,
             name=name,
+            code=Reason.RULE_OPTION,
         )
     tolerance = item.get("tolerance", DEFAULT_TOLERANCE)
     if (
@@ -759,7 +742,10 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
         or tolerance < 0
     ):
         raise RuleError(
-            f"{where}: tolerance must be a number >= 0, got {tolerance!r}", rule=text, name=name
+            f"{where}: tolerance must be a number >= 0, got {tolerance!r}",
+            rule=text,
+            name=name,
+            code=Reason.RULE_OPTION,
         )
     description = item.get("description", "")
     return {
@@ -786,27 +772,35 @@ def load_rules_file(path: str | Path) -> list[str | dict[str, Any]]:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError as e:
         raise RuleError(
-            f"rules file {str(path)!r} not found; fix rules_file (relative to the spec file)"
+            f"rules file {str(path)!r} not found; fix rules_file (relative to the spec file)",
+            code=Reason.RULE_OPTION,
         ) from e
     except OSError as e:
-        raise RuleError(f"rules file {str(path)!r} cannot be read: {e.strerror}") from e
+        raise RuleError(
+            f"rules file {str(path)!r} cannot be read: {e.strerror}", code=Reason.RULE_OPTION
+        ) from e
     try:
         data = yaml.safe_load(raw)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise RuleError(f"rules file {str(path)!r} is not valid YAML{at}; fix its syntax") from e
+        raise RuleError(
+            f"rules file {str(path)!r} is not valid YAML{at}; fix its syntax",
+            code=Reason.RULE_OPTION,
+        ) from e
     if isinstance(data, Mapping):
         extra = sorted(set(map(str, data)) - {"rules"})
         if "rules" not in data or extra:
             raise RuleError(
                 f"rules file {str(path)!r} must be a list of rules or a mapping with only a "
-                f"'rules:' list" + (f" (unknown keys: {', '.join(extra)})" if extra else "")
+                f"'rules:' list" + (f" (unknown keys: {', '.join(extra)})" if extra else ""),
+                code=Reason.RULE_OPTION,
             )
         data = data["rules"]
     if not isinstance(data, list):
         raise RuleError(
             f"rules file {str(path)!r} must hold a list of rules (strings or mappings with a "
-            "'rule' key)"
+            "'rule' key)",
+            code=Reason.RULE_OPTION,
         )
     return data

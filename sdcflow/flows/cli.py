@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sdcflow.tasks.validation import InputError
+from sdcflow.errors import InputError, Reason
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR = 0, 1, 2, 3
 
@@ -60,7 +60,7 @@ def _runs(target: str | None, warehouse: str | None, limit: int) -> int:
     elif target:
         path = load_spec(target).warehouse_path
     else:
-        raise InputError("give a spec file or --warehouse PATH")
+        raise InputError("give a spec file or --warehouse PATH", code=Reason.SPEC_MISSING)
     runs = Warehouse(path).runs(limit)
     if runs.empty:
         print(f"no runs recorded in {path}")
@@ -100,7 +100,9 @@ def _compare(
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise InputError(f"--param takes KEY=VALUE (e.g. m2=1.5), got {pair!r}")
+            raise InputError(
+                f"--param takes KEY=VALUE (e.g. m2=1.5), got {pair!r}", code=Reason.PARAMETER
+            )
         params[key.strip()] = yaml.safe_load(value)
     try:
         table = compare(spec_path, methods, ks, params=params, intruder=intruder, out_dir=out)

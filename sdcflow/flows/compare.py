@@ -43,6 +43,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from pydantic import ValidationError
 
+from sdcflow.errors import ChecksFailed, InputError, Reason
 from sdcflow.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.gates.measures import FUZZY_METHODS, transparency_probabilities
 from sdcflow.tasks.measures.anonymity import k_anonymity
@@ -54,7 +55,6 @@ from sdcflow.tasks.measures.disclosure_risk import (
 from sdcflow.tasks.measures.information_loss import probabilistic_loss_table, sse_sst_loss
 from sdcflow.tasks.methods.registry import METHODS
 from sdcflow.tasks.report.html import figure_png, write_report
-from sdcflow.tasks.validation import InputError
 
 COLUMNS = [
     "method",
@@ -91,7 +91,10 @@ def variant_method(
     :data:`FUZZY_DEFAULTS`.
     """
     if name not in METHODS:
-        raise InputError(f"unknown method {name!r}; choose from {', '.join(sorted(METHODS))}")
+        raise InputError(
+            f"unknown method {name!r}; choose from {', '.join(sorted(METHODS))}",
+            code=Reason.PARAMETER,
+        )
     fields = METHODS[name].params.model_fields
     own = spec.method.model_dump(mode="json", exclude={"name"})
     block = {key: v for key, v in own.items() if key in fields and v is not None}
@@ -117,7 +120,8 @@ def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> ReleaseSpec:
         first = e.errors()[0]
         raise InputError(
             f"method {method['name']!r} with k = {method['k']}: {first['msg']}; "
-            "check the method name and its parameters"
+            "check the method name and its parameters",
+            code=Reason.PARAMETER,
         ) from None
 
 
@@ -245,7 +249,7 @@ def compare(
     from sdcflow.flows.release import ChecksFailed, release
 
     if not methods or not ks:
-        raise InputError("give at least one method and one k")
+        raise InputError("give at least one method and one k", code=Reason.PARAMETER)
     spec_path = Path(spec_path).resolve()
     spec = load_spec(spec_path)
     blocks = [variant_method(spec, name, k, params) for name in methods for k in ks]

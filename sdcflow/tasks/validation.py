@@ -11,18 +11,13 @@ from numbers import Integral
 
 import numpy as np
 
-
-class InputError(ValueError):
-    """Bad input that the user must fix (bad spec, column, value or parameter).
-
-    The message names the problem and the fix. The command line maps it to exit code 2.
-    """
+from sdcflow.errors import DataError, ParameterError, Reason
 
 
 def check_matrix(
     X: object, *, name: str = "X", columns: Sequence[str] | None = None, min_rows: int = 1
 ) -> np.ndarray:
-    """Return ``X`` as a C-contiguous float64 array of shape (n, d), or raise ``InputError``.
+    """Return ``X`` as a C-contiguous float64 array of shape (n, d), or raise ``DataError``.
 
     Rejects non-numeric data, missing values (NaN) and infinities, naming the offending column
     when ``columns`` is given (never the offending value: values may be confidential).
@@ -30,25 +25,29 @@ def check_matrix(
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise InputError(
+        raise DataError(
             f"{name} must be numeric; convert or drop non-numeric columns before masking"
         ) from e
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
-        raise InputError(f"{name} must be 2-dimensional (n records, d variables), got {arr.ndim}-D")
+        raise DataError(f"{name} must be 2-dimensional (n records, d variables), got {arr.ndim}-D")
     if arr.shape[1] == 0:
-        raise InputError(f"{name} has no columns; name at least one quasi-identifier")
+        raise DataError(f"{name} has no columns; name at least one quasi-identifier")
     if arr.shape[0] < min_rows:
-        raise InputError(f"{name} has {arr.shape[0]} rows; at least {min_rows} are needed")
+        raise DataError(
+            f"{name} has {arr.shape[0]} rows; at least {min_rows} are needed",
+            code=Reason.TOO_FEW_RECORDS,
+        )
     bad = ~np.isfinite(arr)
     if bad.any():
         col = int(np.flatnonzero(bad.any(axis=0))[0])
         label = columns[col] if columns is not None else f"column {col}"
         count = int(bad[:, col].sum())
-        raise InputError(
-            f"{name}: {label!s} has {count} missing or infinite value(s); impute or drop those "
-            "records before masking"
+        raise DataError(
+            f"{name}: {label!s} has {count} missing or infinite value(s); drop those records "
+            "or declare the missing-value tokens before masking",
+            code=Reason.VALUES_NONFINITE,
         )
     return np.ascontiguousarray(arr)
 
@@ -61,7 +60,7 @@ def check_pair(X: object, X_masked: object) -> tuple[np.ndarray, np.ndarray]:
     X = check_matrix(X, name="original")
     Xm = check_matrix(X_masked, name="masked")
     if X.shape != Xm.shape:
-        raise InputError(
+        raise DataError(
             f"original {X.shape} and masked {Xm.shape} must have the same shape "
             "(same records in the same order, same variables)"
         )
@@ -71,13 +70,14 @@ def check_pair(X: object, X_masked: object) -> tuple[np.ndarray, np.ndarray]:
 def check_k(k: object, n: int, *, name: str = "k") -> int:
     """Validate a minimum group size ``k`` for ``n`` records: an integer with 2 <= k <= n."""
     if isinstance(k, bool) or not isinstance(k, Integral):
-        raise InputError(f"{name} must be an integer >= 2, got {k!r}")
+        raise ParameterError(f"{name} must be an integer >= 2, got {k!r}")
     k = int(k)
     if k < 2:
-        raise InputError(f"{name} must be >= 2 (k = 1 protects nothing), got {k}")
+        raise ParameterError(f"{name} must be >= 2 (k = 1 protects nothing), got {k}")
     if k > n:
-        raise InputError(
-            f"{name} = {k} is larger than the number of records ({n}); lower {name} or add records"
+        raise ParameterError(
+            f"{name} = {k} is larger than the number of records ({n}); lower {name} or add records",
+            code=Reason.TOO_FEW_RECORDS,
         )
     return k
 
@@ -92,7 +92,9 @@ def check_random_state(seed: int | np.random.Generator | None) -> np.random.Gene
         return np.random.default_rng(None if seed is None else int(seed))
     if isinstance(seed, np.random.Generator):
         return seed
-    raise InputError(f"random_state must be None, an int or a numpy.random.Generator, got {seed!r}")
+    raise ParameterError(
+        f"random_state must be None, an int or a numpy.random.Generator, got {seed!r}"
+    )
 
 
 def standardize(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

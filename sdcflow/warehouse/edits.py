@@ -17,7 +17,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.validation import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse, table_name
 from sdcflow.warehouse.warehouse import quote_identifier as quote_ident
 
@@ -82,11 +82,13 @@ def _explain(
             raise InputError(
                 f"edit rule {c.name!r} ({c.text}) cannot be evaluated on the data: {detail}; "
                 "check that the rule's columns have the right type (numbers for arithmetic, text "
-                "for quoted values)"
+                "for quoted values)",
+                code=Reason.RULE_EVALUATION,
             ) from e
     raise InputError(
         f"the edit rules cannot be evaluated on {table} ({type(e).__name__}); check the types "
-        "of the columns the rules read"
+        "of the columns the rules read",
+        code=Reason.RULE_EVALUATION,
     ) from e
 
 

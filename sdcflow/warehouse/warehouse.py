@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sdcflow.tasks.validation import InputError
+from sdcflow.errors import InputError, Reason
 
 SCHEMAS = ("raw", "edited", "masked", "published", "audit")
 ROW_ID = "sdc_row_id"
@@ -103,7 +103,8 @@ class Warehouse:
         except duckdb.Error as e:
             raise InputError(
                 f"cannot open warehouse {self.path}: {e}; remove or move the file if it is not "
-                "a DuckDB database"
+                "a DuckDB database",
+                code=Reason.WAREHOUSE,
             ) from e
         try:
             yield con
@@ -129,7 +130,10 @@ class Warehouse:
         table = table_name("raw", run_id)
         data = read_source(source)
         if ROW_ID in data.column_names:
-            raise InputError(f"{source}: column name {ROW_ID!r} is reserved; rename it")
+            raise InputError(
+                f"{source}: column name {ROW_ID!r} is reserved; rename it",
+                code=Reason.SOURCE_COLUMNS,
+            )
         data = data.append_column(ROW_ID, pa.array(range(data.num_rows), pa.int64()))
         with self.connect() as con:
             con.register("incoming", data)
@@ -230,29 +234,46 @@ def read_source(source: Path) -> pa.Table:
     """
     source = Path(source)
     if source.is_dir():
-        raise InputError(f"source {source} is a folder; name a CSV or Parquet file")
+        raise InputError(
+            f"source {source} is a folder; name a CSV or Parquet file", code=Reason.SOURCE_MISSING
+        )
     if not source.is_file():
-        raise InputError(f"source file {source} does not exist; check `source:` in the spec")
+        raise InputError(
+            f"source file {source} does not exist; check `source:` in the spec",
+            code=Reason.SOURCE_MISSING,
+        )
     suffix = source.suffix.lower()
     if suffix not in {".csv", ".parquet", ".pq"}:
-        raise InputError(f"source {source}: unsupported format {suffix!r}; use .csv or .parquet")
+        raise InputError(
+            f"source {source}: unsupported format {suffix!r}; use .csv or .parquet",
+            code=Reason.SOURCE_FORMAT,
+        )
     if source.stat().st_size == 0:
-        raise InputError(f"source file {source} is empty; it needs a header and records")
+        raise InputError(
+            f"source file {source} is empty; it needs a header and records",
+            code=Reason.SOURCE_EMPTY,
+        )
     header = _header(source, suffix)
     dupes = sorted({c for c in header if header.count(c) > 1})
     if dupes:
-        raise InputError(f"source {source} has duplicate column names {dupes}; rename them")
+        raise InputError(
+            f"source {source} has duplicate column names {dupes}; rename them",
+            code=Reason.SOURCE_COLUMNS,
+        )
     reader = "read_csv(?, header=true)" if suffix == ".csv" else "read_parquet(?)"
     con = duckdb.connect(":memory:")
     try:
         data = con.sql(f"SELECT * FROM {reader}", params=[str(source)]).to_arrow_table()
     except duckdb.Error as e:
         first = str(e).splitlines()[0]
-        raise InputError(f"cannot read {source}: {first}; check that it is valid {suffix}") from e
+        raise InputError(
+            f"cannot read {source}: {first}; check that it is valid {suffix}",
+            code=Reason.SOURCE_FORMAT,
+        ) from e
     finally:
         con.close()
     if data.num_rows == 0:
-        raise InputError(f"source file {source} has no records")
+        raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
     return data
 
 
@@ -264,11 +285,15 @@ def _header(source: Path, suffix: str) -> list[str]:
 
                 return next(csv.reader(fh), [])
         except UnicodeDecodeError as e:
-            raise InputError(f"{source} is not UTF-8 text; convert it to UTF-8 CSV") from e
+            raise InputError(
+                f"{source} is not UTF-8 text; convert it to UTF-8 CSV", code=Reason.SOURCE_FORMAT
+            ) from e
     try:
         return list(pq.read_schema(source).names)
     except (pa.ArrowInvalid, OSError) as e:
-        raise InputError(f"cannot read {source}: not a valid Parquet file ({e})") from e
+        raise InputError(
+            f"cannot read {source}: not a valid Parquet file ({e})", code=Reason.SOURCE_FORMAT
+        ) from e
 
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL")

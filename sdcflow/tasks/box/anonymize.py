@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.spatial import cKDTree
 
+from sdcflow.errors import ParameterError
 from sdcflow.tasks.box.estimates import LINEARIZED_NOTE, IntervalEstimate, interval_estimates
 from sdcflow.tasks.box.optimum import optimal_half_widths
 from sdcflow.tasks.box.partition import bounding_boxes, box_partition, round_outward
@@ -39,7 +40,7 @@ from sdcflow.tasks.box.sensitivity import (
 from sdcflow.tasks.box.weights import Weights, equal_weights, make_weights
 from sdcflow.tasks.box.weights import crisp_weights as _crisp
 from sdcflow.tasks.box.weights import fuzzy_weights as _fuzzy
-from sdcflow.tasks.validation import InputError, check_k, check_matrix
+from sdcflow.tasks.validation import check_k, check_matrix
 
 Scheme = Literal["equal", "crisp", "fuzzy"]
 
@@ -215,20 +216,20 @@ def box_anonymize(
     for t in targets:
         if t.stat in ("std", "correlation") and constant[list(t.vars)].any():
             bad = [names[v] for v in t.vars if constant[v]]
-            raise InputError(
+            raise ParameterError(
                 f"target {t.stat} of {[names[v] for v in t.vars]}: {bad} is constant, so the "
                 "statistic is undefined; drop the target or the variable"
             )
     eps_arr = np.broadcast_to(np.asarray(0.0 if eps is None else eps, float), (d,)).copy()
     if weights not in ("equal", "crisp", "fuzzy"):
-        raise InputError(f"weights must be 'equal', 'crisp' or 'fuzzy', got {weights!r}")
+        raise ParameterError(f"weights must be 'equal', 'crisp' or 'fuzzy', got {weights!r}")
     if partition == "targets":
         a = combined_sensitivity(X, targets)  # [1] eq. 63 at the records
     elif partition == "standardized":
         sd = X.std(axis=0)
         a = np.broadcast_to(np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0), 0.0), X.shape)
     else:
-        raise InputError(f"partition must be 'targets' or 'standardized', got {partition!r}")
+        raise ParameterError(f"partition must be 'targets' or 'standardized', got {partition!r}")
     labels = box_partition(X, np.ascontiguousarray(a), k, ell=ell, eps=eps_arr, columns=names)
     lo_b, hi_b = bounding_boxes(X, labels)
     if grid is not None:

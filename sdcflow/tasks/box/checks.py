@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdcflow.errors import ParameterError
 from sdcflow.tasks.box.partition import distinct_counts
 from sdcflow.tasks.box.sensitivity import Target, statistic
-from sdcflow.tasks.validation import InputError
 
 
 def min_distinct(original: np.ndarray, groups: np.ndarray, eps: np.ndarray) -> int:
@@ -61,7 +61,7 @@ def targets_outside(
 
 def _box_parts(ctx: Any) -> tuple[pd.DataFrame, list[str]]:
     if getattr(ctx.method, "name", None) != "box":
-        raise InputError(
+        raise ParameterError(
             "box checks (box_l_diversity, box_max_records_outside, box_max_targets_outside) apply "
             "to method box only; remove them from `checks:`"
         )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sdcflow.tasks.validation import InputError
+from sdcflow.errors import ParameterError
 
 
 @dataclass(frozen=True)
@@ -77,16 +77,16 @@ def optimal_half_widths(
     a = np.atleast_2d(np.asarray(a, dtype=float))
     rho = np.broadcast_to(np.asarray(rho, dtype=float), (a.shape[0],))
     if not (np.isfinite(a).all() and (a > 0).all()):
-        raise InputError(
+        raise ParameterError(
             "a must be finite and > 0; drop variables with zero sensitivity (their side is "
             "free) and pass the density of the remaining ones"
         )
     if not (np.isfinite(rho).all() and (rho > 0).all()) or not k > 0:
-        raise InputError("rho must be finite and > 0 for every point, and k > 0")
+        raise ParameterError("rho must be finite and > 0 for every point, and k > 0")
     n = a.shape[1]
     eps_arr = np.broadcast_to(np.asarray(0.0 if eps is None else eps, dtype=float), (n,))
     if (eps_arr < 0).any():
-        raise InputError("eps must be >= 0")
+        raise ParameterError("eps must be >= 0")
     lower = (0.0 if ell is None else float(ell)) * eps_arr / 2  # [1] eq. 32: Delta_i >= l eps_i / 2
     return _optimal_half_widths(a, rho, float(k), np.broadcast_to(lower, a.shape))
 

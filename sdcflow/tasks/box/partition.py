@@ -28,7 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sdcflow.tasks.validation import InputError, check_k, check_matrix
+from sdcflow.errors import ParameterError
+from sdcflow.tasks.validation import check_k, check_matrix
 
 
 def _segments(labels: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +94,7 @@ def distinct_counts(
     X = check_matrix(X)
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (X.shape[0],) or (labels.size and labels.min() < 0):
-        raise InputError("labels must have one non-negative cell index per record")
+        raise ParameterError("labels must have one non-negative cell index per record")
     eps_arr = np.broadcast_to(np.asarray(0.0 if eps is None else eps, float), (X.shape[1],))
     n_cells = int(labels.max()) + 1 if labels.size else 0
     return _distinct_counts(X, labels, n_cells, eps_arr)
@@ -242,18 +243,18 @@ def box_partition(
     k = check_k(k, n)
     a = check_matrix(a, name="a")
     if a.shape != X.shape or (a < 0).any():
-        raise InputError(f"a must be non-negative with the shape of X {X.shape}, got {a.shape}")
+        raise ParameterError(f"a must be non-negative with the shape of X {X.shape}, got {a.shape}")
     eps_arr = np.broadcast_to(np.asarray(0.0 if eps is None else eps, float), (d,)).copy()
     if (eps_arr < 0).any() or not np.isfinite(eps_arr).all():
-        raise InputError("eps must be finite and >= 0 for every variable")
+        raise ParameterError("eps must be finite and >= 0 for every variable")
     if ell is not None:
         if int(ell) < 1:
-            raise InputError(f"l must be >= 1, got {ell}")
+            raise ParameterError(f"l must be >= 1, got {ell}")
         total = _distinct_counts(X, np.zeros(n, dtype=np.int64), 1, eps_arr)[0]
         if (total < ell).any():
             j = int(np.flatnonzero(total < ell)[0])
             label = columns[j] if columns is not None else f"variable {j}"
-            raise InputError(
+            raise ParameterError(
                 f"{label} has only {int(total[j])} distinct value(s) in the whole file, "
                 f"fewer than l = {ell}; lower l or that variable's epsilon"
             )

@@ -34,10 +34,10 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sdcflow.errors import ParameterError
 from sdcflow.tasks.box.anonymize import box_anonymize
 from sdcflow.tasks.box.partition import default_grid
 from sdcflow.tasks.box.sensitivity import STAT_ARITY, Target, default_delta0
-from sdcflow.tasks.validation import InputError
 
 StatName = Literal["mean", "variance", "std", "covariance", "correlation"]
 
@@ -92,7 +92,7 @@ def resolve_targets(
     for i, t in enumerate(specs):
         unknown = [v for v in t.vars if v not in cols]
         if unknown:
-            raise InputError(
+            raise ParameterError(
                 f"method.targets[{i}].vars: {unknown} not among the quasi-identifiers "
                 f"{cols}; name quasi-identifiers only"
             )
@@ -121,7 +121,7 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: Any) -> dict[str,
     cols = list(columns)
     unknown = sorted((set(params.epsilon) | set(params.grid)) - set(cols))
     if unknown:
-        raise InputError(
+        raise ParameterError(
             f"method.epsilon/grid: {unknown} not among the quasi-identifiers {cols}; "
             "give resolutions for quasi-identifiers only"
         )

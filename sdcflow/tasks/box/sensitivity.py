@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from sdcflow.tasks.validation import InputError
+from sdcflow.errors import ParameterError
 
 Stat = Literal["mean", "variance", "std", "covariance", "correlation"]
 STAT_ARITY: dict[str, int] = {"mean": 1, "variance": 1, "std": 1, "covariance": 2, "correlation": 2}
@@ -54,18 +54,20 @@ def check_targets(targets: Sequence[Target], d: int) -> list[Target]:
     """Validate targets against a data set with ``d`` columns; raise ``InputError``."""
     out = list(targets)
     if not out:
-        raise InputError("targets is empty; name at least one target statistic")
+        raise ParameterError("targets is empty; name at least one target statistic")
     for t in out:
         if t.stat not in STAT_ARITY:
-            raise InputError(f"target stat {t.stat!r} is unknown; use one of {sorted(STAT_ARITY)}")
+            raise ParameterError(
+                f"target stat {t.stat!r} is unknown; use one of {sorted(STAT_ARITY)}"
+            )
         if len(t.vars) != STAT_ARITY[t.stat] or len(set(t.vars)) != len(t.vars):
-            raise InputError(
+            raise ParameterError(
                 f"target {t.stat} needs {STAT_ARITY[t.stat]} distinct variable(s), got {t.vars}"
             )
         if any(not 0 <= v < d for v in t.vars):
-            raise InputError(f"target {t.stat} refers to column {t.vars} outside 0..{d - 1}")
+            raise ParameterError(f"target {t.stat} refers to column {t.vars} outside 0..{d - 1}")
         if not (t.p > 0 and np.isfinite(t.p)) or not (t.delta0 > 0 and np.isfinite(t.delta0)):
-            raise InputError(f"target {t.stat}{t.vars}: p and delta0 must be finite and > 0")
+            raise ParameterError(f"target {t.stat}{t.vars}: p and delta0 must be finite and > 0")
     return out
 
 

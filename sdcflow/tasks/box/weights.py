@@ -29,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 
-from sdcflow.tasks.validation import InputError
+from sdcflow.errors import ParameterError
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,9 @@ class Weights:
 def _check(c: np.ndarray, A: float, n: int) -> np.ndarray:
     c = np.asarray(c, dtype=float).ravel()
     if c.size == 0 or not np.isfinite(c).all() or (c < 0).any():
-        raise InputError("c must be a non-empty array of finite values >= 0")
+        raise ParameterError("c must be a non-empty array of finite values >= 0")
     if not (np.isfinite(A) and A >= 0) or int(n) < 1:
-        raise InputError(f"A must be finite and >= 0 and n >= 1, got A={A!r}, n={n!r}")
+        raise ParameterError(f"A must be finite and >= 0 and n >= 1, got A={A!r}, n={n!r}")
     return c
 
 
@@ -197,4 +197,4 @@ def make_weights(
         return crisp_weights(c, A, n)
     if scheme == "fuzzy":
         return fuzzy_weights(c, A, n)
-    raise InputError(f"weights must be 'equal', 'crisp' or 'fuzzy', got {scheme!r}")
+    raise ParameterError(f"weights must be 'equal', 'crisp' or 'fuzzy', got {scheme!r}")

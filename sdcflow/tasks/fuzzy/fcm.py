@@ -145,9 +145,10 @@ from scipy.linalg import null_space
 from scipy.optimize import linprog, nnls
 from scipy.spatial import cKDTree
 
+from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.fuzzy import _kernels as _k
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.validation import InputError, check_matrix, check_random_state
+from sdcflow.tasks.validation import check_matrix, check_random_state
 
 DENSE_LIMIT = 5e7  # n * c above which truncate='auto' switches to nearest-centre truncation
 TRY_TRUNCATION = 1e6  # n * c above which truncate='auto' tries truncation, checked by sampling
@@ -183,18 +184,18 @@ class Fuzziness:
 def check_fuzziness(m: float | None, lam: float | None, *, suffix: str = "") -> Fuzziness:
     """Validate the fuzzifier: exactly one of ``m > 1`` (FCM) or ``lam > 0`` (EFCM)."""
     if (m is None) == (lam is None):
-        raise InputError(
+        raise ParameterError(
             f"give exactly one of m{suffix} (fuzzy c-means, > 1) or lambda{suffix} "
             f"(entropy fuzzy c-means, > 0); got m{suffix}={m!r}, lambda{suffix}={lam!r}"
         )
     if m is not None:
         if not np.isfinite(m) or m <= 1.0:
-            raise InputError(
+            raise ParameterError(
                 f"m{suffix} must be a finite number > 1 (m -> 1 is k-means), got {m!r}"
             )
         return Fuzziness(m=float(m))
     if not np.isfinite(lam) or lam <= 0.0:  # type: ignore[arg-type]
-        raise InputError(f"lambda{suffix} must be a finite number > 0, got {lam!r}")
+        raise ParameterError(f"lambda{suffix} must be a finite number > 0, got {lam!r}")
     return Fuzziness(lam=float(lam))  # type: ignore[arg-type]
 
 
@@ -222,7 +223,7 @@ class PolyhedronProjector:
         A = A.reshape(-1, d)
         G = G.reshape(-1, d)
         if A.shape[0] != b.size or G.shape[0] != h.size:
-            raise InputError(
+            raise ParameterError(
                 f"constraint shapes disagree: A {A.shape} with b {b.shape}, G {G.shape} with "
                 f"h {h.shape}"
             )
@@ -234,9 +235,10 @@ class PolyhedronProjector:
         if self.n_eq:
             self.v0 = np.linalg.pinv(A) @ b
             if np.abs(A @ self.v0 - b).max() > 1e-9 * scale:
-                raise InputError(
+                raise ParameterError(
                     "the equality edit rules are inconsistent (no record can satisfy all of "
-                    "them); fix the rules"
+                    "them); fix the rules",
+                    code=Reason.RULES_INFEASIBLE,
                 )
             self.N = null_space(A)
         else:
@@ -262,9 +264,10 @@ class PolyhedronProjector:
                 )
                 feasible = lp.status == 0
             if not feasible:
-                raise InputError(
+                raise ParameterError(
                     "the edit rules admit no record (equalities and inequalities together are "
-                    "infeasible); fix the rules"
+                    "infeasible); fix the rules",
+                    code=Reason.RULES_INFEASIBLE,
                 )
         if self.N.shape[1]:
             self.compiled_args = (
@@ -422,7 +425,7 @@ def _as_projector(
     if constraints.is_empty:
         return None
     if constraints.A.shape[1] != d or constraints.G.shape[1] != d:
-        raise InputError(
+        raise ParameterError(
             f"constraints are over {len(constraints.columns)} columns but X has {d}; "
             "restrict them to the clustered columns"
         )
@@ -649,35 +652,35 @@ def fuzzy_c_means(
     n, d = X.shape
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-        raise InputError("sample_weight must be n finite non-negative numbers, not all zero")
+        raise ParameterError("sample_weight must be n finite non-negative numbers, not all zero")
     fz = check_fuzziness(m, lam)
     npos = int(np.count_nonzero(w))
     if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)):
-        raise InputError(f"n_clusters must be an integer, got {n_clusters!r}")
+        raise ParameterError(f"n_clusters must be an integer, got {n_clusters!r}")
     if not 1 <= n_clusters <= npos:
-        raise InputError(
+        raise ParameterError(
             f"n_clusters must be between 1 and the {npos} records with positive weight, "
             f"got {n_clusters}"
         )
     if screen is not None and not 1 <= int(screen):
-        raise InputError(f"screen must be a positive number of iterations, got {screen!r}")
+        raise ParameterError(f"screen must be a positive number of iterations, got {screen!r}")
     if int(restarts) < 1 or int(max_iter) < 1 or not tol > 0:
-        raise InputError(
+        raise ParameterError(
             f"restarts and max_iter must be >= 1 and tol > 0, got restarts={restarts}, "
             f"max_iter={max_iter}, tol={tol}"
         )
     if not 0.0 < mass <= 1.0:
-        raise InputError(f"mass must be in (0, 1], got {mass}")
+        raise ParameterError(f"mass must be in (0, 1], got {mass}")
     c = int(n_clusters)
     Q = min(int(n_neighbors), c)
     if truncate is not False and Q < 1:
-        raise InputError(f"n_neighbors must be >= 1, got {n_neighbors}")
+        raise ParameterError(f"n_neighbors must be >= 1, got {n_neighbors}")
     proj = _as_projector(constraints, d)
     rng = check_random_state(random_state)
     if init is not None:
         init = check_matrix(init, name="init")
         if init.shape != (c, d):
-            raise InputError(f"init must have shape ({c}, {d}), got {init.shape}")
+            raise ParameterError(f"init must have shape ({c}, {d}), got {init.shape}")
     screen = None if screen is None or int(restarts) == 1 else min(int(screen), int(max_iter))
     args = (X, w, c, fz, proj, int(restarts), int(max_iter), float(tol), Q, mass, init, screen, rng)
     if truncate != "auto":
@@ -835,7 +838,7 @@ def memberships(
     X = check_matrix(X)
     V = check_matrix(centers, name="centers")
     if V.shape[1] != X.shape[1]:
-        raise InputError(f"centers have {V.shape[1]} columns, X has {X.shape[1]}")
+        raise ParameterError(f"centers have {V.shape[1]} columns, X has {X.shape[1]}")
     mm, ll, ent = check_fuzziness(m, lam).kernel_args()
     return _k.dense_memberships(X, V, mm, ll, ent)
 

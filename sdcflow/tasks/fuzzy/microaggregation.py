@@ -84,6 +84,7 @@ from typing import Any, Literal
 import numba as nb
 import numpy as np
 
+from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy import _kernels as _k
 from sdcflow.tasks.fuzzy.fcm import (
     Fuzziness,
@@ -93,7 +94,6 @@ from sdcflow.tasks.fuzzy.fcm import (
 )
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.validation import (
-    InputError,
     check_k,
     check_matrix,
     check_random_state,
@@ -663,12 +663,12 @@ def fuzzy_partition(
     fz1 = check_fuzziness(m1, lambda1, suffix="1")
     fz2 = check_fuzziness(m2, lambda2, suffix="2")
     if fz1.entropy != fz2.entropy:
-        raise InputError(
+        raise ParameterError(
             "use m1 with m2 (fuzzy c-means) or lambda1 with lambda2 (entropy fuzzy c-means), "
             "not a mix"
         )
     if guarantee not in ("probabilistic_k_anonymity", "k_anonymity", "both"):
-        raise InputError(
+        raise ParameterError(
             f"guarantee must be 'probabilistic_k_anonymity', 'k_anonymity' or 'both', got "
             f"{guarantee!r}"
         )
@@ -676,7 +676,7 @@ def fuzzy_partition(
     Z, mean, scale = standardize(X)
     cons = None if constraints is None or constraints.is_empty else constraints
     if cons is not None and (cons.A.shape[1] != d or cons.G.shape[1] != d):
-        raise InputError(
+        raise ParameterError(
             f"the edit rules are over {len(cons.columns)} columns but {d} are masked; restrict "
             "them to the masked columns"
         )

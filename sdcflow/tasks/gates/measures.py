@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from sdcflow.errors import ParameterError
 from sdcflow.tasks.measures.anonymity import (
     entropy_l_diversity,
     l_diversity,
@@ -83,7 +84,6 @@ from sdcflow.tasks.measures.information_loss import (
     generic_loss,
     probabilistic_loss_table,
 )
-from sdcflow.tasks.validation import InputError
 
 if TYPE_CHECKING:
     from sdcflow.tasks.gates.registry import CheckContext
@@ -120,7 +120,7 @@ def _cluster_options(ctx: CheckContext) -> dict[str, Any]:
     opts = dict(ctx.extra.get("cluster_loss") or {})
     unknown = set(opts) - {"c", "m", "restarts", "alpha", "random_state"}
     if unknown:
-        raise InputError(
+        raise ParameterError(
             f"cluster_loss has unknown option(s) {sorted(unknown)}; "
             "use c, m, restarts, alpha, random_state"
         )
@@ -247,7 +247,7 @@ def _transparency_k(ctx: CheckContext) -> float:
 def _sensitive(ctx: CheckContext) -> pd.DataFrame:
     sens = ctx.extra.get("sensitive")
     if sens is None:
-        raise InputError(
+        raise ParameterError(
             "l-diversity checks need the sensitive columns: add `sensitive: [column, ...]` to "
             "the release spec (columns published unchanged under `keep:`)"
         )
@@ -256,7 +256,7 @@ def _sensitive(ctx: CheckContext) -> pd.DataFrame:
     names = [sens] if isinstance(sens, str) else list(sens)
     if ctx.kept is None or not set(names) <= set(ctx.kept.columns):
         have = [] if ctx.kept is None else list(ctx.kept.columns)
-        raise InputError(
+        raise ParameterError(
             f"sensitive column(s) {sorted(set(names) - set(have))} are not among the columns "
             f"given to the checks {have}; name them under `sensitive:` in the spec"
         )

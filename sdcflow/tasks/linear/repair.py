@@ -55,8 +55,9 @@ import numpy as np
 from scipy.linalg import null_space
 from scipy.optimize import nnls
 
+from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.validation import InputError, check_matrix
+from sdcflow.tasks.validation import check_matrix
 
 __all__ = ["minimal_adjustment", "violating_records"]
 
@@ -144,7 +145,7 @@ def minimal_adjustment(
     X = check_matrix(X, name="X", columns=constraints.columns)
     d = X.shape[1]
     if d != len(constraints.columns):
-        raise InputError(
+        raise ParameterError(
             f"X has {d} columns but the constraints are over {len(constraints.columns)} "
             f"({', '.join(constraints.columns)}); pass the columns in that order"
         )
@@ -153,17 +154,19 @@ def minimal_adjustment(
     else:
         w = np.asarray(weights, dtype=np.float64).reshape(-1)
         if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
-            raise InputError(f"weights must be {d} positive finite numbers, one per column")
+            raise ParameterError(f"weights must be {d} positive finite numbers, one per column")
     if not np.isfinite(tol) or tol < 0:
-        raise InputError(f"tol must be a number >= 0, got {tol!r}")
+        raise ParameterError(f"tol must be a number >= 0, got {tol!r}")
     n = X.shape[0]
     masks = np.zeros((n, len(conditional)), dtype=bool)
     for i, (mask, extra) in enumerate(conditional):
         mask = np.asarray(mask)
         if mask.shape != (n,) or mask.dtype != bool:
-            raise InputError(f"conditional mask {i} must be a boolean array of shape ({n},)")
+            raise ParameterError(f"conditional mask {i} must be a boolean array of shape ({n},)")
         if tuple(extra.columns) != tuple(constraints.columns):
-            raise InputError(f"conditional rows {i} must be over {', '.join(constraints.columns)}")
+            raise ParameterError(
+                f"conditional rows {i} must be over {', '.join(constraints.columns)}"
+            )
         masks[:, i] = mask
     # One projection problem per pattern of binding conditional rows.
     patterns, group = np.unique(masks, axis=0, return_inverse=True)
@@ -212,9 +215,10 @@ def _repair(
     if A.shape[0]:
         eq_res = np.abs(Yp @ A.T - b).max()
         if eq_res > 1e-6 * max(1.0, np.abs(b).max(), np.abs(Y0).max()):
-            raise InputError(
+            raise ParameterError(
                 "the linear equality rules are inconsistent (no record satisfies them all); "
-                "run the feasibility check and fix the rules"
+                "run the feasibility check and fix the rules",
+                code=Reason.RULES_INFEASIBLE,
             )
     if G.shape[0]:
         Yp = _project_inequalities(Y0, Yp, A, b, G, h)
@@ -240,9 +244,10 @@ def _project_inequalities(
     for i in todo:
         z = _ldp(E, excess[i])
         if z is None:
-            raise InputError(
+            raise ParameterError(
                 "the linear edit rules admit no record (the inequalities contradict each other "
-                "or the equalities); run the feasibility check and fix the rules"
+                "or the equalities); run the feasibility check and fix the rules",
+                code=Reason.RULES_INFEASIBLE,
             )
         y = Yp[i] + N @ z
         Y[i] = _polish(Y0[i], y, A, b, G, h)

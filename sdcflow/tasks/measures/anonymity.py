@@ -22,14 +22,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.validation import InputError
+from sdcflow.errors import ParameterError
 
 
 def _class_ids(released: pd.DataFrame | np.ndarray) -> np.ndarray:
     """Equivalence-class id of every released record (0..g-1). Shapes: (n, d) -> (n,)."""
     frame = pd.DataFrame(released)
     if frame.shape[1] == 0:
-        raise InputError("the released file has no quasi-identifier columns")
+        raise ParameterError("the released file has no quasi-identifier columns")
     return frame.groupby(list(frame.columns), dropna=False, sort=False).ngroup().to_numpy()
 
 
@@ -56,12 +56,12 @@ def _sensitive_frame(
     ids = _class_ids(released)
     sens = pd.DataFrame(sensitive).reset_index(drop=True)
     if sens.shape[0] != ids.size:
-        raise InputError(
+        raise ParameterError(
             f"sensitive columns have {sens.shape[0]} rows but the released file has {ids.size}; "
             "pass the sensitive values of the released records, in the same order"
         )
     if sens.shape[1] == 0:
-        raise InputError("name at least one sensitive column for l-diversity")
+        raise ParameterError("name at least one sensitive column for l-diversity")
     return ids, sens
 
 
@@ -130,9 +130,9 @@ def probabilistic_k_anonymity(reidentification: np.ndarray | Sequence[float]) ->
     """
     P = np.asarray(reidentification, dtype=np.float64)
     if P.ndim != 1 or P.size == 0:
-        raise InputError("reidentification must be a non-empty 1-D array of probabilities")
+        raise ParameterError("reidentification must be a non-empty 1-D array of probabilities")
     if np.any((P < 0) | (P > 1)) or not np.all(np.isfinite(P)):
-        raise InputError("reidentification probabilities must lie in [0, 1]")
+        raise ParameterError("reidentification probabilities must lie in [0, 1]")
     top = float(P.max())
     return float("inf") if top == 0 else 1.0 / top
 
@@ -147,5 +147,5 @@ def expected_cluster_sizes(memberships: np.ndarray) -> np.ndarray:
     """
     U = np.asarray(memberships, dtype=np.float64)
     if U.ndim != 2:
-        raise InputError(f"memberships must be 2-dimensional (n, c), got {U.ndim}-D")
+        raise ParameterError(f"memberships must be 2-dimensional (n, c), got {U.ndim}-D")
     return U.sum(axis=0)

@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from sdcflow.tasks.validation import InputError, check_matrix, check_random_state
+from sdcflow.errors import ParameterError
+from sdcflow.tasks.validation import check_matrix, check_random_state
 
 ALPHAS: tuple[float, ...] = (0.9, 0.5, 0.1)
 
@@ -178,11 +179,11 @@ def fuzzy_cmeans(
     Z = check_matrix(Z, name="data")
     n = Z.shape[0]
     if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 2 <= c <= n:
-        raise InputError(f"c (number of clusters) must be an integer in [2, {n}], got {c!r}")
+        raise ParameterError(f"c (number of clusters) must be an integer in [2, {n}], got {c!r}")
     if not m > 1:
-        raise InputError(f"m (fuzziness) must be > 1, got {m!r}")
+        raise ParameterError(f"m (fuzziness) must be > 1, got {m!r}")
     if restarts < 1:
-        raise InputError(f"restarts must be >= 1, got {restarts!r}")
+        raise ParameterError(f"restarts must be >= 1, got {restarts!r}")
     rng = check_random_state(random_state)
     best: FuzzyPartition | None = None
     for _ in range(restarts):
@@ -206,7 +207,7 @@ def align_clusters(centres: np.ndarray, other: np.ndarray) -> np.ndarray:
     cluster ``perm[i]`` of ``other``.
     """
     if centres.shape != other.shape:
-        raise InputError(
+        raise ParameterError(
             f"both clusterings need the same number of clusters and variables: "
             f"{centres.shape} vs {other.shape}"
         )
@@ -247,7 +248,7 @@ def alpha_cut(U: np.ndarray, alpha: float) -> np.ndarray:
     Shapes: U (n, c) -> bool (n, c).
     """
     if not 0.0 <= alpha < 1.0:
-        raise InputError(f"alpha must lie in [0, 1), got {alpha!r}")
+        raise ParameterError(f"alpha must lie in [0, 1), got {alpha!r}")
     return np.asarray(U) > alpha
 
 
@@ -268,7 +269,7 @@ def pair_counts(A: np.ndarray, B: np.ndarray, *, block: int = 2048) -> tuple[int
     A = np.asarray(A, dtype=bool)
     B = np.asarray(B, dtype=bool)
     if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[0]:
-        raise InputError(
+        raise ParameterError(
             f"set-membership matrices must be (n, c) over the same n: {A.shape}, {B.shape}"
         )
     n = A.shape[0]
@@ -385,7 +386,7 @@ def compare_partitions(
     Use it directly to compare several protected files with one clustering of the original.
     """
     if original.memberships.shape[0] != protected.memberships.shape[0]:
-        raise InputError("both partitions must cover the same records")
+        raise ParameterError("both partitions must cover the same records")
     perm = align_clusters(original.centres, protected.centres)
     return ClusterLoss(
         d1=centre_distance(original.centres, protected.centres, perm),
@@ -408,7 +409,7 @@ def standardize_like(X: np.ndarray, X_masked: np.ndarray) -> tuple[np.ndarray, n
     X = check_matrix(X, name="original")
     Xm = check_matrix(X_masked, name="masked")
     if X.shape != Xm.shape:
-        raise InputError(f"original {X.shape} and masked {Xm.shape} must have the same shape")
+        raise ParameterError(f"original {X.shape} and masked {Xm.shape} must have the same shape")
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)

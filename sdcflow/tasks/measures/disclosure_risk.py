@@ -32,7 +32,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.spatial import cKDTree
 
-from sdcflow.tasks.validation import InputError, check_pair
+from sdcflow.errors import ParameterError
+from sdcflow.tasks.validation import check_pair
 
 
 def _standardize_pair(X: np.ndarray, Xm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +97,7 @@ def record_linkage(
 def _percent_list(p: float | Sequence[float]) -> np.ndarray:
     ps = np.atleast_1d(np.asarray(p, dtype=np.float64))
     if ps.size == 0 or not np.all((ps > 0) & (ps <= 100)):
-        raise InputError(f"interval percentages p must lie in (0, 100], got {p!r}")
+        raise ParameterError(f"interval percentages p must lie in (0, 100], got {p!r}")
     return ps
 
 
@@ -147,9 +148,9 @@ def interval_disclosure(
 def _released_counts(groups: np.ndarray) -> np.ndarray:
     groups = np.asarray(groups)
     if groups.ndim != 1 or groups.size == 0:
-        raise InputError("groups must be a non-empty 1-D array of released group labels")
+        raise ParameterError("groups must be a non-empty 1-D array of released group labels")
     if not np.issubdtype(groups.dtype, np.integer) or groups.min() < 0:
-        raise InputError("groups must hold non-negative integer labels")
+        raise ParameterError("groups must hold non-negative integer labels")
     return np.bincount(groups)
 
 
@@ -189,11 +190,11 @@ def reidentification_probabilities(
         return 1.0 / counts[groups]
     U = np.asarray(memberships, dtype=np.float64)
     if U.ndim != 2 or U.shape[0] != groups.size:
-        raise InputError(
+        raise ParameterError(
             f"memberships must have shape (n, g) with n = {groups.size}, got {U.shape}"
         )
     if U.shape[1] < counts.size:
-        raise InputError(
+        raise ParameterError(
             f"memberships has {U.shape[1]} columns but groups use {counts.size} labels"
         )
     N = np.zeros(U.shape[1])
@@ -247,16 +248,18 @@ def fuzzy_reidentification_probabilities(
     ndarray of shape (n,) in [0, 1]
     """
     if (m is None) == (lam is None):
-        raise InputError("give exactly one of m (fuzzy c-means) and lam (entropy FCM)")
+        raise ParameterError("give exactly one of m (fuzzy c-means) and lam (entropy FCM)")
     if m is not None and not m > 1:
-        raise InputError(f"m must be > 1, got {m!r}")
+        raise ParameterError(f"m must be > 1, got {m!r}")
     if lam is not None and not lam > 0:
-        raise InputError(f"lam must be > 0, got {lam!r}")
+        raise ParameterError(f"lam must be > 0, got {lam!r}")
     counts = _released_counts(groups)
     Z = np.asarray(Z, dtype=np.float64)
     V = np.asarray(centres, dtype=np.float64)
     if V.shape[0] < counts.size or V.shape[1] != Z.shape[1]:
-        raise InputError(f"centres must have shape (>= {counts.size}, {Z.shape[1]}), got {V.shape}")
+        raise ParameterError(
+            f"centres must have shape (>= {counts.size}, {Z.shape[1]}), got {V.shape}"
+        )
     used = np.flatnonzero(counts > 0)
     V, N = V[used], counts[used].astype(np.float64)
     out = np.empty(Z.shape[0])
@@ -304,12 +307,12 @@ def release_reidentification_probabilities(
         groups = np.unique(P, axis=0, return_inverse=True)[1].reshape(-1)
     groups = np.asarray(groups)
     if groups.shape != (X.shape[0],):
-        raise InputError(f"groups must have shape ({X.shape[0]},), got {groups.shape}")
+        raise ParameterError(f"groups must have shape ({X.shape[0]},), got {groups.shape}")
     if m is None and lam is None:
         return reidentification_probabilities(groups)
     labels, first = np.unique(groups, return_index=True)
     if labels.min() < 0:
-        raise InputError("groups must hold non-negative integer labels")
+        raise ParameterError("groups must hold non-negative integer labels")
     centres = np.zeros((int(labels.max()) + 1, X.shape[1]))
     centres[labels] = P[first]
     Z, V = _standardize_pair(X, centres)
@@ -356,7 +359,7 @@ def model_reidentification_probabilities(
     n = np.asarray(groups).size
     indptr = np.asarray(indptr)
     if indptr.shape != (n + 1,):
-        raise InputError(f"indptr must have shape ({n + 1},), got {indptr.shape}")
+        raise ParameterError(f"indptr must have shape ({n + 1},), got {indptr.shape}")
     used = np.flatnonzero(counts > 0)
     R = np.asarray(released_centres, dtype=np.float64)[used]
     _, nearest = cKDTree(R).query(np.asarray(model_centres, dtype=np.float64), k=1)

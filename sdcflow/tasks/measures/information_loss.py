@@ -35,7 +35,8 @@ from typing import Literal
 import numpy as np
 from scipy.special import ndtr
 
-from sdcflow.tasks.validation import InputError, check_pair
+from sdcflow.errors import ParameterError
+from sdcflow.tasks.validation import check_pair
 
 Statistic = Literal["means", "variances", "covariances", "correlations"]
 STATISTICS: tuple[Statistic, ...] = ("means", "variances", "covariances", "correlations")
@@ -97,7 +98,7 @@ def _entries(stat: Statistic, mom: dict[str, np.ndarray], live: np.ndarray) -> n
 
 def _check_statistic(statistic: str) -> Statistic:
     if statistic not in STATISTICS:
-        raise InputError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
+        raise ParameterError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
     return statistic  # type: ignore[return-value]
 
 
@@ -144,7 +145,7 @@ def generic_loss(
     X, Xm = check_pair(X, X_masked)
     statistic = _check_statistic(statistic)
     if kind not in ("absolute", "relative"):
-        raise InputError(f"kind must be 'absolute' or 'relative', got {kind!r}")
+        raise ParameterError(f"kind must be 'absolute' or 'relative', got {kind!r}")
     live = X.std(axis=0) > 0
     if kind == "absolute":
         mean = X.mean(axis=0)
@@ -260,7 +261,7 @@ def probabilistic_loss_entries(
     X, Xm = check_pair(X, X_masked)
     statistic = _check_statistic(statistic)
     if X.shape[0] < 2:
-        raise InputError("probabilistic information loss needs at least 2 records")
+        raise ParameterError("probabilistic information loss needs at least 2 records")
     live = X.std(axis=0) > 0
     a = _entries(statistic, _moments(X), live)
     b = _entries(statistic, _moments(Xm), live)

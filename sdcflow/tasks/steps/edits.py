@@ -26,6 +26,7 @@ import pandas as pd
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
+from sdcflow.errors import Reason, RuleError
 from sdcflow.expectations.compile import compile_rule, condition_sql, linear_constraints
 from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import (
@@ -35,7 +36,6 @@ from sdcflow.expectations.rules import (
     InSet,
     Node,
     Rule,
-    RuleError,
     TextComparison,
     is_linear_node,
     load_rules_file,
@@ -118,7 +118,8 @@ def load_edit_rules(spec: ReleaseSpec, types: Mapping[str, str]) -> list[Rule]:
         if clash:
             raise RuleError(
                 f"rule name(s) {', '.join(clash)} are used both in edits and in "
-                f"{spec.rules_file}; give every rule its own name"
+                f"{spec.rules_file}; give every rule its own name",
+                code=Reason.RULE_OPTION,
             )
         rules += more
     for rule in rules:
@@ -131,6 +132,7 @@ def load_edit_rules(spec: ReleaseSpec, types: Mapping[str, str]) -> list[Rule]:
                     name=rule.name,
                     hint="compare a text column with quoted values (region == 'N', "
                     "region in ['N', 'S']) or fix the column's values",
+                    code=Reason.RULE_TYPE,
                 )
             if use == "text" and numeric:
                 raise RuleError(
@@ -138,6 +140,7 @@ def load_edit_rules(spec: ReleaseSpec, types: Mapping[str, str]) -> list[Rule]:
                     rule=rule.text,
                     name=rule.name,
                     hint="write the values without quotes",
+                    code=Reason.RULE_TYPE,
                 )
     numeric_columns = [c for c, t in types.items() if is_numeric_type(t)]
     check_feasible(rules, numeric_columns)
@@ -162,6 +165,7 @@ def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
                 rule=rule.text,
                 name=rule.name,
                 hint="add those columns to quasi_identifiers, or give the rule severity: warning",
+                code=Reason.RULE_NOT_KEEPABLE,
             )
         if spec.blocks and masked:
             spanned = [b for b in spec.blocks if cols & set(b)]
@@ -172,6 +176,7 @@ def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
                     rule=rule.text,
                     name=rule.name,
                     hint=f"put {', '.join(sorted(cols))} in one block",
+                    code=Reason.RULE_NOT_KEEPABLE,
                 )
 
 

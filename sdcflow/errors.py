@@ -1,0 +1,164 @@
+"""Every error sdcflow raises on purpose, each with a reason code.
+
+Bad input, which the user must fix, is an :class:`InputError` (command line: exit 2, one
+line). Each carries a :class:`Reason`, so that callers and tests branch on the code, never on
+the message text (as pandera's ``SchemaErrorReason``). Messages name the field, file, column
+or parameter and the fix; they never carry a data value (values may be confidential).
+
+A release that ran but did not pass its checks is not an error of the input: it ends with a
+refused outcome (command line: exit 1), see :class:`ChecksFailed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any, ClassVar
+
+__all__ = [
+    "ChecksFailed",
+    "DataError",
+    "InfeasibleRulesError",
+    "InputError",
+    "ParameterError",
+    "Reason",
+    "RuleError",
+    "SdcflowError",
+]
+
+
+class Reason(StrEnum):
+    """Why an input was refused. The value is stable: scripts may match on it."""
+
+    # the release spec
+    SPEC_MISSING = "spec-missing"  # no spec file at that path
+    SPEC_SYNTAX = "spec-syntax"  # not YAML, or not a mapping
+    SPEC_FIELD = "spec-field"  # a field is unknown, missing or out of range
+    SPEC_LIMIT = "spec-limit"  # larger than sdcflow accepts (size, aliases, rules...)
+    SPEC_CONTRADICTION = "spec-contradiction"  # fields that cannot hold together
+    # the source file
+    SOURCE_MISSING = "source-missing"
+    SOURCE_FORMAT = "source-format"  # unsupported, corrupt, not UTF-8, ragged
+    SOURCE_EMPTY = "source-empty"
+    SOURCE_COLUMNS = "source-columns"  # duplicate or reserved column names
+    COLUMN_UNKNOWN = "column-unknown"  # the spec names a column the file lacks
+    COLUMN_TYPE = "column-type"  # a column's type cannot be used in its role
+    VALUES_MISSING = "values-missing"
+    VALUES_NONFINITE = "values-nonfinite"
+    TOO_FEW_RECORDS = "too-few-records"  # fewer records than k
+    # the arguments of a method or measure (the numerical core)
+    PARAMETER = "parameter"
+    DATA = "data"  # an array that is not numeric, finite or of the right shape
+    # edit rules
+    RULE_SYNTAX = "rule-syntax"
+    RULE_COLUMN = "rule-column"  # unknown column
+    RULE_TYPE = "rule-type"  # a column used as the wrong type
+    RULE_OPTION = "rule-option"  # name, severity, tolerance, rules file
+    RULE_NOT_KEEPABLE = "rule-not-keepable"  # masking cannot keep the rule
+    RULES_INFEASIBLE = "rules-infeasible"  # no record can satisfy them all
+    RULE_EVALUATION = "rule-evaluation"  # the data do not fit the rule's types
+    # where the run writes
+    WAREHOUSE = "warehouse"  # not a DuckDB file, unreadable
+    OUTPUT = "output"  # the output folder cannot hold a release
+
+
+class SdcflowError(Exception):
+    """Base of every error sdcflow raises on purpose."""
+
+
+class InputError(SdcflowError, ValueError):
+    """Bad input that the user must fix; ``code`` says which kind (a :class:`Reason`).
+
+    Parameters
+    ----------
+    message : str
+        What is wrong and how to fix it, without any data value.
+    code : Reason
+        Required unless the subclass has a default.
+    """
+
+    default_code: ClassVar[Reason | None] = None
+
+    def __init__(self, message: str, *, code: Reason | None = None) -> None:
+        code = code or self.default_code
+        if code is None:
+            raise TypeError(f"{type(self).__name__} needs a reason code")
+        super().__init__(message)
+        self.code = Reason(code)
+
+
+class ParameterError(InputError):
+    """A method or measure was called with an argument out of its range."""
+
+    default_code = Reason.PARAMETER
+
+
+class DataError(InputError):
+    """An array handed to the numerical core is not numeric, finite or of the right shape."""
+
+    default_code = Reason.DATA
+
+
+class RuleError(InputError):
+    """A malformed edit rule, an unknown column or a bad rule option.
+
+    The message quotes the rule and puts a caret under the offending token.
+
+    Attributes
+    ----------
+    rule : str
+        The rule text (whitespace normalized).
+    name : str or None
+        The rule's name when known.
+    column : int or None
+        0-based position of the offending token in ``rule``.
+    """
+
+    default_code = Reason.RULE_SYNTAX
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        rule: str = "",
+        name: str | None = None,
+        column: int | None = None,
+        width: int = 1,
+        hint: str = "",
+        code: Reason | None = None,
+    ) -> None:
+        self.rule = rule
+        self.name = name
+        self.column = column
+        where = f"edit rule {name!r}" if name else "edit rule"
+        lines = [f"{where}: {message}"]
+        if rule:
+            lines.append(f"    {rule}")
+            if column is not None:
+                lines.append("    " + " " * column + "^" * max(1, width))
+        if hint:
+            lines.append(hint)
+        super().__init__("\n".join(lines), code=code)
+
+
+class InfeasibleRulesError(RuleError):
+    """No record can satisfy the rule set; ``rules`` names a conflicting subset."""
+
+    default_code = Reason.RULES_INFEASIBLE
+
+    def __init__(self, message: str, rules: Sequence[str]) -> None:
+        InputError.__init__(self, message)
+        self.rule, self.name, self.column = "", None, None
+        self.rules = tuple(rules)
+
+
+class ChecksFailed(SdcflowError):
+    """A release ran to its checks and was refused: nothing was published.
+
+    ``outcome`` is the run's :class:`~sdcflow.flows.outcome.ReleaseOutcome` (status
+    ``refused``), with every figure and verdict.
+    """
+
+    def __init__(self, message: str, outcome: Any) -> None:
+        super().__init__(message)
+        self.outcome = outcome

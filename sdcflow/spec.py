@@ -24,31 +24,10 @@ from pydantic import (
 )
 
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.gates.registry import CHECKS
-from sdcflow.tasks.methods.registry import METHODS, MethodParams
+from sdcflow.tasks.gates import GATES, MeasureOptions
+from sdcflow.tasks.methods import METHODS, MethodParams
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-
-
-class ClusterLossOptions(BaseModel):
-    """Settings of the cluster-specific loss gates (fuzzy c-means on both files)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    c: int = Field(10, ge=2, description="clusters")
-    m: float = Field(1.5, gt=1, description="fuzziness")
-    restarts: int = Field(20, ge=1, description="best of this many runs by objective")
-    alpha: float = Field(0.5, gt=0, le=1, description="alpha-cut of the index gates")
-    random_state: int = Field(0, description="the measure's own seed (not a secret)")
-
-
-class MeasureOptions(BaseModel):
-    """Settings of the loss and risk measures behind the ``checks:`` gates."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    interval_disclosure_p: float | list[float] | None = Field(
-        None, description="rank-interval width(s) in %; default 1..10 averaged"
-    )
-    cluster_loss: ClusterLossOptions = Field(default_factory=ClusterLossOptions)
 
 
 class ReleaseSpec(BaseModel):
@@ -73,7 +52,9 @@ class ReleaseSpec(BaseModel):
         None, description="quasi-identifiers split into blocks masked separately"
     )
     checks: dict[str, float] = Field(default_factory=dict)
-    measures: MeasureOptions = Field(default_factory=MeasureOptions)
+    measures: MeasureOptions = Field(  # type: ignore[valid-type]
+        default_factory=MeasureOptions, description="settings of the measures behind the gates"
+    )
     output: Path = Path("published")
     warehouse: Path = Path("warehouse.duckdb")
     reports: Path = Path("reports")
@@ -101,10 +82,10 @@ class ReleaseSpec(BaseModel):
     @field_validator("checks")
     @classmethod
     def _checks(cls, value: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(value) - set(CHECKS))
+        unknown = sorted(set(value) - set(GATES))
         if unknown:
             raise ValueError(
-                f"unknown check(s) {unknown}; known checks: {', '.join(sorted(CHECKS))}"
+                f"unknown check(s) {unknown}; known checks: {', '.join(sorted(GATES))}"
             )
         # Every gate's figure is a size, a share or a distance: never negative, never NaN.
         bad = sorted(k for k, v in value.items() if not (v >= 0 and math.isfinite(v)))
@@ -126,6 +107,13 @@ class ReleaseSpec(BaseModel):
                     where = f"twice in {role}" if first == role else f"in {first} and {role}"
                     raise ValueError(f"column {col!r} is named {where}; give each column one role")
                 seen[col] = role
+        for key in self.checks:
+            missing = sorted(f for f in GATES[key].requires if not getattr(self, f))
+            if missing:
+                raise ValueError(
+                    f"check {key} needs `{missing[0]}:` (the columns it is computed on); add "
+                    f"`{missing[0]}: [column, ...]` or remove the check"
+                )
         if self.blocks is not None:
             flat = [c for block in self.blocks for c in block]
             if sorted(flat) != sorted(self.quasi_identifiers) or any(not b for b in self.blocks):
@@ -159,6 +147,16 @@ class ReleaseSpec(BaseModel):
     @property
     def release_dir(self) -> Path:
         return self.output_dir / self.release
+
+    def variant(
+        self, method: dict[str, Any] | None = None, measures: dict[str, Any] | None = None
+    ) -> ReleaseSpec:
+        """This spec with its ``method`` block replaced and ``measures`` settings updated
+        (variants of one release, compared on one source)."""
+        data = self.model_dump(exclude={"method", "measures"})
+        data["method"] = method if method else self.method
+        data["measures"] = {**self.measures.model_dump(exclude_none=True), **(measures or {})}
+        return ReleaseSpec.model_validate({**data, "base_dir": self.base_dir})
 
     def public_dict(self) -> dict[str, Any]:
         """The spec as recorded in the manifest: everything but the secret seed."""

@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.box.anonymize import box_anonymize
 from sdcflow.tasks.box.partition import bounding_boxes, box_partition
 from sdcflow.tasks.box.sensitivity import Target, combined_sensitivity, default_delta0
-from sdcflow.tasks.gates.registry import CHECKS, CheckContext, run_checks
+from sdcflow.tasks.gates import GATES, GateContext, run_gates
 from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.methods.registry import METHODS, MdavParams
+from sdcflow.tasks.methods import METHODS, MdavParams
 
 BOX = METHODS["box"]
 BOX_CHECKS = {
@@ -87,7 +87,7 @@ def test_release_columns_and_checks():
     assert m["weight"].sum() == pytest.approx(1.0)
     # k_anonymity on the identifying columns is the smallest box
     assert k_anonymity(res.released_identifiers) == np.bincount(res.groups).min() >= 4
-    outcomes = run_checks(CheckContext(X, cols, res, params), BOX_CHECKS)
+    outcomes = run_gates(GateContext(X, cols, res, params), BOX_CHECKS)
     assert all(o.passed for o in outcomes), [o.as_dict() for o in outcomes]
     rows = {r["stat"]: r for r in res.details["estimates"]}
     assert rows["mean"]["lower_bound"] == "exact"
@@ -109,14 +109,15 @@ def test_checks_catch_broken_releases():
     shrunk = res.masked.copy()
     shrunk.loc[0, "y_hi"] = X[0, 1] - 1.0  # record 0 now outside its box
     bad = dataclasses.replace(res, masked=shrunk)
-    assert CHECKS["box_max_records_outside"].compute(CheckContext(X, cols, bad, params)) == 1
+    assert GATES["box_max_records_outside"].compute(GateContext(X, cols, bad, params)) == 1
     details = {**res.details, "estimates": [dict(r) for r in res.details["estimates"]]}
     details["estimates"][0]["guaranteed"] = [0.0, 1e-9]  # interval that misses the variance
     bad = dataclasses.replace(res, details=details)
-    assert CHECKS["box_max_targets_outside"].compute(CheckContext(X, cols, bad, params)) == 1
-    mdav_ctx = CheckContext(X, cols, res, MdavParams(k=4))
-    with pytest.raises(InputError, match="apply to method box only"):
-        CHECKS["box_l_diversity"].compute(mdav_ctx)
+    assert GATES["box_max_targets_outside"].compute(GateContext(X, cols, bad, params)) == 1
+    mdav = METHODS["mdav"].mask(X, cols, MdavParams(k=4), np.random.default_rng(0), None)
+    with pytest.raises(InputError) as err:
+        GATES["box_l_diversity"].compute(GateContext(X, cols, mdav, MdavParams(k=4)))
+    assert err.value.code == Reason.SPEC_CONTRADICTION
 
 
 def test_unknown_names_are_input_errors():
@@ -219,7 +220,7 @@ def test_census_release_passes_every_check(census: pd.DataFrame):
     )
     res = BOX.mask(X, cols, params, None, None)
     thresholds = {**BOX_CHECKS, "k_anonymity": 5}
-    outcomes = run_checks(CheckContext(X, cols, res, params), thresholds)
+    outcomes = run_gates(GateContext(X, cols, res, params), thresholds)
     assert all(o.passed for o in outcomes), [o.as_dict() for o in outcomes]
     assert 0.7 < res.details["optimum"]["ratio"]["median"] < 1.5
 

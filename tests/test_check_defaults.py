@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdcflow.tasks.gates.registry import CheckContext, run_checks
+from sdcflow.tasks.gates import GateContext, run_gates
+from sdcflow.tasks.methods import METHODS, MdavParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.methods.registry import METHODS, MdavParams
 
 COLS = ["a", "b", "c", "d"]
 
@@ -15,8 +15,8 @@ def _outcomes(params, blocks=None, thresholds=None, edit_violations=None):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(203, 4))
     result = mask_quasi_identifiers(X, COLS, params, rng, None, blocks)
-    ctx = CheckContext(X, COLS, result, params, edit_violations=edit_violations)
-    return {o.key: o for o in run_checks(ctx, thresholds or {})}
+    ctx = GateContext(X, COLS, result, params, edit_violations=edit_violations)
+    return {o.key: o for o in run_gates(ctx, thresholds or {})}
 
 
 def test_mdav_is_gated_on_its_k_without_being_asked():

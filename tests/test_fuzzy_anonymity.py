@@ -14,10 +14,10 @@ from sdcflow.tasks.fuzzy.microaggregation import (
     fuzzy_microaggregation,
     fuzzy_partition,
 )
-from sdcflow.tasks.gates.registry import CHECKS, CheckContext
+from sdcflow.tasks.gates import GATES, GateContext
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.methods.registry import METHODS
+from sdcflow.tasks.methods import METHODS
 
 
 @pytest.fixture(scope="module")
@@ -138,11 +138,11 @@ def test_registry_entries_gate_on_the_named_guarantee(survey) -> None:
     method = METHODS["constrained_fuzzy"]
     assert method.edits_while_masking and not METHODS["fuzzy"].edits_while_masking
     params = method.params(k=4, m1=1.5, m2=2.0, guarantee="both", restarts=2)
-    assert method.default_checks(params) == {"probabilistic_k_anonymity": 4.0, "k_anonymity": 4.0}
+    assert method.promises(params) == {"probabilistic_k_anonymity": 4.0, "k_anonymity": 4.0}
     res = method.mask(X, cols, params, np.random.default_rng(0), rules)
-    ctx = CheckContext(X, cols, res, params)
-    assert CHECKS["probabilistic_k_anonymity"].compute(ctx) >= 4
-    assert CHECKS["k_anonymity"].compute(ctx) >= 4
+    ctx = GateContext(X, cols, res, params)
+    assert GATES["probabilistic_k_anonymity"].compute(ctx) >= 4
+    assert GATES["k_anonymity"].compute(ctx) >= 4
     assert np.abs(rules.residuals(res.points)[0]).max() < 1e-9
     # without rules it behaves as fuzzy and says so
     bare = method.mask(X, cols, params, np.random.default_rng(0), None)
@@ -157,8 +157,8 @@ def test_probabilistic_check_on_a_crisp_method_uses_group_sizes(survey) -> None:
     X, rules = survey
     params = METHODS["mdav"].params(k=4)
     res = METHODS["mdav"].mask(X, list(rules.columns), params, np.random.default_rng(0), None)
-    ctx = CheckContext(X, list(rules.columns), res, params)
-    assert CHECKS["probabilistic_k_anonymity"].compute(ctx) == np.bincount(res.groups).min()
+    ctx = GateContext(X, list(rules.columns), res, params)
+    assert GATES["probabilistic_k_anonymity"].compute(ctx) == np.bincount(res.groups).min()
 
 
 @pytest.mark.parametrize(

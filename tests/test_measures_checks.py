@@ -1,4 +1,4 @@
-"""The measures as publication gates: every key runs through ``run_checks`` on a release."""
+"""The measures as publication gates: every key runs through ``run_gates`` on a release."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import InputError
-from sdcflow.tasks.gates.measures import MEASURE_CHECKS
-from sdcflow.tasks.gates.registry import CHECKS, CheckContext, run_checks
+from sdcflow.errors import InputError, Reason
+from sdcflow.tasks.gates import GATES, GateContext, MeasureOptions, run_gates
 from sdcflow.tasks.measures.anonymity import l_diversity
 from sdcflow.tasks.measures.cluster_loss import cluster_loss
 from sdcflow.tasks.measures.disclosure_risk import (
@@ -19,40 +18,49 @@ from sdcflow.tasks.measures.disclosure_risk import (
     record_linkage,
 )
 from sdcflow.tasks.measures.information_loss import generic_loss, probabilistic_loss_table
-from sdcflow.tasks.methods.registry import MaskResult
+from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
 
 @pytest.fixture(scope="module")
-def mdav_ctx() -> CheckContext:
+def mdav_ctx() -> GateContext:
     rng = np.random.default_rng(11)
     X = rng.normal(size=(120, 3)) * [1.0, 10.0, 100.0] + [0.0, 50.0, 500.0]
     labels = mdav(X, 4)
     points = group_means(X, labels)
     cols = ["a", "b", "c"]
     kept = pd.DataFrame({"region": rng.integers(0, 3, 120), "illness": rng.integers(0, 5, 120)})
-    return CheckContext(
+    return GateContext(
         original=X,
         columns=cols,
         result=MaskResult(pd.DataFrame(points, columns=cols), points, groups=labels),
         method=SimpleNamespace(name="mdav", k=4),
-        kept=kept,
-        extra={
-            "sensitive": kept[["illness"]],
-            "cluster_loss": {"c": 4, "restarts": 3},
-            "interval_disclosure_p": [5, 10],
-        },
+        options=MeasureOptions(cluster_loss={"c": 4, "restarts": 3}, interval_disclosure_p=[5, 10]),
+        sensitive=kept[["illness"]],
     )
 
 
-def test_every_measure_is_registered():
-    for key, direction, _, _ in MEASURE_CHECKS:
-        assert CHECKS[key].direction == direction
+MEASURE_GATES = [
+    key
+    for key in GATES
+    if key.startswith(("max_", "min_", "l_", "entropy_l", "transparency_"))
+    and key not in ("max_edit_violations",)
+    and not key.startswith("box_")
+]
+
+
+def test_every_gate_declares_its_direction_in_its_name():
+    for key, gate in GATES.items():
+        if key.startswith(("max_", "box_max_")):
+            assert gate.direction == "max", key
+        else:
+            assert gate.direction == "min", key
+        assert gate.unit, f"{key} has no unit"
 
 
 def test_gates_report_the_measures_figures(mdav_ctx):
-    keys = [spec[0] for spec in MEASURE_CHECKS]
-    outcomes = {o.key: o for o in run_checks(mdav_ctx, dict.fromkeys(keys, 0.0))}
+    keys = MEASURE_GATES
+    outcomes = {o.key: o for o in run_gates(mdav_ctx, dict.fromkeys(keys, 0.0))}
     X, P = mdav_ctx.original, mdav_ctx.result.points
     assert outcomes["max_generic_loss_variances"].figure == generic_loss(X, P, "variances")
     assert outcomes["max_generic_loss_correlations"].figure == generic_loss(
@@ -64,7 +72,7 @@ def test_gates_report_the_measures_figures(mdav_ctx):
     # MDAV: the transparency intruder gets 1/|group|; 120 records in 30 groups of 4
     assert outcomes["max_transparency_reidentification"].figure == pytest.approx(25.0)
     assert outcomes["transparency_k_anonymity"].figure == pytest.approx(4.0)
-    assert outcomes["l_diversity"].figure == l_diversity(P, mdav_ctx.kept["illness"])
+    assert outcomes["l_diversity"].figure == l_diversity(P, mdav_ctx.sensitive["illness"])
     expected = cluster_loss(X, P, c=4, restarts=3, alphas=(0.5,))
     assert outcomes["max_cluster_loss_d1"].figure == expected.d1
     assert outcomes["min_cluster_adjusted_rand"].figure == expected.alpha[0.5]["adjusted_rand"]
@@ -73,15 +81,11 @@ def test_gates_report_the_measures_figures(mdav_ctx):
     assert not outcomes["max_record_linkage"].passed
 
 
-def test_l_diversity_without_sensitive_columns_names_the_spec_field(mdav_ctx):
-    ctx = CheckContext(
-        mdav_ctx.original, mdav_ctx.columns, mdav_ctx.result, mdav_ctx.method, kept=None
-    )
-    with pytest.raises(InputError, match="sensitive:"):
-        run_checks(ctx, {"l_diversity": 2})
-    ctx.extra["sensitive"] = ["illness"]
-    with pytest.raises(InputError, match="not among the columns"):
-        run_checks(ctx, {"l_diversity": 2})
+def test_l_diversity_without_sensitive_columns_is_a_contradiction(mdav_ctx):
+    ctx = GateContext(mdav_ctx.original, mdav_ctx.columns, mdav_ctx.result, mdav_ctx.method)
+    with pytest.raises(InputError) as err:
+        run_gates(ctx, {"l_diversity": 2})
+    assert err.value.code == Reason.SPEC_CONTRADICTION
 
 
 def test_fuzzy_transparency_uses_m2_memberships():

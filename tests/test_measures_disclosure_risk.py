@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sdcflow.errors import InputError
-from sdcflow.tasks.gates.registry import CheckContext, run_checks
+from sdcflow.tasks.gates import GateContext, run_gates
 from sdcflow.tasks.measures.disclosure_risk import (
     interval_disclosure,
     interval_disclosure_per_variable,
@@ -17,7 +17,7 @@ from sdcflow.tasks.measures.disclosure_risk import (
     release_reidentification_probabilities,
     transparency_reidentification,
 )
-from sdcflow.tasks.methods.registry import METHODS
+from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
 X1 = np.array([[0.0], [1.0], [2.0], [10.0]])
@@ -149,8 +149,8 @@ def test_fuzzy_microaggregation_lowers_the_transparency_risk_of_mdav(guarantee):
         method = METHODS[spec["name"]]
         params = method.params.model_validate(spec)
         result = method.mask(X, cols, params, np.random.default_rng(1), None)
-        ctx = CheckContext(X, cols, result, params)
-        outcomes = run_checks(ctx, {"max_transparency_reidentification": 100.0})
+        ctx = GateContext(X, cols, result, params)
+        outcomes = run_gates(ctx, {"max_transparency_reidentification": 100.0})
         (figure,) = [o.figure for o in outcomes if o.key == "max_transparency_reidentification"]
         figures[spec["name"]] = figure
     assert figures["mdav"] == pytest.approx(20.0)

@@ -8,7 +8,7 @@ import pytest
 
 from sdcflow.errors import InputError
 from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.methods.registry import METHODS, PsParams
+from sdcflow.tasks.methods import METHODS, PsParams
 from sdcflow.tasks.microaggregation.mdav import group_means
 from sdcflow.tasks.microaggregation.ps import ps, ps_groups
 
@@ -54,7 +54,7 @@ def test_registry_entry() -> None:
     np.testing.assert_array_equal(res.groups, ps(X, 4))
     assert res.details["min_group_size"] >= 4
     assert list(res.masked.columns) == ["a", "b", "c"]
-    assert method.default_checks(params) == {"k_anonymity": 4.0}
+    assert method.promises(params) == {"k_anonymity": 4.0}
 
 
 # The paper's PS figures (Census 1.78 / 2.55 / 2.70 / 4.97) are not reproduced by its algorithm

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from sdcflow.tasks.report.html import check_usage, write_report
 
-CHECKS = [
+GATES = [
     {"check": "k_anonymity", "figure": 5.0, "rule": ">=", "threshold": 5.0, "verdict": "pass",
      "description": "smallest group"},
     {"check": "max_information_loss", "figure": 12.5, "rule": "<=", "threshold": 10.0,
@@ -24,10 +24,10 @@ CHECKS = [
 
 def test_check_usage_by_hand():
     # <=: figure/threshold = 12.5/10; >=: threshold/figure = 5/5; 0/0 -> 0; 3 vs 0 -> inf
-    assert check_usage(CHECKS[1]) == pytest.approx(1.25)
-    assert check_usage(CHECKS[0]) == pytest.approx(1.0)
-    assert check_usage(CHECKS[2]) == 0.0
-    assert math.isinf(check_usage({**CHECKS[2], "figure": 3.0}))
+    assert check_usage(GATES[1]) == pytest.approx(1.25)
+    assert check_usage(GATES[0]) == pytest.approx(1.0)
+    assert check_usage(GATES[2]) == 0.0
+    assert math.isinf(check_usage({**GATES[2], "figure": 3.0}))
 
 
 def test_report_is_self_contained_with_tables_and_plots(tmp_path):
@@ -36,7 +36,7 @@ def test_report_is_self_contained_with_tables_and_plots(tmp_path):
     path = write_report(
         tmp_path / "reports" / "run1",
         summary={"release": "demo", "run id": "abc", "decision": "REFUSED"},
-        checks=CHECKS,
+        checks=GATES,
         edit_results={"total == a + b": 0, "a >= 0": 3},
         figures={"a plot": fig},
         tables={"figures": pd.DataFrame({"method": ["mdav"], "k": [3], "il": [5.69]})},

@@ -60,6 +60,7 @@ from sdcflow.expectations.rules import (
     TextComparison,
 )
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.warehouse.sql import quote_identifier
 
 __all__ = [
     "CompiledRule",
@@ -68,16 +69,10 @@ __all__ = [
     "holds_sql",
     "linear_constraints",
     "linear_rows",
-    "quote_ident",
     "to_sql",
 ]
 
 CheckKind = Literal["between", "in_set", "not_in_set", "not_null", "holds"]
-
-
-def quote_ident(name: str) -> str:
-    """A DuckDB identifier in double quotes (embedded quotes doubled)."""
-    return '"' + str(name).replace('"', '""') + '"'
 
 
 def _quote_text(value: str) -> str:
@@ -99,7 +94,7 @@ def linear_sql(form: LinearForm) -> str:
     """SQL of ``sum_j coef_j * col_j + const`` in DOUBLE arithmetic."""
     parts = []
     for column, coef in form.terms:
-        ref = f"CAST({quote_ident(column)} AS DOUBLE)"
+        ref = f"CAST({quote_identifier(column)} AS DOUBLE)"
         parts.append(ref if coef == 1.0 else f"{_num(coef)} * {ref}")
     if form.const != 0.0 or not parts:
         parts.append(_num(form.const))
@@ -129,13 +124,13 @@ def _condition_sql(node: Condition, tol: float) -> str:
         return "(" + " AND ".join(_condition_sql(link, tol) for link in node.links) + ")"
     if isinstance(node, TextComparison):
         op = "=" if node.op == "==" else "<>"
-        return f"({quote_ident(node.column)} {op} {_quote_text(node.value)})"
+        return f"({quote_identifier(node.column)} {op} {_quote_text(node.value)})"
     if isinstance(node, InSet):
         values = ", ".join(_literal(v) for v in node.values)
         neg = "NOT " if node.negated else ""
-        return f"({quote_ident(node.column)} {neg}IN ({values}))"
+        return f"({quote_identifier(node.column)} {neg}IN ({values}))"
     if isinstance(node, NotNull):
-        return f"({quote_ident(node.column)} IS NOT NULL)"
+        return f"({quote_identifier(node.column)} IS NOT NULL)"
     raise TypeError(f"not a condition: {node!r}")  # pragma: no cover
 
 
@@ -238,9 +233,9 @@ def compile_rule(rule: Rule) -> CompiledRule:
             )
     if isinstance(node, InSet):
         kind: CheckKind = "not_in_set" if node.negated else "in_set"
-        return CompiledRule(rule, quote_ident(node.column), holds, kind, value_set=node.values)
+        return CompiledRule(rule, quote_identifier(node.column), holds, kind, value_set=node.values)
     if isinstance(node, NotNull):
-        return CompiledRule(rule, quote_ident(node.column), holds, "not_null")
+        return CompiledRule(rule, quote_identifier(node.column), holds, "not_null")
     return CompiledRule(rule, holds, holds, "holds")
 
 

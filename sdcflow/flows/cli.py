@@ -1,5 +1,8 @@
 """The ``sdcflow`` command line.
 
+Each command imports what it needs when it runs (Prefect, numba and Great Expectations take
+seconds to import), so that ``sdcflow --help`` and a bad spec answer at once.
+
 Exit codes: 0 published / all checks passed; 1 a check or edit rule failed (nothing
 published); 2 bad input (one line naming the field, file or column and the fix); 3 the run
 could not complete (e.g. Prefect's API did not start); nothing was published.
@@ -14,7 +17,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sdcflow.errors import InputError, Reason
+import yaml
+
+from sdcflow.errors import ChecksFailed, InputError, Reason
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR = 0, 1, 2, 3
 
@@ -25,29 +30,28 @@ def _fail(message: str, code: int) -> int:
 
 
 def _run_release(spec_path: str, *, publish: bool) -> int:
-    # Validate the spec and the source before a flow run exists, so that bad input gives
-    # one clean line (and no failed run in the Prefect UI).
+    # The preflight runs before a flow run exists, so that bad input gives one clean line
+    # (and no failed run in the Prefect UI); the flow reuses its plan.
     from sdcflow.spec import load_spec
-    from sdcflow.tasks.steps.plan import preflight
+    from sdcflow.tasks.steps.plan import plan_release
 
-    spec = load_spec(spec_path)
-    preflight(spec)
+    plan = plan_release(load_spec(spec_path))
 
-    from sdcflow.flows.release import ChecksFailed, release
+    from sdcflow.flows.release import release  # imports Prefect: after the preflight
 
     try:
-        outcome = release(str(Path(spec_path).resolve()), publish=publish)
+        outcome = release(str(Path(spec_path).resolve()), publish=publish, plan=plan)
     except ChecksFailed as e:
         return _fail(f"refused: {e}", EXIT_REFUSED)
-    for row in outcome["checks"]:
+    for o in outcome.checks:
+        verdict = "pass" if o.passed else "FAIL"
         print(
-            f"  {row['check']:<28} {row['figure']:>12.6g} {row['rule']} "
-            f"{row['threshold']:<10.6g} {row['verdict']}"
+            f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} {verdict}"
         )
     if publish:
-        print(f"published {outcome['published']} (run {outcome['run_id']})")
+        print(f"published {outcome.published} (run {outcome.run_id})")
     else:
-        print(f"all checks passed; nothing published (run {outcome['run_id']})")
+        print(f"all checks passed; nothing published (run {outcome.run_id})")
     return EXIT_OK
 
 
@@ -91,10 +95,7 @@ def _compare(
     pairs: list[str],
     intruder: str,
 ) -> int:
-    import yaml
-
     from sdcflow.flows.compare import compare
-    from sdcflow.flows.release import ChecksFailed
 
     params = {}
     for pair in pairs:

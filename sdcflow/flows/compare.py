@@ -3,28 +3,22 @@
 ``sdcflow compare SPEC --methods mdav fuzzy --k 3 5 10`` runs the release flow of
 :mod:`sdcflow.flows.release` once per (method, k) with ``publish=False`` and the spec's
 ``method`` block replaced, so every variant goes through the same ingest, masking and checks as
-a real release and is recorded in ``audit.runs``; nothing is published. A variant whose checks
+a real release and is recorded in ``audit.runs``; nothing is published. The source is read and
+the edit rules parsed once, by one preflight shared by every variant. A variant whose checks
 fail is still measured (its outcome rides on ``ChecksFailed``); a run refused before masking
 (raw records violating edit rules under ``on_violation: fail``) re-raises ``ChecksFailed``.
 
-For each variant the original quasi-identifiers (the ``edited`` table of the run when the
-pipeline has one, else ``raw``) and the masked ones are read back from the warehouse and
-measured:
+The figures of each variant are the ones its gates compute (asked for without a threshold
+where the spec does not gate them), on the quasi-identifiers that went into masking:
 
-* ``il`` — IL = 100 SSE/SST (utility loss, x axis of the map);
-* ``record_linkage`` — distance-based record linkage, %;
+* ``il`` — IL = 100 SSE/SST (``max_information_loss``; x axis of the map);
+* ``record_linkage`` — distance-based record linkage, % (``max_record_linkage``);
 * ``transparency_reidentification`` — % re-identified by the intruder who knows the method
-  and its parameters. Crisp methods: 1/|group|. Fuzzy methods, ``intruder="manifest"``
-  (default): memberships of every record to the released centres with the draw fuzziness the
-  run's manifest records (``fuzziness_draw_top``) — cheap, but it ignores the recursion into
-  sub-clusters; ``intruder="refit"``: the gate's intruder, who refits the partition and uses
-  its exact draw distributions (``measure_checks.transparency_probabilities``), as expensive
-  as the masking. Measured on 300 normal records, k = 5, m1 = 1.5, m2 = 2: manifest vs refit
-  1.38 vs 1.24 % (probabilistic guarantee), 6.79 vs 7.81 % (k_anonymity), 1.01 vs 1.29 %
-  (both) — close, and not always on the safe side;
-* ``interval_disclosure`` — rank-based interval disclosure, %;
-* ``pil`` — average probabilistic information loss, %;
-* ``k_achieved`` — smallest class of identical released quasi-identifier rows.
+  and its parameters (``max_transparency_reidentification``); for randomized methods the
+  ``manifest`` intruder by default (cheap), ``--intruder refit`` for the gate's own;
+* ``interval_disclosure`` — rank-based interval disclosure, % (``max_interval_disclosure``);
+* ``pil`` — average probabilistic information loss, % (``max_pil``);
+* ``k_achieved`` — smallest class of identical released rows (``k_anonymity``).
 
 The map (``risk_utility.png``) has one point per method and k, two panels (record linkage and
 the transparency intruder against IL); ``report.html`` beside it shows the map and the table.
@@ -38,23 +32,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from pydantic import ValidationError
 
 from sdcflow.errors import ChecksFailed, InputError, Reason
+from sdcflow.flows.release import release
 from sdcflow.spec import ReleaseSpec, load_spec
-from sdcflow.tasks.gates.measures import FUZZY_METHODS, transparency_probabilities
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.measures.disclosure_risk import (
-    interval_disclosure,
-    record_linkage,
-    release_reidentification_probabilities,
-)
-from sdcflow.tasks.measures.information_loss import probabilistic_loss_table, sse_sst_loss
-from sdcflow.tasks.methods.registry import METHODS
+from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.report.html import figure_png, write_report
+from sdcflow.tasks.steps.plan import plan_release
 
 COLUMNS = [
     "method",
@@ -70,6 +57,16 @@ COLUMNS = [
     "run_id",
 ]
 
+
+# Column of the table -> the gate that computes it.
+FIGURES = {
+    "il": "max_information_loss",
+    "record_linkage": "max_record_linkage",
+    "transparency_reidentification": "max_transparency_reidentification",
+    "interval_disclosure": "max_interval_disclosure",
+    "pil": "max_pil",
+    "k_achieved": "k_anonymity",
+}
 
 # Fuzzy methods need a fuzziness family; what neither the spec nor --param gives, the
 # comparison takes from the example of the method's own error message (m1 = 1.1, m2 = 1.1:
@@ -111,11 +108,9 @@ def _described(method: Mapping[str, Any]) -> str:
     return " ".join(f"{key}={method[key]}" for key in sorted(method) if key not in ("name", "k"))
 
 
-def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> ReleaseSpec:
-    from sdcflow.flows.release import with_method
-
+def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> None:
     try:
-        return with_method(spec, method)
+        spec.variant(method)
     except ValidationError as e:
         first = e.errors()[0]
         raise InputError(
@@ -123,68 +118,6 @@ def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> ReleaseSpec:
             "check the method name and its parameters",
             code=Reason.PARAMETER,
         ) from None
-
-
-def _original_and_masked(spec: ReleaseSpec, run_id: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Quasi-identifiers that went into masking and their released values, same rows; None
-    when the run stopped before masking (no ``masked`` table)."""
-    import duckdb
-
-    from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
-
-    warehouse = Warehouse(spec.warehouse_path)
-    try:
-        masked = warehouse.read_frame("masked", run_id)
-    except duckdb.CatalogException:
-        return None
-    try:
-        original = warehouse.read_frame("edited", run_id)
-    except duckdb.CatalogException:  # the run had no editing step
-        original = warehouse.read_frame("raw", run_id)
-    cols = list(spec.quasi_identifiers)
-    merged = original[[ROW_ID, *cols]].merge(
-        masked[[ROW_ID, *cols]], on=ROW_ID, suffixes=("", "__masked"), validate="1:1"
-    )
-    X = merged[cols].to_numpy(dtype=np.float64)
-    Xm = merged[[f"{c}__masked" for c in cols]].to_numpy(dtype=np.float64)
-    return X, Xm
-
-
-def _manifest_probabilities(
-    spec: ReleaseSpec, X: np.ndarray, Xm: np.ndarray, details: Mapping[str, Any]
-) -> np.ndarray:
-    """The ``manifest`` intruder: memberships to the released centres with the draw fuzziness
-    the run's manifest records (``fuzziness_draw_top``, else the spec's m2 / lambda2)."""
-    if getattr(spec.method, "name", None) not in FUZZY_METHODS:
-        return release_reidentification_probabilities(X, Xm)
-    top = details.get("fuzziness_draw_top") or {}
-    m = top.get("m", getattr(spec.method, "m2", None))
-    lam = top.get("lambda", getattr(spec.method, "lambda2", None))
-    return release_reidentification_probabilities(X, Xm, m=None if lam is not None else m, lam=lam)
-
-
-def measure_variant(
-    spec: ReleaseSpec,
-    X: np.ndarray,
-    Xm: np.ndarray,
-    details: Mapping[str, Any] | None = None,
-    *,
-    intruder: Intruder = "manifest",
-) -> dict[str, float]:
-    """The figures of one variant (see the module docstring); ``details`` are the run's
-    method details (what its manifest records)."""
-    if intruder == "refit":
-        reid = transparency_probabilities(spec.method, X, Xm)
-    else:
-        reid = _manifest_probabilities(spec, X, Xm, details or {})
-    return {
-        "il": sse_sst_loss(X, Xm),
-        "record_linkage": record_linkage(X, Xm),
-        "transparency_reidentification": float(100.0 * reid.mean()),
-        "interval_disclosure": interval_disclosure(X, Xm),
-        "pil": probabilistic_loss_table(X, Xm)["average"],
-        "k_achieved": float(k_anonymity(Xm)),
-    }
 
 
 def risk_utility_figure(table: pd.DataFrame) -> Figure:
@@ -246,36 +179,37 @@ def compare(
     DataFrame with one row per variant and the columns of :data:`COLUMNS`; its ``attrs``
     hold the paths written (``png``, ``csv``, ``report``).
     """
-    from sdcflow.flows.release import ChecksFailed, release
-
     if not methods or not ks:
         raise InputError("give at least one method and one k", code=Reason.PARAMETER)
     spec_path = Path(spec_path).resolve()
     spec = load_spec(spec_path)
     blocks = [variant_method(spec, name, k, params) for name in methods for k in ks]
-    variants = [(block, _validated(spec, block)) for block in blocks]
+    for block in blocks:
+        _validated(spec, block)
+    plan = plan_release(spec)  # one read of the source and the rules for every variant
     rows = []
-    for block, vspec in variants:
-        name, k = block["name"], block["k"]
-        refused: ChecksFailed | None = None
+    for block in blocks:
         try:
-            outcome = release(str(spec_path), publish=False, method=block)
+            outcome = release(
+                str(spec_path),
+                publish=False,
+                method=block,
+                figures=list(FIGURES.values()),
+                measures={"transparency": {"intruder": intruder}},
+                plan=plan,
+            )
         except ChecksFailed as e:
-            refused, outcome = e, e.outcome
-        data = _original_and_masked(vspec, outcome["run_id"])
-        if data is None:  # refused before masking (edit rules under on_violation: fail)
-            if refused is not None:
-                raise refused
-            raise RuntimeError(f"run {outcome['run_id']} stored no masked table")
-        X, Xm = data
+            outcome = e.outcome
+            if not outcome.figures:  # refused before masking (edit rules, on_violation: fail)
+                raise
         rows.append(
             {
-                "method": name,
-                "k": k,
+                "method": block["name"],
+                "k": block["k"],
                 "params": _described(block),
-                **measure_variant(vspec, X, Xm, outcome.get("method_details"), intruder=intruder),
-                "checks_passed": all(r["verdict"] == "pass" for r in outcome["checks"]),
-                "run_id": outcome["run_id"],
+                **{col: outcome.figures[key] for col, key in FIGURES.items()},
+                "checks_passed": outcome.success,
+                "run_id": outcome.run_id,
             }
         )
     table = pd.DataFrame(rows, columns=COLUMNS)

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.warehouse.sql import quote_identifier
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse, table_name
-from sdcflow.warehouse.warehouse import quote_identifier as quote_ident
 
 
 class CompiledRule(Protocol):
@@ -56,8 +56,10 @@ def _table(stage: str, run_id: str) -> str:
 
 
 def _select_sql(table: str, compiled: Sequence[CompiledRule], *, holds: bool) -> str:
-    cols = [f"{c.holds_sql if holds else c.value_sql} AS {quote_ident(c.name)}" for c in compiled]
-    return f"SELECT {quote_ident(ROW_ID)}, {', '.join(cols)} FROM {table} ORDER BY {ROW_ID}"
+    cols = [
+        f"{c.holds_sql if holds else c.value_sql} AS {quote_identifier(c.name)}" for c in compiled
+    ]
+    return f"SELECT {quote_identifier(ROW_ID)}, {', '.join(cols)} FROM {table} ORDER BY {ROW_ID}"
 
 
 def _explain(
@@ -118,7 +120,9 @@ def evaluate_rules(
     table = _table(stage, run_id)
     if not compiled:
         with warehouse.connect(read_only=True) as con:
-            return con.execute(f"SELECT {quote_ident(ROW_ID)} FROM {table} ORDER BY {ROW_ID}").df()
+            return con.execute(
+                f"SELECT {quote_identifier(ROW_ID)} FROM {table} ORDER BY {ROW_ID}"
+            ).df()
     with warehouse.connect(read_only=True) as con:
         try:
             return con.execute(_select_sql(table, compiled, holds=False)).df()
@@ -152,7 +156,7 @@ def record_violations(
             for c in compiled:
                 con.execute(
                     "INSERT INTO audit.violations "
-                    f"SELECT ?, ?, ?, {quote_ident(ROW_ID)} FROM {table} "
+                    f"SELECT ?, ?, ?, {quote_identifier(ROW_ID)} FROM {table} "
                     f"WHERE NOT coalesce({c.holds_sql}, TRUE)",
                     [run_id, stage, c.name],
                 )
@@ -192,7 +196,7 @@ def matching_row_ids(
     table = _table(stage, run_id)
     with warehouse.connect(read_only=True) as con:
         ids = con.execute(
-            f"SELECT {quote_ident(ROW_ID)} FROM {table} WHERE coalesce({predicate_sql}, FALSE) "
-            f"ORDER BY {ROW_ID}"
+            f"SELECT {quote_identifier(ROW_ID)} FROM {table} "
+            f"WHERE coalesce({predicate_sql}, FALSE) ORDER BY {ROW_ID}"
         ).fetchnumpy()[ROW_ID]
     return np.asarray(ids, dtype=np.int64)

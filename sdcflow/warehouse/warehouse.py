@@ -23,7 +23,6 @@ from typing import Any
 import duckdb
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from sdcflow.errors import InputError, Reason
 
@@ -120,19 +119,14 @@ class Warehouse:
 
     # -- data -----------------------------------------------------------------------------
 
-    def ingest(self, source: Path, run_id: str) -> str:
-        """Load a CSV or Parquet file into ``raw.run_<id>`` with DuckDB's own reader.
-
-        Types are those DuckDB infers (CSV) or stores (Parquet); a ``sdc_row_id`` column
-        (0..n-1, file order) is added so that violations can be traced back to records.
-        Returns the table name.
-        """
+    def ingest(self, data: pa.Table, run_id: str) -> str:
+        """Store a source read by :func:`~sdcflow.warehouse.sources.read_source` as
+        ``raw.run_<id>``, with a ``sdc_row_id`` column (0..n-1, file order) so that violations
+        can be traced back to records. Returns the table name."""
         table = table_name("raw", run_id)
-        data = read_source(source)
         if ROW_ID in data.column_names:
             raise InputError(
-                f"{source}: column name {ROW_ID!r} is reserved; rename it",
-                code=Reason.SOURCE_COLUMNS,
+                f"column name {ROW_ID!r} is reserved; rename it", code=Reason.SOURCE_COLUMNS
             )
         data = data.append_column(ROW_ID, pa.array(range(data.num_rows), pa.int64()))
         with self.connect() as con:
@@ -223,116 +217,3 @@ class Warehouse:
                 "coalesce(checks, '{}') AS checks FROM audit.runs ORDER BY started_at DESC LIMIT ?",
                 [limit],
             ).df()
-
-
-def read_source(source: Path) -> pa.Table:
-    """Read a CSV or Parquet file with DuckDB's readers, rejecting what cannot be trusted.
-
-    Raises ``InputError`` for a missing, empty, corrupt or unsupported file and for duplicate
-    column names (DuckDB would silently rename them, and the spec could then address the
-    wrong column).
-    """
-    source = Path(source)
-    if source.is_dir():
-        raise InputError(
-            f"source {source} is a folder; name a CSV or Parquet file", code=Reason.SOURCE_MISSING
-        )
-    if not source.is_file():
-        raise InputError(
-            f"source file {source} does not exist; check `source:` in the spec",
-            code=Reason.SOURCE_MISSING,
-        )
-    suffix = source.suffix.lower()
-    if suffix not in {".csv", ".parquet", ".pq"}:
-        raise InputError(
-            f"source {source}: unsupported format {suffix!r}; use .csv or .parquet",
-            code=Reason.SOURCE_FORMAT,
-        )
-    if source.stat().st_size == 0:
-        raise InputError(
-            f"source file {source} is empty; it needs a header and records",
-            code=Reason.SOURCE_EMPTY,
-        )
-    header = _header(source, suffix)
-    dupes = sorted({c for c in header if header.count(c) > 1})
-    if dupes:
-        raise InputError(
-            f"source {source} has duplicate column names {dupes}; rename them",
-            code=Reason.SOURCE_COLUMNS,
-        )
-    reader = "read_csv(?, header=true)" if suffix == ".csv" else "read_parquet(?)"
-    con = duckdb.connect(":memory:")
-    try:
-        data = con.sql(f"SELECT * FROM {reader}", params=[str(source)]).to_arrow_table()
-    except duckdb.Error as e:
-        first = str(e).splitlines()[0]
-        raise InputError(
-            f"cannot read {source}: {first}; check that it is valid {suffix}",
-            code=Reason.SOURCE_FORMAT,
-        ) from e
-    finally:
-        con.close()
-    if data.num_rows == 0:
-        raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
-    return data
-
-
-def _header(source: Path, suffix: str) -> list[str]:
-    if suffix == ".csv":
-        try:
-            with source.open(encoding="utf-8", newline="") as fh:
-                import csv
-
-                return next(csv.reader(fh), [])
-        except UnicodeDecodeError as e:
-            raise InputError(
-                f"{source} is not UTF-8 text; convert it to UTF-8 CSV", code=Reason.SOURCE_FORMAT
-            ) from e
-    try:
-        return list(pq.read_schema(source).names)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise InputError(
-            f"cannot read {source}: not a valid Parquet file ({e})", code=Reason.SOURCE_FORMAT
-        ) from e
-
-
-_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
-
-
-def quote_identifier(name: str) -> str:
-    """A DuckDB identifier in double quotes, embedded quotes doubled."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def profile_source(source: Path, columns: Sequence[str]) -> dict[str, Any]:
-    """Column types, row count and per-column missing counts of a source file.
-
-    Returns ``{"rows": n, "types": {column: duckdb type}, "missing": {column: count},
-    "nonfinite": {column: count of inf/NaN}}`` for the requested ``columns`` that exist
-    (``types`` covers every column of the file). Counts only: no value leaves this function.
-    """
-    data = read_source(source)
-    con = duckdb.connect(":memory:")
-    try:
-        con.register("src", data)
-        types = {row[0]: row[1] for row in con.execute("DESCRIBE src").fetchall()}
-        present = [c for c in columns if c in types]
-        numeric = [c for c in present if is_numeric_type(types[c])]
-        exprs = [f"count(*) - count({quote_identifier(c)})" for c in present] + [
-            f"count_if(NOT isfinite(CAST({quote_identifier(c)} AS DOUBLE)))" for c in numeric
-        ]
-        counts = con.execute(f"SELECT {', '.join(['count(*)', *exprs])} FROM src").fetchone()
-    finally:
-        con.close()
-    missing = counts[1 : 1 + len(present)]
-    nonfinite = counts[1 + len(present) :]
-    return {
-        "rows": int(counts[0]),
-        "types": types,
-        "missing": {c: int(v) for c, v in zip(present, missing, strict=True)},
-        "nonfinite": {c: int(v) for c, v in zip(numeric, nonfinite, strict=True)},
-    }
-
-
-def is_numeric_type(duckdb_type: str) -> bool:
-    return duckdb_type.upper().startswith(_NUMERIC)

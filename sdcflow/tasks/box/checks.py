@@ -1,4 +1,4 @@
-"""Post-release checks of box anonymization (figures for ``tasks/checks.py``).
+"""Figures that verify a box release (the box gates in ``sdcflow.tasks.gates.box``).
 
 * ``min_distinct``: the smallest number of distinct values (eq. 29) of any quasi-identifier in
   any box (l-diversity of the boxes; must be >= l).
@@ -17,9 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from sdcflow.errors import ParameterError
 from sdcflow.tasks.box.partition import distinct_counts
 from sdcflow.tasks.box.sensitivity import Target, statistic
 
@@ -57,36 +55,3 @@ def targets_outside(
         if not (lo - tol <= value <= hi + tol):
             bad += 1
     return bad
-
-
-def _box_parts(ctx: Any) -> tuple[pd.DataFrame, list[str]]:
-    if getattr(ctx.method, "name", None) != "box":
-        raise ParameterError(
-            "box checks (box_l_diversity, box_max_records_outside, box_max_targets_outside) apply "
-            "to method box only; remove them from `checks:`"
-        )
-    return ctx.result.masked, list(ctx.columns)
-
-
-def check_min_distinct(ctx: Any) -> float:
-    masked, cols = _box_parts(ctx)
-    eps = np.array([float(ctx.method.epsilon.get(c, 0.0)) for c in cols])
-    return float(min_distinct(ctx.original, masked["box_id"].to_numpy(), eps))
-
-
-def check_records_outside(ctx: Any) -> float:
-    masked, cols = _box_parts(ctx)
-    lo = masked[[f"{c}_lo" for c in cols]].to_numpy(float)
-    hi = masked[[f"{c}_hi" for c in cols]].to_numpy(float)
-    return float(records_outside(ctx.original, lo, hi))
-
-
-def check_targets_outside(ctx: Any) -> float:
-    masked, cols = _box_parts(ctx)
-    w = masked["weight"].to_numpy(float)
-    details = ctx.result.details
-    bad = targets_outside(ctx.original, cols, w, details["estimates"])
-    if "estimates_equal_weights" in details:
-        uniform = np.full(len(w), 1.0 / len(w))
-        bad += targets_outside(ctx.original, cols, uniform, details["estimates_equal_weights"])
-    return float(bad)

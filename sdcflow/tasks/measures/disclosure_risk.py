@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from scipy import sparse
 from scipy.spatial import cKDTree
 
 from sdcflow.errors import ParameterError
@@ -283,6 +284,56 @@ def fuzzy_reidentification_probabilities(
     return out
 
 
+def fuzzy_membership_rows(
+    Z: np.ndarray,
+    centres: np.ndarray,
+    labels: np.ndarray,
+    *,
+    m: float | None = None,
+    lam: float | None = None,
+    chunk: int = 4096,
+    floor: float = 1e-15,
+) -> sparse.csr_matrix:
+    """Memberships of every record to the released centres ``labels`` (rows of ``centres``),
+    as the transparency intruder computes them from the draw fuzziness: fuzzy c-means
+    ``u_ig ∝ ||z_i - v_g||^(-2/(m-1))`` or entropy FCM ``u_ig ∝ exp(-lam ||z_i - v_g||^2)``;
+    a record on a centre shares its membership among the centres it coincides with.
+
+    Entries below ``floor`` are dropped (they cannot be a record's best bet). Computed
+    ``chunk`` records at a time.
+
+    Shapes: Z (n, d), centres (G, d), labels (g,) int -> sparse (n, G), rows summing to 1.
+    """
+    if (m is None) == (lam is None):
+        raise ParameterError("give exactly one of m (fuzzy c-means) and lam (entropy FCM)")
+    Z = np.asarray(Z, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    V = np.asarray(centres, dtype=np.float64)[labels]
+    parts = []
+    for start in range(0, Z.shape[0], chunk):
+        block = Z[start : start + chunk]
+        D2 = np.zeros((block.shape[0], V.shape[0]))
+        for j in range(Z.shape[1]):
+            diff = block[:, j, None] - V[None, :, j]
+            D2 += diff * diff
+        dmin = D2.min(axis=1, keepdims=True)
+        if lam is not None:
+            W = np.exp(-lam * (D2 - dmin))
+        else:
+            zero = D2 <= 0.0
+            with np.errstate(divide="ignore"):
+                W = (np.where(zero, 1.0, dmin) / np.where(zero, 1.0, D2)) ** (1.0 / (m - 1.0))
+            hit = zero.any(axis=1)
+            W[hit] = zero[hit]
+        U = W / W.sum(axis=1, keepdims=True)
+        U[U < floor] = 0.0
+        parts.append(sparse.csr_matrix(U))
+    U = sparse.vstack(parts).tocoo()
+    return sparse.csr_matrix(
+        (U.data, (U.row, labels[U.col])), shape=(Z.shape[0], int(centres.shape[0]))
+    )
+
+
 def release_reidentification_probabilities(
     X: np.ndarray,
     points: np.ndarray,
@@ -353,8 +404,6 @@ def model_reidentification_probabilities(
     -------
     ndarray of shape (n,) in [0, 1]
     """
-    from scipy import sparse
-
     counts = _released_counts(groups)
     n = np.asarray(groups).size
     indptr = np.asarray(indptr)

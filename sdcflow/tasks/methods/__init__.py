@@ -1,0 +1,63 @@
+"""The registry of masking methods: one entry per method, keyed by its spec name.
+
+Adding a method is one core module (its numerical code in its own folder of
+``sdcflow.tasks``) plus one module here with its parameters, adapter and promises, and one
+entry in :data:`METHODS`.
+"""
+
+from __future__ import annotations
+
+from sdcflow.errors import ParameterError
+from sdcflow.tasks.methods.base import (
+    BlockResult,
+    CrispIntruder,
+    Intruder,
+    MaskResult,
+    Method,
+    MethodParams,
+)
+from sdcflow.tasks.methods.box import BOX, BoxParams, BoxResult
+from sdcflow.tasks.methods.fuzzy import (
+    CONSTRAINED_FUZZY,
+    FUZZY,
+    ConstrainedFuzzyParams,
+    FuzzyIntruder,
+    FuzzyParams,
+)
+from sdcflow.tasks.methods.microaggregation import MDAV, PS, MdavParams, PsParams
+
+METHODS: dict[str, Method] = {
+    "mdav": MDAV,
+    "ps": PS,
+    "box": BOX,
+    "fuzzy": FUZZY,
+    "constrained_fuzzy": CONSTRAINED_FUZZY,
+}
+
+
+def get_method(name: str) -> Method:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ParameterError(
+            f"unknown method {name!r}; choose one of {', '.join(sorted(METHODS))}"
+        ) from None
+
+
+__all__ = [
+    "METHODS",
+    "BlockResult",
+    "BoxParams",
+    "BoxResult",
+    "ConstrainedFuzzyParams",
+    "CrispIntruder",
+    "FuzzyIntruder",
+    "FuzzyParams",
+    "Intruder",
+    "MaskResult",
+    "MdavParams",
+    "Method",
+    "MethodParams",
+    "PsParams",
+    "get_method",
+]

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.methods.registry import MaskResult, MethodParams, get_method
+from sdcflow.tasks.methods import get_method
+from sdcflow.tasks.methods.base import BlockResult, MaskResult, MethodParams
 from sdcflow.tasks.validation import check_matrix
 
 
@@ -24,36 +25,34 @@ def mask_quasi_identifiers(
 
     With blocks, each block is masked independently (its own groups) with the constraints
     restricted to its columns; the caller must make sure no rule spans two blocks. The merged
-    result has no single crisp grouping (``groups`` is None) and its details list each block.
+    result has no single crisp grouping (``groups`` is None) and lists each block in
+    ``blocks``.
     """
     columns = list(columns)
     X = check_matrix(X, columns=columns)
     method = get_method(params.name)
     if not blocks or len(blocks) == 1:
         return method.mask(X, columns, params, rng, constraints)
-    parts: list[MaskResult] = []
+    parts: list[BlockResult] = []
     for block in blocks:
         idx = [columns.index(c) for c in block]
         sub = constraints.restrict(list(block)) if constraints is not None else None
-        parts.append(method.mask(X[:, idx], list(block), params, rng, sub))
+        parts.append(
+            BlockResult(list(block), method.mask(X[:, idx], list(block), params, rng, sub))
+        )
     points = np.empty_like(X)
-    for block, part in zip(blocks, parts, strict=True):
-        points[:, [columns.index(c) for c in block]] = part.points
-    masked = pd.concat([p.masked for p in parts], axis=1)
-    identifying = [c for p in parts for c in (p.identifying or list(p.masked.columns))]
+    for part in parts:
+        points[:, [columns.index(c) for c in part.columns]] = part.result.points
     return MaskResult(
-        masked=masked,
+        masked=pd.concat([p.result.masked for p in parts], axis=1),
         points=points,
         groups=None,
+        blocks=parts,
+        identifying=[c for p in parts for c in p.released_columns],
         details={
             "blocks": [
-                {
-                    "columns": list(b),
-                    "released_columns": p.identifying or list(p.masked.columns),
-                    **p.details,
-                }
-                for b, p in zip(blocks, parts, strict=True)
+                {"columns": p.columns, "released_columns": p.released_columns, **p.result.details}
+                for p in parts
             ]
         },
-        identifying=identifying,
     )

@@ -1,10 +1,6 @@
-"""The edit-rule steps of a release: load and check the rules, validate a table, repair.
+"""The edit-rule steps of a release: validate a table, repair (rules are loaded and checked
+by the preflight, :mod:`sdcflow.tasks.steps.plan`).
 
-* :func:`load_edit_rules` (plain function, called by preflight so that a bad rule is an exit-2
-  error before any flow run): parses the spec's ``edits`` and ``rules_file`` against the
-  source's columns, checks column types, feasibility (:mod:`sdcflow.expectations.feasibility`)
-  and that masking can keep every linear rule (no rule mixing masked and unmasked columns, or
-  spanning two blocks).
 * :func:`validate_edits` (task): DuckDB evaluates the rules on a warehouse table, violating row
   ids go to ``audit.violations``, Great Expectations validates the check columns and writes
   Data Docs into the run's report folder, and a Prefect Markdown artifact gets the per-rule
@@ -17,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,178 +22,23 @@ import pandas as pd
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
-from sdcflow.errors import Reason, RuleError
 from sdcflow.expectations.compile import compile_rule, condition_sql, linear_constraints
-from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import (
-    Chain,
-    Comparison,
     Conditional,
-    InSet,
-    Node,
     Rule,
-    TextComparison,
     is_linear_node,
-    load_rules_file,
-    parse_rules,
 )
 from sdcflow.spec import ReleaseSpec
-from sdcflow.tasks.gates.registry import CheckOutcome
+from sdcflow.tasks.gates import GateOutcome
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.repair import minimal_adjustment
-from sdcflow.tasks.methods.registry import get_method
-from sdcflow.tasks.steps.release_steps import STEP, artifact_key
+from sdcflow.tasks.methods import get_method
+from sdcflow.tasks.steps import STEP, artifact_key
 from sdcflow.warehouse.edits import evaluate_rules, matching_row_ids, record_violations
-from sdcflow.warehouse.warehouse import ROW_ID, Warehouse, is_numeric_type
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
 if TYPE_CHECKING:
     from sdcflow.expectations.suite import RuleReport
-
-__all__ = [
-    "conditional_consequents",
-    "edit_constraints",
-    "load_edit_rules",
-    "needs_repair",
-    "released_rules",
-    "repair_edits",
-    "rule_failures",
-    "spec_rules",
-    "validate_edits",
-]
-
-
-# --- loading (plain functions: preflight calls them before any flow run) --------------------
-
-
-def _column_uses(node: Node) -> Iterator[tuple[str, str]]:
-    """``(column, "numeric" | "text")`` for every column a rule reads, by how it is used."""
-    if isinstance(node, Conditional):
-        yield from _column_uses(node.condition)
-        yield from _column_uses(node.consequent)
-    elif isinstance(node, (Comparison, Chain)):
-        for column in node.columns:
-            yield column, "numeric"
-    elif isinstance(node, TextComparison):
-        yield node.column, "text"
-    elif isinstance(node, InSet):
-        yield node.column, "text" if isinstance(node.values[0], str) else "numeric"
-
-
-def load_edit_rules(spec: ReleaseSpec, types: Mapping[str, str]) -> list[Rule]:
-    """Parse and check the spec's edit rules against the source's columns.
-
-    Parameters
-    ----------
-    spec : ReleaseSpec
-    types : mapping column -> DuckDB type
-        Every column of the source (``profile_source(...)["types"]``).
-
-    Returns
-    -------
-    list of Rule
-        ``edits`` first, then the rules file; unnamed rules are ``R<i>`` by position in that
-        combined list.
-
-    Raises
-    ------
-    RuleError, InfeasibleRulesError (both InputError, exit 2)
-        A malformed rule, an unknown column, a type mismatch, a rule set no record can satisfy,
-        or a linear rule masking could not keep.
-    """
-    known = list(types)
-    rules = parse_rules(spec.edits, known_columns=known, source="edits")
-    if spec.rules_file is not None:
-        path = spec.path(spec.rules_file)
-        more = parse_rules(
-            load_rules_file(path),
-            known_columns=known,
-            source=str(spec.rules_file),
-            first_index=len(rules) + 1,
-        )
-        clash = sorted({r.name for r in rules} & {r.name for r in more})
-        if clash:
-            raise RuleError(
-                f"rule name(s) {', '.join(clash)} are used both in edits and in "
-                f"{spec.rules_file}; give every rule its own name",
-                code=Reason.RULE_OPTION,
-            )
-        rules += more
-    for rule in rules:
-        for column, use in _column_uses(rule.node):
-            numeric = is_numeric_type(types[column])
-            if use == "numeric" and not numeric:
-                raise RuleError(
-                    f"column {column!r} is {types[column]}, but the rule uses it as a number",
-                    rule=rule.text,
-                    name=rule.name,
-                    hint="compare a text column with quoted values (region == 'N', "
-                    "region in ['N', 'S']) or fix the column's values",
-                    code=Reason.RULE_TYPE,
-                )
-            if use == "text" and numeric:
-                raise RuleError(
-                    f"column {column!r} is {types[column]}, but the rule compares it with text",
-                    rule=rule.text,
-                    name=rule.name,
-                    hint="write the values without quotes",
-                    code=Reason.RULE_TYPE,
-                )
-    numeric_columns = [c for c, t in types.items() if is_numeric_type(t)]
-    check_feasible(rules, numeric_columns)
-    _check_maskable(spec, rules)
-    return rules
-
-
-def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
-    """Linear error rules must be keepable by masking: all their columns masked together or
-    all released unchanged."""
-    qis = set(spec.quasi_identifiers)
-    kept = set(spec.keep) | set(spec.sensitive)
-    for rule in rules:
-        if not rule.is_linear or rule.severity != "error":
-            continue
-        cols = set(rule.columns)
-        masked, unmasked = sorted(cols & qis), sorted(cols & kept)
-        if masked and unmasked:
-            raise RuleError(
-                f"the rule ties masked column(s) {', '.join(masked)} to column(s) released "
-                f"unchanged ({', '.join(unmasked)}), so masking cannot keep it",
-                rule=rule.text,
-                name=rule.name,
-                hint="add those columns to quasi_identifiers, or give the rule severity: warning",
-                code=Reason.RULE_NOT_KEEPABLE,
-            )
-        if spec.blocks and masked:
-            spanned = [b for b in spec.blocks if cols & set(b)]
-            if len(spanned) > 1:
-                raise RuleError(
-                    "the rule spans several blocks, which are averaged over different groups, "
-                    "so masking cannot keep it",
-                    rule=rule.text,
-                    name=rule.name,
-                    hint=f"put {', '.join(sorted(cols))} in one block",
-                    code=Reason.RULE_NOT_KEEPABLE,
-                )
-
-
-def spec_rules(spec: ReleaseSpec, columns: Sequence[str]) -> list[Rule]:
-    """The spec's rules parsed against ``columns``, without the load-time checks (for a flow
-    run after preflight has accepted them)."""
-    rules = parse_rules(spec.edits, known_columns=list(columns), source="edits")
-    if spec.rules_file is not None:
-        rules += parse_rules(
-            load_rules_file(spec.path(spec.rules_file)),
-            known_columns=list(columns),
-            source=str(spec.rules_file),
-            first_index=len(rules) + 1,
-        )
-    return rules
-
-
-def edit_constraints(spec: ReleaseSpec, rules: Sequence[Rule]) -> LinearConstraints:
-    """``A x = b``, ``G x <= h`` of the linear error rules over the quasi-identifiers."""
-    hard = [r for r in rules if r.severity == "error"]
-    return linear_constraints(hard, spec.quasi_identifiers)
 
 
 def conditional_consequents(
@@ -242,10 +83,10 @@ def released_rules(rules: Sequence[Rule], columns: Sequence[str]) -> tuple[list[
     return ok, [r.name for r in rules if not set(r.columns) <= have]
 
 
-def rule_failures(report: RuleReport) -> list[CheckOutcome]:
-    """One failed :class:`CheckOutcome` per violated error rule (figure = violating records)."""
+def rule_failures(report: RuleReport) -> list[GateOutcome]:
+    """One failed :class:`GateOutcome` per violated error rule (figure = violating records)."""
     return [
-        CheckOutcome(
+        GateOutcome(
             key=f"edit_rule:{o.name}",
             figure=float(o.violations),
             threshold=0.0,
@@ -315,6 +156,7 @@ def repair_edits(
     warehouse: Warehouse,
     run_id: str,
     frame: pd.DataFrame,
+    rules: Sequence[Rule],
     constraints: LinearConstraints,
 ) -> tuple[pd.DataFrame, int]:
     """Project the records that violate the linear rules onto them (least squares, as
@@ -322,7 +164,7 @@ def repair_edits(
     qis = list(spec.quasi_identifiers)
     X = frame[qis].to_numpy(dtype=np.float64)
     conditional = []
-    for rule, rows in conditional_consequents(spec, spec_rules(spec, list(frame.columns))):
+    for rule, rows in conditional_consequents(spec, rules):
         ids = matching_row_ids(warehouse, "raw", run_id, condition_sql(rule))
         mask = frame[ROW_ID].isin(ids).to_numpy()
         if mask.any():

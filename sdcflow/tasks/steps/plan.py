@@ -1,27 +1,160 @@
-"""Checks on the inputs of a release, before any flow run or warehouse write.
+"""The preflight of a release: everything that can be checked before a flow run exists.
 
-Every problem a user can fix (missing file, unknown column, non-numeric or missing values,
-k larger than the file...) is reported here as one ``InputError`` naming the field, file or
-column and the fix, so that the command line exits 2 with one line and nothing is written.
+:func:`plan_release` reads the source once (into an Arrow table the ingest step reuses),
+profiles it (types, counts of missing and non-finite values; counts only, never values),
+parses and type-checks the edit rules, checks that some record can satisfy them and that
+masking can keep them, and compiles the linear ones. Every problem a user can fix is one
+:class:`~sdcflow.errors.InputError` with a reason code, so the command line exits 2 with one
+line and nothing is written. The resulting :class:`ReleasePlan` is handed to the flow, which
+does not read or parse any of it again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sdcflow.errors import InputError, Reason
+import pyarrow as pa
+from prefect import get_run_logger, task
+from pydantic import BaseModel, ConfigDict, model_serializer
+
+from sdcflow.errors import InputError, Reason, RuleError
+from sdcflow.expectations.compile import linear_constraints
+from sdcflow.expectations.feasibility import FeasibilityReport, check_feasible
+from sdcflow.expectations.rules import (
+    Chain,
+    Comparison,
+    Conditional,
+    InSet,
+    Node,
+    Rule,
+    TextComparison,
+    load_rules_file,
+    parse_rules,
+)
 from sdcflow.spec import ReleaseSpec
-from sdcflow.warehouse.warehouse import ROW_ID, is_numeric_type, profile_source
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.steps import STEP
+from sdcflow.warehouse.sources import is_numeric_type, profile_table, read_source
+from sdcflow.warehouse.warehouse import ROW_ID
 
 
-def preflight(spec: ReleaseSpec) -> dict[str, Any]:
-    """Validate the source against the spec; return its profile (counts and types only)."""
+@dataclass(frozen=True)
+class SourceProfile:
+    """Counts and types of the source; no value.
+
+    Attributes
+    ----------
+    rows : number of records.
+    types : column -> DuckDB type, every column of the file.
+    missing : column -> missing values, for the columns the spec names.
+    nonfinite : column -> infinite or NaN values, for the numeric ones among them.
+    """
+
+    rows: int
+    types: dict[str, str]
+    missing: dict[str, int]
+    nonfinite: dict[str, int]
+
+
+class ReleasePlan(BaseModel):
+    """What the preflight established, handed to the flow so nothing is read twice.
+
+    Attributes
+    ----------
+    spec : the validated release spec.
+    profile : the source's counts and types.
+    data : the source as read (an Arrow table); ingest stores it in the warehouse.
+    rules : every edit rule, parsed and checked against the source's columns.
+    constraints : ``A x = b``, ``G x <= h`` of the linear error rules over the
+        quasi-identifiers (None without rules).
+    feasibility : what the feasibility check established (None without rules).
+
+    Serialized (as a Prefect flow-run parameter, for instance) it shows counts only.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    spec: ReleaseSpec
+    profile: SourceProfile
+    data: pa.Table
+    rules: list[Rule] = []
+    constraints: LinearConstraints | None = None
+    feasibility: FeasibilityReport | None = None
+
+    def variant(
+        self, method: dict[str, Any] | None = None, measures: dict[str, Any] | None = None
+    ) -> ReleasePlan:
+        """The same plan with another ``method`` block or ``measures`` settings (see
+        :meth:`ReleaseSpec.variant`)."""
+        spec = self.spec.variant(method, measures)
+        _check_columns(spec, self.profile)
+        return self.model_copy(update={"spec": spec})
+
+    @model_serializer
+    def _summary(self) -> dict[str, Any]:
+        # Never the data: a flow-run parameter is stored by the Prefect API.
+        return {
+            "release": self.spec.release,
+            "spec_sha256": self.spec.sha256(),
+            "records": self.profile.rows,
+            "columns": len(self.profile.types),
+            "edit_rules": len(self.rules),
+        }
+
+
+def plan_release(spec: ReleaseSpec) -> ReleasePlan:
+    """Validate the source and the rules against the spec; see the module docstring.
+
+    Raises
+    ------
+    InputError
+        With a :class:`~sdcflow.errors.Reason`: unknown or reserved column, a key that is
+        not numeric, missing or non-finite key values, k larger than the file, a bad rule.
+    """
+    data = read_source(spec.source_path)
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
-    profile = profile_source(spec.source_path, named)
-    types = profile["types"]
-    src = spec.source
+    profile = SourceProfile(**profile_table(data, named))
+    _check_columns(spec, profile)
+    rules: list[Rule] = []
+    constraints = feasibility = None
+    if spec.edits or spec.rules_file is not None:
+        rules, feasibility = load_edit_rules(spec, profile.types)
+        hard = [r for r in rules if r.severity == "error"]
+        constraints = linear_constraints(hard, spec.quasi_identifiers)
+    return ReleasePlan(
+        spec=spec,
+        profile=profile,
+        data=data,
+        rules=rules,
+        constraints=constraints,
+        feasibility=feasibility,
+    )
+
+
+@task(name="preflight", **STEP)
+def preflight(spec: ReleaseSpec) -> ReleasePlan:
+    """:func:`plan_release` as the first step of a flow run started without a plan (from a
+    deployment)."""
+    plan = plan_release(spec)
+    get_run_logger().info(
+        "source %s: %d records, %d columns, %d edit rules",
+        spec.source,
+        plan.profile.rows,
+        len(plan.profile.types),
+        len(plan.rules),
+    )
+    return plan
+
+
+def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
+    named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
+    if spec.id_column:
+        named.append(spec.id_column)
+    types, src = profile.types, spec.source
     absent = [c for c in named if c not in types]
     if absent:
         raise InputError(
@@ -42,14 +175,15 @@ def preflight(spec: ReleaseSpec) -> dict[str, Any]:
             "the column reads as numbers",
             code=Reason.COLUMN_TYPE,
         )
-    missing = {c: m for c, m in profile["missing"].items() if m and c in spec.quasi_identifiers}
-    infinite = {c: m for c, m in profile["nonfinite"].items() if m and c in spec.quasi_identifiers}
+    qis = set(spec.quasi_identifiers)
+    infinite = {c: m for c, m in profile.nonfinite.items() if m and c in qis}
     if infinite:
         shown = ", ".join(f"{c} ({m} infinite or NaN)" for c, m in infinite.items())
         raise InputError(
             f"{src}: quasi-identifier(s) {shown}; replace or drop those records before release",
             code=Reason.VALUES_NONFINITE,
         )
+    missing = {c: m for c, m in profile.missing.items() if m and c in qis}
     if missing:
         shown = ", ".join(f"{c} ({m} missing)" for c, m in missing.items())
         raise InputError(
@@ -58,15 +192,123 @@ def preflight(spec: ReleaseSpec) -> dict[str, Any]:
             code=Reason.VALUES_MISSING,
         )
     k = getattr(spec.method, "k", None)
-    if k is not None and k > profile["rows"]:
+    if k is not None and k > profile.rows:
         raise InputError(
             f"method.k = {k} is larger than the number of records in {src} "
-            f"({profile['rows']}); lower k or release more records",
+            f"({profile.rows}); lower k or release more records",
             code=Reason.TOO_FEW_RECORDS,
         )
-    if spec.edits or spec.rules_file is not None:
-        # Parse, type-check and feasibility-check the edit rules (RuleError: exit 2).
-        from sdcflow.tasks.steps.edits import load_edit_rules
 
-        profile["edit_rules"] = len(load_edit_rules(spec, types))
-    return profile
+
+def _column_uses(node: Node) -> Iterator[tuple[str, str]]:
+    """``(column, "numeric" | "text")`` for every column a rule reads, by how it is used."""
+    if isinstance(node, Conditional):
+        yield from _column_uses(node.condition)
+        yield from _column_uses(node.consequent)
+    elif isinstance(node, (Comparison, Chain)):
+        for column in node.columns:
+            yield column, "numeric"
+    elif isinstance(node, TextComparison):
+        yield node.column, "text"
+    elif isinstance(node, InSet):
+        yield node.column, "text" if isinstance(node.values[0], str) else "numeric"
+
+
+def load_edit_rules(
+    spec: ReleaseSpec, types: Mapping[str, str]
+) -> tuple[list[Rule], FeasibilityReport]:
+    """Parse and check the spec's edit rules against the source's columns.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+    types : mapping column -> DuckDB type
+        Every column of the source (``profile_source(...)["types"]``).
+
+    Returns
+    -------
+    rules : list of Rule
+        ``edits`` first, then the rules file; unnamed rules are ``R<i>`` by position in that
+        combined list.
+    feasibility : FeasibilityReport
+
+    Raises
+    ------
+    RuleError, InfeasibleRulesError (both InputError, exit 2)
+        A malformed rule, an unknown column, a type mismatch, a rule set no record can satisfy,
+        or a linear rule masking could not keep.
+    """
+    known = list(types)
+    rules = parse_rules(spec.edits, known_columns=known, source="edits")
+    if spec.rules_file is not None:
+        path = spec.path(spec.rules_file)
+        more = parse_rules(
+            load_rules_file(path),
+            known_columns=known,
+            source=str(spec.rules_file),
+            first_index=len(rules) + 1,
+        )
+        clash = sorted({r.name for r in rules} & {r.name for r in more})
+        if clash:
+            raise RuleError(
+                f"rule name(s) {', '.join(clash)} are used both in edits and in "
+                f"{spec.rules_file}; give every rule its own name",
+                code=Reason.RULE_OPTION,
+            )
+        rules += more
+    for rule in rules:
+        for column, use in _column_uses(rule.node):
+            numeric = is_numeric_type(types[column])
+            if use == "numeric" and not numeric:
+                raise RuleError(
+                    f"column {column!r} is {types[column]}, but the rule uses it as a number",
+                    rule=rule.text,
+                    name=rule.name,
+                    hint="compare a text column with quoted values (region == 'N', "
+                    "region in ['N', 'S']) or fix the column's values",
+                    code=Reason.RULE_TYPE,
+                )
+            if use == "text" and numeric:
+                raise RuleError(
+                    f"column {column!r} is {types[column]}, but the rule compares it with text",
+                    rule=rule.text,
+                    name=rule.name,
+                    hint="write the values without quotes",
+                    code=Reason.RULE_TYPE,
+                )
+    numeric_columns = [c for c, t in types.items() if is_numeric_type(t)]
+    feasibility = check_feasible(rules, numeric_columns)
+    _check_maskable(spec, rules)
+    return rules, feasibility
+
+
+def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
+    """Linear error rules must be keepable by masking: all their columns masked together or
+    all released unchanged."""
+    qis = set(spec.quasi_identifiers)
+    kept = set(spec.keep) | set(spec.sensitive)
+    for rule in rules:
+        if not rule.is_linear or rule.severity != "error":
+            continue
+        cols = set(rule.columns)
+        masked, unmasked = sorted(cols & qis), sorted(cols & kept)
+        if masked and unmasked:
+            raise RuleError(
+                f"the rule ties masked column(s) {', '.join(masked)} to column(s) released "
+                f"unchanged ({', '.join(unmasked)}), so masking cannot keep it",
+                rule=rule.text,
+                name=rule.name,
+                hint="add those columns to quasi_identifiers, or give the rule severity: warning",
+                code=Reason.RULE_NOT_KEEPABLE,
+            )
+        if spec.blocks and masked:
+            spanned = [b for b in spec.blocks if cols & set(b)]
+            if len(spanned) > 1:
+                raise RuleError(
+                    "the rule spans several blocks, which are averaged over different groups, "
+                    "so masking cannot keep it",
+                    rule=rule.text,
+                    name=rule.name,
+                    hint=f"put {', '.join(sorted(cols))} in one block",
+                    code=Reason.RULE_NOT_KEEPABLE,
+                )

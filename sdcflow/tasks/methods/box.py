@@ -1,4 +1,4 @@
-"""The ``box`` method for the release spec: target parsing and the released columns.
+"""Method ``box``: box anonymization shaped for target statistics (spec, adapter, result).
 
 Spec (inside ``method:``)::
 
@@ -28,16 +28,19 @@ Each box is the bounding box of its cell, so every bound is the value of one of 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.box.anonymize import box_anonymize
 from sdcflow.tasks.box.partition import default_grid
 from sdcflow.tasks.box.sensitivity import STAT_ARITY, Target, default_delta0
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams, k_gate
 
 StatName = Literal["mean", "variance", "std", "covariance", "correlation"]
 
@@ -103,8 +106,81 @@ def resolve_targets(
     return out
 
 
-def box_release(X: np.ndarray, columns: Sequence[str], params: Any) -> dict[str, Any]:
-    """Run box anonymization for the spec parameters; the fields of a ``MaskResult``.
+class BoxParams(MethodParams):
+    name: Literal["box"] = "box"
+    k: int = Field(ge=2, description="minimum records per box")
+    l: int | None = Field(None, ge=2, description="min distinct values per variable per box")  # noqa: E741
+    epsilon: dict[str, float] = Field(
+        default_factory=dict, description="per quasi-identifier: closer values count as equal"
+    )
+    targets: list[BoxTarget] = Field(
+        default_factory=list, description="statistics to keep accurate (default: all means)"
+    )
+    weights: Literal["equal", "crisp", "fuzzy"] = "equal"
+    partition: Literal["targets", "standardized"] = "targets"
+    grid: dict[str, PositiveFloat] = Field(
+        default_factory=dict,
+        description="per quasi-identifier: bounds move outward onto this grid "
+        "(default: a power of ten near sd/100)",
+    )
+    exact_bounds: bool = Field(
+        False, description="publish the cells' exact min/max (each is a record's value)"
+    )
+
+    _cross_fields = model_validator(mode="after")(check_box_params)
+
+
+@dataclass
+class BoxResult(MaskResult):
+    """A box release: besides the point fields, the boxes and the interval estimates.
+
+    The boxes and weights are read from the published columns (``masked``), so a gate checks
+    what is released.
+
+    Attributes
+    ----------
+    columns : list of str, length d
+        The quasi-identifiers the boxes are over.
+    epsilon : ndarray of shape (d,)
+        Resolution per quasi-identifier (closer values count as one, [1] eq. 29).
+    estimates : list of dict
+        The interval estimates the manifest publishes, with the released weights.
+    estimates_equal_weights : list of dict or None
+        The same with equal weights, published when the weights are crisp or fuzzy.
+    """
+
+    columns: list[str] = field(default_factory=list)
+    epsilon: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    @property
+    def estimates(self) -> list[dict[str, Any]]:
+        return self.details["estimates"]
+
+    @property
+    def estimates_equal_weights(self) -> list[dict[str, Any]] | None:
+        return self.details.get("estimates_equal_weights")
+
+    @property
+    def lo(self) -> np.ndarray:
+        """Lower bounds as published; shape (n, d)."""
+        return self.masked[[f"{c}_lo" for c in self.columns]].to_numpy(dtype=np.float64)
+
+    @property
+    def hi(self) -> np.ndarray:
+        """Upper bounds as published; shape (n, d)."""
+        return self.masked[[f"{c}_hi" for c in self.columns]].to_numpy(dtype=np.float64)
+
+    @property
+    def box_ids(self) -> np.ndarray:
+        return self.masked["box_id"].to_numpy()
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.masked["weight"].to_numpy(dtype=np.float64)
+
+
+def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> BoxResult:
+    """Run box anonymization for the spec parameters.
 
     Parameters
     ----------
@@ -115,8 +191,9 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: Any) -> dict[str,
 
     Returns
     -------
-    dict with ``masked`` (DataFrame: ``<q>_lo``, ``<q>_hi``..., ``box_id``, ``weight``),
-    ``points`` (box centres, (n, d)), ``groups`` (box ids), ``details``, ``identifying``.
+    BoxResult
+        ``masked`` holds ``<q>_lo``, ``<q>_hi`` per quasi-identifier, ``box_id`` and
+        ``weight``; ``points`` the box centres (n, d); ``groups`` the box ids.
     """
     cols = list(columns)
     unknown = sorted((set(params.epsilon) | set(params.grid)) - set(cols))
@@ -150,10 +227,41 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: Any) -> dict[str,
     identifying = [*data, "box_id"]
     data["box_id"] = rel.labels
     data["weight"] = rel.weights.w
-    return {
-        "masked": pd.DataFrame(data),
-        "points": rel.centres,
-        "groups": rel.labels,
-        "details": rel.details,
-        "identifying": identifying,
+    return BoxResult(
+        masked=pd.DataFrame(data),
+        points=rel.centres,
+        groups=rel.labels,
+        identifying=identifying,
+        details=rel.details,
+        columns=cols,
+        epsilon=eps,
+    )
+
+
+def _mask(
+    X: np.ndarray,
+    columns: list[str],
+    params: BoxParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    return box_release(X, columns, params)
+
+
+def _promises(params: BoxParams) -> dict[str, float]:
+    gates = {
+        **k_gate(params),
+        "box_max_records_outside": 0.0,  # every original record lies in its box
+        "box_max_targets_outside": 0.0,  # every guaranteed interval holds its statistic
     }
+    if params.l is not None:
+        gates["box_l_diversity"] = float(params.l)
+    return gates
+
+
+BOX = Method(
+    BoxParams,
+    _mask,
+    promises=_promises,
+    summary="box anonymization shaped for target statistics",
+)

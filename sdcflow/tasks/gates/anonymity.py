@@ -1,0 +1,165 @@
+"""Anonymity gates: k-anonymity over every released key, per block, probabilistic,
+l-diversity, and the transparency intruder's k.
+
+k-anonymity is counted over every column an intruder can link on, as released
+(``MaskResult.released_identifiers``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from sdcflow.errors import InputError, Reason
+from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
+from sdcflow.tasks.measures.anonymity import (
+    entropy_l_diversity,
+    k_anonymity,
+    l_diversity,
+    probabilistic_k_anonymity,
+)
+from sdcflow.tasks.methods.base import MaskResult, transparency_probabilities
+
+
+class TransparencyOptions(BaseModel):
+    """Settings of the transparency intruder (gates ``max_transparency_reidentification``,
+    ``transparency_k_anonymity``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    intruder: Literal["refit", "manifest"] = Field(
+        "refit",
+        description="randomized methods: rerun the method (exact, as costly as masking) or "
+        "use the draw fuzziness the manifest records (cheap)",
+    )
+    random_state: int = Field(0, description="the intruder's own seed (not a secret)")
+
+
+TRANSPARENCY = GateOption(
+    "transparency", TransparencyOptions, TransparencyOptions(), "the transparency intruder"
+)
+
+
+def _k_anonymity(ctx: GateContext) -> float:
+    return float(k_anonymity(ctx.result.released_identifiers))
+
+
+def _block_k_anonymity(ctx: GateContext) -> float:
+    """Smallest k over the blocks masked separately (the whole file when there are none)."""
+    if not ctx.result.blocks:
+        return _k_anonymity(ctx)
+    return float(min(k_anonymity(ctx.result.masked[b.released_columns]) for b in ctx.result.blocks))
+
+
+def _probabilistic_k_anonymity(ctx: GateContext) -> float:
+    """Smallest expected number of records per released group, per block when masked by
+    blocks; a deterministic release's expected sizes are its group sizes."""
+    parts = [b.result for b in ctx.result.blocks] or [ctx.result]
+    smallest = []
+    for part in parts:
+        if part.expected_sizes is not None:
+            smallest.append(float(np.min(part.expected_sizes)))
+        else:
+            sizes = np.bincount(part.group_labels())
+            smallest.append(float(sizes[sizes > 0].min()))
+    return min(smallest)
+
+
+def reidentification(ctx: GateContext) -> np.ndarray:
+    """The transparency intruder's success probability per record, shared by two gates."""
+
+    def compute() -> np.ndarray:
+        opts = ctx.option(TRANSPARENCY)
+        result = ctx.result
+        if opts.intruder == "manifest":
+            result = _with_manifest_intruders(result)
+        return transparency_probabilities(
+            ctx.original, ctx.columns, result, random_state=opts.random_state
+        )
+
+    return ctx.cached("reidentification", compute)
+
+
+def _with_manifest_intruders(result: MaskResult) -> MaskResult:
+    """The same result with every intruder in its cheap ``manifest`` mode."""
+    if not result.blocks:
+        return replace(result, intruder=result.intruder.with_mode("manifest"))
+    blocks = [
+        replace(b, result=replace(b.result, intruder=b.result.intruder.with_mode("manifest")))
+        for b in result.blocks
+    ]
+    return replace(result, blocks=blocks)
+
+
+def _transparency_k(ctx: GateContext) -> float:
+    return probabilistic_k_anonymity(reidentification(ctx))
+
+
+def _sensitive(ctx: GateContext) -> pd.DataFrame:
+    if ctx.sensitive is None or ctx.sensitive.shape[1] == 0:
+        raise InputError(
+            "l-diversity checks need the sensitive columns: add `sensitive: [column, ...]` to "
+            "the release spec",
+            code=Reason.SPEC_CONTRADICTION,
+        )
+    return ctx.sensitive
+
+
+def _l_diversity(ctx: GateContext) -> float:
+    return float(l_diversity(ctx.result.released_identifiers, _sensitive(ctx)))
+
+
+def _entropy_l_diversity(ctx: GateContext) -> float:
+    return entropy_l_diversity(ctx.result.released_identifiers, _sensitive(ctx))
+
+
+GATES = [
+    Gate(
+        "k_anonymity",
+        "min",
+        _k_anonymity,
+        "smallest group of identical released rows over every released key",
+        "records",
+    ),
+    Gate(
+        "block_k_anonymity",
+        "min",
+        _block_k_anonymity,
+        "smallest k-anonymity among blocks of quasi-identifiers masked separately",
+        "records",
+    ),
+    Gate(
+        "probabilistic_k_anonymity",
+        "min",
+        _probabilistic_k_anonymity,
+        "smallest expected records per released group (random draw; else group size)",
+        "records",
+    ),
+    Gate(
+        "transparency_k_anonymity",
+        "min",
+        _transparency_k,
+        "1 / largest re-identification probability for an intruder who knows the method",
+        "records",
+        option=TRANSPARENCY,
+    ),
+    Gate(
+        "l_diversity",
+        "min",
+        _l_diversity,
+        "fewest distinct values of a sensitive column in an equivalence class",
+        "values",
+        requires=frozenset({"sensitive"}),
+    ),
+    Gate(
+        "entropy_l_diversity",
+        "min",
+        _entropy_l_diversity,
+        "smallest exp(entropy) of a sensitive column in an equivalence class",
+        "values",
+        requires=frozenset({"sensitive"}),
+    ),
+]

@@ -1,0 +1,121 @@
+"""Information-loss gates: IL = 100 SSE/SST, generic and probabilistic loss on the moments,
+and cluster-specific loss (fuzzy partitions of the original and released files).
+
+Figures are computed on the quasi-identifiers that went into masking (``ctx.original``) and
+the released point values (``ctx.result.points``); percentages are in [0, 100].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
+from sdcflow.tasks.measures.cluster_loss import ClusterLoss, cluster_loss
+from sdcflow.tasks.measures.information_loss import (
+    Statistic,
+    generic_loss,
+    probabilistic_loss_table,
+    sse_sst_loss,
+)
+
+
+class ClusterLossOptions(BaseModel):
+    """Settings of the cluster-specific loss gates (fuzzy c-means on both files)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    c: int = Field(10, ge=2, description="clusters (at most the number of records)")
+    m: float = Field(1.5, gt=1, description="fuzziness")
+    restarts: int = Field(20, ge=1, description="best of this many runs by objective")
+    alpha: float = Field(0.5, gt=0, le=1, description="alpha-cut of the index gates")
+    random_state: int = Field(0, description="the measure's own seed (not a secret)")
+
+
+CLUSTER_LOSS = GateOption(
+    "cluster_loss", ClusterLossOptions, ClusterLossOptions(), "cluster-specific loss"
+)
+
+
+def _information_loss(ctx: GateContext) -> float:
+    return sse_sst_loss(ctx.original, ctx.result.points)
+
+
+def _generic(statistic: Statistic, kind: Literal["absolute", "relative"]) -> Callable[..., float]:
+    def compute(ctx: GateContext) -> float:
+        return generic_loss(ctx.original, ctx.result.points, statistic, kind=kind)
+
+    return compute
+
+
+def _pil(statistic: str) -> Callable[..., float]:
+    def compute(ctx: GateContext) -> float:
+        table = ctx.cached("pil", lambda: probabilistic_loss_table(ctx.original, ctx.result.points))
+        return float(table[statistic])
+
+    return compute
+
+
+def _cluster(ctx: GateContext) -> ClusterLoss:
+    def compute() -> ClusterLoss:
+        opts = ctx.option(CLUSTER_LOSS)
+        return cluster_loss(
+            ctx.original,
+            ctx.result.points,
+            c=min(opts.c, ctx.original.shape[0]),
+            m=opts.m,
+            restarts=opts.restarts,
+            alphas=(opts.alpha,),
+            random_state=opts.random_state,
+        )
+
+    return ctx.cached("cluster_loss", compute)
+
+
+def _cluster_distance(name: str) -> Callable[..., float]:
+    def compute(ctx: GateContext) -> float:
+        return float(getattr(_cluster(ctx), name))
+
+    return compute
+
+
+def _cluster_index(name: str) -> Callable[..., float]:
+    def compute(ctx: GateContext) -> float:
+        (indices,) = _cluster(ctx).alpha.values()
+        return float(indices[name])
+
+    return compute
+
+
+GATES = [
+    Gate("max_information_loss", "max", _information_loss,
+         "IL = 100*SSE/SST on standardized quasi-identifiers", "%"),
+    Gate("max_generic_loss_means", "max", _generic("means", "relative"),
+         "mean relative difference of the means", "%"),
+    Gate("max_generic_loss_variances", "max", _generic("variances", "relative"),
+         "mean relative difference of the variances", "%"),
+    Gate("max_generic_loss_covariances", "max", _generic("covariances", "relative"),
+         "mean relative difference of the covariances (upper triangle with diagonal)", "%"),
+    Gate("max_generic_loss_correlations", "max", _generic("correlations", "absolute"),
+         "mean absolute difference of the correlations", "correlation units"),
+    Gate("max_pil_means", "max", _pil("means"), "probabilistic information loss of the means",
+         "%"),
+    Gate("max_pil_variances", "max", _pil("variances"), "PIL of the variances", "%"),
+    Gate("max_pil_covariances", "max", _pil("covariances"), "PIL of the covariances", "%"),
+    Gate("max_pil_correlations", "max", _pil("correlations"), "PIL of the correlations", "%"),
+    Gate("max_pil", "max", _pil("average"),
+         "average PIL of means, variances, covariances, correlations", "%"),
+    Gate("max_cluster_loss_d1", "max", _cluster_distance("d1"),
+         "fuzzy c-means centre distance d1, original vs released", "standardized units",
+         option=CLUSTER_LOSS),
+    Gate("max_cluster_loss_d2", "max", _cluster_distance("d2"),
+         "fuzzy c-means membership distance d2, summed over records", "membership units",
+         option=CLUSTER_LOSS),
+    Gate("min_cluster_rand", "min", _cluster_index("rand"), "Rand index of the FCM alpha-cuts",
+         "index (0..1)", option=CLUSTER_LOSS),
+    Gate("min_cluster_adjusted_rand", "min", _cluster_index("adjusted_rand"),
+         "adjusted Rand index of the FCM alpha-cuts", "index (-1..1)", option=CLUSTER_LOSS),
+    Gate("min_cluster_jaccard", "min", _cluster_index("jaccard"),
+         "Jaccard index of the FCM alpha-cuts", "index (0..1)", option=CLUSTER_LOSS),
+]  # fmt: skip

@@ -1,0 +1,216 @@
+"""Methods ``fuzzy`` and ``constrained_fuzzy``: fuzzy microaggregation and its constrained form.
+
+Algorithm 1 of [1]: fuzzy c-means with ``m1`` (or entropy FCM with ``lambda1``) clusters the
+records, every record is replaced by a centre drawn from its memberships computed with ``m2``
+(``lambda2``), and the anonymity guarantee the spec names is made exact. ``constrained_fuzzy``
+projects the centres onto the linear edit rules, so the release satisfies them: editing and
+masking in one step ([1] Prop. 4 and 6).
+
+The method's intruder (transparency principle, [1] Sec. 4) knows the method and its
+parameters: he refits the partition on the original records (``refit``, the gate's intruder,
+as expensive as masking) or, more cheaply, computes memberships to the released centres with
+the draw fuzziness the manifest records (``manifest``).
+
+References
+----------
+.. [1] J. Domingo-Ferrer, J. Soria-Comas and V. Torra (authors as given in the paper),
+   "Editing and masking microdata with constrained fuzzy microaggregation" -- see
+   ``sdcflow.tasks.fuzzy`` for the complete citation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, model_validator
+from scipy import sparse
+from scipy.spatial import cKDTree
+
+from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation, fuzzy_partition
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.measures.disclosure_risk import fuzzy_membership_rows
+from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
+from sdcflow.tasks.validation import standardize
+
+Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
+
+
+class FuzzyParams(MethodParams):
+    """Parameters of fuzzy microaggregation ([1] Algorithm 1).
+
+    Keep ``m2`` close to ``m1``: with c = n/k centres the membership mass a record puts on
+    far centres is summable only for m < 1 + 2/d, and heavy-tailed data need less (figures
+    in benchmarks/README.md).
+    """
+
+    name: Literal["fuzzy"] = "fuzzy"
+    k: int = Field(ge=2, description="anonymity parameter; c starts at floor(n/k)")
+    m1: float | None = Field(None, gt=1, description="FCM fuzzifier for clustering")
+    m2: float | None = Field(None, gt=1, description="FCM fuzzifier of the draw")
+    lambda1: float | None = Field(
+        None, gt=0, description="entropy FCM lambda for clustering (per standardized unit^2)"
+    )
+    lambda2: float | None = Field(
+        None, gt=0, description="entropy FCM lambda of the draw (per standardized unit^2)"
+    )
+    restarts: int = Field(5, ge=1, le=100, description="FCM restarts, lowest objective kept")
+    # Raising m2 for the whole file flattens every record's draw; lowering c instead (as in
+    # Domingo-Ferrer & Torra) keeps utility, so escalations are off by default.
+    escalations: int = Field(
+        0, ge=0, le=10, description="times m2 may be raised before c is lowered (0: never)"
+    )
+    guarantee: Guarantee = Field(
+        "probabilistic_k_anonymity",
+        description="every expected centre size >= k, every used centre >= k records, or both",
+    )
+
+    @model_validator(mode="after")
+    def _one_family(self) -> FuzzyParams:
+        fcm = (self.m1, self.m2)
+        efcm = (self.lambda1, self.lambda2)
+        if any(v is not None for v in fcm) and any(v is not None for v in efcm):
+            raise ValueError(
+                "give m1 and m2 (fuzzy c-means) or lambda1 and lambda2 (entropy fuzzy "
+                "c-means), not both families; remove one pair"
+            )
+        for pair, names in ((fcm, ("m1", "m2")), (efcm, ("lambda1", "lambda2"))):
+            if (pair[0] is None) != (pair[1] is None):
+                missing = names[0] if pair[0] is None else names[1]
+                raise ValueError(f"{missing} is missing; {names[0]} and {names[1]} go together")
+        if all(v is None for v in fcm + efcm):
+            raise ValueError(
+                "set m1 and m2 (fuzzy c-means, both > 1, e.g. m1: 1.1, m2: 1.1) or "
+                "lambda1 and lambda2 (entropy fuzzy c-means, both > 0)"
+            )
+        return self
+
+
+class ConstrainedFuzzyParams(FuzzyParams):
+    name: Literal["constrained_fuzzy"] = "constrained_fuzzy"  # type: ignore[assignment]
+
+
+def _promises(params: FuzzyParams) -> dict[str, float]:
+    """Gate on the guarantee the spec names (the method makes exactly that one hold)."""
+    gates: dict[str, float] = {}
+    if params.guarantee in ("probabilistic_k_anonymity", "both"):
+        gates["probabilistic_k_anonymity"] = float(params.k)
+    if params.guarantee in ("k_anonymity", "both"):
+        gates["k_anonymity"] = float(params.k)
+    return gates
+
+
+@dataclass(frozen=True)
+class FuzzyIntruder:
+    """The transparency intruder of fuzzy microaggregation.
+
+    ``mode='refit'`` reruns the fit (same k, fuzziness, guarantee, restarts, edit rules; his
+    own seed) and maps his centres to the nearest released ones; ``mode='manifest'`` takes the
+    memberships of every record to the released centres with the draw fuzziness the manifest
+    records (cheap, but blind to the recursion into sub-clusters). Under ``guarantee:
+    k_anonymity`` / ``both`` the released draw is the constrained redraw; his model is the
+    free draw.
+    """
+
+    params: FuzzyParams
+    constraints: LinearConstraints | None
+    draw_fuzziness: dict[str, float]
+    mode: Literal["refit", "manifest"] = "refit"
+
+    def with_mode(self, mode: Literal["refit", "manifest"]) -> FuzzyIntruder:
+        return FuzzyIntruder(self.params, self.constraints, self.draw_fuzziness, mode)
+
+    def draw_distributions(
+        self, X: np.ndarray, result: MaskResult, *, random_state: int = 0
+    ) -> sparse.csr_matrix:
+        """Shapes: X (n, d) original quasi-identifiers -> (n, G) over ``result.groups``."""
+        groups = result.group_labels()
+        Z, mean, scale = standardize(X)
+        labels, first = np.unique(groups, return_index=True)
+        released = np.zeros((int(labels.max()) + 1, X.shape[1]))
+        released[labels] = (result.points[first] - mean) / scale
+        if self.mode == "manifest":
+            m = self.draw_fuzziness.get("m", self.params.m2)
+            lam = self.draw_fuzziness.get("lambda", self.params.lambda2)
+            return fuzzy_membership_rows(
+                Z, released, labels, m=None if lam is not None else m, lam=lam
+            )
+        p = self.params
+        part = fuzzy_partition(
+            X,
+            p.k,
+            m1=p.m1,
+            m2=p.m2,
+            lambda1=p.lambda1,
+            lambda2=p.lambda2,
+            guarantee=p.guarantee,
+            constraints=self.constraints,
+            restarts=p.restarts,
+            random_state=random_state,
+        )
+        # Each of his centres lands on the nearest released centre; probabilities landing on
+        # the same released centre add up.
+        _, nearest = cKDTree(released[labels]).query(part.centers_std, k=1)
+        n = X.shape[0]
+        rows = np.repeat(np.arange(n), np.diff(part.indptr))
+        U = sparse.csr_matrix(
+            (part.prob, (rows, labels[nearest[part.leaf]])), shape=(n, released.shape[0])
+        )
+        U.sum_duplicates()
+        return U
+
+
+def _mask(
+    X: np.ndarray,
+    columns: list[str],
+    params: FuzzyParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    edit = isinstance(params, ConstrainedFuzzyParams)
+    rules = constraints if edit and constraints is not None and not constraints.is_empty else None
+    res = fuzzy_microaggregation(
+        X,
+        params.k,
+        m1=params.m1,
+        m2=params.m2,
+        lambda1=params.lambda1,
+        lambda2=params.lambda2,
+        guarantee=params.guarantee,
+        constraints=rules,
+        columns=columns,
+        restarts=params.restarts,
+        escalations=params.escalations,
+        random_state=rng,
+    )
+    details: dict[str, Any] = dict(res.details)
+    if not edit:
+        details["constraints"] = "not applied by method fuzzy (constrained_fuzzy edits them)"
+    elif rules is None:
+        details["constraints"] = "no linear edit rules given: constrained_fuzzy behaves as fuzzy"
+    top = details.get("fuzziness_draw_top") or {}
+    return MaskResult(
+        masked=pd.DataFrame(res.masked, columns=columns),
+        points=res.masked,
+        groups=res.labels,
+        intruder=FuzzyIntruder(params, rules, {k: float(v) for k, v in top.items()}),
+        expected_sizes=np.asarray(res.expected_sizes, dtype=np.float64),
+        details=details,
+    )
+
+
+FUZZY = Method(
+    FuzzyParams,
+    _mask,
+    promises=_promises,
+    summary="fuzzy microaggregation (FCM / entropy FCM, random draw of centres)",
+)
+CONSTRAINED_FUZZY = Method(
+    ConstrainedFuzzyParams,
+    _mask,
+    edits_while_masking=True,
+    promises=_promises,
+    summary="constrained fuzzy microaggregation: centres satisfy the linear edit rules",
+)

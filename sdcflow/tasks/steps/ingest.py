@@ -1,0 +1,19 @@
+"""Ingest: the source, as the preflight read it, into the warehouse's ``raw`` schema."""
+
+from __future__ import annotations
+
+import pandas as pd
+from prefect import get_run_logger, task
+
+from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.steps.plan import ReleasePlan
+from sdcflow.warehouse.warehouse import Warehouse
+
+
+@task(name="ingest", retries=2, retry_delay_seconds=1, **STEP)
+def ingest(plan: ReleasePlan, warehouse: Warehouse, run_id: str) -> pd.DataFrame:
+    """Store the source in ``raw.run_<id>`` and read back the records with their row ids."""
+    table = warehouse.ingest(plan.data, run_id)
+    frame = warehouse.read_frame("raw", run_id)
+    get_run_logger().info("ingested %d records into %s", len(frame), table)
+    return frame

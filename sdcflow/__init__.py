@@ -6,7 +6,7 @@
 - ``sdcflow.expectations``: the edit-rule language and its Great Expectations suites.
 - ``sdcflow.warehouse``: the DuckDB warehouse, the only code that opens a connection.
 - ``sdcflow.flows``: the release flow, comparisons and the ``sdcflow`` command line.
-- ``sdcflow.spec``: the release spec; ``sdcflow.errors``: every error, with a reason code.
+- ``sdcflow.tasks.spec``: the release spec; ``sdcflow.errors``: every error, with a reason code.
 """
 
 from importlib.metadata import PackageNotFoundError, version

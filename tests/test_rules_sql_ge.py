@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sdcflow.errors import InputError
-from sdcflow.expectations.compile import compile_rule, linear_constraints, to_sql
+from sdcflow.expectations.compile import compile_rule, to_sql
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
+from sdcflow.tasks.steps.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, record_violations, violating_row_ids
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 

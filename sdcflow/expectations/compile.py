@@ -21,10 +21,9 @@ A missing value makes a linear residual NULL, and SQL's three-valued logic makes
 such records are *undetermined* for the rule, not violations, in both DuckDB and GE (which
 skips nulls in column-map expectations), as ``NA`` in R's ``validate`` [1]_.
 
-:func:`linear_constraints` turns the linear, unconditional rules into the feasible set
-``{x : A x = b, G x <= h}`` of
-:class:`~sdcflow.tasks.linear.constraints.LinearConstraints`, the form
-``alpha . v = A`` of section 2.3 of [2]_ that masking methods and the repair step consume.
+:func:`linear_rows` gives the rows of a linear rule, from which the preflight assembles the
+feasible set ``{x : A x = b, G x <= h}`` (the form ``alpha . v = A`` of section 2.3 of [2]_)
+that masking methods and the repair step consume.
 
 Identifiers are always double-quoted (with ``"`` doubled); only constants written in the rule are
 inlined, as numeric literals (``repr`` of a finite float) or escaped string literals. Values from
@@ -41,11 +40,8 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
-
-import numpy as np
 
 from sdcflow.expectations.rules import (
     Chain,
@@ -59,7 +55,6 @@ from sdcflow.expectations.rules import (
     Rule,
     TextComparison,
 )
-from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.warehouse.sql import quote_identifier
 
 __all__ = [
@@ -67,7 +62,6 @@ __all__ = [
     "compile_rule",
     "condition_sql",
     "holds_sql",
-    "linear_constraints",
     "linear_rows",
     "to_sql",
 ]
@@ -261,55 +255,3 @@ def linear_rows(
         row = dict(r.terms)
         (eqs if link.op == "==" else ineqs).append((row, 0.0 - r.const))
     return eqs, ineqs
-
-
-def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearConstraints:
-    """The feasible set of the linear, unconditional rules that involve only ``columns``.
-
-    Equalities go to ``A x = b``; ``a <= x <= b`` gives two rows of ``G x <= h``; ``>=`` rows are
-    negated; strict inequalities enter as their closure (``<`` as ``<=``). Rules that read any
-    other column, conditional rules and non-linear rules are left out (check them with
-    ``rule.is_linear`` and ``set(rule.columns) <= set(columns)``).
-
-    Parameters
-    ----------
-    rules : sequence of Rule
-    columns : sequence of str, length d
-        Variable order of the matrices (the quasi-identifiers).
-
-    Returns
-    -------
-    LinearConstraints
-        ``A`` (p, d), ``b`` (p,), ``G`` (q, d), ``h`` (q,), with the rule name of every row.
-    """
-    columns = tuple(columns)
-    index = {c: j for j, c in enumerate(columns)}
-    d = len(columns)
-    A, b, G, h, eq_names, ineq_names = [], [], [], [], [], []
-    for rule in rules:
-        if not rule.is_linear or not set(rule.columns) <= index.keys():
-            continue
-        eqs, ineqs = linear_rows(rule)
-        for coefs, rhs in eqs:
-            row = np.zeros(d)
-            for c, a in coefs.items():
-                row[index[c]] = a
-            A.append(row)
-            b.append(rhs)
-            eq_names.append(rule.name)
-        for coefs, rhs in ineqs:
-            row = np.zeros(d)
-            for c, a in coefs.items():
-                row[index[c]] = a
-            G.append(row)
-            h.append(rhs)
-            ineq_names.append(rule.name)
-    return LinearConstraints(
-        columns,
-        np.array(A, dtype=float).reshape(len(A), d),
-        np.array(b, dtype=float),
-        np.array(G, dtype=float).reshape(len(G), d),
-        np.array(h, dtype=float),
-        tuple(eq_names),
-        tuple(ineq_names),
-    )

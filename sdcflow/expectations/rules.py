@@ -17,7 +17,7 @@ A column name that is not a plain identifier is written in backticks, as in R
 divided by a constant, never by another column. Each linear, unconditional rule is an edit
 constraint ``a . x = b`` or ``a . x <= b`` in the sense of section 2.3 of the constrained fuzzy
 microaggregation paper [2]_, which the masking methods and the repair step consume
-(:func:`sdcflow.expectations.compile.linear_constraints`).
+(:func:`sdcflow.tasks.steps.plan.linear_constraints`).
 
 An edit item is a string or a mapping ``{rule, name, severity, tolerance, description}``.
 ``severity`` is ``error`` (default: a violation blocks a release) or ``warning`` (reported only);

@@ -32,7 +32,7 @@ def _fail(message: str, code: int) -> int:
 def _run_release(spec_path: str, *, publish: bool) -> int:
     # The preflight runs before a flow run exists, so that bad input gives one clean line
     # (and no failed run in the Prefect UI); the flow reuses its plan.
-    from sdcflow.spec import load_spec
+    from sdcflow.tasks.spec import load_spec
     from sdcflow.tasks.steps.plan import plan_release
 
     plan = plan_release(load_spec(spec_path))
@@ -56,7 +56,7 @@ def _run_release(spec_path: str, *, publish: bool) -> int:
 
 
 def _runs(target: str | None, warehouse: str | None, limit: int) -> int:
-    from sdcflow.spec import load_spec
+    from sdcflow.tasks.spec import load_spec
     from sdcflow.warehouse.warehouse import Warehouse
 
     if warehouse:
@@ -76,7 +76,7 @@ def _runs(target: str | None, warehouse: str | None, limit: int) -> int:
 
 def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     from sdcflow.flows.release import release
-    from sdcflow.spec import load_spec
+    from sdcflow.tasks.spec import load_spec
 
     spec = load_spec(spec_path)
     release.serve(

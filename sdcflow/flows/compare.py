@@ -38,9 +38,9 @@ from pydantic import ValidationError
 
 from sdcflow.errors import ChecksFailed, InputError, Reason
 from sdcflow.flows.release import release
-from sdcflow.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.report.html import figure_png, write_report
+from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps.plan import plan_release
 
 COLUMNS = [

@@ -19,8 +19,8 @@ from prefect.states import Failed, State
 
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
-from sdcflow.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.gates import GateOutcome
+from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps import checks as check_steps
 from sdcflow.tasks.steps import edits as edit_steps
 from sdcflow.tasks.steps.ingest import ingest

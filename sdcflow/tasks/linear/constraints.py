@@ -7,9 +7,12 @@ minimal-adjustment repair step read it. Nothing here knows about rule syntax.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+Row = tuple[Mapping[str, float], float]
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,51 @@ class LinearConstraints:
     def empty(cls, columns: tuple[str, ...] | list[str]) -> LinearConstraints:
         d = len(columns)
         return cls(tuple(columns), np.zeros((0, d)), np.zeros(0), np.zeros((0, d)), np.zeros(0))
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: Sequence[tuple[str, Sequence[Row], Sequence[Row]]],
+        columns: Sequence[str],
+    ) -> LinearConstraints:
+        """Assemble the matrices from sparse rows.
+
+        Parameters
+        ----------
+        rows : sequence of ``(name, equalities, inequalities)``
+            Per rule, equalities ``(coefficients, rhs)`` meaning ``a . x = rhs`` and
+            inequalities meaning ``g . x <= rhs``; ``coefficients`` maps column -> number.
+        columns : sequence of str, length d
+            Variable order of the matrices.
+        """
+        columns = tuple(columns)
+        index = {c: j for j, c in enumerate(columns)}
+        d = len(columns)
+        A, b, G, h, eq_names, ineq_names = [], [], [], [], [], []
+        for name, eqs, ineqs in rows:
+            for coefs, rhs in eqs:
+                row = np.zeros(d)
+                for c, a in coefs.items():
+                    row[index[c]] = a
+                A.append(row)
+                b.append(rhs)
+                eq_names.append(name)
+            for coefs, rhs in ineqs:
+                row = np.zeros(d)
+                for c, a in coefs.items():
+                    row[index[c]] = a
+                G.append(row)
+                h.append(rhs)
+                ineq_names.append(name)
+        return cls(
+            columns,
+            np.array(A, dtype=float).reshape(len(A), d),
+            np.array(b, dtype=float),
+            np.array(G, dtype=float).reshape(len(G), d),
+            np.array(h, dtype=float),
+            tuple(eq_names),
+            tuple(ineq_names),
+        )
 
     @property
     def is_empty(self) -> bool:

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 
-from sdcflow.spec import ReleaseSpec
 from sdcflow.tasks.gates import GateContext, GateOutcome, measure, run_gates
 from sdcflow.tasks.methods import MaskResult
+from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 
 

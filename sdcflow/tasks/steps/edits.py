@@ -22,18 +22,19 @@ import pandas as pd
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
-from sdcflow.expectations.compile import compile_rule, condition_sql, linear_constraints
+from sdcflow.expectations.compile import compile_rule, condition_sql
 from sdcflow.expectations.rules import (
     Conditional,
     Rule,
     is_linear_node,
 )
-from sdcflow.spec import ReleaseSpec
 from sdcflow.tasks.gates import GateOutcome
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.repair import minimal_adjustment
 from sdcflow.tasks.methods import get_method
+from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP, artifact_key
+from sdcflow.tasks.steps.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, matching_row_ids, record_violations
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 

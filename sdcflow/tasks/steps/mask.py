@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 
-from sdcflow.spec import ReleaseSpec
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 

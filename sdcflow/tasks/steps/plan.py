@@ -20,7 +20,7 @@ from prefect import get_run_logger, task
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from sdcflow.errors import InputError, Reason, RuleError
-from sdcflow.expectations.compile import linear_constraints
+from sdcflow.expectations.compile import linear_rows
 from sdcflow.expectations.feasibility import FeasibilityReport, check_feasible
 from sdcflow.expectations.rules import (
     Chain,
@@ -33,8 +33,8 @@ from sdcflow.expectations.rules import (
     load_rules_file,
     parse_rules,
 )
-from sdcflow.spec import ReleaseSpec
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.warehouse.sources import is_numeric_type, profile_table, read_source
 from sdcflow.warehouse.warehouse import ROW_ID
@@ -133,6 +133,25 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         constraints=constraints,
         feasibility=feasibility,
     )
+
+
+def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearConstraints:
+    """The feasible set of the linear, unconditional rules that involve only ``columns``.
+
+    Equalities go to ``A x = b``; ``a <= x <= b`` gives two rows of ``G x <= h``; ``>=`` rows
+    are negated; strict inequalities enter as their closure. Rules that read any other column,
+    conditional rules and non-linear rules are left out.
+
+    Shapes: ``A`` (p, d), ``b`` (p,), ``G`` (q, d), ``h`` (q,) with d = len(columns), and the
+    rule name of every row.
+    """
+    allowed = set(columns)
+    rows = [
+        (rule.name, *linear_rows(rule))
+        for rule in rules
+        if rule.is_linear and set(rule.columns) <= allowed
+    ]
+    return LinearConstraints.from_rows(rows, columns)
 
 
 @task(name="preflight", **STEP)

@@ -11,11 +11,11 @@ import pandas as pd
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from sdcflow.spec import ReleaseSpec
 from sdcflow.tasks.gates import GateOutcome
 from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.report.html import class_size_figure, write_report
+from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP, artifact_key
 
 

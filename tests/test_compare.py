@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
 from sdcflow.tasks.measures.information_loss import sse_sst_loss
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
@@ -78,7 +79,8 @@ def test_compare_rejects_an_unknown_method(tmp_path, capsys):
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "nosuch", "--k", "3"])
     assert code == 2
-    assert "nosuch" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"[{Reason.PARAMETER}]" in err and "nosuch" in err
 
 
 def test_compare_measures_against_the_edited_file_and_refuses_raw_errors(

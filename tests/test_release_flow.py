@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from survey import EXAMPLE, QIS, write_release
 
+from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
 from sdcflow.warehouse import publish as publish_mod
 
@@ -226,31 +227,30 @@ def _bad_source(tmp: Path, kind: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("kind", "expected"),
+    ("kind", "code", "named"),
     [
-        ("missing_file", "does not exist"),
-        ("empty_file", "is empty"),
-        ("header_only", "no records"),
-        ("non_numeric", "wages"),
-        ("missing_values", "turnover (2 missing)"),
-        ("absent_column", "assets"),
-        ("k_too_large", "larger than the number of records"),
-        ("k_below_2", "method"),
-        ("duplicate_columns", "duplicate column names ['wages']"),
-        ("unknown_method", "unknown method 'swap'"),
-        ("corrupt_parquet", "cannot read"),
-        ("unknown_key", "mask_everything"),
+        ("missing_file", Reason.SOURCE_MISSING, "nope.csv"),
+        ("empty_file", Reason.SOURCE_EMPTY, "empty.csv"),
+        ("header_only", Reason.SOURCE_EMPTY, "hdr.csv"),
+        ("non_numeric", Reason.COLUMN_TYPE, "wages"),
+        ("missing_values", Reason.VALUES_MISSING, "turnover"),
+        ("absent_column", Reason.COLUMN_UNKNOWN, "assets"),
+        ("k_too_large", Reason.TOO_FEW_RECORDS, "method.k"),
+        ("k_below_2", Reason.SPEC_FIELD, "method"),
+        ("duplicate_columns", Reason.SOURCE_COLUMNS, "dup.csv"),
+        ("unknown_method", Reason.SPEC_FIELD, "swap"),
+        ("corrupt_parquet", Reason.SOURCE_FORMAT, "data.parquet"),
+        ("unknown_key", Reason.SPEC_FIELD, "mask_everything"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(tmp_path, capsys, kind, expected):
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, kind, code, named):
     make_release(tmp_path, rows=50)
     spec_path = make_release(tmp_path, rows=50, **_bad_source(tmp_path, kind))
     if kind in {"non_numeric", "missing_values"}:  # make_release rewrote data.csv: redo
         _bad_source(tmp_path, kind)
-    code = main(["release", str(spec_path)])
+    assert main(["release", str(spec_path)]) == 2
     err = capsys.readouterr().err
-    assert code == 2
-    assert expected in err
+    assert f"[{code}]" in err and named in err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "published").exists()
     assert not (tmp_path / "warehouse.duckdb").exists()
@@ -281,7 +281,8 @@ def test_measure_gates_take_their_settings_from_the_spec(tmp_path, prefect_api):
 def test_unknown_measure_setting_is_a_clear_error(tmp_path, capsys):
     spec = make_release(tmp_path, rows=50, measures={"cluster_loss": {"clusters": 3}})
     assert main(["check", str(spec)]) == 2
-    assert "measures.cluster_loss.clusters" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"[{Reason.SPEC_FIELD}]" in err and "measures.cluster_loss.clusters" in err
 
 
 def test_a_killed_run_is_listed_as_interrupted(tmp_path):
@@ -296,16 +297,17 @@ def test_a_killed_run_is_listed_as_interrupted(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("change", "expected"),
+    ("change", "code"),
     [
-        ({"checks": {"max_information_loss": -1}}, "must be finite numbers >= 0"),
-        ({"source": "."}, "is a folder"),
+        ({"checks": {"max_information_loss": -1}}, Reason.SPEC_FIELD),
+        ({"source": "."}, Reason.SOURCE_MISSING),
+        ({"checks": {"l_diversity": 2}}, Reason.SPEC_FIELD),  # needs `sensitive:`
     ],
 )
-def test_more_bad_specs_exit_2(tmp_path, capsys, change, expected):
+def test_more_bad_specs_exit_2(tmp_path, capsys, change, code):
     spec = make_release(tmp_path, rows=50, **change)
     assert main(["check", str(spec)]) == 2
-    assert expected in capsys.readouterr().err
+    assert f"[{code}]" in capsys.readouterr().err
 
 
 def test_infinite_quasi_identifier_is_caught_before_the_run(tmp_path, capsys):
@@ -316,5 +318,5 @@ def test_infinite_quasi_identifier_is_caught_before_the_run(tmp_path, capsys):
     frame.to_csv(tmp_path / "data.csv", index=False)
     assert main(["release", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert "turnover (1 infinite or NaN)" in err and err.count("\n") == 1
+    assert f"[{Reason.VALUES_NONFINITE}]" in err and "turnover" in err and err.count("\n") == 1
     assert not (tmp_path / "warehouse.duckdb").exists()

@@ -171,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             return _compare(args.spec, args.methods, args.ks, args.out, args.param, args.intruder)
     except InputError as e:
-        return _fail(f"error: {e}", EXIT_INPUT)
+        return _fail(f"error [{e.code}]: {e}", EXIT_INPUT)
     except KeyboardInterrupt:
         return _fail("interrupted; nothing was published", 130)
     except Exception as e:  # the run could not complete: say so in one line, keep the cause

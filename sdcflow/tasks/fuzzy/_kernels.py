@@ -22,6 +22,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from sdcflow.tasks.linear._kernels import feasible_rows, project_rows
+
 
 @nb.njit(cache=True, inline="always")
 def _sq_dist(X: np.ndarray, k: int, V: np.ndarray, i: int) -> float:
@@ -360,92 +362,8 @@ def dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs):
     return V, obj, expd, it, converged
 
 
-@nb.njit(cache=True, inline="always")
-def _rule_excess(M: np.ndarray, rhs: np.ndarray, j: int, y: np.ndarray) -> tuple[float, float]:
-    """``(M_j y - rhs_j, 1 + |M_j| |y| + |rhs_j|)``: a rule's residual and its scale."""
-    s = -rhs[j]
-    mag = 1.0 + abs(rhs[j])
-    for a in range(y.size):
-        s += M[j, a] * y[a]
-        mag += abs(M[j, a] * y[a])
-    return s, mag
-
-
 @nb.njit(cache=True)
-def feasible_rows(Y, A, b, G, h):
-    """Which rows of ``Y`` (c, d) satisfy ``A y = b`` and ``G y <= h`` to 1e-12 relative
-    (of ``1 + |A| |y| + |b|`` per rule): those the projection leaves unchanged."""
-    c = Y.shape[0]
-    out = np.ones(c, dtype=np.bool_)
-    for i in range(c):
-        for j in range(A.shape[0]):
-            s, mag = _rule_excess(A, b, j, Y[i])
-            if abs(s) > 1e-12 * mag:
-                out[i] = False
-                break
-        for j in range(G.shape[0] if out[i] else 0):
-            s, mag = _rule_excess(G, h, j, Y[i])
-            if s > 1e-12 * mag:
-                out[i] = False
-                break
-    return out
-
-
-@nb.njit(cache=True)
-def _project_faces(Y, inside, v0, N, B, g, tol):
-    """Projection of the rows of ``Y`` (c, d) onto ``{v0 + N z : B z <= g}`` by active sets:
-    a centre goes to its projection onto ``{B_S z = g_S}`` for a set ``S`` of rows, starting
-    from the violated ones, which is the exact projection once it is feasible with
-    multipliers >= 0 (KKT). Returns ``(P, ok)``; ``ok[i]`` is False where a few steps did not
-    reach KKT and the least-distance solver of ``fcm.py`` is needed. Rows marked ``inside``
-    (already on the rules) are returned unchanged."""
-    c = Y.shape[0]
-    Z = (Y - v0) @ N
-    ok = np.ones(c, dtype=np.bool_)
-    q = B.shape[0]
-    for i in range(c if q else 0):
-        if inside[i]:
-            continue
-        z = Z[i].copy()
-        active = B @ z - g > 0.0
-        if not active.any():
-            continue
-        # A few active-set steps from the violated rows: drop the most negative multiplier,
-        # else add the most violated row; at a feasible point with multipliers >= 0 (KKT)
-        # the projection is exact.
-        ok[i] = False
-        for _ in range(2 * q + 2):
-            S = np.flatnonzero(active)
-            if S.size == 0:
-                cand = z.copy()
-                mult = np.zeros(0)
-            else:
-                Bs = np.ascontiguousarray(B[S])
-                mult = np.linalg.lstsq(Bs @ Bs.T, Bs @ z - g[S])[0]
-                cand = z - Bs.T @ mult
-            if mult.size and mult.min() < -tol:
-                active[S[np.argmin(mult)]] = False
-                continue
-            excess = B @ cand - g
-            worst = np.argmax(excess)
-            if excess[worst] <= tol:
-                Z[i] = cand
-                ok[i] = True
-                break
-            if active[worst]:
-                break
-            active[worst] = True
-    P = v0 + Z @ N.T
-    for i in range(c):
-        if inside[i]:
-            P[i] = Y[i]
-    return P, ok
-
-
-@nb.njit(cache=True)
-def constrained_dense_fit(
-    X, w, V, m, lam, entropy, max_iter, tol_abs, A, b, G, h, v0, N, B, g, tol
-):
+def constrained_dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs, A, Apinv, b, G, h, sw, tol):
     """:func:`dense_fit` with the centres projected onto the polyhedron every iteration
     ([1] eq. 5 / eq. 11, generalized in ``fcm.py``), as long as the face rule settles every
     projection. Returns ``(V, Vn, iterations, converged, stalled)``: when ``stalled``, the
@@ -461,8 +379,9 @@ def constrained_dense_fit(
             if wsum[i] > 0.0:
                 for a in range(d):
                     Vn[i, a] = sums[i, a] / wsum[i]
-        # centres already on the rules stay unchanged, as in fcm.PolyhedronProjector
-        P, ok = _project_faces(Vn, feasible_rows(Vn, A, b, G, h), v0, N, B, g, tol)
+        # centres already on the rules stay unchanged, as in PolyhedronProjector.project
+        inside = feasible_rows(Vn, A, b, G, h)
+        P, ok = project_rows(Vn, inside, A, Apinv, b, G, h, sw, tol)
         if not ok.all():
             return V, Vn, it, False, True
         shift = 0.0

@@ -141,13 +141,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy.linalg import null_space
-from scipy.optimize import linprog, nnls
 from scipy.spatial import cKDTree
 
-from sdcflow.errors import ParameterError, Reason
+from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy import _kernels as _k
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.validation import check_matrix, check_random_state
 
 DENSE_LIMIT = 5e7  # n * c above which truncate='auto' switches to nearest-centre truncation
@@ -197,186 +196,6 @@ def check_fuzziness(m: float | None, lam: float | None, *, suffix: str = "") -> 
     if not np.isfinite(lam) or lam <= 0.0:  # type: ignore[arg-type]
         raise ParameterError(f"lambda{suffix} must be a finite number > 0, got {lam!r}")
     return Fuzziness(lam=float(lam))  # type: ignore[arg-type]
-
-
-class PolyhedronProjector:
-    """Euclidean projection onto ``{v : A v = b, G v <= h}`` (the derivation is in the module
-    docstring).
-
-    Parameters
-    ----------
-    A : ndarray of shape (p, d), b : ndarray of shape (p,)
-    G : ndarray of shape (q, d), h : ndarray of shape (q,)
-
-    Raises
-    ------
-    InputError
-        When the equalities are inconsistent or the polyhedron is empty.
-    """
-
-    def __init__(self, A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray) -> None:
-        A = np.atleast_2d(np.asarray(A, dtype=np.float64))
-        G = np.atleast_2d(np.asarray(G, dtype=np.float64))
-        b = np.asarray(b, dtype=np.float64).ravel()
-        h = np.asarray(h, dtype=np.float64).ravel()
-        d = max(A.shape[1], G.shape[1])
-        A = A.reshape(-1, d)
-        G = G.reshape(-1, d)
-        if A.shape[0] != b.size or G.shape[0] != h.size:
-            raise ParameterError(
-                f"constraint shapes disagree: A {A.shape} with b {b.shape}, G {G.shape} with "
-                f"h {h.shape}"
-            )
-        self.d = d
-        self.n_eq, self.n_ineq = A.shape[0], G.shape[0]
-        self.A, self.b = np.ascontiguousarray(A), np.ascontiguousarray(b)
-        self.G, self.h = np.ascontiguousarray(G), np.ascontiguousarray(h)
-        scale = 1.0 + float(np.abs(b).max(initial=0.0))
-        if self.n_eq:
-            self.v0 = np.linalg.pinv(A) @ b
-            if np.abs(A @ self.v0 - b).max() > 1e-9 * scale:
-                raise ParameterError(
-                    "the equality edit rules are inconsistent (no record can satisfy all of "
-                    "them); fix the rules",
-                    code=Reason.RULES_INFEASIBLE,
-                )
-            self.N = null_space(A)
-        else:
-            self.v0 = np.zeros(d)
-            self.N = np.eye(d)
-        self.B = G @ self.N  # (q, r): inequalities in null-space coordinates
-        self._faces: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        # (v0, N, B, g, tol) for the compiled loop, which needs a non-trivial null space
-        self.compiled_args: tuple | None = None
-        self.g = h - G @ self.v0
-        self._bscale = 1.0 + float(np.abs(self.g).max(initial=0.0))
-        if self.n_ineq:
-            r = self.N.shape[1]
-            if r == 0:
-                feasible = bool(np.all(self.g >= -1e-12 * self._bscale))
-            else:
-                lp = linprog(
-                    np.zeros(r),
-                    A_ub=self.B,
-                    b_ub=self.g,
-                    bounds=[(None, None)] * r,
-                    method="highs",
-                )
-                feasible = lp.status == 0
-            if not feasible:
-                raise ParameterError(
-                    "the edit rules admit no record (equalities and inequalities together are "
-                    "infeasible); fix the rules",
-                    code=Reason.RULES_INFEASIBLE,
-                )
-        if self.N.shape[1]:
-            self.compiled_args = (
-                self.A,
-                self.b,
-                self.G,
-                self.h,
-                np.ascontiguousarray(self.v0, dtype=np.float64),
-                np.ascontiguousarray(self.N, dtype=np.float64),
-                np.ascontiguousarray(self.B, dtype=np.float64),
-                np.ascontiguousarray(self.g, dtype=np.float64),
-                1e-12 * self._bscale,
-            )
-
-    def project(self, Y: np.ndarray) -> np.ndarray:
-        """Project every row of ``Y`` (c, d) onto the polyhedron; returns (c, d).
-
-        Rows that already satisfy every rule to rounding (1e-12 relative) are returned
-        unchanged, bit for bit, so that on data satisfying the rules the constrained
-        iteration is the unconstrained one exactly ([1] Prop. 5 / 7), not to rounding.
-        """
-        inside = _k.feasible_rows(Y, self.A, self.b, self.G, self.h)
-        if inside.all():
-            return Y.copy()
-        out = Y.copy()
-        out[~inside] = self._project(Y[~inside])
-        return out
-
-    def _project(self, Y: np.ndarray) -> np.ndarray:
-        Z = (Y - self.v0) @ self.N  # null-space coordinates of the equality projection
-        if self.n_ineq and self.N.shape[1]:
-            bad = (Z @ self.B.T - self.g) > 0.0
-            rows = np.flatnonzero(bad.any(axis=1))
-            # Fast path, vectorized over centres with the same violated rows S: project onto
-            # {B_S x = g_S}; where that point is feasible with multipliers >= 0 it satisfies
-            # the KKT conditions, so it is the exact projection. The rest go through LDP.
-            pending: list[int] = []
-            if rows.size:
-                for idx, pattern in self._group_by_pattern(bad, rows):
-                    Bs, gs, M = self._face(pattern)
-                    mult = M @ (Bs @ Z[idx].T - gs[:, None])  # least-squares multipliers
-                    cand = Z[idx] - (Bs.T @ mult).T
-                    tol = 1e-12 * self._bscale
-                    ok = ((cand @ self.B.T - self.g).max(axis=1) <= tol) & (
-                        mult.min(axis=0) >= -tol
-                    )
-                    Z[idx[ok]] = cand[ok]
-                    pending.extend(idx[~ok].tolist())
-            for i in pending:
-                Z[i] = self._least_distance(Z[i])
-        return self.v0 + Z @ self.N.T
-
-    @staticmethod
-    def _group_by_pattern(bad: np.ndarray, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The violating ``rows`` grouped by their pattern of violated inequalities."""
-        if rows.size == 1:
-            return [(rows, bad[rows[0]])]
-        if bad.shape[1] <= 62:  # pack each pattern into one integer: a cheap 1-D unique
-            codes = bad[rows] @ (np.int64(1) << np.arange(bad.shape[1], dtype=np.int64))
-            _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        else:
-            _, first, inverse = np.unique(bad[rows], axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-        return [(rows[inverse == p], bad[rows[f]]) for p, f in enumerate(first)]
-
-    def _face(self, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(B_S, g_S, pinv(B_S B_S^T))`` of the violated set ``S``, cached: the same few
-        faces recur in every iteration."""
-        key = pattern.tobytes()
-        face = self._faces.get(key)
-        if face is None:
-            Bs, gs = self.B[pattern], self.g[pattern]
-            face = (Bs, gs, np.linalg.pinv(Bs @ Bs.T))
-            self._faces[key] = face
-        return face
-
-    def _least_distance(self, z: np.ndarray) -> np.ndarray:
-        """argmin ||x - z|| subject to B x <= g ([4] ch. 23: LDP through NNLS, then polish)."""
-        B, g = self.B, self.g
-        r = B.shape[1]
-        if r == 0:
-            return z
-        # LDP: min ||y|| s.t. (-B) y >= B z - g, with y = x - z.
-        rhs = B @ z - g
-        E = np.vstack([-B.T, rhs[None, :]])
-        f = np.zeros(r + 1)
-        f[-1] = 1.0
-        u, _ = nnls(E, f, maxiter=50 * (E.shape[1] + 1))
-        res = E @ u - f
-        x = z - res[:r] / res[-1] if abs(res[-1]) > 0 else z
-        # Polish on the active set: exact projection onto {B_a x = g_a}, adding the most
-        # violated row while any remains (a few steps at most).
-        active = list(np.flatnonzero(u > 0))
-        tol = 1e-12 * self._bscale
-        for _ in range(B.shape[0] + 1):
-            if active:
-                Ba = B[active]
-                lam, *_ = np.linalg.lstsq(Ba @ Ba.T, Ba @ z - g[active], rcond=None)
-                cand = z - Ba.T @ lam
-            else:
-                cand = z
-            excess = B @ cand - g
-            worst = int(np.argmax(excess))
-            if excess[worst] <= tol:
-                return cand
-            if worst in active:
-                break
-            active.append(worst)
-        return x
 
 
 @dataclass
@@ -429,7 +248,7 @@ def _as_projector(
             f"constraints are over {len(constraints.columns)} columns but X has {d}; "
             "restrict them to the clustered columns"
         )
-    return PolyhedronProjector(constraints.A, constraints.b, constraints.G, constraints.h)
+    return PolyhedronProjector.from_constraints(constraints)
 
 
 class _Neighbours:

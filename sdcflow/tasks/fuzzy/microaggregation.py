@@ -86,13 +86,9 @@ import numpy as np
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy import _kernels as _k
-from sdcflow.tasks.fuzzy.fcm import (
-    Fuzziness,
-    PolyhedronProjector,
-    check_fuzziness,
-    fuzzy_c_means,
-)
+from sdcflow.tasks.fuzzy.fcm import Fuzziness, check_fuzziness, fuzzy_c_means
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.validation import (
     check_k,
     check_matrix,
@@ -470,27 +466,12 @@ def _constrained_draw(
     }
 
 
-def _standardized_constraints(
-    constraints: LinearConstraints, mean: np.ndarray, scale: np.ndarray
-) -> PolyhedronProjector:
-    """The rules in standardized coordinates ``x = mean + scale * z``:
-    ``(A diag(scale)) z = b - A mean`` and ``(G diag(scale)) z <= h - G mean``."""
-    A, G = constraints.A * scale, constraints.G * scale
-    return PolyhedronProjector(
-        A, constraints.b - constraints.A @ mean, G, constraints.h - constraints.G @ mean
-    )
-
-
 def _polish(V: np.ndarray, constraints: LinearConstraints, scale: np.ndarray) -> np.ndarray:
-    """One more equality projection in original units (metric diag(1/scale^2)) to remove the
-    rounding of the back-transformation; inequalities are already satisfied to rounding."""
-    A = constraints.A
-    if A.shape[0] == 0:
-        return V
-    S2 = scale**2
-    M = (A * S2) @ A.T
-    corr = np.linalg.lstsq(M, (V @ A.T - constraints.b).T, rcond=None)[0]  # (p, C)
-    return V - (corr.T @ A) * S2
+    """Centres ``V`` (C, d) projected once more in original units, with the metric of the
+    standardized coordinates (weights ``1 / scale^2``), to remove the rounding of the
+    back-transformation."""
+    proj = PolyhedronProjector.from_constraints(constraints, weights=1.0 / scale**2)
+    return proj.project(V, skip_feasible=False)
 
 
 def _summary(a: np.ndarray) -> dict[str, Any]:
@@ -680,7 +661,9 @@ def fuzzy_partition(
             f"the edit rules are over {len(cons.columns)} columns but {d} are masked; restrict "
             "them to the masked columns"
         )
-    proj = _standardized_constraints(cons, mean, scale) if cons is not None else None
+    proj = None
+    if cons is not None:  # the rules in standardized coordinates x = mean + scale * z
+        proj = PolyhedronProjector.from_constraints(cons, shift=mean, scale=scale)
     probabilistic = guarantee in ("probabilistic_k_anonymity", "both")
     s = _Search(
         k,

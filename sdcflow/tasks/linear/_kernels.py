@@ -51,6 +51,16 @@ def feasible_rows(Y, A, b, G, h):
     return out
 
 
+@nb.njit(cache=True, inline="always")
+def _face_residual(M, r, y, res):
+    """``res = M y - r`` for the face rows ``M`` (k, d)."""
+    for t in range(M.shape[0]):
+        s = -r[t]
+        for a in range(y.size):
+            s += M[t, a] * y[a]
+        res[t] = s
+
+
 @nb.njit(cache=True)
 def face_projection(y0, A, b, G, h, sw, active):
     """Weighted projection of ``y0`` (d,) onto the face ``{A y = b, G_S y = h_S}``,
@@ -59,27 +69,25 @@ def face_projection(y0, A, b, G, h, sw, active):
     With ``M = [A; G_S]``, ``r = [b; h_S]`` and ``D = diag(sw)``: ``y = y0 - D^-1 (M D^-1)^+
     (M y0 - r)`` and multipliers ``lam = (M D^-2 M^T)^+ (M y0 - r)`` (the KKT system of the
     face, [1] ch. 23), both from one SVD of ``M D^-1`` restricted to the columns ``M`` reads;
-    singular values below ``max(k, d) eps s_max`` count as zero (any rank). Returns
-    ``(y (d,), mult (|S|,))``, ``mult`` the multipliers of the ``G_S`` rows: ``y`` is the
-    projection onto the polyhedron when it satisfies every row and ``mult >= 0``.
+    singular values below ``max(k, d) eps s_max`` count as zero (any rank). One step of
+    iterative refinement with the same SVD brings ``M y - r`` down to the rounding of
+    evaluating it. Returns ``(y (d,), mult (|S|,))``, ``mult`` the multipliers of the ``G_S``
+    rows: ``y`` is the projection onto the polyhedron when it satisfies every row and
+    ``mult >= 0``.
     """
     d = y0.size
     p = A.shape[0]
     S = np.flatnonzero(active)
     k = p + S.size
     y = y0.copy()
-    if k == 0:
-        return y, np.zeros(0)
+    mult = np.zeros(S.size)
     M = np.empty((k, d))
-    res = np.empty(k)
-    for t in range(k):
-        src = A if t < p else G
-        j = t if t < p else S[t - p]
-        s = -(b[j] if t < p else h[j])
-        for a in range(d):
-            M[t, a] = src[j, a]
-            s += src[j, a] * y0[a]
-        res[t] = s
+    r = np.empty(k)
+    M[:p] = A
+    r[:p] = b
+    for t in range(S.size):
+        M[p + t] = G[S[t]]
+        r[p + t] = h[S[t]]
     used = np.zeros(d, dtype=np.bool_)
     for t in range(k):
         for a in range(d):
@@ -87,34 +95,31 @@ def face_projection(y0, A, b, G, h, sw, active):
                 used[a] = True
     cols = np.flatnonzero(used)
     if cols.size == 0:
-        return y, np.zeros(S.size)
+        return y, mult
     Ms = np.empty((k, cols.size))
     for t in range(k):
         for e in range(cols.size):
             Ms[t, e] = M[t, cols[e]] / sw[cols[e]]
     U, sv, Vt = np.linalg.svd(Ms, full_matrices=False)
     cutoff = max(k, cols.size) * EPS * sv[0]
-    step = np.zeros(sv.size)
-    lam_coef = np.zeros(sv.size)
-    for e in range(sv.size):
-        if sv[e] > cutoff:
-            proj = 0.0
-            for t in range(k):
-                proj += U[t, e] * res[t]
-            step[e] = proj / sv[e]
-            lam_coef[e] = proj / (sv[e] * sv[e])
-    for e in range(cols.size):
-        a = cols[e]
-        delta = 0.0
+    res = np.empty(k)
+    coef = np.zeros(sv.size)
+    for rep in range(2):  # the solve, then one refinement step
+        _face_residual(M, r, y, res)
         for f in range(sv.size):
-            delta += Vt[f, e] * step[f]
-        y[a] = y0[a] - delta / sw[a]
-    mult = np.zeros(S.size)
-    for t in range(p, k):
-        lam = 0.0
-        for f in range(sv.size):
-            lam += U[t, f] * lam_coef[f]
-        mult[t - p] = lam
+            coef[f] = 0.0
+            if sv[f] > cutoff:
+                for t in range(k):
+                    coef[f] += U[t, f] * res[t]
+                if rep == 0:
+                    for t in range(p, k):
+                        mult[t - p] += U[t, f] * coef[f] / (sv[f] * sv[f])
+                coef[f] /= sv[f]
+        for e in range(cols.size):
+            delta = 0.0
+            for f in range(sv.size):
+                delta += Vt[f, e] * coef[f]
+            y[cols[e]] -= delta / sw[cols[e]]
     return y, mult
 
 
@@ -136,18 +141,34 @@ def worst_violated(y, G, h, active, tol):
 
 
 @nb.njit(cache=True)
+def on_face(y, G, h, active):
+    """Whether ``y`` (d,) meets every row of the face ``active`` (q,) bool as an equality to
+    1e-9 of ``1 + |h_j| + |G_j|_1 max|y|``: rounding of the face solve stays far below, a
+    face whose rows contradict each other (least-squares point) far above."""
+    ymax = np.abs(y).max() if y.size else 0.0
+    for j in np.flatnonzero(active):
+        s, _ = _rule_excess(G, h, j, y)
+        if abs(s) > 1e-9 * (1.0 + abs(h[j]) + np.abs(G[j]).sum() * ymax):
+            return False
+    return True
+
+
+@nb.njit(cache=True)
 def active_set(y0, A, b, G, h, sw, active, tol):
     """Primal active-set steps from the face ``active`` (q,) bool (updated in place): drop the
     row with the most negative multiplier, else add the most violated row, until the face's
     projection of ``y0`` (d,) is feasible with multipliers >= 0 (KKT: then it is the exact
     projection) or ``2 q + 2`` steps have passed. Returns ``(y (d,), settled)``; where not
-    ``settled`` (a degenerate vertex can make the steps cycle) the caller needs the
-    least-distance solver. ``tol`` is relative: a row holds when its excess is at most ``tol``
-    times its scale, a multiplier counts as negative below ``-tol (1 + max |mult|)``."""
+    ``settled`` (the rows of a face contradict each other, or a degenerate vertex makes the
+    steps cycle) the caller needs the least-distance solver. ``tol`` is relative: a row
+    holds when its excess is at most ``tol`` times its scale, a multiplier counts as negative
+    below ``-tol (1 + max |mult|)``."""
     q = G.shape[0]
     y = y0.copy()
     for _ in range(2 * q + 2):
         y, mult = face_projection(y0, A, b, G, h, sw, active)
+        if not on_face(y, G, h, active):
+            return y, False
         if mult.size:
             jmin = np.argmin(mult)
             if mult[jmin] < -tol * (1.0 + np.abs(mult).max()):

@@ -209,9 +209,9 @@ class PolyhedronProjector:
         # degenerate vertices make ambiguous); solve it exactly and keep it if it is feasible
         # and where the LDP point is.
         mag = 1.0 + np.abs(G) @ np.abs(y) + np.abs(h)
-        on_face = G @ y - h >= -1e-9 * mag
-        cand, _ = _k.face_projection(y0, A, b, G, h, sw, on_face)
+        face = G @ y - h >= -1e-9 * mag
+        cand, _ = _k.face_projection(y0, A, b, G, h, sw, face)
         near = np.linalg.norm(cand - y) <= 1e-6 * (1.0 + np.abs(y).max())
-        if near and _k.worst_violated(cand, G, h, on_face, tol) < 0:
+        if near and _k.on_face(cand, G, h, face) and _k.worst_violated(cand, G, h, face, tol) < 0:
             return cand
         return y

@@ -223,6 +223,9 @@ class FCMResult:
         Final objective of every restart, in order.
     truncation : dict or None
         Truncation diagnostics (see module docstring) or None for full FCM.
+    memberships : ndarray of shape (n, c) or None
+        The membership matrix at ``centers``, filled only by callers that need it (the
+        cluster-specific information loss); a fit never stores it (O(n c) memory).
     """
 
     centers: np.ndarray
@@ -234,6 +237,12 @@ class FCMResult:
     message: str
     objectives: list[float] = field(default_factory=list)
     truncation: dict[str, Any] | None = None
+    memberships: np.ndarray | None = None
+
+    @property
+    def centres(self) -> np.ndarray:
+        """The same array as :attr:`centers` (the measures spell it the British way)."""
+        return self.centers
 
 
 def _as_projector(
@@ -646,7 +655,7 @@ def sampled_dropped_mass(
 
 
 def memberships(
-    X: np.ndarray, centers: np.ndarray, *, m: float | None = None, lam: float | None = None
+    X: np.ndarray, centers: np.ndarray, m: float | None = None, *, lam: float | None = None
 ) -> np.ndarray:
     """Dense membership matrix ([1] Prop. 1 / eq. 3) for small problems.
 

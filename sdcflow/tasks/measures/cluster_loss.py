@@ -25,8 +25,8 @@ Table 3, and for c = 20 107.07 (5 restarts) or 106.82 (20 restarts), against 107
 gives 120.45 and 50.84. [1] does not state m; these figures pin it to 1.5, the default here. On
 all 13 variables (c = 10) the best of 20 runs reaches 2829.6, below the 2851 of [1] Table 2.
 
-The fuzzy c-means here (:func:`fuzzy_cmeans`, [5]) is the module's own: the project's
-``tasks/fcm.py`` did not exist when this module was written.
+The clustering is the project's fuzzy c-means (:func:`sdcflow.tasks.fuzzy.fcm.fuzzy_c_means`,
+[5]) with the settings of [1] (:func:`fuzzy_cmeans`).
 
 References
 ----------
@@ -46,99 +46,19 @@ References
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from sdcflow.errors import ParameterError
+from sdcflow.tasks.fuzzy.fcm import FCMResult, fuzzy_c_means, memberships
 from sdcflow.tasks.validation import check_matrix, check_random_state
 
 ALPHAS: tuple[float, ...] = (0.9, 0.5, 0.1)
 
 
-# --- fuzzy c-means -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FuzzyPartition:
-    """Result of fuzzy c-means.
-
-    Attributes
-    ----------
-    centres : ndarray of shape (c, d)
-    memberships : ndarray of shape (n, c), rows sum to 1
-    objective : float
-        ``J = sum_k sum_i u_ik^m ||x_k - v_i||^2`` ([1] eq. 1) at the returned solution.
-    n_iter : int
-        Iterations of the best run.
-    converged : bool
-        Whether the best run stopped on the centre-movement tolerance (not on ``max_iter``).
-    """
-
-    centres: np.ndarray
-    memberships: np.ndarray
-    objective: float
-    n_iter: int
-    converged: bool
-
-
-def _sq_distances(Z: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances, exact (no expansion). Shapes: (n, d), (c, d) -> (n, c)."""
-    D2 = np.zeros((Z.shape[0], centres.shape[0]))
-    for j in range(Z.shape[1]):  # d passes over an (n, c) array: no (n, c, d) temporary
-        diff = Z[:, j, None] - centres[None, :, j]
-        D2 += diff * diff
-    return D2
-
-
-def _memberships_from_d2(D2: np.ndarray, m: float) -> np.ndarray:
-    """[1] Algorithm 1, step 2, from squared distances (n, c); see :func:`fcm_memberships`."""
-    expo = -1.0 / (m - 1.0)
-    dmin = D2.min(axis=1, keepdims=True)
-    if dmin.min() > 0.0:
-        W = D2 / dmin  # >= 1, so the negative power never overflows
-        W = 1.0 / W if expo == -1.0 else (1.0 / (W * W) if expo == -2.0 else W**expo)
-    else:  # a record coincides with a centre: share its membership among those centres
-        zero = D2 <= 0.0
-        safe = np.where(zero, 1.0, D2) / np.where(dmin > 0, dmin, 1.0)
-        W = np.where(zero, 0.0, safe**expo)
-        hit = zero.any(axis=1)
-        W[hit] = zero[hit]
-    return W / W.sum(axis=1, keepdims=True)
-
-
-def fcm_memberships(Z: np.ndarray, centres: np.ndarray, m: float) -> np.ndarray:
-    """FCM memberships of records to fixed centres ([1] Algorithm 1, step 2).
-
-    ``u_ik = 1 / sum_j (||x_k - v_i||^2 / ||x_k - v_j||^2)^(1/(m-1))``, computed with the
-    squared distances divided by each record's smallest one (so the powers never overflow).
-    A record that coincides with one or more centres gets membership shared equally among
-    those centres and 0 elsewhere (the limit of the formula).
-
-    Shapes: Z (n, d), centres (c, d) -> (n, c), rows summing to 1.
-    """
-    return _memberships_from_d2(_sq_distances(Z, centres), m)
-
-
-def _fcm_once(Z: np.ndarray, V: np.ndarray, m: float, tol: float, max_iter: int) -> FuzzyPartition:
-    """One FCM run from initial centres ``V`` (c, d): alternate [1] steps 2 and 3."""
-    converged = False
-    n_iter = 0
-    while n_iter < max_iter:
-        n_iter += 1
-        U = _memberships_from_d2(_sq_distances(Z, V), m)  # step 2
-        W = U * U if m == 2.0 else U**m
-        V_new = (W.T @ Z) / W.sum(axis=0)[:, None]  # step 3: weighted means
-        shift = float(((V_new - V) ** 2).sum(axis=1).max())
-        V = V_new
-        if shift <= tol * tol:
-            converged = True
-            break
-    D2 = _sq_distances(Z, V)
-    U = _memberships_from_d2(D2, m)
-    objective = float(((U**m) * D2).sum())  # [1] eq. (1)
-    return FuzzyPartition(V, U, objective, n_iter, converged)
+# --- the clustering ----------------------------------------------------------------------------
 
 
 def fuzzy_cmeans(
@@ -150,49 +70,49 @@ def fuzzy_cmeans(
     tol: float = 1e-4,
     max_iter: int = 500,
     random_state: int | np.random.Generator | None = 0,
-) -> FuzzyPartition:
-    """Fuzzy c-means, best of ``restarts`` runs by objective value ([1] section 3.1, [5]).
-
-    Each run starts from ``c`` distinct records drawn at random as centres and alternates the
-    membership and centre updates until no centre moves more than ``tol`` (on Census the
-    objective at ``tol = 1e-4`` agrees with ``tol = 1e-6`` to 1e-6 relative, in half the
-    iterations).
+) -> FCMResult:
+    """The clustering of [1]_ section 3.1: :func:`~sdcflow.tasks.fuzzy.fcm.fuzzy_c_means`,
+    best of ``restarts`` random starts by objective value, full (never truncated), with the
+    membership matrix the comparison needs.
 
     Parameters
     ----------
     Z : array-like of shape (n, d)
-        Records (usually standardized).
+        Records (standardized, :func:`standardize_like`).
     c : int
         Number of clusters, ``2 <= c <= n``.
     m : float
-        Fuzziness, ``m > 1`` (1.5 reproduces the objectives of [1], see the module docstring).
+        Fuzziness, ``m > 1``; 1.5 reproduces the objectives of [1]_ (module docstring).
     restarts : int
-        Independent runs; the one with the lowest objective is returned ([1] uses 20).
+        Random starts; the one with the lowest objective is kept ([1]_ uses 20).
+    tol : float
+        A run stops when no centre moves more than ``tol`` times the root-mean standard
+        deviation of ``Z`` (1 for the standardized original).
+    max_iter : int
+        Iteration limit per run.
     random_state : int, Generator or None
         Seed of the initial centres. A measure should be reproducible, hence the default 0.
 
     Returns
     -------
-    FuzzyPartition
-        The best run.
+    FCMResult
+        The best run, with ``memberships`` (n, c) at its centres.
     """
     Z = check_matrix(Z, name="data")
     n = Z.shape[0]
     if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 2 <= c <= n:
         raise ParameterError(f"c (number of clusters) must be an integer in [2, {n}], got {c!r}")
-    if not m > 1:
-        raise ParameterError(f"m (fuzziness) must be > 1, got {m!r}")
-    if restarts < 1:
-        raise ParameterError(f"restarts must be >= 1, got {restarts!r}")
-    rng = check_random_state(random_state)
-    best: FuzzyPartition | None = None
-    for _ in range(restarts):
-        V0 = Z[rng.choice(n, size=int(c), replace=False)]
-        run = _fcm_once(Z, V0.copy(), float(m), tol, max_iter)
-        if best is None or run.objective < best.objective:
-            best = run
-    assert best is not None  # restarts >= 1
-    return best
+    fit = fuzzy_c_means(
+        Z,
+        int(c),
+        m=m,
+        restarts=restarts,
+        tol=tol,
+        max_iter=max_iter,
+        truncate=False,
+        random_state=random_state,
+    )
+    return replace(fit, memberships=memberships(Z, fit.centers, m=m))
 
 
 # --- comparison of two fuzzy partitions --------------------------------------------------
@@ -379,17 +299,20 @@ class ClusterLoss:
 
 
 def compare_partitions(
-    original: FuzzyPartition, protected: FuzzyPartition, alphas: Sequence[float] = ALPHAS
+    original: FCMResult, protected: FCMResult, alphas: Sequence[float] = ALPHAS
 ) -> ClusterLoss:
     """Align two fuzzy partitions of the same records and compute d1, d2 and the α-cut indices.
 
-    Use it directly to compare several protected files with one clustering of the original.
+    Both come from :func:`fuzzy_cmeans` (which keeps their membership matrices). Use it
+    directly to compare several protected files with one clustering of the original.
     """
+    if original.memberships is None or protected.memberships is None:
+        raise ParameterError("compare partitions from fuzzy_cmeans, which keeps the memberships")
     if original.memberships.shape[0] != protected.memberships.shape[0]:
         raise ParameterError("both partitions must cover the same records")
-    perm = align_clusters(original.centres, protected.centres)
+    perm = align_clusters(original.centers, protected.centers)
     return ClusterLoss(
-        d1=centre_distance(original.centres, protected.centres, perm),
+        d1=centre_distance(original.centers, protected.centers, perm),
         d2=membership_distance(original.memberships, protected.memberships, perm),
         d2_squared=membership_distance(
             original.memberships, protected.memberships, perm, squared=True

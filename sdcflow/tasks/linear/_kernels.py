@@ -68,7 +68,7 @@ def face_projection(y0, A, b, G, h, sw, active):
 
     With ``M = [A; G_S]``, ``r = [b; h_S]`` and ``D = diag(sw)``: ``y = y0 - D^-1 (M D^-1)^+
     (M y0 - r)`` and multipliers ``lam = (M D^-2 M^T)^+ (M y0 - r)`` (the KKT system of the
-    face, [1] ch. 23), both from one SVD of ``M D^-1`` restricted to the columns ``M`` reads;
+    face, [1]_ ch. 23), both from one SVD of ``M D^-1`` restricted to the columns ``M`` reads;
     singular values below ``max(k, d) eps s_max`` count as zero (any rank). One step of
     iterative refinement with the same SVD brings ``M y - r`` down to the rounding of
     evaluating it. Returns ``(y (d,), mult (|S|,))``, ``mult`` the multipliers of the ``G_S``

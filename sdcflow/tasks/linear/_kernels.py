@@ -119,7 +119,7 @@ def face_projection(y0, A, b, G, h, sw, active):
             delta = 0.0
             for f in range(sv.size):
                 delta += Vt[f, e] * coef[f]
-            y[cols[e]] -= delta / sw[cols[e]]
+            y[cols[e]] -= delta / sw[cols[e]]  # [1] ch. 23: y = y0 - D^-1 (M D^-1)^+ res
     return y, mult
 
 

@@ -20,8 +20,9 @@ set is convex, so the point is unique; it is computed exactly up to rounding:
 3. *Least distance* (the rare point step 2 does not settle in ``2 q + 2`` steps): in the
    null-space coordinates ``t = D y = D y_p + N z`` of the equalities the problem is the
    least-distance program ``min ||z|| s.t. E z >= f``, ``E = -G D^-1 N``, ``f = G y_p - h``,
-   solved by Lawson and Hanson's LDP through NNLS ([3]_ ch. 23, a finite method); the rows it
-   makes active seed step 2 once more, which polishes the point to the exact face solution.
+   solved by Lawson and Hanson's LDP through NNLS ([3]_ ch. 23, a finite method). The
+   projection is also the projection onto the face of the rows active at the LDP point, so
+   that face is solved exactly from ``y0`` (as in step 2) to polish away the LDP's rounding.
 
 Points that already satisfy every row to 1e-12 relative are returned unchanged, bit for bit,
 unless the caller asks for every row to be projected.
@@ -187,8 +188,8 @@ class PolyhedronProjector:
         return P
 
     def _least_distance(self, y0: np.ndarray) -> np.ndarray:
-        """Module step 3 for one point ``y0`` (d,): LDP through NNLS, then the active-set
-        polish from the rows it makes active."""
+        """Module step 3 for one point ``y0`` (d,): LDP through NNLS, then the exact solve of
+        the face it lands on. Returns (d,)."""
         A, Apinv, b, G, h, sw, tol = self._args
         yp = y0 - Apinv @ (A @ y0 - b)  # step 1
         E, f = self.E, G @ yp - h
@@ -199,7 +200,7 @@ class PolyhedronProjector:
         M = np.vstack([E.T, f[None, :]])  # (r + 1, q)
         e = np.zeros(r + 1)
         e[r] = 1.0
-        u, _ = nnls(M, e, maxiter=50 * max(q, 10))
+        u, _ = nnls(M, e, maxiter=50 * max(q, 10))  # [3] ch. 23, LDP
         res = M @ u - e
         if abs(res[r]) <= 1e-12 or np.linalg.norm(res) <= 1e-12:
             raise ParameterError(_INFEASIBLE, code=Reason.RULES_INFEASIBLE)

@@ -94,7 +94,7 @@ from sdcflow.tasks.validation import (
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 DENSE_MEMBERSHIPS = 4e6  # n * c up to which draw memberships are stored densely
 # Search over c: each round keeps at most C_SHRINK of the centres and warm-started fits run at
-# most WARM_MAX_ITER iterations: keeping half halves the rounds at no cost in IL, and longer
+# most WARM_MAX_ITER iterations: keeping half halves the rounds at little cost in IL, longer
 # warm fits let centres drift back to outlying records (sweeps in benchmarks/README.md).
 C_SHRINK = 0.5
 WARM_MAX_ITER = 10

@@ -10,7 +10,6 @@ from scipy.optimize import minimize
 from sdcflow.errors import InputError
 from sdcflow.tasks.fuzzy.fcm import (
     Fuzziness,
-    PolyhedronProjector,
     fcm_objective,
     fuzzy_c_means,
     memberships,
@@ -18,6 +17,7 @@ from sdcflow.tasks.fuzzy.fcm import (
     truncated_memberships,
 )
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.projection import PolyhedronProjector
 
 
 @pytest.fixture(scope="module")

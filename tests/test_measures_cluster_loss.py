@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 
 from sdcflow.errors import InputError
+from sdcflow.tasks.fuzzy.fcm import FCMResult as FuzzyPartition
+from sdcflow.tasks.fuzzy.fcm import memberships as fcm_memberships
 from sdcflow.tasks.measures.cluster_loss import (
-    FuzzyPartition,
     adjusted_rand_index,
     align_clusters,
     alpha_cut,
     centre_distance,
     cluster_loss,
     compare_partitions,
-    fcm_memberships,
     fuzzy_cmeans,
     jaccard_index,
     membership_distance,

@@ -1,0 +1,1 @@
+"""Fuzzy c-means (plain, entropy, linearly constrained) and fuzzy microaggregation."""

@@ -3,24 +3,32 @@
 Private module: callers (``fcm.py``) validate first and pass C-contiguous float64 arrays.
 Every kernel walks the records once, computes one record's squared distances and memberships
 in a small buffer and adds its weights to the centre sums ("fused": memberships are never
-stored). The kernels are serial: on this shared 2-core machine a numba parallel region cost
-about 30 ms per call under load (measured: 300 x 60 pass 0.5 ms serial, 30 ms parallel) and
-gave no speed-up on a 10k x 2000 pass (606 ms serial, 627 ms with 2 threads).
+stored). The kernels are serial: a numba parallel region costs more per call than the small
+fits of the recursive search take, and gave no speed-up on large passes either
+(``benchmarks/README.md``). The constrained loop projects with the kernels of
+``sdcflow.tasks.linear._kernels``.
 
-Memberships ([1] Prop. 1 and eq. 3 of ``constrained-fuzzy-microaggregation.txt``) are computed
-relative to the nearest centre, which makes them overflow-free and exact when a record
-coincides with a centre:
+Memberships ([1]_ Prop. 1 and eq. 3) are computed relative to the nearest centre, which makes
+them overflow-free and exact when a record coincides with a centre:
 
 * FCM, ``p = 1/(m-1)``: ``u_i = (D_min/D_i)^p / sum_j (D_min/D_j)^p``; when ``D_min = 0`` the
   coinciding centres share the membership equally and all others get 0 (the limit of the
   formula, which is 0/0 there).
 * EFCM: ``u_i = exp(-lam (D_i - D_min)) / sum_j exp(-lam (D_j - D_min))``.
+
+References
+----------
+.. [1] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity
+   for data with constraints", Journal of Intelligent & Fuzzy Systems 39(5), 2020,
+   doi:10.3233/JIFS-189074.
 """
 
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
+
+from sdcflow.tasks.linear._kernels import feasible_rows, project_rows
 
 
 @nb.njit(cache=True, inline="always")
@@ -79,7 +87,7 @@ def _memberships(
     total = 0.0
     if entropy:
         for j in range(nv):
-            u[j] = np.exp(-lam * (D[j] - dmin))
+            u[j] = np.exp(-lam * (D[j] - dmin))  # [1] eq. 3
             total += u[j]
     elif dmin == 0.0:
         for j in range(nv):
@@ -87,7 +95,7 @@ def _memberships(
             total += u[j]
     else:
         for j in range(nv):
-            u[j] = _ratio_power(dmin / D[j], p, ip)
+            u[j] = _ratio_power(dmin / D[j], p, ip)  # [1] Prop. 1 (memberships)
             total += u[j]
     for j in range(nv):
         u[j] /= total
@@ -114,7 +122,7 @@ def _order_desc(u: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 @nb.njit(cache=True, inline="always")
 def _record_terms(u: float, D: float, dmin: float, g: float, m: float, lam: float, entropy: bool):
-    """(centre weight, objective term) of one membership ([1] eq. 1 / eq. 2, 4).
+    """(centre weight, objective term) of one membership ([1]_ eq. 1 / eq. 2, 4).
 
     FCM: ``u^m`` is ``u (dmin/D) g`` with ``g = S'^(1-m)`` (see :func:`_memberships`; ``S'``
     the normalizer of the memberships as used); ``g < 0`` marks a record on a centre, where
@@ -122,7 +130,7 @@ def _record_terms(u: float, D: float, dmin: float, g: float, m: float, lam: floa
     """
     if entropy:
         ent = u * np.log(u) / lam if u > 0.0 else 0.0
-        return u, u * D + ent
+        return u, u * D + ent  # [1] eq. 2
     if g < 0.0:
         um = u**m
         return um, um * D
@@ -360,98 +368,21 @@ def dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs):
     return V, obj, expd, it, converged
 
 
-@nb.njit(cache=True, inline="always")
-def _rule_excess(M: np.ndarray, rhs: np.ndarray, j: int, y: np.ndarray) -> tuple[float, float]:
-    """``(M_j y - rhs_j, 1 + |M_j| |y| + |rhs_j|)``: a rule's residual and its scale."""
-    s = -rhs[j]
-    mag = 1.0 + abs(rhs[j])
-    for a in range(y.size):
-        s += M[j, a] * y[a]
-        mag += abs(M[j, a] * y[a])
-    return s, mag
-
-
-@nb.njit(cache=True)
-def feasible_rows(Y, A, b, G, h):
-    """Which rows of ``Y`` (c, d) satisfy ``A y = b`` and ``G y <= h`` to 1e-12 relative
-    (of ``1 + |A| |y| + |b|`` per rule): those the projection leaves unchanged."""
-    c = Y.shape[0]
-    out = np.ones(c, dtype=np.bool_)
-    for i in range(c):
-        for j in range(A.shape[0]):
-            s, mag = _rule_excess(A, b, j, Y[i])
-            if abs(s) > 1e-12 * mag:
-                out[i] = False
-                break
-        for j in range(G.shape[0] if out[i] else 0):
-            s, mag = _rule_excess(G, h, j, Y[i])
-            if s > 1e-12 * mag:
-                out[i] = False
-                break
-    return out
-
-
-@nb.njit(cache=True)
-def _project_faces(Y, inside, v0, N, B, g, tol):
-    """Projection of the rows of ``Y`` (c, d) onto ``{v0 + N z : B z <= g}`` by active sets:
-    a centre goes to its projection onto ``{B_S z = g_S}`` for a set ``S`` of rows, starting
-    from the violated ones, which is the exact projection once it is feasible with
-    multipliers >= 0 (KKT). Returns ``(P, ok)``; ``ok[i]`` is False where a few steps did not
-    reach KKT and the least-distance solver of ``fcm.py`` is needed. Rows marked ``inside``
-    (already on the rules) are returned unchanged."""
-    c = Y.shape[0]
-    Z = (Y - v0) @ N
-    ok = np.ones(c, dtype=np.bool_)
-    q = B.shape[0]
-    for i in range(c if q else 0):
-        if inside[i]:
-            continue
-        z = Z[i].copy()
-        active = B @ z - g > 0.0
-        if not active.any():
-            continue
-        # A few active-set steps from the violated rows: drop the most negative multiplier,
-        # else add the most violated row; at a feasible point with multipliers >= 0 (KKT)
-        # the projection is exact.
-        ok[i] = False
-        for _ in range(2 * q + 2):
-            S = np.flatnonzero(active)
-            if S.size == 0:
-                cand = z.copy()
-                mult = np.zeros(0)
-            else:
-                Bs = np.ascontiguousarray(B[S])
-                mult = np.linalg.lstsq(Bs @ Bs.T, Bs @ z - g[S])[0]
-                cand = z - Bs.T @ mult
-            if mult.size and mult.min() < -tol:
-                active[S[np.argmin(mult)]] = False
-                continue
-            excess = B @ cand - g
-            worst = np.argmax(excess)
-            if excess[worst] <= tol:
-                Z[i] = cand
-                ok[i] = True
-                break
-            if active[worst]:
-                break
-            active[worst] = True
-    P = v0 + Z @ N.T
-    for i in range(c):
-        if inside[i]:
-            P[i] = Y[i]
-    return P, ok
-
-
-@nb.njit(cache=True)
-def constrained_dense_fit(
-    X, w, V, m, lam, entropy, max_iter, tol_abs, A, b, G, h, v0, N, B, g, tol
-):
+# Not cached: numba's cache is keyed on this file only and would keep stale copies of the
+# projection kernels it links in from linear/_kernels.py after that file changes (about 2 s
+# of compilation per process instead).
+@nb.njit(cache=False)
+def constrained_dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs, A, Apinv, b, G, h, sw, tol):
     """:func:`dense_fit` with the centres projected onto the polyhedron every iteration
-    ([1] eq. 5 / eq. 11, generalized in ``fcm.py``), as long as the face rule settles every
-    projection. Returns ``(V, Vn, iterations, converged, stalled)``: when ``stalled``, the
-    iteration after ``iterations`` produced the unprojected centres ``Vn`` whose projection
-    needs the least-distance solver, and the caller goes on from there. Otherwise ``Vn`` is
-    unused and the objective comes from a final pass by the caller."""
+    ([1]_ eq. 5 / eq. 11, generalized in ``fcm.py``), as long as the compiled active-set
+    steps settle every projection.
+
+    ``X`` (n, d), ``w`` (n,), ``V`` (c, d); ``A, Apinv, b, G, h, sw, tol`` are
+    ``PolyhedronProjector.compiled_args``. Returns ``(V (c, d), Vn (c, d), iterations,
+    converged, stalled)``: when ``stalled``, the iteration after ``iterations`` produced the
+    unprojected centres ``Vn`` whose projection needs the least-distance solver, and the
+    caller goes on from there. Otherwise ``Vn`` is unused and the objective comes from a
+    final pass by the caller."""
     V = V.copy()
     c, d = V.shape
     for it in range(max_iter):
@@ -460,9 +391,10 @@ def constrained_dense_fit(
         for i in range(c):
             if wsum[i] > 0.0:
                 for a in range(d):
-                    Vn[i, a] = sums[i, a] / wsum[i]
-        # centres already on the rules stay unchanged, as in fcm.PolyhedronProjector
-        P, ok = _project_faces(Vn, feasible_rows(Vn, A, b, G, h), v0, N, B, g, tol)
+                    Vn[i, a] = sums[i, a] / wsum[i]  # [1] eq. 1 (FCM) / eq. 4 (EFCM)
+        # centres already on the rules stay unchanged, as in PolyhedronProjector.project
+        inside = feasible_rows(Vn, A, b, G, h)
+        P, ok = project_rows(Vn, inside, A, Apinv, b, G, h, sw, tol)  # [1] eq. 5 / eq. 11
         if not ok.all():
             return V, Vn, it, False, True
         shift = 0.0

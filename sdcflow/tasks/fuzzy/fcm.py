@@ -1,138 +1,68 @@
 """Fuzzy c-means (FCM), entropy fuzzy c-means (EFCM) and their linearly constrained variants.
 
-The alternate optimization of section 2.1 of [1] (Prop. 1, eq. 1 for FCM; eq. 3-4 for EFCM)
-with the constrained centre updates of section 3 (Prop. 4, eq. 5; Prop. 6, eq. 11),
-generalized from one equality ``alpha . v = A`` to the edit-rule polyhedron
+The alternate optimization of [1]_ section 2.1 (Prop. 1 and eq. 1 for FCM [2]_; eq. 2-4 for
+EFCM [3]_) with the constrained centre updates of [1]_ section 3 (Prop. 4, eq. 5; Prop. 6,
+eq. 11), generalized from one equality ``alpha . v = A`` to the edit-rule polyhedron
 ``{v : A v = b, G v <= h}``. Several random restarts are run and the one with the lowest
 objective is kept: the iteration only reaches a local optimum and different optima give
-different clusters ([3], section 3.1, "best of 20 executions").
+different clusters ([4]_ section 3.1, "best of 20 executions").
 
-Constrained centre update (derivation)
---------------------------------------
-With the memberships fixed, the centre ``v_i`` only appears in ``sum_k w_k ||x_k - v_i||^2``
-with weights ``w_k = u_ki^m`` (FCM, [1] Prop. 4) or ``w_k = u_ki`` (EFCM, [1] Prop. 6; the
-entropy term does not involve ``v``). Expanding around the weighted mean
+Constrained centre update. With the memberships fixed, the centre ``v_i`` only appears in
+``sum_k w_k ||x_k - v_i||^2`` with ``w_k = u_ki^m`` (FCM, [1]_ Prop. 4) or ``w_k = u_ki``
+(EFCM, [1]_ Prop. 6; the entropy term does not involve ``v``). Around the weighted mean
 ``xbar_i = sum_k w_k x_k / W_i``, ``W_i = sum_k w_k``::
 
     sum_k w_k ||x_k - v||^2 = W_i ||v - xbar_i||^2 + sum_k w_k ||x_k - xbar_i||^2,
 
-because the cross term ``2 (xbar_i - v) . sum_k w_k (x_k - xbar_i)`` vanishes. The second
-term does not depend on ``v``, so for any feasible set ``P`` the constrained minimizer is
-``argmin_{v in P} ||v - xbar_i||``: the *Euclidean* projection of the unconstrained centre
-(eq. 1 / eq. 4) onto ``P`` — Euclidean in the coordinates the objective is written in (for
-standardized data, in standardized units).
+since the cross term vanishes, so the constrained minimizer over any feasible set is the
+Euclidean projection of the unconstrained centre (eq. 1 / eq. 4) onto it, in the coordinates
+the objective is written in. For one equality this is eq. 5 (weights ``u^m``) and eq. 11
+(weights ``u``); for the polyhedron it is
+:class:`~sdcflow.tasks.linear.projection.PolyhedronProjector`. Data that satisfy the rules
+have every weighted mean inside the (convex) set, the projection leaves it unchanged, and
+the constrained algorithm is unconstrained FCM / EFCM iterate by iterate ([1]_ Prop. 5, 7).
 
-* One equality ``alpha . v = A``: ``v = xbar - alpha (alpha . xbar - A) / (alpha . alpha)``.
-  Multiplying through by ``W_i`` gives ``v_s = [sum_k w_k x_ks - alpha_s sum_k w_k
-  (alpha . x_k - A) / (alpha . alpha)] / sum_k w_k``, which is eq. 5 ([1] Prop. 4, weights
-  ``u^m``) and eq. 11 ([1] Prop. 6, weights ``u``).
-* Several equalities ``A v = b`` (A of shape (p, d), any rank, consistent):
-  ``v = xbar - A^+ (A xbar - b)`` with ``A^+`` the Moore-Penrose inverse; for full row rank
-  ``A^+ = A^T (A A^T)^{-1}`` (Lagrange: ``W (v - xbar) + A^T nu = 0``, ``A v = b``).
-  We compute it as ``v = v0 + N N^T (xbar - v0)`` with ``v0 = A^+ b`` and ``N`` an
-  orthonormal basis of the null space of ``A``.
-* Inequalities ``G v <= h`` as well: a least-distance problem per centre. In null-space
-  coordinates ``v = v0 + N z`` it is ``min ||z - z_bar||`` subject to ``(G N) z <= h - G v0``,
-  solved exactly by Lawson-Hanson's LDP-through-NNLS ([4] ch. 23) and polished on its active
-  set by an equality projection, so that rules hold to rounding (about 1e-12 relative).
+Memberships are computed relative to the nearest centre (``_kernels``): under FCM a record on
+one or more centres gets membership 1 shared among them, 0 elsewhere (the limit of Prop. 1,
+0/0 there); under EFCM the formula is smooth at ``D = 0`` (eq. 3). A pass never stores the
+``n x c`` memberships: a compiled kernel adds each record's contribution to the centre sums
+(O(n c d) time, O(c d) memory), and without truncation the whole iteration runs compiled,
+constrained or not, because the recursive search of fuzzy microaggregation runs thousands of
+fits of a few records.
 
-Data that already satisfy the rules have every weighted mean inside the (convex) set, so the
-projection is the identity and the constrained algorithm reproduces unconstrained FCM / EFCM
-iterate by iterate ([1] Prop. 5 and Prop. 7).
-
-Memberships, coincident records and scale
------------------------------------------
-Memberships are computed relative to the nearest centre (see ``_fcm_kernels``). Under FCM a
-record that coincides with one or more centres gets membership 1 shared among them, 0
-elsewhere, exactly (the limit of Prop. 1, which is 0/0 there); under EFCM the formula is
-smooth at D = 0 and such a record keeps positive membership elsewhere (eq. 3).
-A full pass never stores the n x c membership matrix: a compiled kernel accumulates each
-record's contribution to the centre sums and forgets it (O(n c d) time, O(c d) memory).
-Without truncation the whole iteration runs compiled, constrained or not (the projection by
-active-set steps, handing the rare centre they cannot settle to the least-distance solver
-below): the recursive search of fuzzy microaggregation runs thousands of fits of a few
-records and two or three centres, where Python's per-iteration overhead used to dominate.
-The memberships' powers are cheap: ``(D_min/D_i)^p`` by repeated squaring when
-``p = 1/(m-1)`` is an integer (m = 1.1, 1.2, 1.25, 1.5, 2), and ``u^m = u (D_min/D_i)
-S^(1-m)`` from the normalizer ``S``, one power per record instead of one per centre (2.8x
-per pass at m = 1.1, same figures to the last digits).
-
-For large ``n c`` (``truncate='auto'``: ``n c > 5e7``) each record only sees its ``Q =
-n_neighbors`` nearest centres, found with a KD-tree on the centres (``scipy.spatial.cKDTree``)
-and refreshed when the centres have moved (90th percentile of the centres' accumulated moves)
-by more than half the median margin ``d_Q - d_1`` of the candidate lists: cheaply, through
-the centres' own neighbour graph (a record's new candidates are the nearest among its old
-ones and the 16 nearest centres of its two nearest centres), and by an exact query at the
-start and before
-convergence is declared (an exact query of 100k records for their 32 nearest of 20k centres
-in 10-D took 17 s CPU here; the first query, against the random seeds, is a (1+1)-approximate
-one at a fifth of that). Among the ``Q`` candidates the record
-keeps the smallest number ``q_k`` of largest memberships that hold at least ``mass`` (default
-0.999) of the candidates' membership, renormalized to sum to one; an iteration costs
-O(n Q d) plus the refreshes.
-
-Bound on what truncation drops. Let ``D_1 <= ... <= D_Q`` be a record's squared distances to
-its ``Q`` nearest centres (exact right after a query) and ``S = sum_{j<=Q} f(D_j)`` with
-``f(D) = D^{-1/(m-1)}`` (FCM) or ``exp(-lam D)`` (EFCM). Every other centre has ``D >= D_Q``,
-so the membership mass outside the candidates, relative to the candidates', is at most::
+Truncation. For large ``n c`` each record only sees its ``Q = n_neighbors`` nearest centres
+(a KD-tree on the centres, refreshed through the centres' own neighbour graph when they have
+moved by more than half the median margin ``d_Q - d_1`` of the candidate lists, and by an
+exact query at the start and before convergence is declared) and keeps the smallest number
+``q_k`` of largest memberships holding ``mass`` of the candidates' membership, renormalized;
+an iteration costs O(n Q d). With ``D_1 <= ... <= D_Q`` a record's squared distances to its
+candidates, ``f(D) = D^(-1/(m-1))`` (FCM) or ``exp(-lam D)`` (EFCM) and ``S = sum_j f(D_j)``,
+every other centre has ``D >= D_Q``, so the membership outside the candidates, relative to
+theirs, is at most::
 
     tail = (c - Q) f(D_Q) / S,
 
-and the kept ``q_k`` lose at most ``1 - mass`` of the candidates' share. The whole dropped
-fraction of the record's full membership is therefore at most ``(1 - mass) + tail``. ``tail``
-is reported (median, 99th percentile, fraction of records with ``tail <= 1 - mass``) together
-with the *measured* dropped mass on a random sample of records against all ``c`` centres.
-The bound is pessimistic — it charges every far centre at the distance of the ``Q``-th — so
-the sampled figure is the one to read. Truncation is faithful only when memberships
-concentrate: a shell at distance ``r`` holds about ``r^(d-1)`` centres, each with membership
-``~ r^(-2/(m-1))``, so the far field is summable only for ``m < 1 + 2/d`` (FCM) — in 10
-dimensions ``m <~ 1.2``. For larger ``m`` most of a record's membership sits on far centres
-and truncated FCM is a different (crisper) algorithm; ``benchmarks/fuzzy.py`` measures the
-objective gap.
-
-Supported at scale (measured with ``benchmarks/fuzzy.py``, standard-normal data, d = 10,
-k = 5, c = n/k, 32 candidates, at most 100 iterations, one restart, the same seeds for full
-and truncated; CPU seconds of the process, the machine being shared by several jobs):
-
-=====  ==========================  =============  ================  ============  =========
-m      10k: full objective at      matched        dropped mass      10k CPU s     100k
-       truncated centres, excess   centre dist.   (mean / max)      full / trunc  CPU s
-=====  ==========================  =============  ================  ============  =========
-1.1    -0.02 %                     0.20 sd        0.07 % / 0.75 %   24.6 / 1.2    40
-1.3    +1.72 %                     0.85 sd        36 % / 77 %       43.2 / 1.6    44
-1.5    +2.85 %                     0.20 sd        66 % / 91 %       14.9 / 1.1    28
-2.0    +5.64 %                     0.06 sd        80 % / 96 %       0.7 / 1.8     142
-=====  ==========================  =============  ================  ============  =========
-
-(Re-measured 2026-11-21 after the kernels learned integer powers; ``compare --n 10000`` and
-``scale --n 100000`` reproduce it. At m = 1.1 neither run has converged after 100 iterations,
-which is why the truncated centres can score a hair below the full ones. At m = 2 the
-truncated run converged after 45 iterations and 11 exact KD-tree queries, hence its time.)
-(At m = 2 full FCM stops after 2 iterations with every centre still on its seed record: with
-c = 2000 in 10-D a record's own nearby centre outweighs all others and pins it, the
-data-point stationary points noted at ``INIT_JITTER``; the small centre distances at
-m >= 1.5 reflect that both runs stay near the same seeds, not agreement of two good fits.)
-At n = 1M (c = 200k, m = 1.1, 100 iterations, ``scale --n 1000000 --m1 1.1``) the same run
-took 1252 s CPU (943 s wall), dropped mass 0.08 % mean / 1.2 % max (2446 s before the kernel
-change and the approximate first query); m = 1.3 / 1.5 / 2.0 took 1133 / 684 / 1609 s CPU
-(``scale --n 1000000 --m1 1.3 1.5 2.0``, 100 iterations each, none converged).
-So truncation is supported for ``m`` (``m1`` and ``m2``) up to about ``1 + 2/d`` — 1.1 in 10
-dimensions (1.3 already drops a third of the membership); above that use
-``truncate=False`` (O(n c d) per iteration: about 0.25 s CPU per iteration at 10k x 2000)
-or fewer variables per block.
-By the shell argument ``k`` does not enter the criterion (it is scale free in the density of
-centres, so it holds for any ``c = n/k``; for ``c <= Q`` truncation is exact); measured only
-for k = 5. (m = 2, 10k: the full-FCM centres ended within 0.006 of their seed records.)
+and the record loses at most ``(1 - mass) + tail`` of its full membership. The bound charges
+every far centre at the ``Q``-th distance, so the dropped mass is also measured exactly on a
+sample of records (``FCMResult.truncation``). Truncation is faithful only when memberships
+concentrate: a shell at distance ``r`` holds about ``r^(d-1)`` centres of membership
+``~ r^(-2/(m-1))``, summable only for ``m < 1 + 2/d`` (1.2 in 10 dimensions); above that
+truncated FCM is a different, crisper algorithm and ``truncate=False`` (or fewer variables per
+block) is the choice. Measured objective gaps, dropped mass and times are in
+``benchmarks/README.md``.
 
 References
 ----------
-[1] V. Torra et al., "Fuzzy clustering-based microaggregation to achieve probabilistic
-    k-anonymity for data with constraints" (``../shared/papers/constrained-fuzzy-
-    microaggregation.txt``).
-[2] J.C. Bezdek, Pattern Recognition with Fuzzy Objective Function Algorithms, Plenum, 1981.
-[3] V. Torra, S. Ladra, "Cluster-specific information loss measures in data privacy: a
-    review" (``../shared/papers/cluster-specific-information-loss.txt``).
-[4] C.L. Lawson, R.J. Hanson, Solving Least Squares Problems, SIAM, 1995, ch. 23 (LDP).
+.. [1] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity
+   for data with constraints", Journal of Intelligent & Fuzzy Systems 39(5), 2020,
+   doi:10.3233/JIFS-189074.
+.. [2] J. C. Bezdek, *Pattern Recognition with Fuzzy Objective Function Algorithms*, Plenum
+   Press, New York, 1981.
+.. [3] S. Miyamoto and M. Mukaidono, "Fuzzy c-means as a regularization and maximum entropy
+   approach", Proc. 7th IFSA World Congress (IFSA'97), Prague, vol. II, pp. 86-92, 1997.
+.. [4] V. Torra and S. Ladra, "Cluster-specific information loss measures in data privacy: a
+   review", Proc. 3rd Int. Conf. on Availability, Reliability and Security (ARES 2008), IEEE,
+   2008, doi:10.1109/ARES.2008.87.
 """
 
 from __future__ import annotations
@@ -141,21 +71,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy.linalg import null_space
-from scipy.optimize import linprog, nnls
 from scipy.spatial import cKDTree
 
-from sdcflow.errors import ParameterError, Reason
+from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy import _kernels as _k
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.validation import check_matrix, check_random_state
 
 DENSE_LIMIT = 5e7  # n * c above which truncate='auto' switches to nearest-centre truncation
 TRY_TRUNCATION = 1e6  # n * c above which truncate='auto' tries truncation, checked by sampling
-# Mean sampled membership share truncation may drop under 'auto'. Faithful regimes drop well
-# under it (m = 1.1: 0.07 % on 10-D normal data, 0.57 % on the constrained survey with errors,
-# whose off-rule records sit far from every centre); unfaithful ones drop tens of % (m = 1.3
-# in 10-D: 36 %).
+# Mean sampled membership share truncation may drop under 'auto': faithful regimes drop well
+# under 1 %, unfaithful ones tens of % (benchmarks/README.md).
 AUTO_MAX_DROPPED = 1e-2
 INIT_JITTER = 1e-3  # random seeds start this many root-mean-variances away from their record
 
@@ -199,186 +126,6 @@ def check_fuzziness(m: float | None, lam: float | None, *, suffix: str = "") -> 
     return Fuzziness(lam=float(lam))  # type: ignore[arg-type]
 
 
-class PolyhedronProjector:
-    """Euclidean projection onto ``{v : A v = b, G v <= h}`` (the derivation is in the module
-    docstring).
-
-    Parameters
-    ----------
-    A : ndarray of shape (p, d), b : ndarray of shape (p,)
-    G : ndarray of shape (q, d), h : ndarray of shape (q,)
-
-    Raises
-    ------
-    InputError
-        When the equalities are inconsistent or the polyhedron is empty.
-    """
-
-    def __init__(self, A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray) -> None:
-        A = np.atleast_2d(np.asarray(A, dtype=np.float64))
-        G = np.atleast_2d(np.asarray(G, dtype=np.float64))
-        b = np.asarray(b, dtype=np.float64).ravel()
-        h = np.asarray(h, dtype=np.float64).ravel()
-        d = max(A.shape[1], G.shape[1])
-        A = A.reshape(-1, d)
-        G = G.reshape(-1, d)
-        if A.shape[0] != b.size or G.shape[0] != h.size:
-            raise ParameterError(
-                f"constraint shapes disagree: A {A.shape} with b {b.shape}, G {G.shape} with "
-                f"h {h.shape}"
-            )
-        self.d = d
-        self.n_eq, self.n_ineq = A.shape[0], G.shape[0]
-        self.A, self.b = np.ascontiguousarray(A), np.ascontiguousarray(b)
-        self.G, self.h = np.ascontiguousarray(G), np.ascontiguousarray(h)
-        scale = 1.0 + float(np.abs(b).max(initial=0.0))
-        if self.n_eq:
-            self.v0 = np.linalg.pinv(A) @ b
-            if np.abs(A @ self.v0 - b).max() > 1e-9 * scale:
-                raise ParameterError(
-                    "the equality edit rules are inconsistent (no record can satisfy all of "
-                    "them); fix the rules",
-                    code=Reason.RULES_INFEASIBLE,
-                )
-            self.N = null_space(A)
-        else:
-            self.v0 = np.zeros(d)
-            self.N = np.eye(d)
-        self.B = G @ self.N  # (q, r): inequalities in null-space coordinates
-        self._faces: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        # (v0, N, B, g, tol) for the compiled loop, which needs a non-trivial null space
-        self.compiled_args: tuple | None = None
-        self.g = h - G @ self.v0
-        self._bscale = 1.0 + float(np.abs(self.g).max(initial=0.0))
-        if self.n_ineq:
-            r = self.N.shape[1]
-            if r == 0:
-                feasible = bool(np.all(self.g >= -1e-12 * self._bscale))
-            else:
-                lp = linprog(
-                    np.zeros(r),
-                    A_ub=self.B,
-                    b_ub=self.g,
-                    bounds=[(None, None)] * r,
-                    method="highs",
-                )
-                feasible = lp.status == 0
-            if not feasible:
-                raise ParameterError(
-                    "the edit rules admit no record (equalities and inequalities together are "
-                    "infeasible); fix the rules",
-                    code=Reason.RULES_INFEASIBLE,
-                )
-        if self.N.shape[1]:
-            self.compiled_args = (
-                self.A,
-                self.b,
-                self.G,
-                self.h,
-                np.ascontiguousarray(self.v0, dtype=np.float64),
-                np.ascontiguousarray(self.N, dtype=np.float64),
-                np.ascontiguousarray(self.B, dtype=np.float64),
-                np.ascontiguousarray(self.g, dtype=np.float64),
-                1e-12 * self._bscale,
-            )
-
-    def project(self, Y: np.ndarray) -> np.ndarray:
-        """Project every row of ``Y`` (c, d) onto the polyhedron; returns (c, d).
-
-        Rows that already satisfy every rule to rounding (1e-12 relative) are returned
-        unchanged, bit for bit, so that on data satisfying the rules the constrained
-        iteration is the unconstrained one exactly ([1] Prop. 5 / 7), not to rounding.
-        """
-        inside = _k.feasible_rows(Y, self.A, self.b, self.G, self.h)
-        if inside.all():
-            return Y.copy()
-        out = Y.copy()
-        out[~inside] = self._project(Y[~inside])
-        return out
-
-    def _project(self, Y: np.ndarray) -> np.ndarray:
-        Z = (Y - self.v0) @ self.N  # null-space coordinates of the equality projection
-        if self.n_ineq and self.N.shape[1]:
-            bad = (Z @ self.B.T - self.g) > 0.0
-            rows = np.flatnonzero(bad.any(axis=1))
-            # Fast path, vectorized over centres with the same violated rows S: project onto
-            # {B_S x = g_S}; where that point is feasible with multipliers >= 0 it satisfies
-            # the KKT conditions, so it is the exact projection. The rest go through LDP.
-            pending: list[int] = []
-            if rows.size:
-                for idx, pattern in self._group_by_pattern(bad, rows):
-                    Bs, gs, M = self._face(pattern)
-                    mult = M @ (Bs @ Z[idx].T - gs[:, None])  # least-squares multipliers
-                    cand = Z[idx] - (Bs.T @ mult).T
-                    tol = 1e-12 * self._bscale
-                    ok = ((cand @ self.B.T - self.g).max(axis=1) <= tol) & (
-                        mult.min(axis=0) >= -tol
-                    )
-                    Z[idx[ok]] = cand[ok]
-                    pending.extend(idx[~ok].tolist())
-            for i in pending:
-                Z[i] = self._least_distance(Z[i])
-        return self.v0 + Z @ self.N.T
-
-    @staticmethod
-    def _group_by_pattern(bad: np.ndarray, rows: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The violating ``rows`` grouped by their pattern of violated inequalities."""
-        if rows.size == 1:
-            return [(rows, bad[rows[0]])]
-        if bad.shape[1] <= 62:  # pack each pattern into one integer: a cheap 1-D unique
-            codes = bad[rows] @ (np.int64(1) << np.arange(bad.shape[1], dtype=np.int64))
-            _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        else:
-            _, first, inverse = np.unique(bad[rows], axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-        return [(rows[inverse == p], bad[rows[f]]) for p, f in enumerate(first)]
-
-    def _face(self, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(B_S, g_S, pinv(B_S B_S^T))`` of the violated set ``S``, cached: the same few
-        faces recur in every iteration."""
-        key = pattern.tobytes()
-        face = self._faces.get(key)
-        if face is None:
-            Bs, gs = self.B[pattern], self.g[pattern]
-            face = (Bs, gs, np.linalg.pinv(Bs @ Bs.T))
-            self._faces[key] = face
-        return face
-
-    def _least_distance(self, z: np.ndarray) -> np.ndarray:
-        """argmin ||x - z|| subject to B x <= g ([4] ch. 23: LDP through NNLS, then polish)."""
-        B, g = self.B, self.g
-        r = B.shape[1]
-        if r == 0:
-            return z
-        # LDP: min ||y|| s.t. (-B) y >= B z - g, with y = x - z.
-        rhs = B @ z - g
-        E = np.vstack([-B.T, rhs[None, :]])
-        f = np.zeros(r + 1)
-        f[-1] = 1.0
-        u, _ = nnls(E, f, maxiter=50 * (E.shape[1] + 1))
-        res = E @ u - f
-        x = z - res[:r] / res[-1] if abs(res[-1]) > 0 else z
-        # Polish on the active set: exact projection onto {B_a x = g_a}, adding the most
-        # violated row while any remains (a few steps at most).
-        active = list(np.flatnonzero(u > 0))
-        tol = 1e-12 * self._bscale
-        for _ in range(B.shape[0] + 1):
-            if active:
-                Ba = B[active]
-                lam, *_ = np.linalg.lstsq(Ba @ Ba.T, Ba @ z - g[active], rcond=None)
-                cand = z - Ba.T @ lam
-            else:
-                cand = z
-            excess = B @ cand - g
-            worst = int(np.argmax(excess))
-            if excess[worst] <= tol:
-                return cand
-            if worst in active:
-                break
-            active.append(worst)
-        return x
-
-
 @dataclass
 class FCMResult:
     """Result of :func:`fuzzy_c_means`.
@@ -388,7 +135,7 @@ class FCMResult:
     centers : ndarray of shape (c, d)
         Cluster centres of the restart with the lowest objective.
     objective : float
-        ``J(u, V)`` at those centres with optimal memberships ([1] Prop. 1 / eq. 2); under
+        ``J(u, V)`` at those centres with optimal memberships ([1]_ Prop. 1 / eq. 2); under
         truncation, the truncated objective.
     expected_sizes : ndarray of shape (c,)
         Column sums ``sum_k w_k u_ki`` of the memberships at ``centers``; they sum to
@@ -404,6 +151,9 @@ class FCMResult:
         Final objective of every restart, in order.
     truncation : dict or None
         Truncation diagnostics (see module docstring) or None for full FCM.
+    memberships : ndarray of shape (n, c) or None
+        The membership matrix at ``centers``, filled only by callers that need it (the
+        cluster-specific information loss); a fit never stores it (O(n c) memory).
     """
 
     centers: np.ndarray
@@ -415,6 +165,12 @@ class FCMResult:
     message: str
     objectives: list[float] = field(default_factory=list)
     truncation: dict[str, Any] | None = None
+    memberships: np.ndarray | None = None
+
+    @property
+    def centres(self) -> np.ndarray:
+        """The same array as :attr:`centers` (the measures spell it the British way)."""
+        return self.centers
 
 
 def _as_projector(
@@ -429,14 +185,14 @@ def _as_projector(
             f"constraints are over {len(constraints.columns)} columns but X has {d}; "
             "restrict them to the clustered columns"
         )
-    return PolyhedronProjector(constraints.A, constraints.b, constraints.G, constraints.h)
+    return PolyhedronProjector.from_constraints(constraints)
 
 
 class _Neighbours:
     """Candidate centres per record: an exact KD-tree query on the centres at the start and
     before convergence is declared; in between, when the centres have moved by more than
     ``refresh`` times the candidate lists' median margin, a cheap refresh through the
-    centres' own neighbour graph (:func:`_fcm_kernels.refine_candidates`)."""
+    centres' own neighbour graph (:func:`_kernels.refine_candidates`)."""
 
     def __init__(self, X: np.ndarray, n_neighbors: int, refresh: float) -> None:
         self.X = X
@@ -453,10 +209,9 @@ class _Neighbours:
     def get(self, V: np.ndarray) -> tuple[np.ndarray, bool]:
         """Candidates ``(n, Q)`` and whether they are exactly the ``Q`` nearest centres."""
         if self.exact_next or self.nbr is None:
-            # The first query, against the random seeds, may be approximate: the centres move
-            # most in the first iterations and the graph refresh repairs the lists. (1+eps)-
-            # approximate neighbours with eps = 1 cost a fifth of an exact query here (86 %
-            # recall of the 32 nearest, 100k x 20k in 10-D).
+            # The first query, against the random seeds, may be (1+eps)-approximate (eps = 1,
+            # much cheaper): the centres move most in the first iterations and the graph
+            # refresh repairs the lists.
             first = self.nbr is None
             eps = 1.0 if first else 0.0
             dist, nbr = cKDTree(V).query(self.X, k=self.Q, eps=eps, workers=-1)
@@ -605,18 +360,18 @@ def fuzzy_c_means(
     n_clusters : int
         Number of clusters ``c``, 1 <= c <= number of records with positive weight.
     m : float, optional
-        FCM fuzzifier, > 1 ([1] Prop. 1). Exactly one of ``m`` and ``lam``.
+        FCM fuzzifier, > 1 ([1]_ Prop. 1). Exactly one of ``m`` and ``lam``.
     lam : float, optional
-        EFCM parameter lambda, > 0 ([1] eq. 2-4); smaller is fuzzier.
+        EFCM parameter lambda, > 0 ([1]_ eq. 2-4); smaller is fuzzier.
     constraints : LinearConstraints or PolyhedronProjector, optional
-        Centres are kept in ``{A v = b, G v <= h}`` ([1] Prop. 4 / 6, generalized).
+        Centres are kept in ``{A v = b, G v <= h}`` ([1]_ Prop. 4 / 6, generalized).
     sample_weight : array-like of shape (n,), optional
         Non-negative record weights multiplying each record's objective terms (used by the
         recursive splitting of fuzzy microaggregation). Default: all ones.
     restarts : int
         Random initializations (``c`` distinct records drawn with probability proportional
         to the weights, each moved by a Gaussian jitter of ``1e-3`` root mean variances so
-        that no centre starts exactly on a record); the lowest objective is kept ([3]).
+        that no centre starts exactly on a record); the lowest objective is kept ([4]_).
     max_iter : int
         Iteration limit per restart.
     tol : float
@@ -637,10 +392,8 @@ def fuzzy_c_means(
     screen : int, optional
         With several restarts, run each for only ``screen`` iterations and continue the one
         with the lowest objective to convergence (``restarts - 1`` fewer full runs). The
-        ranking at a few tens of iterations predicts the final one well but not perfectly:
-        on 10k survey records (c = 2000, m = 1.1, six seeds) the restart leading at 20
-        iterations ended 0.6 % above the best final objective. Default: every restart runs
-        to convergence.
+        ranking after a few tens of iterations predicts the final one well but not perfectly
+        (``benchmarks/README.md``). Default: every restart runs to convergence.
     random_state : None, int or numpy.random.Generator
         Source of the random initializations.
 
@@ -827,9 +580,9 @@ def sampled_dropped_mass(
 
 
 def memberships(
-    X: np.ndarray, centers: np.ndarray, *, m: float | None = None, lam: float | None = None
+    X: np.ndarray, centers: np.ndarray, m: float | None = None, *, lam: float | None = None
 ) -> np.ndarray:
-    """Dense membership matrix ([1] Prop. 1 / eq. 3) for small problems.
+    """Dense membership matrix ([1]_ Prop. 1 / eq. 3) for small problems.
 
     Shapes: X (n, d), centers (c, d) -> (n, c), rows summing to one. Under FCM a record
     equal to a centre gets membership 1 there (shared equally between coinciding centres);
@@ -875,7 +628,7 @@ def fcm_objective(
     lam: float | None = None,
     sample_weight: np.ndarray | None = None,
 ) -> float:
-    """Full objective ``J(u*(V), V)`` ([1] Prop. 1 / eq. 2) at optimal memberships, O(n c d)."""
+    """Full objective ``J(u*(V), V)`` ([1]_ Prop. 1 / eq. 2) at optimal memberships, O(n c d)."""
     X = check_matrix(X)
     V = check_matrix(centers, name="centers")
     w = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)

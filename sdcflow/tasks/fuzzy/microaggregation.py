@@ -1,7 +1,7 @@
-"""Fuzzy microaggregation (Algorithm 1 of [1]) with exact anonymity guarantees, and its
-constrained variant that edits and masks in one step ([1] section 3.3).
+"""Fuzzy microaggregation (Algorithm 1 of [1]_) with exact anonymity guarantees, and its
+constrained variant that edits and masks in one step ([1]_ section 3.3).
 
-Algorithm 1 of [1]: cluster with FCM (``m1``) or entropy FCM (``lambda1``); recompute every
+Algorithm 1 of [1]_: cluster with FCM (``m1``) or entropy FCM (``lambda1``); recompute every
 record's memberships to the centres with ``m2`` (``lambda2``); replace the record by a centre
 drawn from that membership distribution. With the constrained clustering of ``fcm.py`` every
 centre, hence every released record, satisfies the linear edit rules, whether or not the input
@@ -9,70 +9,65 @@ did. Clustering runs on standardized columns; the rules are carried over to stan
 coordinates, so the centre projection is Euclidean there (``fcm.py`` derives why that is the
 constrained optimum), and released centres are mapped back to original units.
 
-Anonymity ([1] Prop. 8 only gives it "for large m2"), made exact:
+Anonymity ([1]_ Prop. 8 only gives it "for large m2"), made exact:
 
 ``probabilistic_k_anonymity``
     Every published centre's *expected size* (the column sum of the draw probabilities) is at
-    least ``k``. Reached as Domingo-Ferrer & Torra's FCM microaggregation does ([2], surveyed
-    in [3] section IV): start with ``c = floor(n/k)`` and small ``m``; while some cluster is
-    below ``k``, first raise the fuzziness of the draw (``m2 - 1`` doubled, or ``lambda2``
-    halved, up to ``escalations`` times), then lower ``c`` — keep the centres that hold
-    ``>= k``, at most half of them (the largest), and re-run FCM warm-started from them for
-    at most ``WARM_MAX_ITER`` iterations; ``c = 1`` always succeeds. Once at most half the
+    least ``k``. Reached as Domingo-Ferrer and Torra's FCM microaggregation does ([2]_,
+    surveyed in [3]_ section IV): start with ``c = floor(n/k)`` and small ``m``; while some
+    cluster is below ``k``, first raise the fuzziness of the draw (``m2 - 1`` doubled, or
+    ``lambda2`` halved, up to ``escalations`` times), then lower ``c`` — keep the centres that
+    hold ``>= k``, at most half of them (the largest), and re-run FCM warm-started from them
+    for at most ``WARM_MAX_ITER`` iterations; ``c = 1`` always succeeds. Once at most half the
     clusters are under-filled, they are merged into their nearest clusters instead
     (memberships add; see ``_merge_underfilled``): refitting would give isolated records a
-    centre of their own again at every ``c``. Then recurse into every
-    cluster whose expected size is ``>= 2k``: its records, weighted by their membership to
-    it, are clustered again with the same rule, and a record drawn to the parent draws again
-    among the children. The draw probability of a leaf is the product along the path, so
-    leaf expected sizes sum to the parent's and every leaf holds ``>= k`` in expectation;
-    all of them sum to ``n``.
+    centre of their own again at every ``c``. Then recurse into every cluster whose expected
+    size is ``>= 2k``: its records, weighted by their membership to it, are clustered again
+    with the same rule, and a record drawn to the parent draws again among the children. The
+    draw probability of a leaf is the product along the path, so leaf expected sizes sum to
+    the parent's and every leaf holds ``>= k`` in expectation; all of them sum to ``n``.
 ``k_anonymity``
     Every published centre actually used is used by ``>= k`` records. The draw is constrained:
     after a free draw, the used centre with the fewest (``< k``) records is closed and those
     records are redrawn from their memberships restricted to the still-open centres
     (renormalized); repeat until every open used centre holds ``>= k`` (terminates: each round
     closes a centre, and one centre holds all ``n >= k``). A record with no membership left on
-    open centres goes to its nearest open centre (counted in ``details``).
-    Released values stay the drawn centres (Algorithm 1): with very few records (n = 20,
-    k = 10) everyone can end on one FCM centre that is not their mean, and IL can exceed 100
-    (126 seen) although the guarantee holds.
-    *Effect on the assignment distribution.* A record whose distribution ``u`` is restricted to
-    the open set ``O`` is drawn from ``u|O``; the total-variation distance
-    ``TV(u, u|O) = 1 - sum_{i in O} u_i`` is reported per run (mean over records,
-    ``assignment_tv_mean``). Measured by Monte Carlo (``tests/test_fuzzy_anonymity.py``: one
-    fitted partition of 60 standard-normal records in 2-D, k = 3, m1 = 1.5, m2 = 2, 20
-    centres, 600 draws each): the mean per-record TV distance between the empirical
-    assignment frequencies and the membership distribution is 0.16 for the constrained draw
-    against 0.04 for the free draw (the Monte Carlo noise floor); the per-run
-    ``assignment_tv_mean`` averaged 0.26. So at c = n/k about a sixth of the assignment
-    probability is moved, to neighbouring centres; ``both`` moves less because its expected
-    sizes are already >= k.
+    open centres goes to its nearest open centre (counted in ``details``). Released values
+    stay the drawn centres (Algorithm 1): with very few records everyone can end on one FCM
+    centre that is not their mean, and IL can exceed 100 although the guarantee holds.
+    A record whose distribution ``u`` is restricted to the open set ``O`` is drawn from
+    ``u|O``; the total-variation distance ``TV(u, u|O) = 1 - sum_{i in O} u_i`` is reported per
+    run (mean over records, ``assignment_tv_mean``); at ``c = n/k`` it moves a noticeable share
+    of the assignment probability to neighbouring centres (Monte Carlo figures in
+    ``benchmarks/README.md``).
 ``both``
     The tree of ``probabilistic_k_anonymity`` followed by the constrained draw. The expected
     sizes reported (all >= k) are those of the membership distribution; the constrained draw
-    then moves the probability it reports as ``assignment_tv_mean``.
+    then moves the probability it reports as ``assignment_tv_mean``, less than under
+    ``k_anonymity`` because the expected sizes are already >= k.
 
 The draw distribution. Each record keeps the smallest set of its largest draw memberships
 holding ``mass`` (default 0.999) of its total, renormalized (``mass = 1`` keeps all of them);
 above ``n c = 4e6`` they are moreover taken over its ``n_neighbors`` nearest centres only, with
 the same rule (``fcm.py``). The expected sizes are computed from, and the guarantee holds
 exactly for, this distribution that is actually drawn from; a child of the recursion sees only
-the records that can be drawn to its parent, which keeps the search fast (3000 survey records
-in about 2 s instead of minutes). Truncation is faithful to FCM only for ``m1`` and
-``m2`` up to about ``1 + 2/d`` (measured table in ``fcm.py``: m = 1.1 in 10-D drops 0.06 % of
-the membership, m = 1.3 a third); the recommended setting at scale is ``m1 = 1.1`` with
-``m2`` just above it, or fewer quasi-identifiers per block. Each round of the c search is a
-warm-started FCM run plus one KD-tree query of the records.
+the records that can be drawn to its parent, which keeps the search fast. Truncation is
+faithful to FCM only for ``m1`` and ``m2`` up to about ``1 + 2/d`` (``fcm.py``); the
+recommended setting at scale is ``m1 = 1.1`` with ``m2`` just above it, or fewer
+quasi-identifiers per block. Each round of the c search is a warm-started FCM run plus one
+KD-tree query of the records.
 
 References
 ----------
-[1] V. Torra et al., "Fuzzy clustering-based microaggregation to achieve probabilistic
-    k-anonymity for data with constraints" (``../shared/papers/constrained-fuzzy-
-    microaggregation.txt``), Algorithm 1, Prop. 8.
-[2] J. Domingo-Ferrer, V. Torra, "Fuzzy microaggregation for microdata protection", JACIII 7(2)
-    (2003) 153-159.
-[3] Pairwise systematic microaggregation paper (``../shared/papers``), section IV.
+.. [1] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity
+   for data with constraints", Journal of Intelligent & Fuzzy Systems 39(5), 2020,
+   doi:10.3233/JIFS-189074.
+.. [2] J. Domingo-Ferrer and V. Torra, "Fuzzy microaggregation for microdata protection",
+   Journal of Advanced Computational Intelligence and Intelligent Informatics 7(2),
+   pp. 153-159, 2003.
+.. [3] M. E. Kabir, H. Wang and Y. Zhang, "A pairwise systematic microaggregation for
+   statistical disclosure control", Proc. 10th IEEE Int. Conf. on Data Mining (ICDM 2010),
+   pp. 266-273, 2010, doi:10.1109/ICDM.2010.111.
 """
 
 from __future__ import annotations
@@ -86,13 +81,9 @@ import numpy as np
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy import _kernels as _k
-from sdcflow.tasks.fuzzy.fcm import (
-    Fuzziness,
-    PolyhedronProjector,
-    check_fuzziness,
-    fuzzy_c_means,
-)
+from sdcflow.tasks.fuzzy.fcm import Fuzziness, check_fuzziness, fuzzy_c_means
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.validation import (
     check_k,
     check_matrix,
@@ -102,22 +93,16 @@ from sdcflow.tasks.validation import (
 
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 DENSE_MEMBERSHIPS = 4e6  # n * c up to which draw memberships are stored densely
-# Search over c: each round keeps at most this share of the centres, warm-started fits run at
-# most WARM_MAX_ITER iterations. Measured on the business survey (k = 5, m1 = m2 = 1.1, 4
-# seeds at 1000 records, 3 at 3000): shares 1.0 / 0.5 / 0.25 with 10 iterations gave IL 17.0 /
-# 17.3 / 27.5 at 1000 (1.9 / 1.0 / 1.9 s); at 3000 shares 1.0 / 0.5 gave IL 13.9 / 14.0 in 22 /
-# 9 s. 50 iterations let centres drift back to outlying records and the search collapse (IL
-# 19-39), 3 leave them unsettled (IL 68).
+# Search over c: each round keeps at most C_SHRINK of the centres and warm-started fits run at
+# most WARM_MAX_ITER iterations: keeping half halves the rounds at little cost in IL, longer
+# warm fits let centres drift back to outlying records (sweeps in benchmarks/README.md).
 C_SHRINK = 0.5
 WARM_MAX_ITER = 10
-SCREEN_ITER = 20  # iterations after which the restarts of a cold fit are screened
+SCREEN_ITER = 20  # screening keeps the best of cheap restarts; see benchmarks/README.md
 # A failed round with at most this share of its clusters under-filled merges them (see
-# _merge_underfilled) instead of lowering c again. Without it, on 1500 lognormal records with
-# 5 gross outliers (k = 5, m = 1.2) the refits gave the outliers a centre of their own at
-# every c and the search fell to one centre (IL 100 for 2 of 3 seeds; MDAV 36.9). Shares 0.1 /
-# 0.25 / 0.5 / 1 gave IL 62-100 / 64-68 / 59-61 / 52-59 there and 12.5-13.4 / 12.5-13.4 /
-# 12.4-13.3 / 12.4-13.5 on 3000 survey records (3 seeds each; 11.0-12.6 before, MDAV 10.4).
-# At c = n/k about half the clusters are under-filled, so c is usually lowered once first.
+# _merge_underfilled) instead of lowering c again, so that a few outliers cannot pull the
+# search down to one centre (sweep in benchmarks/README.md). At c = n/k about half the
+# clusters are under-filled, so c is usually lowered once first.
 MERGE_SHARE = 0.5
 
 
@@ -193,7 +178,7 @@ class _Search:
 def _draw_memberships(
     Z: np.ndarray, V: np.ndarray, fz: Fuzziness, s: _Search
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Draw memberships ([1] Algorithm 1 step 2) as COO ``(row, centre, u)``.
+    """Draw memberships ([1]_ Algorithm 1 step 2) as COO ``(row, centre, u)``.
 
     Each record keeps the smallest set of its largest memberships holding ``s.mass`` of its
     total (``mass = 1``: all of them), renormalized: the distribution actually drawn from, on
@@ -292,7 +277,7 @@ def _escalate(fz: Fuzziness, step: int) -> Fuzziness:
 
 def _build(Z: np.ndarray, rows: np.ndarray, w: np.ndarray, s: _Search, depth: int) -> _Node:
     """Cluster ``Z[rows]`` (weights ``w``) and, if asked, search c and m2 until every expected
-    size is >= k ([2] via [3] section IV), then recurse into clusters of >= 2k."""
+    size is >= k ([2]_ via [3]_ section IV), then recurse into clusters of >= 2k."""
     X = np.ascontiguousarray(Z[rows])
     n_eff = float(w.sum())
     c = max(1, min(int(np.floor(n_eff / s.k + 1e-9)), int(np.count_nonzero(w))))
@@ -470,27 +455,12 @@ def _constrained_draw(
     }
 
 
-def _standardized_constraints(
-    constraints: LinearConstraints, mean: np.ndarray, scale: np.ndarray
-) -> PolyhedronProjector:
-    """The rules in standardized coordinates ``x = mean + scale * z``:
-    ``(A diag(scale)) z = b - A mean`` and ``(G diag(scale)) z <= h - G mean``."""
-    A, G = constraints.A * scale, constraints.G * scale
-    return PolyhedronProjector(
-        A, constraints.b - constraints.A @ mean, G, constraints.h - constraints.G @ mean
-    )
-
-
 def _polish(V: np.ndarray, constraints: LinearConstraints, scale: np.ndarray) -> np.ndarray:
-    """One more equality projection in original units (metric diag(1/scale^2)) to remove the
-    rounding of the back-transformation; inequalities are already satisfied to rounding."""
-    A = constraints.A
-    if A.shape[0] == 0:
-        return V
-    S2 = scale**2
-    M = (A * S2) @ A.T
-    corr = np.linalg.lstsq(M, (V @ A.T - constraints.b).T, rcond=None)[0]  # (p, C)
-    return V - (corr.T @ A) * S2
+    """Centres ``V`` (C, d) projected once more in original units, with the metric of the
+    standardized coordinates (weights ``1 / scale^2``), to remove the rounding of the
+    back-transformation."""
+    proj = PolyhedronProjector.from_constraints(constraints, weights=1.0 / scale**2)
+    return proj.project(V, skip_feasible=False)
 
 
 def _summary(a: np.ndarray) -> dict[str, Any]:
@@ -508,7 +478,7 @@ def _summary(a: np.ndarray) -> dict[str, Any]:
 
 @dataclass
 class FuzzyPartition:
-    """A fitted fuzzy partition, ready for the random draw ([1] Algorithm 1, steps 1-2).
+    """A fitted fuzzy partition, ready for the random draw ([1]_ Algorithm 1, steps 1-2).
 
     Attributes
     ----------
@@ -544,7 +514,7 @@ class FuzzyPartition:
 def draw_centres(
     partition: FuzzyPartition, random_state: int | np.random.Generator | None = None
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Draw every record's centre from its membership distribution ([1] Algorithm 1 step 3);
+    """Draw every record's centre from its membership distribution ([1]_ Algorithm 1 step 3);
     under ``k_anonymity`` / ``both`` the constrained draw of the module docstring.
 
     Returns ``(labels (n,), info)`` where ``info`` summarizes the constrained draw (empty for
@@ -627,13 +597,13 @@ def fuzzy_partition(
     k : int
         Anonymity parameter, 2 <= k <= n.
     m1, m2 : float, optional
-        FCM fuzzifiers (> 1) for clustering and for the draw ([1] Algorithm 1).
+        FCM fuzzifiers (> 1) for clustering and for the draw ([1]_ Algorithm 1).
     lambda1, lambda2 : float, optional
         Entropy-FCM parameters (> 0) instead of ``m1``, ``m2``.
     guarantee : {'probabilistic_k_anonymity', 'k_anonymity', 'both'}
         Which anonymity to make exact (module docstring).
     constraints : LinearConstraints, optional
-        Edit rules over the columns of ``X``; released centres satisfy them ([1] section 3).
+        Edit rules over the columns of ``X``; released centres satisfy them ([1]_ section 3).
     columns : list of str, optional
         Names of the columns (for error messages).
     restarts, max_iter, tol, truncate, n_neighbors, mass
@@ -646,10 +616,9 @@ def fuzzy_partition(
         Recursion depth into clusters of expected size >= 2k.
     screen : int or None
         Restarts of a cold FCM fit are screened after this many iterations and only the
-        best runs on (``fcm.fuzzy_c_means``); None runs every restart to convergence. On
-        100k survey records (k = 5, m1 = m2 = 1.1, 5 restarts, probabilistic guarantee)
-        screening cut the whole method from 77 s to 41 s CPU (the top fit from 57 s to 26 s)
-        with IL 2.79 against 3.00.
+        best runs on (``fcm.fuzzy_c_means``); None runs every restart to convergence.
+        Screening about halves the time of the whole method at a similar IL
+        (``benchmarks/README.md``).
     random_state : None, int or numpy.random.Generator
         Randomness of the initializations and of the draw.
 
@@ -680,7 +649,9 @@ def fuzzy_partition(
             f"the edit rules are over {len(cons.columns)} columns but {d} are masked; restrict "
             "them to the masked columns"
         )
-    proj = _standardized_constraints(cons, mean, scale) if cons is not None else None
+    proj = None
+    if cons is not None:  # the rules in standardized coordinates x = mean + scale * z
+        proj = PolyhedronProjector.from_constraints(cons, shift=mean, scale=scale)
     probabilistic = guarantee in ("probabilistic_k_anonymity", "both")
     s = _Search(
         k,

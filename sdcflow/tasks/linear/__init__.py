@@ -1,0 +1,1 @@
+"""Linear edit rules: their matrix form, the projection onto them, minimal-adjustment repair."""

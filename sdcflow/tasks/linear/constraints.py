@@ -1,8 +1,17 @@
 """Linear edit constraints in matrix form, as masking methods consume them.
 
 The edit-rule compiler (``sdcflow.expectations``) produces a :class:`LinearConstraints` over the
-quasi-identifiers; methods that edit while they mask (constrained fuzzy microaggregation) and the
-minimal-adjustment repair step read it. Nothing here knows about rule syntax.
+quasi-identifiers: the feasible set of [1]_ section 2.3, with several equalities and
+inequalities. Methods that edit while they mask (constrained fuzzy microaggregation) and the
+minimal-adjustment repair step read it, and project onto it with
+:class:`~sdcflow.tasks.linear.projection.PolyhedronProjector`. Nothing here knows about rule
+syntax.
+
+References
+----------
+.. [1] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity
+   for data with constraints", Journal of Intelligent & Fuzzy Systems 39(5), 2020,
+   doi:10.3233/JIFS-189074.
 """
 
 from __future__ import annotations

@@ -1,144 +1,66 @@
 """Cluster-specific information loss: how much masking changes a fuzzy clustering of the file.
 
-Following Torra & Ladra [1] (``../shared/papers/cluster-specific-information-loss.txt``):
-cluster the original file and the protected file with fuzzy c-means, keep for each file the
-run with the lowest objective over several random restarts ([1] section 3.1: local optima
-otherwise dominate the comparison), align the two sets of clusters, and compare them by
+Following Torra and Ladra [1]_: cluster the original file and the protected file with fuzzy
+c-means, keep for each file the run with the lowest objective over several random restarts
+([1]_ section 3.1: local optima otherwise dominate the comparison), align the two sets of
+clusters, and compare them by
 
 * ``d1`` — the sum over aligned pairs of the Euclidean distances between cluster centres;
 * ``d2`` — the sum over records of the Euclidean distance between the record's membership
   vector in the original clustering and in the (aligned) protected clustering;
 * α-cuts (α = 0.9, 0.5, 0.1): each fuzzy cluster becomes the crisp set of records with
   membership larger than α, and the two families of crisp sets are compared with the Rand,
-  adjusted Rand and Jaccard indices [2], [3], [4].
+  adjusted Rand and Jaccard indices [2]_, [3]_, [4]_, [5]_.
 
 The alignment is optimal (Hungarian assignment of the centre-distance matrix,
 ``scipy.optimize.linear_sum_assignment``), not the greedy nearest-centre matching described in
-[1]: the greedy matching depends on the order of the clusters and can pair two centres that a
-global matching would not.
+[1]_: the greedy matching depends on the order of the clusters and can pair two centres that
+a global matching would not.
 
-Clustering runs on the quasi-identifiers standardized with the *original* file's mean and
-population standard deviation, for both files, so that d1 is in units of the original standard
-deviations and noise in the protected file shows as such. With this scaling and m = 1.5 the best
-objective on Census (first two variables) is 225.27 for c = 10 (20 restarts), the 225.26 of [1]
-Table 3, and for c = 20 107.07 (5 restarts) or 106.82 (20 restarts), against 107.06 there; m = 2
-gives 120.45 and 50.84. [1] does not state m; these figures pin it to 1.5, the default here. On
-all 13 variables (c = 10) the best of 20 runs reaches 2829.6, below the 2851 of [1] Table 2.
-
-The fuzzy c-means here (:func:`fuzzy_cmeans`, [5]) is the module's own: the project's
-``tasks/fcm.py`` did not exist when this module was written.
+Clustering is the project's fuzzy c-means (:func:`sdcflow.tasks.fuzzy.fcm.fuzzy_c_means`,
+[6]_) with the settings of [1]_ (:func:`fuzzy_cmeans`), on the quasi-identifiers standardized
+with the *original* file's mean and population standard deviation, for both files, so that d1
+is in units of the original standard deviations and noise in the protected file shows as
+such. [1]_ does not state ``m``; with this scaling ``m = 1.5`` reproduces the objective of its
+Table 3 on Census (225.27 against 225.26 for c = 10), hence the default (more figures in
+``benchmarks/README.md``).
 
 References
 ----------
-[1] V. Torra, S. Ladra, "Cluster-specific information loss measures in data privacy: a
-    review", ARES 2008, section 3.1, Tables 1-3.
-[2] W.M. Rand, "Objective criteria for the evaluation of clustering methods", JASA 66 (1971)
-    846-850.
-[3] L. Hubert, P. Arabie, "Comparing partitions", J. Classification 2 (1985) 193-218
-    (adjusted Rand index; its pair-counting form is eq. (5) of D. Steinley, Psychological
-    Methods 9 (2004) 386-396: ``ARI = 2 (ad - bc) / ((a+b)(b+d) + (a+c)(c+d))``).
-[4] P. Jaccard (1912); for partitions ``J = a / (a + b + c)`` over pairs of records
-    (e.g. Raghavan & Ip 1982, ref. [18] of [1]).
-[5] J.C. Bezdek, *Pattern Recognition with Fuzzy Objective Function Algorithms*, Plenum
-    (1981); Algorithm 1 of [1].
+.. [1] V. Torra and S. Ladra, "Cluster-specific information loss measures in data privacy: a
+   review", Proc. 3rd Int. Conf. on Availability, Reliability and Security (ARES 2008), IEEE,
+   2008, doi:10.1109/ARES.2008.87. Section 3.1, Tables 1-3.
+.. [2] W. M. Rand, "Objective criteria for the evaluation of clustering methods", Journal of
+   the American Statistical Association 66(336), pp. 846-850, 1971.
+.. [3] L. Hubert and P. Arabie, "Comparing partitions", Journal of Classification 2(1),
+   pp. 193-218, 1985 (adjusted Rand index).
+.. [4] D. Steinley, "Properties of the Hubert-Arabie adjusted Rand index", Psychological
+   Methods 9(3), pp. 386-396, 2004 (eq. 5, the pair-counting form
+   ``ARI = 2 (ad - bc) / ((a+b)(b+d) + (a+c)(c+d))``).
+.. [5] V. V. Raghavan and M. Y. L. Ip, "Techniques for measuring the stability of clustering:
+   a comparative study", Proc. 5th Annual ACM Conf. on Research and Development in
+   Information Retrieval (SIGIR 1982), pp. 209-237, 1982 (Jaccard index over pairs,
+   ``J = a / (a + b + c)``).
+.. [6] J. C. Bezdek, *Pattern Recognition with Fuzzy Objective Function Algorithms*, Plenum
+   Press, New York, 1981.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from sdcflow.errors import ParameterError
+from sdcflow.tasks.fuzzy.fcm import FCMResult, fuzzy_c_means, memberships
 from sdcflow.tasks.validation import check_matrix, check_random_state
 
 ALPHAS: tuple[float, ...] = (0.9, 0.5, 0.1)
 
 
-# --- fuzzy c-means -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FuzzyPartition:
-    """Result of fuzzy c-means.
-
-    Attributes
-    ----------
-    centres : ndarray of shape (c, d)
-    memberships : ndarray of shape (n, c), rows sum to 1
-    objective : float
-        ``J = sum_k sum_i u_ik^m ||x_k - v_i||^2`` ([1] eq. 1) at the returned solution.
-    n_iter : int
-        Iterations of the best run.
-    converged : bool
-        Whether the best run stopped on the centre-movement tolerance (not on ``max_iter``).
-    """
-
-    centres: np.ndarray
-    memberships: np.ndarray
-    objective: float
-    n_iter: int
-    converged: bool
-
-
-def _sq_distances(Z: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances, exact (no expansion). Shapes: (n, d), (c, d) -> (n, c)."""
-    D2 = np.zeros((Z.shape[0], centres.shape[0]))
-    for j in range(Z.shape[1]):  # d passes over an (n, c) array: no (n, c, d) temporary
-        diff = Z[:, j, None] - centres[None, :, j]
-        D2 += diff * diff
-    return D2
-
-
-def _memberships_from_d2(D2: np.ndarray, m: float) -> np.ndarray:
-    """[1] Algorithm 1, step 2, from squared distances (n, c); see :func:`fcm_memberships`."""
-    expo = -1.0 / (m - 1.0)
-    dmin = D2.min(axis=1, keepdims=True)
-    if dmin.min() > 0.0:
-        W = D2 / dmin  # >= 1, so the negative power never overflows
-        W = 1.0 / W if expo == -1.0 else (1.0 / (W * W) if expo == -2.0 else W**expo)
-    else:  # a record coincides with a centre: share its membership among those centres
-        zero = D2 <= 0.0
-        safe = np.where(zero, 1.0, D2) / np.where(dmin > 0, dmin, 1.0)
-        W = np.where(zero, 0.0, safe**expo)
-        hit = zero.any(axis=1)
-        W[hit] = zero[hit]
-    return W / W.sum(axis=1, keepdims=True)
-
-
-def fcm_memberships(Z: np.ndarray, centres: np.ndarray, m: float) -> np.ndarray:
-    """FCM memberships of records to fixed centres ([1] Algorithm 1, step 2).
-
-    ``u_ik = 1 / sum_j (||x_k - v_i||^2 / ||x_k - v_j||^2)^(1/(m-1))``, computed with the
-    squared distances divided by each record's smallest one (so the powers never overflow).
-    A record that coincides with one or more centres gets membership shared equally among
-    those centres and 0 elsewhere (the limit of the formula).
-
-    Shapes: Z (n, d), centres (c, d) -> (n, c), rows summing to 1.
-    """
-    return _memberships_from_d2(_sq_distances(Z, centres), m)
-
-
-def _fcm_once(Z: np.ndarray, V: np.ndarray, m: float, tol: float, max_iter: int) -> FuzzyPartition:
-    """One FCM run from initial centres ``V`` (c, d): alternate [1] steps 2 and 3."""
-    converged = False
-    n_iter = 0
-    while n_iter < max_iter:
-        n_iter += 1
-        U = _memberships_from_d2(_sq_distances(Z, V), m)  # step 2
-        W = U * U if m == 2.0 else U**m
-        V_new = (W.T @ Z) / W.sum(axis=0)[:, None]  # step 3: weighted means
-        shift = float(((V_new - V) ** 2).sum(axis=1).max())
-        V = V_new
-        if shift <= tol * tol:
-            converged = True
-            break
-    D2 = _sq_distances(Z, V)
-    U = _memberships_from_d2(D2, m)
-    objective = float(((U**m) * D2).sum())  # [1] eq. (1)
-    return FuzzyPartition(V, U, objective, n_iter, converged)
+# --- the clustering ----------------------------------------------------------------------------
 
 
 def fuzzy_cmeans(
@@ -150,49 +72,49 @@ def fuzzy_cmeans(
     tol: float = 1e-4,
     max_iter: int = 500,
     random_state: int | np.random.Generator | None = 0,
-) -> FuzzyPartition:
-    """Fuzzy c-means, best of ``restarts`` runs by objective value ([1] section 3.1, [5]).
-
-    Each run starts from ``c`` distinct records drawn at random as centres and alternates the
-    membership and centre updates until no centre moves more than ``tol`` (on Census the
-    objective at ``tol = 1e-4`` agrees with ``tol = 1e-6`` to 1e-6 relative, in half the
-    iterations).
+) -> FCMResult:
+    """The clustering of [1]_ section 3.1: :func:`~sdcflow.tasks.fuzzy.fcm.fuzzy_c_means`,
+    best of ``restarts`` random starts by objective value, full (never truncated), with the
+    membership matrix the comparison needs.
 
     Parameters
     ----------
     Z : array-like of shape (n, d)
-        Records (usually standardized).
+        Records (standardized, :func:`standardize_like`).
     c : int
         Number of clusters, ``2 <= c <= n``.
     m : float
-        Fuzziness, ``m > 1`` (1.5 reproduces the objectives of [1], see the module docstring).
+        Fuzziness, ``m > 1``; 1.5 reproduces the objectives of [1]_ (module docstring).
     restarts : int
-        Independent runs; the one with the lowest objective is returned ([1] uses 20).
+        Random starts; the one with the lowest objective is kept ([1]_ uses 20).
+    tol : float
+        A run stops when no centre moves more than ``tol`` times the root-mean standard
+        deviation of ``Z`` (1 for the standardized original).
+    max_iter : int
+        Iteration limit per run.
     random_state : int, Generator or None
         Seed of the initial centres. A measure should be reproducible, hence the default 0.
 
     Returns
     -------
-    FuzzyPartition
-        The best run.
+    FCMResult
+        The best run, with ``memberships`` (n, c) at its centres.
     """
     Z = check_matrix(Z, name="data")
     n = Z.shape[0]
     if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 2 <= c <= n:
         raise ParameterError(f"c (number of clusters) must be an integer in [2, {n}], got {c!r}")
-    if not m > 1:
-        raise ParameterError(f"m (fuzziness) must be > 1, got {m!r}")
-    if restarts < 1:
-        raise ParameterError(f"restarts must be >= 1, got {restarts!r}")
-    rng = check_random_state(random_state)
-    best: FuzzyPartition | None = None
-    for _ in range(restarts):
-        V0 = Z[rng.choice(n, size=int(c), replace=False)]
-        run = _fcm_once(Z, V0.copy(), float(m), tol, max_iter)
-        if best is None or run.objective < best.objective:
-            best = run
-    assert best is not None  # restarts >= 1
-    return best
+    fit = fuzzy_c_means(
+        Z,
+        int(c),
+        m=m,
+        restarts=restarts,
+        tol=tol,
+        max_iter=max_iter,
+        truncate=False,
+        random_state=random_state,
+    )
+    return replace(fit, memberships=memberships(Z, fit.centers, m=m))
 
 
 # --- comparison of two fuzzy partitions --------------------------------------------------
@@ -219,28 +141,28 @@ def align_clusters(centres: np.ndarray, other: np.ndarray) -> np.ndarray:
 
 
 def centre_distance(centres: np.ndarray, other: np.ndarray, perm: np.ndarray) -> float:
-    """d1 of [1]: ``sum_i ||v_i - v'_perm(i)||``. Shapes: (c, d), (c, d), (c,) -> float."""
-    return float(np.sqrt(((centres - other[perm]) ** 2).sum(axis=1)).sum())
+    """d1 of [1]_: ``sum_i ||v_i - v'_perm(i)||``. Shapes: (c, d), (c, d), (c,) -> float."""
+    return float(np.sqrt(((centres - other[perm]) ** 2).sum(axis=1)).sum())  # [1] d1
 
 
 def membership_distance(
     U: np.ndarray, U_other: np.ndarray, perm: np.ndarray, *, squared: bool = False
 ) -> float:
-    """d2 of [1]: ``sum_k ||u_k - u'_k||`` with ``U_other``'s columns aligned by ``perm``.
+    """d2 of [1]_: ``sum_k ||u_k - u'_k||`` with ``U_other``'s columns aligned by ``perm``.
 
-    [1] does not name the per-record distance; it is Euclidean here, like d1, so each record
+    [1]_ does not name the per-record distance; it is Euclidean here, like d1, so each record
     contributes at most sqrt(2). ``squared=True`` sums squared distances instead (at most 2
-    per record): the ratio d2/d1 in [1] Table 3 grows with the noise as a squared distance
+    per record): the ratio d2/d1 in [1]_ Table 3 grows with the noise as a squared distance
     would, so :class:`ClusterLoss` reports both.
 
     Shapes: U (n, c), U_other (n, c), perm (c,) -> float.
     """
-    sq = ((U - U_other[:, perm]) ** 2).sum(axis=1)
+    sq = ((U - U_other[:, perm]) ** 2).sum(axis=1)  # [1] d2, per record
     return float(sq.sum() if squared else np.sqrt(sq).sum())
 
 
 def alpha_cut(U: np.ndarray, alpha: float) -> np.ndarray:
-    """Crisp sets of the α-cut: record k is in set i when ``u_ik > alpha`` ([1] section 3.1).
+    """Crisp sets of the α-cut: record k is in set i when ``u_ik > alpha`` ([1]_ section 3.1).
 
     For α >= 0.5 a record is in at most one set (memberships sum to 1), possibly in none; for
     smaller α it may be in several, so an α-cut is in general not a partition.
@@ -249,7 +171,7 @@ def alpha_cut(U: np.ndarray, alpha: float) -> np.ndarray:
     """
     if not 0.0 <= alpha < 1.0:
         raise ParameterError(f"alpha must lie in [0, 1), got {alpha!r}")
-    return np.asarray(U) > alpha
+    return np.asarray(U) > alpha  # [1] section 3.1, alpha-cut
 
 
 def pair_counts(A: np.ndarray, B: np.ndarray, *, block: int = 2048) -> tuple[int, int, int, int]:
@@ -307,24 +229,25 @@ def pair_counts(A: np.ndarray, B: np.ndarray, *, block: int = 2048) -> tuple[int
 
 
 def rand_index(a: int, b: int, c: int, d: int) -> float:
-    """Rand index [2]: share of pairs on which the two families agree, ``(a + d) / N``."""
+    """Rand index [2]_: share of pairs on which the two families agree, ``(a + d) / N``."""
     total = a + b + c + d
     return 1.0 if total == 0 else (a + d) / total
 
 
 def adjusted_rand_index(a: int, b: int, c: int, d: int) -> float:
-    """Adjusted Rand index [3] in pair-counting form, ``2(ad - bc) / ((a+b)(b+d) + (a+c)(c+d))``.
+    """Adjusted Rand index [3]_ in the pair-counting form of [4]_ eq. 5,
+    ``2(ad - bc) / ((a+b)(b+d) + (a+c)(c+d))``.
 
     1 for identical families; about 0 for independent ones. When the denominator is 0 the
     two families are identical in their pairs (all together or all apart) and the index is 1.
     """
     a, b, c, d = (float(x) for x in (a, b, c, d))
     den = (a + b) * (b + d) + (a + c) * (c + d)
-    return 1.0 if den == 0 else 2.0 * (a * d - b * c) / den
+    return 1.0 if den == 0 else 2.0 * (a * d - b * c) / den  # [4] eq. 5
 
 
 def jaccard_index(a: int, b: int, c: int, d: int) -> float:
-    """Jaccard index [4] over pairs, ``a / (a + b + c)``; 1 when no pair is together in either."""
+    """Jaccard index over pairs [5]_, ``a / (a + b + c)``; 1 when no pair is together in either."""
     den = a + b + c
     return 1.0 if den == 0 else a / den
 
@@ -358,7 +281,7 @@ class ClusterLoss:
     Attributes
     ----------
     d1, d2 : float
-        Centre-based and membership-based distances of [1] (0 for identical clusterings).
+        Centre-based and membership-based distances of [1]_ (0 for identical clusterings).
     d2_squared : float
         d2 with squared per-record distances (see :func:`membership_distance`).
     alpha : dict float -> dict str -> float
@@ -379,17 +302,20 @@ class ClusterLoss:
 
 
 def compare_partitions(
-    original: FuzzyPartition, protected: FuzzyPartition, alphas: Sequence[float] = ALPHAS
+    original: FCMResult, protected: FCMResult, alphas: Sequence[float] = ALPHAS
 ) -> ClusterLoss:
     """Align two fuzzy partitions of the same records and compute d1, d2 and the α-cut indices.
 
-    Use it directly to compare several protected files with one clustering of the original.
+    Both come from :func:`fuzzy_cmeans` (which keeps their membership matrices). Use it
+    directly to compare several protected files with one clustering of the original.
     """
+    if original.memberships is None or protected.memberships is None:
+        raise ParameterError("compare partitions from fuzzy_cmeans, which keeps the memberships")
     if original.memberships.shape[0] != protected.memberships.shape[0]:
         raise ParameterError("both partitions must cover the same records")
-    perm = align_clusters(original.centres, protected.centres)
+    perm = align_clusters(original.centers, protected.centers)
     return ClusterLoss(
-        d1=centre_distance(original.centres, protected.centres, perm),
+        d1=centre_distance(original.centers, protected.centers, perm),
         d2=membership_distance(original.memberships, protected.memberships, perm),
         d2_squared=membership_distance(
             original.memberships, protected.memberships, perm, squared=True
@@ -428,7 +354,7 @@ def cluster_loss(
     max_iter: int = 500,
     random_state: int | np.random.Generator | None = 0,
 ) -> ClusterLoss:
-    """Cluster-specific information loss of ``X_masked`` with respect to ``X`` [1].
+    """Cluster-specific information loss of ``X_masked`` with respect to ``X`` [1]_.
 
     Both files are standardized with the original mean and population standard deviation
     (:func:`standardize_like`), clustered with :func:`fuzzy_cmeans` (best of ``restarts``),
@@ -441,7 +367,7 @@ def cluster_loss(
     c, m, restarts, tol, max_iter, random_state
         Passed to :func:`fuzzy_cmeans`; both files get generators from the same seed.
     alphas : sequence of float
-        α-cut levels, default (0.9, 0.5, 0.1) as in [1].
+        α-cut levels, default (0.9, 0.5, 0.1) as in [1]_.
 
     Returns
     -------

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from sdcflow.errors import InputError
-from sdcflow.tasks.fuzzy.fcm import FCMResult as FuzzyPartition
-from sdcflow.tasks.fuzzy.fcm import memberships as fcm_memberships
+from sdcflow.tasks.fuzzy.fcm import FCMResult
+from sdcflow.tasks.fuzzy.fcm import memberships
 from sdcflow.tasks.measures.cluster_loss import (
     adjusted_rand_index,
     align_clusters,
@@ -96,8 +96,8 @@ def test_fcm_memberships_by_hand():
     Z = np.array([[0.0], [1.0], [3.0]])
     V = np.array([[0.0], [2.0]])
     expected = np.array([[1, 0], [0.5, 0.5], [0.1, 0.9]])
-    np.testing.assert_allclose(fcm_memberships(Z, V, 2.0), expected, rtol=1e-12)
-    assert fcm_memberships(Z, V, 1.5)[2] == pytest.approx([1 / 82, 81 / 82])
+    np.testing.assert_allclose(memberships(Z, V, 2.0), expected, rtol=1e-12)
+    assert memberships(Z, V, 1.5)[2] == pytest.approx([1 / 82, 81 / 82])
 
 
 def test_alignment_is_optimal_not_greedy_and_d1_d2_by_hand():
@@ -119,7 +119,7 @@ def test_fcm_finds_two_obvious_clusters_and_identical_files_lose_nothing():
     rng = np.random.default_rng(0)
     Z = np.vstack([rng.normal(0, 0.1, (30, 2)), rng.normal(5, 0.1, (30, 2))])
     fp = fuzzy_cmeans(Z, 2, restarts=3)
-    assert sorted(fp.centres[:, 0].round(0)) == [0.0, 5.0]
+    assert sorted(fp.centers[:, 0].round(0)) == [0.0, 5.0]
     assert fp.converged and fp.memberships.sum(axis=1) == pytest.approx(1.0)
     loss = cluster_loss(Z, Z, c=2, restarts=3)
     assert loss.d1 == 0.0 and loss.d2 == 0.0
@@ -154,7 +154,7 @@ def test_census_objective_and_monotone_loss_with_noise(census: pd.DataFrame):
     for p in (0.1, 0.25, 0.5, 1.0, 2.0):
         Xp = X + rng.normal(size=X.shape) * p * sd
         _, Zp = standardize_like(X, Xp)
-        protected: FuzzyPartition = fuzzy_cmeans(Zp, 10, restarts=20, random_state=0)
+        protected: FCMResult = fuzzy_cmeans(Zp, 10, restarts=20, random_state=0)
         losses.append(compare_partitions(original, protected))
     d1 = [loss.d1 for loss in losses]
     d2 = [loss.d2 for loss in losses]

@@ -167,11 +167,6 @@ class FCMResult:
     truncation: dict[str, Any] | None = None
     memberships: np.ndarray | None = None
 
-    @property
-    def centres(self) -> np.ndarray:
-        """The same array as :attr:`centers` (the measures spell it the British way)."""
-        return self.centers
-
 
 def _as_projector(
     constraints: LinearConstraints | PolyhedronProjector | None, d: int

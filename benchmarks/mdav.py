@@ -7,17 +7,18 @@ Usage::
 
 Input is either every numeric column of a CSV file or synthetic standard-normal data
 (``numpy.random.default_rng(seed).standard_normal((n, d))``). The timed call is the masking
-call alone, ``sdcflow.tasks.microaggregation.mdav.mdav(X, k)`` (validation,
-standardization, grouping); reading
-the input, computing the loss and the numba compilation are outside the clock (the kernel is
-compiled, or loaded from numba's on-disk cache, on a small warm-up file first, and that time
-is reported as ``warmup_seconds``).
+call alone, ``sdcflow.tasks.microaggregation.mdav.mdav(X, k)`` (validation, standardization,
+grouping); reading the input, computing the loss and the numba compilation are outside the
+clock (the kernel is compiled, or loaded from numba's on-disk cache, on a small warm-up file
+first, and that time is reported as ``warmup_seconds``). ``il`` is IL = 100 SSE / SST.
 
-Output keys: ``n, d, k, seconds, il`` (``seconds``: CPU seconds of this process, the unit of the
-figures in the issue; ``wall_seconds`` beside it, the machine may be shared). With
-``--baseline`` the straightforward numpy MDAV (``mdav_groups_reference``, the executable
-specification the kernel must match) is timed too: ``baseline_seconds``, ``baseline_il``,
-``ratio`` (baseline / kernel CPU seconds) and ``identical`` (same label of every record).
+Output keys: ``n, d, k, seconds, il`` (``seconds``: CPU seconds of this process, the unit of
+``benchmarks/README.md``; ``wall_seconds`` beside it). With ``--baseline`` the straightforward
+numpy MDAV (``mdav_groups_reference``, the executable specification the kernel must match) is
+timed too: ``baseline_seconds``, ``baseline_il``, ``ratio`` (baseline / kernel CPU seconds)
+and ``identical`` (same label of every record).
+
+The figures and the commands that produced them: ``benchmarks/README.md``, "MDAV and PS".
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ such records are *undetermined* for the rule, not violations, in both DuckDB and
 skips nulls in column-map expectations), as ``NA`` in R's ``validate`` [1]_.
 
 :func:`linear_rows` gives the rows of a linear rule, from which the preflight assembles the
-feasible set ``{x : A x = b, G x <= h}`` (the form ``alpha . v = A`` of section 2.3 of [2]_)
+feasible set ``{x : A x = b, G x <= h}`` (the form ``alpha . v = A`` of [2]_ Sec. 2.3)
 that masking methods and the repair step consume.
 
 Identifiers are always double-quoted (with ``"`` doubled); only constants written in the rule are
@@ -31,10 +31,11 @@ the data are never pasted into SQL.
 
 References
 ----------
-.. [1] M. van der Loo and E. de Jonge, "Data Validation Infrastructure for R", Journal of
-   Statistical Software 97(10), 2021.
-.. [2] "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity for data
-   with constraints", section 2.3 (``../shared/papers/constrained-fuzzy-microaggregation.txt``).
+.. [1] M.P.J. van der Loo, E. de Jonge, "Data validation infrastructure for R", Journal of
+   Statistical Software 97(10) (2021) 1-31, doi:10.18637/jss.v097.i10 (package ``validate``).
+.. [2] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity
+   for data with constraints", Journal of Intelligent & Fuzzy Systems (2020),
+   doi:10.3233/JIFS-189074, Sec. 2.3 "Constraints and linear constraints".
 """
 
 from __future__ import annotations

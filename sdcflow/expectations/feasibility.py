@@ -1,7 +1,7 @@
 """Feasibility of a rule set: can any record satisfy every rule? Checked before a run.
 
 The linear, unconditional rules (ranges included) define the polyhedron
-``P = {x : A x = b, G x <= h}`` (section 2.3 of [1]_); a numeric set rule ``x in [v1, ...]``
+``P = {x : A x = b, G x <= h}`` ([1]_ Sec. 2.3); a numeric set rule ``x in [v1, ...]``
 adds its relaxation ``min v <= x <= max v``. ``P`` is empty exactly when the linear program
 ``min 0 s.t. x in P`` (scipy ``linprog``, HiGHS [2]_, free variables) is infeasible. Strict
 inequalities enter as their closure, so ``x < 5`` with ``x >= 5`` is not caught (the closure
@@ -25,12 +25,13 @@ used (a relaxation: some conflicts involving text conditions go unnoticed).
 
 References
 ----------
-.. [1] "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity for data
-   with constraints", section 2.3 (``../shared/papers/constrained-fuzzy-microaggregation.txt``).
-.. [2] Q. Huangfu and J. A. J. Hall, "Parallelizing the dual revised simplex method",
-   Mathematical Programming Computation 10, 2018 (HiGHS, ``scipy.optimize.linprog``).
-.. [3] J. W. Chinneck and E. W. Dravnieks, "Locating minimal infeasible constraint sets in
-   linear programs", ORSA Journal on Computing 3(2), 1991.
+.. [1] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity
+   for data with constraints", Journal of Intelligent & Fuzzy Systems (2020),
+   doi:10.3233/JIFS-189074, Sec. 2.3 "Constraints and linear constraints".
+.. [2] Q. Huangfu, J.A.J. Hall, "Parallelizing the dual revised simplex method", Mathematical
+   Programming Computation 10(1) (2018) 119-142 (HiGHS, behind ``scipy.optimize.linprog``).
+.. [3] J.W. Chinneck, E.W. Dravnieks, "Locating minimal infeasible constraint sets in linear
+   programs", ORSA Journal on Computing 3(2) (1991) 157-168.
 """
 
 from __future__ import annotations

@@ -15,9 +15,8 @@ A rule reads like arithmetic, as in R's ``validate`` package [1]_::
 A column name that is not a plain identifier is written in backticks, as in R
 (`` `total costs` <= turnover ``). Arithmetic must be linear: a column may be multiplied or
 divided by a constant, never by another column. Each linear, unconditional rule is an edit
-constraint ``a . x = b`` or ``a . x <= b`` in the sense of section 2.3 of the constrained fuzzy
-microaggregation paper [2]_, which the masking methods and the repair step consume
-(:func:`sdcflow.tasks.steps.plan.linear_constraints`).
+constraint ``a . x = b`` or ``a . x <= b`` in the sense of [2]_ Sec. 2.3, which the masking
+methods and the repair step consume (:func:`sdcflow.tasks.steps.plan.linear_constraints`).
 
 An edit item is a string or a mapping ``{rule, name, severity, tolerance, description}``.
 ``severity`` is ``error`` (default: a violation blocks a release) or ``warning`` (reported only);
@@ -30,11 +29,11 @@ rules are the way to forbid missing values.
 
 References
 ----------
-.. [1] M. van der Loo and E. de Jonge, "Data Validation Infrastructure for R", Journal of
-   Statistical Software 97(10), 2021 (package ``validate``).
-.. [2] "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity for data
-   with constraints", section 2.3 "Constraints and linear constraints"
-   (``../shared/papers/constrained-fuzzy-microaggregation.txt``).
+.. [1] M.P.J. van der Loo, E. de Jonge, "Data validation infrastructure for R", Journal of
+   Statistical Software 97(10) (2021) 1-31, doi:10.18637/jss.v097.i10 (package ``validate``).
+.. [2] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity
+   for data with constraints", Journal of Intelligent & Fuzzy Systems (2020),
+   doi:10.3233/JIFS-189074, Sec. 2.3 "Constraints and linear constraints".
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Validate edit rules with Great Expectations 1.x on the check columns DuckDB computed.
 
-Design (verified against great-expectations 1.24.1 and duckdb 2.0.0 in this environment)
------------------------------------------------------------------------------------------
+Design (verified against great-expectations 1.24.1 and duckdb 2.0.0)
+--------------------------------------------------------------------
 * **GE does not talk to DuckDB.** GE 1.24 has no native DuckDB datasource (the native engine is
-  an open pull request, #12084), and its SQL datasource through ``duckdb-engine`` fails on every
-  expectation with an ``IndexError`` in ``resolve_metric_bundle`` (GE issues #10738, #11579);
-  ``duckdb-engine`` is not even installed here. ``UnexpectedRowsExpectation`` (the natural fit
+  an open pull request, #12084 [2]), and its SQL datasource through ``duckdb-engine`` fails on
+  every expectation with an ``IndexError`` in ``resolve_metric_bundle`` (issues #10738, #11579
+  [2]);
+  sdcflow does not depend on ``duckdb-engine``. ``UnexpectedRowsExpectation`` (the natural fit
   for "rows violating a SQL predicate") runs only on SQL and Spark engines. And a second
   ``duckdb.connect`` on a file GE holds open with another configuration fails, so every
   connection stays in :mod:`sdcflow.warehouse`.
@@ -18,12 +19,9 @@ Design (verified against great-expectations 1.24.1 and duckdb 2.0.0 in this envi
   ``ExpectColumnValuesToNotBeNull`` for not-null, and for the rest (conditionals, ``!=``, text
   comparisons, general chains) the custom :class:`ExpectRuleToHold`, a subclass of
   ``ExpectColumnValuesToBeInSet`` fixed to ``{True}`` (GE 1.x's documented way to customize an
-  expectation class). GE skips nulls in column-map expectations, which is exactly the
-  "undetermined" semantics of the rule language. Measured here (wall time on a shared 2-core
-  machine): importing GE 2.1-4.9 s (so the flow imports this module only inside its task), an
-  ephemeral context 0.01 s, and a checkpoint with 9 rules plus the Data Docs build 0.3 s on
-  3 000 rows, 0.6 s on 100 000 and 1.0 s on 1 000 000 (DuckDB computing the check columns
-  takes 0.14 s and 0.86 s on the last two).
+  expectation class [1]). GE skips nulls in column-map expectations, which is exactly the
+  "undetermined" semantics of the rule language. Importing GE takes seconds, so the flow
+  imports this module only inside its task (timings: ``benchmarks/README.md``, "Edit rules").
 * **An ephemeral context** (in-memory stores, analytics and progress bars off) with one
   filesystem Data Docs site whose ``base_directory`` is the run's report folder; a checkpoint
   with an ``UpdateDataDocsAction`` builds the site after validation.
@@ -33,8 +31,11 @@ Design (verified against great-expectations 1.24.1 and duckdb 2.0.0 in this envi
 
 References
 ----------
-.. [1] Great Expectations 1.x documentation: "Connect to dataframe data", "Customize an
-   Expectation Class", "Configure Data Docs", "Run a Checkpoint".
+.. [1] Great Expectations 1.x documentation, https://docs.greatexpectations.io: "Connect to
+   dataframe data", "Customize an Expectation Class", "Configure Data Docs", "Run a
+   Checkpoint".
+.. [2] The Great Expectations issue tracker on GitHub: pull request #12084 (native DuckDB
+   execution engine), issues #10738 and #11579 (``IndexError`` with ``duckdb-engine``).
 """
 
 from __future__ import annotations

@@ -118,4 +118,5 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
 
 
 def is_numeric_type(duckdb_type: str) -> bool:
+    """Whether a DuckDB type name (``DESCRIBE`` output) is an integer, float or decimal type."""
     return duckdb_type.upper().startswith(_NUMERIC)

@@ -95,6 +95,10 @@ class Warehouse:
 
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for the duration of a ``with`` block, closed on exit.
+
+        Raises ``InputError`` (reason ``WAREHOUSE``) when the file is not a DuckDB database.
+        """
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -136,6 +140,7 @@ class Warehouse:
         return table
 
     def write_frame(self, schema: str, run_id: str, frame: pd.DataFrame) -> str:
+        """Create or replace the ``schema`` table of ``run_id`` from ``frame``; return its name."""
         table = table_name(schema, run_id)
         with self.connect() as con:
             con.register("incoming", frame)
@@ -144,12 +149,15 @@ class Warehouse:
         return table
 
     def read_frame(self, schema: str, run_id: str) -> pd.DataFrame:
+        """The ``schema`` table of ``run_id``, ordered by ``sdc_row_id``."""
         with self.connect(read_only=True) as con:
             return con.sql(f"SELECT * FROM {table_name(schema, run_id)} ORDER BY {ROW_ID}").df()
 
     # -- audit ----------------------------------------------------------------------------
 
     def start_run(self, run_id: str, release: str, spec_sha256: str, method: str) -> None:
+        """Record a run as ``running`` with this host and process id (after marking the runs of
+        dead processes ``interrupted``)."""
         self.initialize()
         self.mark_interrupted()
         with self.connect() as con:
@@ -184,6 +192,7 @@ class Warehouse:
         n_rows: int | None = None,
         published_to: str | None = None,
     ) -> None:
+        """Record the end of a run: its status, message, row count and where it was published."""
         with self.connect() as con:
             con.execute(
                 "UPDATE audit.runs SET ended_at = ?, status = ?, message = ?, "
@@ -192,6 +201,11 @@ class Warehouse:
             )
 
     def record_checks(self, run_id: str, outcomes: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the run's rows in ``audit.checks`` and its JSON summary in ``audit.runs``.
+
+        ``outcomes``: mappings with keys ``check``, ``figure``, ``threshold``, ``rule``,
+        ``verdict``.
+        """
         rows = [
             (run_id, o["check"], o["figure"], o["threshold"], o["rule"], o["verdict"])
             for o in outcomes

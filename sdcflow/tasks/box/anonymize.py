@@ -14,8 +14,10 @@
 
 References
 ----------
-[1] G. Xiang et al., "Data anonymization that leads to the most accurate estimates of
-    statistical characteristics: fuzzy-motivated approach", IFSA-NAFIPS 2013.
+[1] G. Xiang, S. Ferson, L. Ginzburg, L. Longpré, E. Mayorga, O. Kosheleva, "Data anonymization
+    that leads to the most accurate estimates of statistical characteristics: fuzzy-motivated
+    approach", Proc. Joint IFSA World Congress and NAFIPS Annual Meeting (IFSA-NAFIPS 2013),
+    611-616, doi:10.1109/IFSA-NAFIPS.2013.6608471.
 """
 
 from __future__ import annotations
@@ -191,9 +193,9 @@ def box_anonymize(
     weights : {"equal", "crisp", "fuzzy"}
         Weights of the estimates (eq. 40, eq. 25-26, section III). Crisp and fuzzy weights
         minimize eq. 43, which counts box width and sampling error but not bias: they estimate
-        the statistic of the re-weighted records (on Census the AGI-FICA correlation is 0.71
-        with equal weights and 0.95 with the fuzzy weights of a k = 5 release), so the
-        equal-weight intervals are always published too (``estimates_equal_weights``).
+        the statistic of the re-weighted records, which can differ much from the file's (an
+        example in ``benchmarks/README.md``, "Box anonymization"), so the equal-weight
+        intervals are always published too (``estimates_equal_weights``).
     partition : {"targets", "standardized"}
         "targets" splits the side with the largest a-weighted width; "standardized" the side
         with the largest width in standard deviations (the unweighted baseline).

@@ -1,6 +1,7 @@
-"""Figures that verify a box release (the box gates in ``sdcflow.tasks.gates.box``).
+"""Figures that verify a box release: what the box gates (``sdcflow.tasks.gates.box``) compare
+with their limits.
 
-* ``min_distinct``: the smallest number of distinct values (eq. 29) of any quasi-identifier in
+* ``min_distinct``: the smallest number of distinct values ([1] eq. 29) of any quasi-identifier in
   any box (l-diversity of the boxes; must be >= l).
 * ``records_outside``: original records not inside their released box (must be 0).
 * ``targets_outside``: target statistics whose original value (with the released weights, and
@@ -9,6 +10,13 @@
 
 The k of the boxes is the generic ``k_anonymity`` check: the identifying columns of a box
 release are the lo/hi columns and ``box_id``, so identical released rows are exactly a box.
+
+References
+----------
+[1] G. Xiang, S. Ferson, L. Ginzburg, L. Longpré, E. Mayorga, O. Kosheleva, "Data anonymization
+    that leads to the most accurate estimates of statistical characteristics: fuzzy-motivated
+    approach", Proc. Joint IFSA World Congress and NAFIPS Annual Meeting (IFSA-NAFIPS 2013),
+    611-616, doi:10.1109/IFSA-NAFIPS.2013.6608471.
 """
 
 from __future__ import annotations

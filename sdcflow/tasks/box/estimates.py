@@ -1,10 +1,10 @@
-"""Interval estimates of the target statistics from boxes (eq. 7-9, 37-38).
+"""Interval estimates of the target statistics from boxes ([1] eq. 7-9, 37-38).
 
 For every record p only its box [lo_p, hi_p] is known; a statistic C then ranges over an
 interval. Three intervals are reported for each target:
 
 * ``linearized``: the paper's C(centres) +- Delta, Delta = sum_p sum_i |dC/dx_i| Delta_i(p)
-  (eq. 8-9, derivatives at the box centres, weights of eq. 37-38). An approximation: it is
+  ([1] eq. 8-9, derivatives at the box centres, weights of eq. 37-38). An approximation: it is
   neither guaranteed to contain the range nor to lie inside it.
 * ``guaranteed``: bounds proved to contain every value C can take for points in the boxes.
   Mean: exact (both ends attained). Variance: the lower end is the exact minimum, the upper end
@@ -26,15 +26,19 @@ Proofs (x = centre + delta, |delta_p| <= Delta_p, sum w = 1):
   (Cauchy-Schwarz); also |C| <= sqrt(Vx_max Vy_max).
 * correlation: the tighter of (a) interval arithmetic rho = C / (sx sy) with C, sx, sy in their
   guaranteed intervals and (b) the second-order bound of :func:`_correlation_quadratic_bounds`
-  (keeps the cancellation between the two terms of eq. 14), clipped to [-1, 1].
+  (keeps the cancellation between the two terms of [1] eq. 14), clipped to [-1, 1].
+
+The exact maximum of a variance over boxes is NP-hard in general [2], hence the bounds.
 
 References
 ----------
-[1] G. Xiang et al., "Data anonymization that leads to the most accurate estimates of
-    statistical characteristics: fuzzy-motivated approach", IFSA-NAFIPS 2013.
-[2] H. T. Nguyen, V. Kreinovich, B. Wu, G. Xiang, Computing Statistics under Interval and
-    Fuzzy Uncertainty, Springer 2012 (variance of interval data: lower end polynomial, upper
-    end NP-hard in general - hence a guaranteed bound rather than the exact maximum).
+[1] G. Xiang, S. Ferson, L. Ginzburg, L. Longpré, E. Mayorga, O. Kosheleva, "Data anonymization
+    that leads to the most accurate estimates of statistical characteristics: fuzzy-motivated
+    approach", Proc. Joint IFSA World Congress and NAFIPS Annual Meeting (IFSA-NAFIPS 2013),
+    611-616, doi:10.1109/IFSA-NAFIPS.2013.6608471.
+[2] H.T. Nguyen, V. Kreinovich, B. Wu, G. Xiang, *Computing Statistics under Interval and
+    Fuzzy Uncertainty*, Springer, Berlin, 2012 (variance of interval data: the lower end is
+    computable in polynomial time, the upper end is NP-hard in general).
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ Here n is the number of variables (the paper's n) and N the number of points.
 
 References
 ----------
-[1] G. Xiang et al., "Data anonymization that leads to the most accurate estimates of
-    statistical characteristics: fuzzy-motivated approach", IFSA-NAFIPS 2013, eq. 17-36.
+[1] G. Xiang, S. Ferson, L. Ginzburg, L. Longpré, E. Mayorga, O. Kosheleva, "Data anonymization
+    that leads to the most accurate estimates of statistical characteristics: fuzzy-motivated
+    approach", Proc. Joint IFSA World Congress and NAFIPS Annual Meeting (IFSA-NAFIPS 2013),
+    611-616, doi:10.1109/IFSA-NAFIPS.2013.6608471.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """Cells for box anonymization: a recursive median partition shaped by the sensitivities.
 
 Every cell is split at the clean cut (two different consecutive values) closest to its median
-rounded to a multiple of k (so that cells end with exactly k records where the values allow,
-as [1] asks), along the side with the largest a-weighted width A_j * W_j, where A_j is the sum
-of the sensitivities a_j(x) of the cell's records (eq. 63) and W_j its width. The cell's
-contribution to the interval width of eq. 9 is sum_j A_j W_j / 2, so the greedy rule always cuts
-the largest term and drives the cells towards the balance a_i(x) Delta_i(x) = const of eq. 19.
-A split is kept only when both halves hold at least k records and at least l distinct values
-(eq. 29) of every variable; otherwise the next side is tried. All cells of one level are split
-at once (vectorized: one sort per variable and level, O(d n log n) per level, about log2(n / k)
+rounded to a multiple of k (so that cells end with exactly k records where the values allow, as
+[1] asks), along the side with the largest a-weighted width A_j * W_j, where A_j is the sum of
+the sensitivities a_j(x) of the cell's records ([1] eq. 63) and W_j its width. The cell's
+contribution to the interval width of [1] eq. 9 is sum_j A_j W_j / 2, so the greedy rule always
+cuts the largest term and drives the cells towards the balance a_i(x) Delta_i(x) = const of
+[1] eq. 19; with a = 1 / sd it is a Mondrian-style median partition [2]. A split is kept only
+when both halves hold at least k records and at least l distinct values ([1] eq. 29) of every
+variable; otherwise the next side is tried. All cells of one level are split at once
+(vectorized: one sort per variable and level, O(d n log n) per level, about log2(n / k)
 levels).
 
 Because cuts fall strictly between two different values, the cells are disjoint slabs of space
@@ -16,10 +17,12 @@ and every box (the bounding box of a cell's records) holds all of its records an
 
 References
 ----------
-[1] G. Xiang et al., "Data anonymization that leads to the most accurate estimates of
-    statistical characteristics: fuzzy-motivated approach", IFSA-NAFIPS 2013.
-[2] K. LeFevre, D. DeWitt, R. Ramakrishnan, "Mondrian multidimensional k-anonymity", ICDE 2006
-    (the median partition this follows, with the unweighted normalized width).
+[1] G. Xiang, S. Ferson, L. Ginzburg, L. Longpré, E. Mayorga, O. Kosheleva, "Data anonymization
+    that leads to the most accurate estimates of statistical characteristics: fuzzy-motivated
+    approach", Proc. Joint IFSA World Congress and NAFIPS Annual Meeting (IFSA-NAFIPS 2013),
+    611-616, doi:10.1109/IFSA-NAFIPS.2013.6608471.
+[2] K. LeFevre, D.J. DeWitt, R. Ramakrishnan, "Mondrian multidimensional k-anonymity",
+    Proc. 22nd International Conference on Data Engineering (ICDE 2006), IEEE, 2006.
 """
 
 from __future__ import annotations

@@ -1,18 +1,22 @@
-"""Target statistics of box anonymization and their sensitivities (eq. 2-15, 37-38, 57-63).
+"""Target statistics of box anonymization and their sensitivities ([1] eq. 2-15, 37-38, 57-63).
 
 A *target* is a statistic the users of the release need: the mean, variance, standard deviation
 of one variable, or the covariance or correlation of two. Each has a probability ``p`` that users
-ask for it and a desired accuracy ``delta0`` (eq. 57). Boxes are shaped so that the combined
-sensitivity a_i(x) = sum_C p_C / delta0_C * |b_i^C(x)| (eq. 63) times the half-width is balanced.
+ask for it and a desired accuracy ``delta0`` ([1] eq. 57). Boxes are shaped so that the combined
+sensitivity a_i(x) = sum_C p_C / delta0_C * |b_i^C(x)| ([1] eq. 63) times the half-width is
+balanced.
 
-All statistics are the weighted, N-denominator estimates of eq. 37-38; equal weights 1/N give
-eq. 2-6 (the paper's convention, see its comment after eq. 6).
+All statistics are the weighted, N-denominator estimates of [1] eq. 37-38; equal weights 1/N
+give eq. 2-6 (the paper's convention, see its comment after eq. 6).
 
 References
 ----------
 [1] G. Xiang, S. Ferson, L. Ginzburg, L. Longpré, E. Mayorga, O. Kosheleva, "Data anonymization
     that leads to the most accurate estimates of statistical characteristics: fuzzy-motivated
-    approach", Proc. IFSA-NAFIPS 2013, 611-616 (``../shared/papers``).
+    approach", Proc. Joint IFSA World Congress and NAFIPS Annual Meeting (IFSA-NAFIPS 2013),
+    611-616, doi:10.1109/IFSA-NAFIPS.2013.6608471.
+[2] D.J. Sheskin, *Handbook of Parametric and Nonparametric Statistical Procedures*, 4th ed.,
+    Chapman & Hall/CRC, Boca Raton, 2007 (reference [5] of [1], for the sampling variance).
 """
 
 from __future__ import annotations
@@ -151,8 +155,7 @@ def influence_scale(X: np.ndarray, target: Target) -> float:
     """A_C: the standard deviation of the influence function of C on ``X`` (n, d).
 
     The sampling standard error of an estimate with weights w is A_C * sqrt(sum w^2) ([1]
-    eq. 24, 39-42, with [1]'s reference [5] for the sampling variance); for the mean A_C is
-    the standard deviation itself.
+    eq. 24, 39-42, after [2]); for the mean A_C is the standard deviation itself.
     """
     _, D, sd = _moments(X, _uniform(X.shape[0]))
     i = target.vars[0]

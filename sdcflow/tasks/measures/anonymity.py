@@ -2,17 +2,21 @@
 
 An *equivalence class* is a group of released records with identical quasi-identifier values.
 
+Distinct l-diversity reads the "well-represented" values of [2] as at least l distinct
+sensitive values per class; entropy l-diversity asks ``-sum_s p(q, s) log p(q, s) >= log l``
+in every class q [2]. Probabilistic k-anonymity asks that no record be re-identified with
+probability above 1/k [3].
+
 References
 ----------
-[1] L. Sweeney, "k-anonymity: a model for protecting privacy", Int. J. Uncertainty, Fuzziness
-    and Knowledge-Based Systems 10(5) (2002) 557-570.
+[1] L. Sweeney, "k-anonymity: a model for protecting privacy", International Journal of
+    Uncertainty, Fuzziness and Knowledge-Based Systems 10(5) (2002) 557-570.
 [2] A. Machanavajjhala, D. Kifer, J. Gehrke, M. Venkitasubramaniam, "l-Diversity: privacy
-    beyond k-anonymity", ACM TKDD 1(1) (2007), Definition 3.2 (distinct l-diversity, in its
-    "well-represented" reading: at least l distinct sensitive values per class) and
-    Definition 4.1 (entropy l-diversity: ``-sum_s p(q, s) log p(q, s) >= log l`` in every
-    class q).
+    beyond k-anonymity", ACM Transactions on Knowledge Discovery from Data 1(1) (2007),
+    article 3.
 [3] J. Soria-Comas, J. Domingo-Ferrer, "Probabilistic k-anonymity through microaggregation and
-    data swapping", FUZZ-IEEE 2012: the probability of re-identifying any record is at most 1/k.
+    data swapping", Proc. IEEE International Conference on Fuzzy Systems (FUZZ-IEEE 2012),
+    2012.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def equivalence_class_sizes(released: pd.DataFrame | np.ndarray) -> np.ndarray:
 def k_anonymity(released: pd.DataFrame | np.ndarray) -> int:
     """The k the released file achieves: the size of its smallest equivalence class [1]."""
     sizes = equivalence_class_sizes(released)
-    return int(sizes.min()) if sizes.size else 0
+    return int(sizes.min()) if sizes.size else 0  # [1] the smallest class
 
 
 def _sensitive_frame(
@@ -78,6 +82,7 @@ def _entropy_per_class(ids: np.ndarray, values: pd.Series) -> np.ndarray:
     counts = pd.DataFrame({"c": ids, "v": codes}).value_counts().reset_index(name="k")
     class_size = np.bincount(ids)
     p = counts["k"].to_numpy() / class_size[counts["c"].to_numpy()]
+    # [2] H_q = -sum_s p(q, s) ln p(q, s)
     return np.bincount(counts["c"].to_numpy(), weights=-p * np.log(p), minlength=class_size.size)
 
 
@@ -134,7 +139,7 @@ def probabilistic_k_anonymity(reidentification: np.ndarray | Sequence[float]) ->
     if np.any((P < 0) | (P > 1)) or not np.all(np.isfinite(P)):
         raise ParameterError("reidentification probabilities must lie in [0, 1]")
     top = float(P.max())
-    return float("inf") if top == 0 else 1.0 / top
+    return float("inf") if top == 0 else 1.0 / top  # [3] every P_i <= 1/k
 
 
 def expected_cluster_sizes(memberships: np.ndarray) -> np.ndarray:

@@ -7,22 +7,30 @@ record order (the order is known to us, never to the intruder).
 * :func:`record_linkage` — distance-based record linkage (DBRL) [1], [2]: the intruder holds
   the original records and links each released record to its nearest original one.
 * :func:`interval_disclosure` — rank-based interval disclosure [1], [2].
-* :func:`transparency_reidentification` — the intruder of the transparency principle [3]:
+* :func:`transparency_reidentification` — the intruder of the transparency principle [5]:
   knows the masking method and its parameters and uses them to link.
 
 References
 ----------
 [1] J. Domingo-Ferrer, V. Torra, "A quantitative comparison of disclosure control methods for
-    microdata", in: Confidentiality, Disclosure and Data Access, Elsevier (2001) 111-133,
-    section 4 (distance-based record linkage; rank-based interval disclosure).
+    microdata", in: P. Doyle, J.I. Lane, J.J.M. Theeuwes, L.V. Zayatz (eds.), Confidentiality,
+    Disclosure and Data Access: Theory and Practical Applications for Statistical Agencies,
+    North-Holland, Amsterdam, 2001, 111-133 (distance-based record linkage, rank-based
+    interval disclosure).
 [2] J. Domingo-Ferrer, J.M. Mateo-Sanz, V. Torra, "Comparing SDC methods for microdata on the
-    basis of information loss and disclosure risk", Pre-proceedings of ETK-NTTS 2001, 807-826.
-[3] J. Domingo-Ferrer, V. Torra, "Towards fuzzy c-means based microaggregation", in: Soft
-    Methods in Probability, Statistics and Data Analysis (2002); the transparency principle
-    and fuzzy microaggregation as its answer are in the constrained-fuzzy-microaggregation
-    paper (``../shared/papers``), section 2.
-[4] J. Soria-Comas, J. Domingo-Ferrer, "Probabilistic k-anonymity through microaggregation
-    and data swapping", FUZZ-IEEE 2012: a record is re-identified with probability at most 1/k.
+    basis of information loss and disclosure risk", Pre-proceedings of ETK-NTTS 2001, vol. 2,
+    Eurostat, Luxembourg, 2001, 807-826.
+[3] J. Domingo-Ferrer, V. Torra, "Towards fuzzy c-means based microaggregation", in:
+    P. Grzegorzewski, O. Hryniewicz, M.A. Gil (eds.), Soft Methods in Probability, Statistics
+    and Data Analysis, Advances in Soft Computing 16, Physica-Verlag, Heidelberg, 2002,
+    289-294; the transparency principle and fuzzy microaggregation as the answer to it are
+    reviewed in [5] Sec. 1-2.
+[4] J. Soria-Comas, J. Domingo-Ferrer, "Probabilistic k-anonymity through microaggregation and
+    data swapping", Proc. IEEE International Conference on Fuzzy Systems (FUZZ-IEEE 2012),
+    2012: a record is re-identified with probability at most 1/k.
+[5] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic k-anonymity
+    for data with constraints", Journal of Intelligent & Fuzzy Systems (2020),
+    doi:10.3233/JIFS-189074.
 """
 
 from __future__ import annotations
@@ -62,16 +70,16 @@ def record_linkage_scores(
 
     Cost: one KD-tree over the originals, one nearest-neighbour query per released record and
     a counting ball query for those whose own original is at the minimal distance; O(n log n)
-    for low d, no n x n matrix. In 10 dimensions KD-trees degrade: 100 000 records with
-    noise of 0.3 sd took about 13-30 s here (shared machine); ``workers=-1`` spreads the queries
-    over all cores.
+    for low d, no n x n matrix. KD-trees degrade in 10 dimensions and more (timings in
+    ``benchmarks/README.md``, "Measures"); ``workers=-1`` spreads the queries over all
+    cores.
 
     Shapes: X (n, d), X_masked (n, d) -> (n,) in [0, 1].
     """
     X, Xm = check_pair(X, X_masked)
     Z, Zm = _standardize_pair(X, Xm)
     tree = cKDTree(Z)
-    d_min, _ = tree.query(Zm, k=1, workers=workers)
+    d_min, _ = tree.query(Zm, k=1, workers=workers)  # [1] nearest original record
     radius = d_min * (1.0 + rtol) + rtol
     own = np.sqrt(((Zm - Z) ** 2).sum(axis=1))
     hit = own <= radius  # only these can score: count their ties
@@ -107,7 +115,7 @@ def interval_disclosure_per_variable(
 ) -> np.ndarray:
     """Rank-based interval disclosure of each variable, percent, averaged over ``p``.
 
-    For variable j and a percentage p ([1] section 4, [2]): sort the original values; the
+    For variable j and a percentage p ([1], [2]): sort the original values; the
     released value ``x'_ij`` sits at rank ``c`` = the rank of the original value nearest to it
     (the lower one on a tie); the interval around it spans the original values of ranks
     ``c - h .. c + h`` with ``h = floor(p n / 200)``, so that ranks inside it differ by at most
@@ -128,7 +136,7 @@ def interval_disclosure_per_variable(
         lo_pos = np.clip(hi_pos - 1, 0, n - 1)
         c = np.where(np.abs(xm - s[lo_pos]) <= np.abs(s[hi_pos] - xm), lo_pos, hi_pos)
         for pk in ps:
-            h = int(np.floor(pk * n / 200.0))
+            h = int(np.floor(pk * n / 200.0))  # [1], [2]: ranks within p % of n
             lo = s[np.clip(c - h, 0, n - 1)]
             hi = s[np.clip(c + h, 0, n - 1)]
             out[j] += np.mean((X[:, j] >= lo) & (X[:, j] <= hi))
@@ -161,7 +169,7 @@ def reidentification_probabilities(
     """Each record's probability of being re-identified by the transparency intruder.
 
     Model (worst case, the same intruder knowledge as record linkage): the intruder knows the
-    method and its parameters [3] and holds the original quasi-identifiers. From them he
+    method and its parameters [5] and holds the original quasi-identifiers. From them he
     computes, for every target record i, the probability ``u_ig`` that it was released as
     group/centre g (for a deterministic method such as MDAV he simply reruns it: ``u_ig`` is 1
     for the record's own group). The released file shows ``N_g`` records with the values of g,
@@ -202,7 +210,7 @@ def reidentification_probabilities(
     N[: counts.size] = counts
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(N > 0, U / np.where(N > 0, N, 1.0), 0.0)
-    return ratio.max(axis=1)
+    return ratio.max(axis=1)  # P_i = max_g u_ig / N_g
 
 
 def transparency_reidentification(
@@ -228,7 +236,7 @@ def fuzzy_reidentification_probabilities(
     """:func:`reidentification_probabilities` for fuzzy microaggregation, without an n x c matrix.
 
     The intruder's ``u_ig`` are the memberships of record i to the released centres that the
-    method draws from [3]: fuzzy c-means memberships with fuzziness ``m`` (the method's m2),
+    method draws from [3], [5]: fuzzy c-means memberships with fuzziness ``m`` (the method's m2),
     ``u_ig ∝ ||z_i - v_g||^(-2/(m-1))``, or entropy-FCM memberships with ``lam`` (its λ2),
     ``u_ig ∝ exp(-lam ||z_i - v_g||^2)``; a record that coincides with centres shares its
     membership among them. They are computed ``chunk`` records at a time.

@@ -3,7 +3,7 @@
 Three families, all comparing an original file ``X`` (n, d) with the released point values
 ``X_masked`` (n, d), record by record in the same order:
 
-* :func:`sse_sst_loss` — IL = 100 * SSE / SST on standardized attributes [1].
+* :func:`sse_sst_loss` — IL = 100 * SSE / SST on standardized attributes [1], [7] eq. 1-3.
 * :func:`generic_loss` / :func:`generic_loss_table` — the generic measures of Domingo-Ferrer,
   Mateo-Sanz & Torra [2], [3]: mean absolute and mean relative ("mean variation") differences
   between the vectors of means and variances and the covariance and correlation matrices.
@@ -15,17 +15,30 @@ Three families, all comparing an original file ``X`` (n, d) with the released po
 References
 ----------
 [1] J. Domingo-Ferrer, J.M. Mateo-Sanz, "Practical data-oriented microaggregation for
-    statistical disclosure control", IEEE TKDE 14(1) (2002): IL = 100 * SSE / SST.
+    statistical disclosure control", IEEE Transactions on Knowledge and Data Engineering 14(1)
+    (2002) 189-201: IL = 100 * SSE / SST.
 [2] J. Domingo-Ferrer, V. Torra, "A quantitative comparison of disclosure control methods for
-    microdata", in: Confidentiality, Disclosure and Data Access, Elsevier (2001) 111-133,
-    section 3 (information-loss measures on X, V, S, R: mean absolute error and mean variation).
+    microdata", in: P. Doyle, J.I. Lane, J.J.M. Theeuwes, L.V. Zayatz (eds.), Confidentiality,
+    Disclosure and Data Access: Theory and Practical Applications for Statistical Agencies,
+    North-Holland, Amsterdam, 2001, 111-133 (information loss on the means, variances,
+    covariances and correlations: mean absolute error and mean variation).
 [3] J. Domingo-Ferrer, J.M. Mateo-Sanz, V. Torra, "Comparing SDC methods for microdata on the
-    basis of information loss and disclosure risk", Pre-proceedings of ETK-NTTS 2001, 807-826.
+    basis of information loss and disclosure risk", Pre-proceedings of ETK-NTTS 2001, vol. 2,
+    Eurostat, Luxembourg, 2001, 807-826.
 [4] J.M. Mateo-Sanz, J. Domingo-Ferrer, F. Sebé, "Probabilistic information loss measures in
-    confidentiality protection of continuous microdata", Data Min. Knowl. Disc. 11(2) (2005)
-    181-193: ``pil(θ) = 2 Φ(|θ̂' - θ̂| / sqrt(Var θ̂)) - 1``, with the sampling variances of
-    the mean, the variance, the covariance and the correlation coefficient given there
-    (after M. Kendall, A. Stuart, *The Advanced Theory of Statistics* I, 10.5-10.9).
+    confidentiality protection of continuous microdata", Data Mining and Knowledge Discovery
+    11(2) (2005) 181-193: ``pil(θ) = 2 Φ(|θ̂' - θ̂| / sqrt(Var θ̂)) - 1``, with the sampling
+    variances of the mean, the variance, the covariance and the correlation coefficient
+    given there after [5].
+[5] M.G. Kendall, A. Stuart, *The Advanced Theory of Statistics*, vol. 1, Charles Griffin,
+    London (standard errors of sample moments, 10.5-10.9; of the correlation coefficient,
+    10.17).
+[6] V. Torra, S. Ladra, "Cluster-specific information loss measures in data privacy: a
+    review", Proc. Third International Conference on Availability, Reliability and Security
+    (ARES 2008), IEEE, 2008, doi:10.1109/ARES.2008.87 (aPIL, the average of the PIL measures).
+[7] M.E. Kabir, H. Wang, Y. Zhang, "A pairwise systematic microaggregation for statistical
+    disclosure control", Proc. 2010 IEEE International Conference on Data Mining (ICDM 2010),
+    266-273, doi:10.1109/ICDM.2010.111: IL = SSE / SST in eq. 1-3.
 """
 
 from __future__ import annotations
@@ -60,9 +73,9 @@ def sse_sst_loss(X: np.ndarray, X_masked: np.ndarray) -> float:
         return 0.0
     Z = (X[:, live] - mean[live]) / scale[live]
     Zm = (Xm[:, live] - mean[live]) / scale[live]
-    sse = float(((Z - Zm) ** 2).sum())
-    sst = float((Z**2).sum())  # = n * d_live after standardization
-    return 100.0 * sse / sst
+    sse = float(((Z - Zm) ** 2).sum())  # [7] eq. 2
+    sst = float((Z**2).sum())  # [7] eq. 3; = n * d_live after standardization
+    return 100.0 * sse / sst  # [1], [7] eq. 1 (in percent)
 
 
 # --- moments -------------------------------------------------------------------------------
@@ -84,7 +97,7 @@ def _entries(stat: Statistic, mom: dict[str, np.ndarray], live: np.ndarray) -> n
 
     means, variances: one per live variable; covariances: the upper triangle with the
     diagonal (p(p+1)/2 entries); correlations: the strict upper triangle (p(p-1)/2 entries,
-    the diagonal is 1 by construction) [2].
+    the diagonal is 1 by construction) [2], [3].
     """
     idx = np.flatnonzero(live)
     if stat == "means":
@@ -112,7 +125,7 @@ def generic_loss(
     """Generic information loss on one statistic: mean absolute or mean relative difference.
 
     With ``θ_e`` the entries of the statistic on the original file and ``θ'_e`` on the masked
-    file ([2] section 3, [3]):
+    file [2], [3]:
 
     * ``kind="absolute"``: ``mean_e |θ_e - θ'_e|`` computed on the variables standardized with
       the *original* mean and population standard deviation (so means differ in units of the
@@ -186,10 +199,10 @@ def _sampling_sd(statistic: Statistic, X: np.ndarray, live: np.ndarray) -> np.nd
     All moments are sample central moments of the original file (divisor n) [4]:
 
     * mean: ``Var(x̄_j) = μ_2 / n``;
-    * covariance (divisor n, ``i <= j``; variances are the case ``i = j``) [4], [Kendall &
-      Stuart 10.9]: ``Var(m_ij) = ((n-1)/n^3) ((n-1) μ_22 - (n-2) μ_11^2 + μ_20 μ_02)``, which
+    * covariance (divisor n, ``i <= j``; variances are the case ``i = j``) [4], [5] 10.9:
+      ``Var(m_ij) = ((n-1)/n^3) ((n-1) μ_22 - (n-2) μ_11^2 + μ_20 μ_02)``, which
       for ``i = j`` is ``((n-1)/n^3) ((n-1) μ_4 - (n-3) μ_2^2)``;
-    * correlation (delta method, [4], [Kendall & Stuart 10.17]):
+    * correlation (delta method, [4], [5] 10.17):
       ``Var(r) = (ρ^2/n) [μ_22/μ_11^2 + (μ_40/μ_20^2 + μ_04/μ_02^2 + 2 μ_22/(μ_20 μ_02))/4
       - (μ_31/(μ_11 μ_20) + μ_13/(μ_11 μ_02))]``, implemented after multiplying out ``ρ^2``
       so that it stays finite at ``ρ = 0``; for a bivariate normal it is ``(1 - ρ^2)^2 / n``.
@@ -219,7 +232,7 @@ def _sampling_sd(statistic: Statistic, X: np.ndarray, live: np.ndarray) -> np.nd
         m22 / (m20 * m02)  # ρ² μ22/μ11²
         + rho**2 / 4 * (m40 / m20**2 + m04 / m02**2 + 2 * m22 / (m20 * m02))
         - rho * (m31 / (m20 * s20 * s02) + m13 / (m02 * s20 * s02))  # ρ² μ31/(μ11 μ20) ...
-    ) / n  # [4], Kendall & Stuart 10.17
+    ) / n  # [4], [5] 10.17
     return np.sqrt(np.maximum(var, 0.0))
 
 
@@ -250,7 +263,7 @@ def probabilistic_loss_entries(
 ) -> np.ndarray:
     """Per-entry probabilistic information loss, in percent.
 
-    ``pil(θ) = 100 * (2 Φ(|θ̂' - θ̂| / sd(θ̂)) - 1)`` ([4] section 3), where ``θ̂`` is the
+    ``pil(θ) = 100 * (2 Φ(|θ̂' - θ̂| / sd(θ̂)) - 1)`` [4], where ``θ̂`` is the
     statistic on the original file, ``θ̂'`` on the masked file and ``sd(θ̂)`` its sampling
     standard error (see :func:`_sampling_sd`). A zero standard error (a degenerate
     distribution) gives 0 when the statistic is unchanged and 100 otherwise.
@@ -285,8 +298,8 @@ def probabilistic_loss(X: np.ndarray, X_masked: np.ndarray, statistic: Statistic
 def probabilistic_loss_table(X: np.ndarray, X_masked: np.ndarray) -> dict[str, float]:
     """PIL for means, variances, covariances, correlations and their average ``"average"``.
 
-    The average is over the statistics that are defined (the aPIL of the cluster-loss paper
-    averages the PIL measures of [4] the same way; quantiles are not included here).
+    The average is over the statistics that are defined (the aPIL of [6] averages the PIL
+    measures of [4] the same way; quantiles are not included here).
     """
     table = {s: probabilistic_loss(X, X_masked, s) for s in STATISTICS}
     defined = [v for v in table.values() if np.isfinite(v)]

@@ -6,11 +6,11 @@ Spec (inside ``method:``)::
       name: box
       k: 5                       # records per box
       l: 2                       # distinct values of every quasi-identifier per box (optional)
-      epsilon: {AGI: 100}        # values closer than this count as equal (eq. 29), default 0
+      epsilon: {AGI: 100}        # closer values count as equal ([1] eq. 29); default 0
       targets:                   # default: the mean of every quasi-identifier, equal p
         - {stat: mean, vars: [AGI]}
         - {stat: correlation, vars: [AGI, FICA], p: 0.5, delta0: 0.1}
-      weights: fuzzy             # equal (default) | crisp (eq. 25-26) | fuzzy (section III)
+      weights: fuzzy             # equal (default) | crisp ([1] eq. 25-26) | fuzzy ([1] Sec. III)
       partition: targets         # targets (a-weighted) | standardized (unweighted baseline)
 
 ``p`` is the probability that users ask for the statistic (all given and summing to 1, or none:
@@ -20,9 +20,16 @@ sd, variance, sd_i sd_j, or 1 for a correlation).
 Released columns: ``<q>_lo``, ``<q>_hi`` per quasi-identifier, ``box_id`` and ``weight`` (the
 weight is constant within a box and computed from the boxes only; it is not identifying).
 Crisp and fuzzy weights estimate the statistics of the re-weighted records, not of the file
-(eq. 43 has no bias term); the manifest then holds the equal-weight intervals as well.
+([1] eq. 43 has no bias term); the manifest then holds the equal-weight intervals as well.
 Each box is the bounding box of its cell, so every bound is the value of one of the cell's
 >= k records (as in Mondrian generalization), without saying which.
+
+References
+----------
+[1] G. Xiang, S. Ferson, L. Ginzburg, L. Longpré, E. Mayorga, O. Kosheleva, "Data anonymization
+    that leads to the most accurate estimates of statistical characteristics: fuzzy-motivated
+    approach", Proc. Joint IFSA World Congress and NAFIPS Annual Meeting (IFSA-NAFIPS 2013),
+    611-616, doi:10.1109/IFSA-NAFIPS.2013.6608471.
 """
 
 from __future__ import annotations

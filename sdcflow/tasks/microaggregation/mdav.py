@@ -1,16 +1,20 @@
-"""MDAV-generic microaggregation (Domingo-Ferrer & Torra 2005), as surveyed in the PS paper.
+"""MDAV-generic microaggregation: groups of k records built from the outside of the file in.
 
-Two implementations of one precisely defined algorithm:
+While at least 3k records remain, MDAV-generic [1] takes the record r furthest from the
+centroid of the remaining records, the record s furthest from r, and forms two groups: r with
+its k-1 nearest records and s with its k-1 nearest among the rest. With 2k..3k-1 records left
+it forms one group around r and puts the rest in the last group; with fewer than 2k left, they
+form the last group [2] Sec. IV. Every group has k..2k-1 records.
+
+Two implementations of the same algorithm:
 
 * :func:`mdav_groups_reference` -- straightforward numpy, one sweep over the remaining records
-  per distance search. Kept as the executable specification (tests, benchmark baseline).
-* :func:`mdav_groups` -- a numba kernel that returns the *identical* labels: every distance
-  that decides anything is computed with the same floating-point operations in the same order
-  and the same tie-breaking; records are skipped only when a proven bound (a float32 filter
-  with its rounding error, the triangle inequality [3], an exact neighbour list built earlier)
-  shows they cannot be selected. Standard-normal 100k x 10, k = 5: 1.4 CPU seconds against
-  169 for the reference, 1M x 10: 100 CPU seconds (``benchmarks/mdav.py``, shared 2-core
-  machine).
+  per distance search: the executable specification (tests, benchmark baseline).
+* :func:`mdav_groups` -- a numba kernel that returns *identical* labels: every distance that
+  decides anything is computed with the same floating-point operations in the same order and
+  the same tie-breaking; records are skipped only when a proven bound (a float32 filter with
+  its rounding error, the triangle inequality [3], an exact neighbour list built earlier) shows
+  they cannot be selected. Timings: ``benchmarks/README.md``, section "MDAV and PS".
 
 The arithmetic both follow, so that equal inputs give bit-equal distances:
 
@@ -26,13 +30,16 @@ The arithmetic both follow, so that equal inputs give bit-equal distances:
 References
 ----------
 [1] J. Domingo-Ferrer, V. Torra, "Ordinal, continuous and heterogeneous k-anonymity through
-    microaggregation", Data Min. Knowl. Disc. 11 (2005) 195-212 (MDAV-generic).
+    microaggregation", Data Mining and Knowledge Discovery 11(2) (2005) 195-212,
+    doi:10.1007/s10618-005-0007-5 (MDAV-generic).
 [2] M.E. Kabir, H. Wang, Y. Zhang, "A pairwise systematic microaggregation for statistical
-    disclosure control", IEEE ICDM 2010 (``../shared/papers``), section IV: "MDAV-generic ...
-    the threshold 2k is altered to 3k".
+    disclosure control", Proc. 2010 IEEE International Conference on Data Mining (ICDM 2010),
+    266-273, doi:10.1109/ICDM.2010.111. Sec. IV: in MDAV-generic "the threshold 2k is altered
+    to 3k".
 [3] K. Fukunaga, P.M. Narendra, "A branch and bound algorithm for computing k-nearest
-    neighbors", IEEE Trans. Computers C-24(7) (1975) 750-753: pruning by the triangle inequality
-    with distances to a fixed pivot, ``| ||x-o|| - ||q-o|| | <= ||x-q|| <= ||x-o|| + ||q-o||``.
+    neighbors", IEEE Transactions on Computers C-24(7) (1975) 750-753: pruning by the triangle
+    inequality with distances to a fixed pivot o, ``| ||x-o|| - ||q-o|| | <= ||x-q|| <=
+    ||x-o|| + ||q-o||``.
 """
 
 from __future__ import annotations
@@ -112,12 +119,12 @@ def mdav_groups_reference(Z: np.ndarray, k: int) -> np.ndarray:
         keep[pos] = False
         remaining = remaining[keep]
 
-    while remaining.size >= 3 * k:  # [2] two groups per step while >= 3k remain
+    while remaining.size >= 3 * k:  # [2] Sec. IV: two groups per step while >= 3k remain
         r = furthest_from(centroid())  # [1] r: furthest from the centroid
         s = furthest_from(Z[r])  # [1] s: furthest from r (r's group not yet removed)
         take(nearest(Z[r]))  # [1] group of r and its k-1 nearest
         take(nearest(Z[s]))  # [1] group of s and its k-1 nearest among the rest
-    if remaining.size >= 2 * k:  # [2] between 2k and 3k-1: one group around r, rest together
+    if remaining.size >= 2 * k:  # [2] Sec. IV: 2k..3k-1 left: one group around r, rest together
         r = furthest_from(centroid())
         take(nearest(Z[r]))
     labels[remaining] = group  # fewer than 2k left: one last group of size k..2k-1
@@ -128,8 +135,10 @@ def mdav_groups_reference(Z: np.ndarray, k: int) -> np.ndarray:
 # Compiled kernel: the same algorithm, fused sweeps over a float32 filter copy
 # ---------------------------------------------------------------------------------------------
 
-_BLOCK = 512  # records per block of a sweep (the block's distances stay in L1)
-_REPIVOT = 0.02  # re-sort when the centroid is this far from the pivot (x the largest norm)
+_BLOCK = 512  # records per block of a sweep: the block's distances stay in L1 for every query
+# Re-sort by distance to the centroid once it is this far from the pivot (times the largest
+# remaining norm): the bound ||x-o|| + ||c-o|| [3] loosens by ||c-o||.
+_REPIVOT = 0.02
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -520,7 +529,7 @@ def _mdav_kernel(
         # [1] r: the record furthest from the centroid
         _furthest_sorted(P, pn, srt, labels, top, stop, c, c_norm, tol, r_buf, r_negd)
         r = r_buf[0]
-        two = m >= 3 * k  # [2] two groups while >= 3k remain, else one and the rest
+        two = m >= 3 * k  # [2] Sec. IV: two groups while >= 3k remain, else one and the rest
 
         # [1] group of r: r and its k-1 nearest; s: the record furthest from r
         hit = False

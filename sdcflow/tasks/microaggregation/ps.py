@@ -17,18 +17,16 @@ Definitions where the paper is silent (they matter only for ties):
 * the second seed is the last record of the order that is still unassigned after the first
   group is formed.
 
+The information loss of [1] Tables II-III for PS is not reproduced by the algorithm as the
+paper describes it (MDAV's is); the figures of this implementation on Census and EIA, and the
+command that measures them, are in ``benchmarks/README.md``, section "MDAV and PS".
+
 References
 ----------
 [1] M.E. Kabir, H. Wang, Y. Zhang, "A pairwise systematic microaggregation for statistical
-    disclosure control", IEEE ICDM 2010 (``../shared/papers``): sorting function eq. 4,
-    algorithm Fig. 2, Tables II-III.
-
-The PS figures of [1] Tables II-III (Census IL 1.78 / 2.55 / 2.70 / 4.97 for k = 3 / 4 / 5 /
-10, EIA 0.21 / 0.32 / 0.44 / 1.04) are not reproduced by the algorithm as the paper describes
-it: this implementation gives Census 6.21 / 8.24 / 9.74 / 14.41 and EIA 0.49 / 0.79 / 1.84 /
-3.59, close to MDAV's 5.69 / 9.09 / 14.16 and 0.48 / 1.67 / 3.84 for k = 3 / 5 / 10, with
-IL = 100 SSE/SST on standardized data, the measure that reproduces the MDAV figures of the
-same tables.
+    disclosure control", Proc. 2010 IEEE International Conference on Data Mining (ICDM 2010),
+    266-273, doi:10.1109/ICDM.2010.111: sorting function eq. 4, algorithm Fig. 2, information
+    loss eq. 1-3, Tables II-III.
 """
 
 from __future__ import annotations

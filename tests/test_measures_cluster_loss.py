@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from sdcflow.errors import InputError
-from sdcflow.tasks.fuzzy.fcm import FCMResult
-from sdcflow.tasks.fuzzy.fcm import memberships
+from sdcflow.tasks.fuzzy.fcm import FCMResult, memberships
 from sdcflow.tasks.measures.cluster_loss import (
     adjusted_rand_index,
     align_clusters,

@@ -6,16 +6,16 @@ records, every record is replaced by a centre drawn from its memberships compute
 projects the centres onto the linear edit rules, so the release satisfies them: editing and
 masking in one step ([1] Prop. 4 and 6).
 
-The method's intruder (transparency principle, [1] Sec. 4) knows the method and its
+The method's intruder (the transparency principle of [1] Sec. 1) knows the method and its
 parameters: he refits the partition on the original records (``refit``, the gate's intruder,
 as expensive as masking) or, more cheaply, computes memberships to the released centres with
 the draw fuzziness the manifest records (``manifest``).
 
 References
 ----------
-.. [1] J. Domingo-Ferrer, J. Soria-Comas and V. Torra (authors as given in the paper),
-   "Editing and masking microdata with constrained fuzzy microaggregation" -- see
-   ``sdcflow.tasks.fuzzy`` for the complete citation.
+.. [1] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic
+   k-anonymity for data with constraints", Journal of Intelligent & Fuzzy Systems, 2020,
+   doi:10.3233/JIFS-189074.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -272,6 +272,17 @@ def fuzzy_reidentification_probabilities(
     used = np.flatnonzero(counts > 0)
     V, N = V[used], counts[used].astype(np.float64)
     out = np.empty(Z.shape[0])
+    for start, U in _membership_chunks(Z, V, m, lam, chunk):
+        out[start : start + U.shape[0]] = (U / N).max(axis=1)
+    return out
+
+
+def _membership_chunks(
+    Z: np.ndarray, V: np.ndarray, m: float | None, lam: float | None, chunk: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, memberships)`` of ``chunk`` records at a time to the centres ``V``:
+    FCM ``u ∝ d^(-2/(m-1))`` or entropy FCM ``u ∝ exp(-lam d^2)``; a record on centres shares
+    its membership among them. Shapes: Z (n, d), V (g, d) -> chunks of (<= chunk, g)."""
     for start in range(0, Z.shape[0], chunk):
         block = Z[start : start + chunk]
         D2 = np.zeros((block.shape[0], V.shape[0]))
@@ -287,9 +298,7 @@ def fuzzy_reidentification_probabilities(
                 W = (np.where(zero, 1.0, dmin) / np.where(zero, 1.0, D2)) ** (1.0 / (m - 1.0))
             hit = zero.any(axis=1)
             W[hit] = zero[hit]
-        U = W / W.sum(axis=1, keepdims=True)
-        out[start : start + chunk] = (U / N).max(axis=1)
-    return out
+        yield start, W / W.sum(axis=1, keepdims=True)
 
 
 def fuzzy_membership_rows(
@@ -318,22 +327,7 @@ def fuzzy_membership_rows(
     labels = np.asarray(labels, dtype=np.int64)
     V = np.asarray(centres, dtype=np.float64)[labels]
     parts = []
-    for start in range(0, Z.shape[0], chunk):
-        block = Z[start : start + chunk]
-        D2 = np.zeros((block.shape[0], V.shape[0]))
-        for j in range(Z.shape[1]):
-            diff = block[:, j, None] - V[None, :, j]
-            D2 += diff * diff
-        dmin = D2.min(axis=1, keepdims=True)
-        if lam is not None:
-            W = np.exp(-lam * (D2 - dmin))
-        else:
-            zero = D2 <= 0.0
-            with np.errstate(divide="ignore"):
-                W = (np.where(zero, 1.0, dmin) / np.where(zero, 1.0, D2)) ** (1.0 / (m - 1.0))
-            hit = zero.any(axis=1)
-            W[hit] = zero[hit]
-        U = W / W.sum(axis=1, keepdims=True)
+    for _, U in _membership_chunks(Z, V, m, lam, chunk):
         U[U < floor] = 0.0
         parts.append(sparse.csr_matrix(U))
     U = sparse.vstack(parts).tocoo()

@@ -67,6 +67,12 @@ class FuzzyParams(MethodParams):
         description="every expected centre size >= k, every used centre >= k records, or both",
     )
 
+    def fit_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the fit (the masking's and the intruder's rerun)."""
+        return self.model_dump(
+            include={"m1", "m2", "lambda1", "lambda2", "guarantee", "restarts", "escalations"}
+        )
+
     @model_validator(mode="after")
     def _one_family(self) -> FuzzyParams:
         fcm = (self.m1, self.m2)
@@ -137,18 +143,12 @@ class FuzzyIntruder:
             return fuzzy_membership_rows(
                 Z, released, labels, m=None if lam is not None else m, lam=lam
             )
-        p = self.params
         part = fuzzy_partition(
             X,
-            p.k,
-            m1=p.m1,
-            m2=p.m2,
-            lambda1=p.lambda1,
-            lambda2=p.lambda2,
-            guarantee=p.guarantee,
+            self.params.k,
             constraints=self.constraints,
-            restarts=p.restarts,
             random_state=random_state,
+            **self.params.fit_arguments(),
         )
         # Each of his centres lands on the nearest released centre; probabilities landing on
         # the same released centre add up.
@@ -172,18 +172,7 @@ def _mask(
     edit = isinstance(params, ConstrainedFuzzyParams)
     rules = constraints if edit and constraints is not None and not constraints.is_empty else None
     res = fuzzy_microaggregation(
-        X,
-        params.k,
-        m1=params.m1,
-        m2=params.m2,
-        lambda1=params.lambda1,
-        lambda2=params.lambda2,
-        guarantee=params.guarantee,
-        constraints=rules,
-        columns=columns,
-        restarts=params.restarts,
-        escalations=params.escalations,
-        random_state=rng,
+        X, params.k, constraints=rules, columns=columns, random_state=rng, **params.fit_arguments()
     )
     details: dict[str, Any] = dict(res.details)
     if not edit:

@@ -288,8 +288,7 @@ def box_anonymize(
         # not of the file; the equal-weight intervals are published beside them.
         uniform = np.full(n, 1.0 / n)
         details["estimates_equal_weights"] = [
-            _estimate_row(e, names, "equal")
-            for e in interval_estimates(lo, hi, uniform, targets)
+            _estimate_row(e, names, "equal") for e in interval_estimates(lo, hi, uniform, targets)
         ]
     return BoxRelease(labels, lo, hi, chosen, c, A, estimates, details)
 

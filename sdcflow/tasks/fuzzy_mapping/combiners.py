@@ -35,13 +35,15 @@ References
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy_mapping.membership import Memberships
 from sdcflow.tasks.validation import check_random_state
 
-COMBINERS: tuple[str, ...] = (
+Combiner = Literal[
     "arithmetic_average",
     "normalized_average",
     "weighted_average",
@@ -49,7 +51,8 @@ COMBINERS: tuple[str, ...] = (
     "random_pick",
     "maximum",
     "minimum",
-)
+]
+COMBINERS: tuple[str, ...] = get_args(Combiner)
 #: The paper's labels M1..M7 (Tables 1-3), in the order of :data:`COMBINERS`.
 PAPER_LABELS = dict(zip(COMBINERS, ("M1", "M2", "M3", "M4", "M5", "M6", "M7"), strict=True))
 DETERMINISTIC = frozenset(COMBINERS) - {"random_pick"}

@@ -47,14 +47,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from sdcflow.errors import DataError, ParameterError
 
 Definition = Literal["earlier", "modified", "triangular"]
-DEFINITIONS: tuple[str, ...] = ("earlier", "modified", "triangular")
+DEFINITIONS: tuple[str, ...] = get_args(Definition)
 EARLIER_PEAK = 0.99  # [2] as quoted in [1] section 2: "0.99 if x = min", "0.99 if x = mi"
 
 

@@ -313,3 +313,30 @@ def test_table_3_remapped_rules_count_as_in_the_paper(adult):
     assert rule_counts(adult, lhs, rhs, {"age": (17, 37.5)}) == (4275, 3905)
     assert rule_counts(adult, lhs, rhs, {"age": (17, 35)}) == (3934, 3590)
     assert rule_counts(adult, lhs, rhs, {"age": (17, 71)}) == (7221, 6673)
+
+
+def test_mined_rules_carry_their_record_counts():
+    """10 records: 6 (x, p, age 20), 2 (x, q, age 50), 2 (y, q, age 80). a=x ==> b=p holds
+    for 6 of the 8 records with a=x (confidence 0.75)."""
+    pytest.importorskip("mlxtend")
+    from sdcflow.tasks.fuzzy_mapping.rules import items_frame, mine_rules, select_rules
+
+    frame = pd.DataFrame(
+        {
+            "a": ["x"] * 8 + ["y"] * 2,
+            "b": ["p"] * 6 + ["q"] * 4,
+            "age": [20.0] * 6 + [50.0] * 2 + [80.0] * 2,
+        }
+    )
+    items = items_frame(frame, {"age": 2})
+    assert "age=(-inf-50]" in items.columns and "age=(50-inf)" in items.columns
+    rules = mine_rules(items, min_support=0.1, min_confidence=0.7)
+    pick = (rules["antecedents"] == frozenset({"a=x"})) & (
+        rules["consequents"] == frozenset({"b=p"})
+    )
+    row = rules[pick]
+    assert (int(row["lhs"].iloc[0]), int(row["both"].iloc[0])) == (8, 6)
+    assert row["confidence"].iloc[0] == pytest.approx(0.75)
+    chosen = select_rules(rules, ["a=x"], ["b=p"], "age=")
+    assert [set(r) for r in chosen["antecedents"]] == [{"a=x", "age=(-inf-50]"}]
+    assert rule_counts(frame, {"a": "x"}, {"b": "p"}, {"age": (0, 30)}) == (6, 6)

@@ -23,6 +23,7 @@ from sdcflow.tasks.gates import GateOutcome
 from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps import checks as check_steps
 from sdcflow.tasks.steps import edits as edit_steps
+from sdcflow.tasks.steps import fuzzy_map as fuzzy_map_steps
 from sdcflow.tasks.steps.ingest import ingest
 from sdcflow.tasks.steps.mask import mask, released_frame, store_masked
 from sdcflow.tasks.steps.plan import ReleasePlan, preflight
@@ -78,7 +79,9 @@ def _edit_masked(
     """Validate the released records against the rules they carry; per-rule counts."""
     if not plan.rules or edits.summary is None:
         return None
-    checkable, skipped = edit_steps.released_rules(plan.rules, list(released.columns))
+    # a fuzzy-mapped column holds mapped values: its rules are not checked on them
+    columns = [c for c in released.columns if c not in plan.spec.fuzzy_map]
+    checkable, skipped = edit_steps.released_rules(plan.rules, columns)
     post = edit_steps.validate_edits(
         warehouse, run_id, "masked", checkable, docs / "masked", plan.spec.release, skipped
     )
@@ -161,6 +164,9 @@ def release(
             status, message = "refused", outcome.message
             return _refused(outcome)
 
+        edits.frame, mapped = fuzzy_map_steps.map_sensitive(
+            spec, warehouse, run_id, edits.frame, rng
+        )
         result = mask(spec, edits.frame, rng, plan.constraints)
         released = released_frame(spec, edits.frame, result)
         store_masked(warehouse, run_id, released)
@@ -185,6 +191,7 @@ def release(
             edits.summary,
             edit_violations,
             result,
+            fuzzy_map_steps.report_tables(mapped),
         )
         if failed:
             status, message = "refused", outcome.message

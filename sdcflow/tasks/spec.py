@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.tasks.fuzzy_mapping.params import FuzzyMapParams
 from sdcflow.tasks.gates import GATES, MeasureOptions
 from sdcflow.tasks.methods import METHODS, MethodParams
 
@@ -43,6 +44,11 @@ class ReleaseSpec(BaseModel):
     sensitive: list[str] = Field(
         default_factory=list,
         description="confidential attributes, published unchanged and gated by l-diversity",
+    )
+    fuzzy_map: dict[str, FuzzyMapParams] = Field(
+        default_factory=dict,
+        description="sensitive columns published fuzzy-mapped (the mapping is a secret kept "
+        "in the warehouse; see README, Fuzzy mapping for outsourced mining)",
     )
     edits: list[str | dict[str, Any]] = Field(default_factory=list, description="edit rules")
     rules_file: Path | None = Field(None, description="YAML file of further edit rules")
@@ -114,6 +120,7 @@ class ReleaseSpec(BaseModel):
                     f"check {key} needs `{missing[0]}:` (the columns it is computed on); add "
                     f"`{missing[0]}: [column, ...]` or remove the check"
                 )
+        _check_fuzzy_map_roles(self)
         if self.blocks is not None:
             flat = [c for block in self.blocks for c in block]
             if sorted(flat) != sorted(self.quasi_identifiers) or any(not b for b in self.blocks):
@@ -159,15 +166,42 @@ class ReleaseSpec(BaseModel):
         return ReleaseSpec.model_validate({**data, "base_dir": self.base_dir})
 
     def public_dict(self) -> dict[str, Any]:
-        """The spec as recorded in the manifest: everything but the secret seed."""
-        data = self.model_dump(mode="json", exclude={"seed", "base_dir"})
+        """The spec as recorded in the manifest: everything but the secrets (the seed, and
+        the fuzzy mappings, of which only the column names are public)."""
+        data = self.model_dump(mode="json", exclude={"seed", "base_dir", "fuzzy_map"})
         data["method"] = self.method.model_dump(mode="json")
+        if self.fuzzy_map:
+            data["fuzzy_mapped"] = sorted(self.fuzzy_map)
         return data
 
     def sha256(self) -> str:
         """Hash of the public spec (stable key order), identifying what a run was asked."""
         blob = json.dumps(self.public_dict(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
+
+
+def _check_fuzzy_map_roles(spec: ReleaseSpec) -> None:
+    """``fuzzy_map`` applies to ``sensitive:`` columns only: a mapped key is as identifying as
+    the original (a deterministic combiner is monotone within each set), so keys are masked
+    by the method and counted by k-anonymity as released."""
+    for column in spec.fuzzy_map:
+        if column in spec.sensitive:
+            continue
+        if column in spec.quasi_identifiers:
+            raise ValueError(
+                f"fuzzy_map.{column}: {column} is a quasi-identifier; a fuzzy-mapped key is as "
+                "identifying as the original, so it stays among quasi_identifiers, masked by "
+                f"the method: remove {column} from fuzzy_map"
+            )
+        role = "keep" if column in spec.keep else "id_column" if column == spec.id_column else None
+        if role == "id_column":
+            raise ValueError(f"fuzzy_map.{column}: the id_column is never published; remove it")
+        where = f"it is in {role}" if role else "it is not in sensitive"
+        raise ValueError(
+            f"fuzzy_map.{column}: fuzzy mapping applies to sensitive attributes and {where}; "
+            f"list {column} under sensitive: (only if no intruder can know it) or remove it "
+            "from fuzzy_map"
+        )
 
 
 def _join_errors(error: ValidationError, prefix: str = "") -> str:

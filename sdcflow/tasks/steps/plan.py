@@ -36,6 +36,7 @@ from sdcflow.expectations.rules import (
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
 from sdcflow.warehouse.sources import is_numeric_type, profile_table, read_source
 from sdcflow.warehouse.warehouse import ROW_ID
 
@@ -119,6 +120,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         named.append(spec.id_column)
     profile = SourceProfile(**profile_table(data, named))
     _check_columns(spec, profile)
+    check_fuzzy_map(spec, data, profile)
     rules: list[Rule] = []
     constraints = feasibility = None
     if spec.edits or spec.rules_file is not None:

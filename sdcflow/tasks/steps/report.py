@@ -29,8 +29,10 @@ def run_report(
     edit_rules: Mapping[str, Any] | None,
     edit_violations: Mapping[str, int] | None,
     result: MaskResult | None,
+    extra_tables: Mapping[str, pd.DataFrame] | None = None,
 ) -> Path:
-    """Write the run's ``report.html`` (checks, edit-rule results, plots; figures only)."""
+    """Write the run's ``report.html`` (checks, edit-rule results, plots; figures only);
+    ``extra_tables``: further sections (title -> table of figures), e.g. the fuzzy mapping's."""
     edits = edit_rules or {}
     summary = {
         "release": spec.release,
@@ -50,6 +52,7 @@ def run_report(
         tables["Edit rules on the raw records (violating records)"] = pd.DataFrame(
             {"rule": list(edits["raw"]), "violating records": list(edits["raw"].values())}
         )
+    tables.update(extra_tables or {})
     path = write_report(
         report_dir,
         summary={k: v for k, v in summary.items() if v is not None},

@@ -83,7 +83,7 @@ def test_compare_rejects_an_unknown_method(tmp_path, capsys):
     assert f"[{Reason.PARAMETER}]" in err and "nosuch" in err
 
 
-def test_compare_measures_against_the_edited_file_and_refuses_raw_errors(
+def test_compare_measures_il_against_the_raw_file_and_refuses_raw_errors(
     tmp_path, prefect_api, capsys
 ):
     import duckdb
@@ -107,11 +107,18 @@ def test_compare_measures_against_the_edited_file_and_refuses_raw_errors(
     assert main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "--k", "5",
                  "--out", str(out)]) == 0  # fmt: skip
     row = pd.read_csv(out / "risk_utility.csv").iloc[0]
-    # the IL of the table is measured against the repaired (edited) records, not the raw ones
+    # the IL of the table is measured against the raw file, as ingested, not the repaired
+    # records: comparable with a method that edits while masking (nothing repaired)
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
-        edited = con.sql(f'SELECT * FROM edited."run_{row["run_id"]}" ORDER BY sdc_row_id').df()
-        masked = con.sql(f'SELECT * FROM masked."run_{row["run_id"]}" ORDER BY sdc_row_id').df()
-    assert row["il"] == pytest.approx(il(edited[QIS].to_numpy(float), masked[QIS].to_numpy(float)))
+        run = row["run_id"]
+        raw = con.sql(f'SELECT * FROM raw."run_{run}" ORDER BY sdc_row_id').df()
+        edited = con.sql(f'SELECT * FROM edited."run_{run}" ORDER BY sdc_row_id').df()
+        masked = con.sql(f'SELECT * FROM masked."run_{run}" ORDER BY sdc_row_id').df()
+        kinds = {k for (k,) in con.execute("SELECT DISTINCT kind FROM audit.runs").fetchall()}
+    released = masked[QIS].to_numpy(float)
+    assert row["il"] == pytest.approx(il(raw[QIS].to_numpy(float), released))
+    assert row["il"] != pytest.approx(il(edited[QIS].to_numpy(float), released))
+    assert kinds == {"compare"}  # variants are marked in audit.runs
 
     spec["on_violation"] = "fail"
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))

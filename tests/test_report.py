@@ -1,4 +1,5 @@
-"""The self-contained HTML report."""
+"""The run report: sections rendered by one template, self-contained, figures only; looked at
+in a headless browser that may not reach the network."""
 
 from __future__ import annotations
 
@@ -6,11 +7,18 @@ import base64
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.figure import Figure
+from browser import IMAGES, REFERENCES, Chromium
 
+from sdcflow.tasks.gates import GateContext, gather_evidence, run_gates
+from sdcflow.tasks.methods import METHODS
+from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.report.html import check_usage, write_report
+from sdcflow.tasks.report.plots import class_size_figure, safe_bins
+from sdcflow.tasks.report.release import ReleaseFacts, RuleFacts, release_sections
+from sdcflow.tasks.report.sections import Section, Table, fmt
 
 GATES = [
     {"check": "k_anonymity", "figure": 5.0, "rule": ">=", "threshold": 5.0, "verdict": "pass",
@@ -20,6 +28,8 @@ GATES = [
     {"check": "max_edit_violations", "figure": 0.0, "rule": "<=", "threshold": 0.0,
      "verdict": "pass", "description": "edits"},
 ]  # fmt: skip
+COLUMNS = ["a", "b", "c"]
+RULES = [RuleFacts("R1", "c == a + b"), RuleFacts("R2", "a >= 0", "warning")]
 
 
 def test_check_usage_by_hand():
@@ -28,46 +38,166 @@ def test_check_usage_by_hand():
     assert check_usage(GATES[0]) == pytest.approx(1.0)
     assert check_usage(GATES[2]) == 0.0
     assert math.isinf(check_usage({**GATES[2], "figure": 3.0}))
+    assert math.isinf(check_usage({**GATES[2], "figure": None}))  # not checked
 
 
-def test_report_is_self_contained_with_tables_and_plots(tmp_path):
-    fig = Figure()
-    fig.add_subplot().plot([0, 1], [1, 0])
-    path = write_report(
-        tmp_path / "reports" / "run1",
-        summary={"release": "demo", "run id": "abc", "decision": "REFUSED"},
-        checks=GATES,
-        edit_results={"total == a + b": 0, "a >= 0": 3},
-        figures={"a plot": fig},
-        tables={"figures": pd.DataFrame({"method": ["mdav"], "k": [3], "il": [5.69]})},
+def test_values_read_as_a_person_reads_them():
+    assert fmt(None) == "—" and fmt(True) == "yes" and fmt(3) == "3" and fmt(0.1 + 0.2) == "0.3"
+    assert fmt({"m": 1.1, "lambda": None}) == "m = 1.1"
+    assert fmt([{"stat": "mean", "vars": ["x"]}, {"stat": "std", "vars": ["y"]}]) == (
+        "stat = mean, vars = x; stat = std, vars = y"
     )
-    assert path.name == "report.html" and path.is_file()
-    assert [p.name for p in path.parent.iterdir()] == ["report.html"]  # no temporary left
+
+
+def test_sections_render_escaped_and_self_contained(tmp_path):
+    fig_section = Section("A plot").plot(class_size_figure([3, 3, 4]), "sizes", "nothing")
+    empty = Section("An empty plot").plot(None, "never drawn", "Nothing to draw here.")
+    table = Section("A table <b>").table(
+        Table(["x", "y"], [["<i>", 5.69], ["b", None]], ["fail", ""])
+    )
+    path = write_report(
+        tmp_path / "r", [fig_section, empty, table], decision="REFUSED", passed=False
+    )
+    assert path.name == "report.html" and [p.name for p in path.parent.iterdir()] == ["report.html"]
     page = path.read_text(encoding="utf-8")
-    # self-contained: every image inline, no external src/href
-    assert not re.search(r'(src|href)="(?!data:)', page)
-    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 3  # checks bars, edit-rule bars, the caller's plot
-    assert all(base64.b64decode(b)[:8] == b"\x89PNG\r\n\x1a\n" for b in images)
-    assert "2 of 3 checks passed" in page and "1 failed" in page
-    assert page.count('<tr class="fail">') == 2  # the failed check and the violated rule
-    assert "IL &lt;b&gt;" in page  # text is escaped
-    assert '<td class="num">5.69</td>' in page
+    assert not re.search(r'(src|href)="(?!data:|#)', page)  # nothing outside the page
+    (image,) = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Nothing to draw here." in page and "never drawn" not in page  # a sentence, no box
+    assert "&lt;i&gt;" in page and "A table &lt;b&gt;" in page and "<i>" not in page
+    assert '<td class="num">5.69</td>' in page and "<td>—</td>" in page
+    assert 'class="decision fail"' in page and '<tr class="fail">' in page
 
 
-def test_report_without_rules_or_checks(tmp_path):
-    page = write_report(tmp_path, summary={}, checks=[], edit_results=None).read_text()
-    assert "No checks were run." in page and "The spec has no edit rules." in page
+@pytest.mark.parametrize("k", [3, 5, 10])
+def test_safe_bins_hold_k_records_and_show_no_value(k):
+    x = np.random.default_rng(k).lognormal(8, 1, size=500)
+    y = x + np.random.default_rng(1).normal(0, 100, size=500)
+    bins = safe_bins(x, y, k)
+    assert bins is not None and bins.original.min() >= k and bins.original.sum() == 500
+    assert bins.released.sum() == 500 and len(bins.labels()) == bins.original.size <= 12
+    assert not set(bins.edges) & set(x)  # interior edges are rounded, never a record's value
+    labels = bins.labels()
+    assert labels[0].startswith("≤") and labels[-1].startswith(">")  # open ends: no min, max
+    # a power of ten at most the typical bin width: edges are multiples of it
+    step = 10.0 ** math.floor(math.log10(np.diff(bins.edges).min()))
+    assert np.allclose(np.round(bins.edges / step) * step, bins.edges)
 
 
-def test_class_size_histogram_goes_into_the_report(tmp_path):
-    from sdcflow.tasks.report.html import class_size_figure
+def test_safe_bins_refuse_too_few_records_or_a_constant_column():
+    assert safe_bins(np.arange(9.0), np.arange(9.0), 5) is None  # 9 < 2k: no two bins of 5
+    assert safe_bins(np.full(100, 7.0), np.full(100, 7.0), 5) is None
 
-    fig = class_size_figure([3, 3, 4, 5, 3], k=3)
-    heights = [p.get_height() for p in fig.axes[0].patches]
-    assert heights == [3, 1, 1]  # sizes 3, 4, 5 seen 3, 1, 1 times
-    page = write_report(
-        tmp_path, summary={}, checks=None, edit_results=None, show_edits=False,
-        figures={"class sizes": fig},
-    ).read_text()  # fmt: skip
-    assert page.count("data:image/png;base64,") == 1 and "Checks" not in page
+
+def _facts(method: str = "mdav", **kw) -> ReleaseFacts:
+    rng = np.random.default_rng(0)
+    a = rng.lognormal(7, 1, size=300) * 1.0001
+    b = rng.lognormal(6, 1, size=300) * 1.0001
+    X = np.column_stack([a, b, a + b])
+    params = METHODS[method].params.model_validate({"name": method, "k": 5, **kw})
+    result = mask_quasi_identifiers(X, COLUMNS, params, np.random.default_rng(1))
+    ctx = GateContext(X, COLUMNS, result, params, edit_violations={"R1": 0})
+    outcomes = run_gates(ctx, {"max_information_loss": 50})
+    return ReleaseFacts(
+        release="demo",
+        run_id="0" * 32,
+        decision="published",
+        passed=True,
+        method=params,
+        checks=[o.as_dict() for o in outcomes],
+        rules=RULES,
+        edit_rules={
+            "raw": {"R1": 0, "R2": 4},
+            "masked": {"R1": 0, "R2": 0},
+            "repaired_records": 0,
+            "not_checked_after_masking": [],
+        },
+        columns=COLUMNS,
+        original=X,
+        result=result,
+        evidence=gather_evidence(ctx),
+    )
+
+
+def _visible_text(page: str) -> str:
+    return re.sub(r'src="data:[^"]+"', "", page)
+
+
+def test_release_report_shows_every_part_and_no_record_value(tmp_path):
+    facts = _facts()
+    sections = release_sections(facts)
+    titles = [s.title for s in sections]
+    assert titles == [
+        "Summary", "Checks", "Edit rules", "Information loss",
+        "Original and released quasi-identifiers", "Correlations", "Group sizes",
+        "Per-record risk", "Method and parameters",
+    ]  # fmt: skip
+    page = write_report(tmp_path, sections, decision="published").read_text(encoding="utf-8")
+    text = _visible_text(page)
+    # every gate with its unit; each rule's text with raw and released counts
+    assert "max_information_loss" in text and "<td>%</td>" in text and "<td>records</td>" in text
+    assert "c == a + b" in text and "a &gt;= 0" in text
+    # readable parameters: no Python dict, no None
+    assert "None" not in text and "{" not in text.split("<body>")[1]
+    # figures only: no original value of any record appears in any formatting
+    for value in facts.original.ravel():
+        for shown in (f"{value:.6g}", f"{value:.2f}", f"{value:.1f}"):
+            assert shown not in text
+    assert (
+        page.count("data:image/png;base64,") == 6
+    )  # checks, edits, histograms, corr., sizes, risk
+
+
+def test_plots_with_nothing_to_show_become_sentences(tmp_path):
+    facts = _facts()
+    facts.edit_rules = {"raw": {"R1": 0, "R2": 0}, "masked": {"R1": 0, "R2": 0}}
+    facts.columns, facts.original = ["a"], facts.original[:, :1]
+    facts.result.points = facts.result.points[:, :1]
+    text = write_report(tmp_path, release_sections(facts)).read_text(encoding="utf-8")
+    assert "No rule is violated by a raw or a released record" in text
+    assert "One quasi-identifier: there is no correlation to compare." in text
+
+
+def test_lower_bound_and_repaired_loss_are_shown_beside_il(tmp_path):
+    facts = _facts()
+    facts.result.details["il_lower_bound"] = 1.25
+    facts.result.details["il_lower_bound_definition"] = "SSE of the optimal partition"
+    facts.evidence.information_loss["repaired"] = 3.5
+    (loss,) = [s for s in release_sections(facts) if s.title == "Information loss"]
+    rows = {r[0]: r[1] for r in loss.blocks[0].rows}
+    assert rows["lower bound on IL (SSE of the optimal partition)"] == 1.25
+    assert rows["IL against the repaired records (what the method masked)"] == 3.5
+    assert any("raw file" in label for label in rows)
+
+
+def test_box_report_shows_box_sizes_and_estimates_with_their_estimand(tmp_path):
+    facts = _facts("box", weights="fuzzy")
+    sections = {s.title: s for s in release_sections(facts)}
+    assert "Box sizes" in sections
+    method = sections["Method and parameters"]
+    captions = [b.caption for b in method.blocks if b.kind == "table"]
+    assert "estimates" in captions and "estimates_equal_weights" in captions
+    notes = [b.text for b in method.blocks if b.kind == "text"]
+    assert any(n.startswith("estimand (every row): the statistic of the original") for n in notes)
+
+
+def test_report_in_a_browser_loads_nothing_from_outside(tmp_path):
+    wide = pd.DataFrame({f"variant figure {i}": [1.23456789] for i in range(40)})
+    sections = [*release_sections(_facts()), Section("Wide").table(Table.from_frame(wide))]
+    page = write_report(tmp_path / "report", sections)
+    with Chromium(tmp_path / "profile") as browser:
+        visit = browser.visit(page.as_uri())
+        assert visit.requests and all(
+            u.startswith(("data:", page.as_uri())) for u in visit.requests
+        )
+        assert not visit.failed
+        references = browser.evaluate(REFERENCES)
+        assert references and all(ref.startswith(("data:", "#")) for _, ref in references)
+        images = browser.evaluate(IMAGES)
+        assert len(images) == 6 and all(done and width > 100 for _, done, width in images)
+        # a wide table (compare's overflowed at 1400 px) scrolls inside its box, the page not
+        assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert browser.evaluate(
+            "(() => { const d = document.querySelector('#wide .scroll');"
+            " return d.scrollWidth > d.clientWidth; })()"
+        )

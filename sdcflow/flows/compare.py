@@ -9,9 +9,12 @@ fail is still measured (its outcome rides on ``ChecksFailed``); a run refused be
 (raw records violating edit rules under ``on_violation: fail``) re-raises ``ChecksFailed``.
 
 The figures of each variant are the ones its gates compute (asked for without a threshold
-where the spec does not gate them), on the quasi-identifiers that went into masking:
+where the spec does not gate them), on the quasi-identifiers that went into masking, except
+IL, which is measured against the file as ingested (before any repair), so that methods that
+repair first and methods that edit while masking are compared on the same file:
 
-* ``il`` — IL = 100 SSE/SST (``max_information_loss``; x axis of the map);
+* ``il`` — IL = 100 SSE/SST against the raw file (``max_information_loss``; x axis of the
+  map);
 * ``record_linkage`` — distance-based record linkage, % (``max_record_linkage``);
 * ``transparency_reidentification`` — % re-identified by the intruder who knows the method
   and its parameters (``max_transparency_reidentification``); for randomized methods the
@@ -40,6 +43,7 @@ from sdcflow.errors import ChecksFailed, InputError, Reason
 from sdcflow.flows.release import release
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.report.html import figure_png, write_report
+from sdcflow.tasks.report.sections import Section, Table, fmt, table_of
 from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps.plan import plan_release
 
@@ -68,11 +72,6 @@ FIGURES = {
     "k_achieved": "k_anonymity",
 }
 
-# Fuzzy methods need a fuzziness family; what neither the spec nor --param gives, the
-# comparison takes from the example of the method's own error message (m1 = 1.1, m2 = 1.1:
-# see FuzzyParams for why the draw must stay nearly as crisp as the clustering).
-FUZZY_DEFAULTS: dict[str, float] = {"m1": 1.1, "m2": 1.1}
-FUZZINESS = ("m1", "m2", "lambda1", "lambda2")
 Intruder = Literal["manifest", "refit"]
 
 
@@ -84,8 +83,8 @@ def variant_method(
     Starts from the spec's own method parameters that the variant's method also has (so
     m1, m2, restarts, guarantee carry over between ``fuzzy`` and ``constrained_fuzzy``), then
     ``params`` (``--param key=value``, applied where the method has that field), then ``k``.
-    A fuzzy method given no lambda1/lambda2 gets the m1 / m2 it lacks from
-    :data:`FUZZY_DEFAULTS`.
+    What neither gives takes the method's own defaults, as in a release (fuzzy methods:
+    ``m1 = m2 = 1.1``, see :class:`~sdcflow.tasks.methods.FuzzyParams`).
     """
     if name not in METHODS:
         raise InputError(
@@ -96,16 +95,15 @@ def variant_method(
     own = spec.method.model_dump(mode="json", exclude={"name"})
     block = {key: v for key, v in own.items() if key in fields and v is not None}
     block.update({key: v for key, v in (params or {}).items() if key in fields})
-    entropy = block.get("lambda1") is not None or block.get("lambda2") is not None
-    if set(FUZZINESS) <= set(fields) and not entropy:
-        for key, value in FUZZY_DEFAULTS.items():  # fill m1 / m2 where neither source gave it
-            block.setdefault(key, value)
     return {**block, "name": name, "k": int(k)}
 
 
-def _described(method: Mapping[str, Any]) -> str:
-    """``m1=1.1 m2=1.1``: the variant's parameters other than name and k, for the table."""
-    return " ".join(f"{key}={method[key]}" for key in sorted(method) if key not in ("name", "k"))
+def _described(spec: ReleaseSpec, method: Mapping[str, Any]) -> str:
+    """``m1=1.1 m2=2``: the variant's parameters that differ from the method's declared
+    defaults (filled-in fuzzifiers included), other than name and k, for the table."""
+    params = spec.variant(dict(method)).method
+    shown = params.model_dump(mode="json", exclude={"name", "k"}, exclude_defaults=True)
+    return " ".join(f"{key}={fmt(shown[key])}" for key in sorted(shown))
 
 
 def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> None:
@@ -197,6 +195,7 @@ def compare(
                 figures=list(FIGURES.values()),
                 measures={"transparency": {"intruder": intruder}},
                 plan=plan,
+                kind="compare",
             )
         except ChecksFailed as e:
             outcome = e.outcome
@@ -206,7 +205,7 @@ def compare(
             {
                 "method": block["name"],
                 "k": block["k"],
-                "params": _described(block),
+                "params": _described(spec, block),
                 **{col: outcome.figures[key] for col, key in FIGURES.items()},
                 "checks_passed": outcome.success,
                 "run_id": outcome.run_id,
@@ -220,20 +219,22 @@ def compare(
     png = figure_png(risk_utility_figure(table))
     (folder / "risk_utility.png").write_bytes(png)
     table.to_csv(folder / "risk_utility.csv", index=False)
+    summary = {
+        "release": spec.release,
+        "variants": len(table),
+        "methods": ", ".join(methods),
+        "k": ", ".join(str(k) for k in ks),
+        "published": "nothing (comparison runs)",
+    }
     report = write_report(
         folder,
-        summary={
-            "release": spec.release,
-            "variants": len(table),
-            "methods": ", ".join(methods),
-            "k": ", ".join(str(k) for k in ks),
-            "published": "nothing (comparison runs)",
-        },
-        checks=None,
-        edit_results=None,
-        show_edits=False,
-        figures={"Risk-utility map": png},
-        tables={"Figures of every variant": table.round(4)},
+        [
+            Section("Summary").table(table_of(summary)),
+            Section("Risk-utility map").plot(
+                png, "risk against information loss, one point per variant", "No variant ran."
+            ),
+            Section("Figures of every variant").table(Table.from_frame(table.round(4))),
+        ],
         title=f"Risk-utility comparison: {spec.release}",
     )
     table.attrs.update(

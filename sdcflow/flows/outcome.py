@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sdcflow.tasks.gates import GateOutcome
+from sdcflow.tasks.gates import GateOutcome, RecordRisk
 
 Status = Literal["published", "checked", "refused"]
 
@@ -28,6 +28,11 @@ class ReleaseOutcome:
     checks : every gate with its figure, threshold and verdict.
     figures : every figure computed, by gate key (gated or asked for with ``figures=``).
     method_details : the method's figures for the manifest.
+    information_loss : IL = 100 SSE/SST of the release against the raw file (``raw``, as
+        ingested: the figure ``max_information_loss`` gates) and, when a repair changed
+        records before masking, against the repaired records (``repaired``).
+    record_risk : the transparency intruder's per-record re-identification probabilities
+        (in input order, never published) and which intruder computed them.
     edit_rules : per-rule counts on the raw and released records, records repaired, rules
         not checked after masking; None without edit rules.
     edit_violations : violating released records per rule; None when no rule could be checked.
@@ -43,6 +48,8 @@ class ReleaseOutcome:
     checks: list[GateOutcome] = field(default_factory=list)
     figures: dict[str, float] = field(default_factory=dict)
     method_details: dict[str, Any] = field(default_factory=dict)
+    information_loss: dict[str, float] = field(default_factory=dict)
+    record_risk: RecordRisk | None = None
     edit_rules: dict[str, Any] | None = None
     edit_violations: dict[str, int] | None = None
     published: Path | None = None

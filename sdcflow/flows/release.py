@@ -111,6 +111,7 @@ def release(
     figures: list[str] | None = None,
     measures: dict[str, Any] | None = None,
     plan: ReleasePlan | None = None,
+    kind: str | None = None,
 ) -> ReleaseOutcome | State:
     """Release the file described by the spec at ``spec_path``.
 
@@ -123,6 +124,8 @@ def release(
     measures : optional updates of the spec's ``measures`` settings (comparisons).
     plan : the preflight's :class:`ReleasePlan` when the caller made one (the command line);
         without it the flow runs the preflight itself (a deployment).
+    kind : what started the run, recorded in ``audit.runs.kind``: ``release`` (publishing),
+        ``check`` (``publish=False``, the default then) or ``compare`` (a variant).
 
     Returns the :class:`ReleaseOutcome`. When a check or, under ``on_violation: fail``, an
     edit rule fails, the flow run ends Failed and the call raises ``ChecksFailed`` carrying
@@ -140,7 +143,8 @@ def release(
     docs = report_dir / "data-docs"
 
     recover(spec.output_dir, spec.release)  # what a killed earlier run may have left
-    warehouse.start_run(run_id, spec.release, spec.sha256(), spec.method.name)
+    kind = kind or ("release" if publish else "check")
+    warehouse.start_run(run_id, spec.release, spec.sha256(), spec.method.name, kind=kind)
     status, message, published, n_rows = "failed", None, None, None
     try:
         frame = ingest(plan, warehouse, run_id)
@@ -159,8 +163,9 @@ def release(
             outcome.checks, outcome.edit_rules = edits.refused, edits.summary
             warehouse.record_checks(run_id, [o.as_dict() for o in edits.refused])
             outcome.report = run_report(
-                spec, report_dir, run_id, outcome.message, edits.refused, edits.summary, None, None
-            )
+                spec, report_dir, run_id, outcome.message, edits.refused, edits.summary,
+                plan.rules, None, None, None,
+            )  # fmt: skip
             status, message = "refused", outcome.message
             return _refused(outcome)
 
@@ -172,13 +177,15 @@ def release(
         store_masked(warehouse, run_id, released)
         edit_violations = _edit_masked(plan, warehouse, run_id, edits, released, docs)
 
-        checks, computed = check_steps.check_release(
-            spec, edits.frame, result, edit_violations, rng, figures or ()
+        checks, computed, evidence = check_steps.check_release(
+            spec, edits.frame, result, edit_violations, rng, figures or (), raw=frame
         )
         warehouse.record_checks(run_id, [o.as_dict() for o in checks])
         failed = [o for o in checks if not o.passed]
         outcome.checks, outcome.figures = checks, computed
         outcome.method_details = result.details
+        outcome.information_loss = evidence.information_loss
+        outcome.record_risk = evidence.record_risk
         outcome.edit_rules, outcome.edit_violations = edits.summary, edit_violations
         outcome.message = _decision(failed, publish)
         report_artifacts(spec, run_id, checks, outcome.message)
@@ -189,8 +196,10 @@ def release(
             outcome.message,
             checks,
             edits.summary,
-            edit_violations,
+            plan.rules,
+            frame,
             result,
+            evidence,
             fuzzy_map_steps.report_tables(mapped),
         )
         if failed:
@@ -231,6 +240,7 @@ def publish_release(
         outcome.method_details,
         outcome.edit_violations,
         outcome.edit_rules,
+        outcome.information_loss,
     )
     report = outcome.report if spec.publish_report else None
     return publish(spec, warehouse, run_id, released, record, rng, report)

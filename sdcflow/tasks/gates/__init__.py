@@ -10,13 +10,16 @@ family (``anonymity``, ``loss``, ``risk``, ``box``, ``edits``), with its
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from sdcflow.tasks.gates import anonymity, box, edits, loss, risk
+from sdcflow.tasks.gates.anonymity import RecordRisk, record_risk
 from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, GateOutcome
-from sdcflow.tasks.methods import get_method
+from sdcflow.tasks.gates.loss import information_loss_figures
+from sdcflow.tasks.methods import MethodParams, get_method
 
 GATES: dict[str, Gate] = {
     g.key: g for module in (anonymity, loss, risk, box, edits) for g in module.GATES
@@ -97,15 +100,59 @@ def measure(ctx: GateContext, keys: list[str]) -> dict[str, float]:
     return {key: float(GATES[key].compute(ctx)) for key in keys}
 
 
+def contradictions(method: MethodParams, checks: Mapping[str, float]) -> list[str]:
+    """The spec's gates that its method cannot meet by construction, one line each with the
+    fix: gates for other methods' releases (``Gate.only_for``), and what the method itself
+    declares (``Method.conflicts``). The preflight refuses the first, before any work."""
+    out = []
+    for key in checks:
+        allowed = GATES[key].only_for
+        if allowed and not isinstance(method, allowed):
+            names = " or ".join(sorted(t.model_fields["name"].default for t in allowed))
+            out.append(
+                f"checks.{key} applies to {names} releases only and the method is "
+                f"{method.name}; remove {key} from checks or use method {names}"
+            )
+    return out + get_method(method.name).conflicts(method, checks)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the checks measured for the report and the manifest besides the gates' verdicts.
+
+    Attributes
+    ----------
+    information_loss : dict
+        IL against the records as ingested (``raw``, the gated figure) and, when a repair
+        changed records, against the repaired ones (``repaired``); see
+        :func:`~sdcflow.tasks.gates.loss.information_loss_figures`.
+    record_risk : RecordRisk
+        Per-record re-identification probabilities of the transparency intruder, reused from
+        the gates when they computed them.
+    """
+
+    information_loss: dict[str, float]
+    record_risk: RecordRisk
+
+
+def gather_evidence(ctx: GateContext) -> Evidence:
+    """:class:`Evidence` of a release, after its gates ran on ``ctx`` (nothing recomputed)."""
+    return Evidence(information_loss_figures(ctx), record_risk(ctx))
+
+
 __all__ = [
     "ALWAYS",
     "GATES",
     "OPTIONS",
+    "Evidence",
     "Gate",
     "GateContext",
     "GateOption",
     "GateOutcome",
     "MeasureOptions",
+    "RecordRisk",
+    "contradictions",
+    "gather_evidence",
     "measure",
     "options_model",
     "run_gates",

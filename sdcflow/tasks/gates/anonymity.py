@@ -7,7 +7,7 @@ k-anonymity is counted over every column an intruder can link on, as released
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -22,7 +22,7 @@ from sdcflow.tasks.measures.anonymity import (
     l_diversity,
     probabilistic_k_anonymity,
 )
-from sdcflow.tasks.methods.base import MaskResult, transparency_probabilities
+from sdcflow.tasks.methods.base import CrispIntruder, MaskResult, transparency_probabilities
 
 
 class TransparencyOptions(BaseModel):
@@ -81,6 +81,58 @@ def reidentification(ctx: GateContext) -> np.ndarray:
         )
 
     return ctx.cached("reidentification", compute)
+
+
+@dataclass(frozen=True)
+class RecordRisk:
+    """The transparency intruder's re-identification probability of every record.
+
+    Attributes
+    ----------
+    probabilities : ndarray of shape (n,), in [0, 1]
+        In input row order (never published: the report shows their distribution).
+    intruder : str
+        Which intruder computed them, in one sentence.
+    """
+
+    probabilities: np.ndarray
+    intruder: str
+
+
+def record_risk(ctx: GateContext) -> RecordRisk:
+    """Per-record risk for the report: the gates' own probabilities when a gate computed them
+    (``max_transparency_reidentification``, ``transparency_k_anonymity``), never recomputed;
+    otherwise the cheap ``manifest`` intruder, unless the spec set the intruder itself."""
+    parts = [b.result for b in ctx.result.blocks] or [ctx.result]
+    if all(isinstance(p.intruder, CrispIntruder) for p in parts):
+        return RecordRisk(
+            reidentification(ctx),
+            "deterministic release: an intruder who reruns the method finds every record's "
+            "group, so a record's probability is 1 / the records in its released group",
+        )
+    explicit = getattr(ctx.options, TRANSPARENCY.key, None) is not None
+    if ctx.computed("reidentification") or explicit:
+        mode = ctx.option(TRANSPARENCY).intruder
+        return RecordRisk(reidentification(ctx), _INTRUDERS[mode])
+    probabilities = ctx.cached(
+        "reidentification-manifest",
+        lambda: transparency_probabilities(
+            ctx.original, ctx.columns, _with_manifest_intruders(ctx.result)
+        ),
+    )
+    return RecordRisk(
+        probabilities,
+        _INTRUDERS["manifest"] + " (no transparency gate ran; gate "
+        "max_transparency_reidentification for the refit intruder)",
+    )
+
+
+_INTRUDERS = {
+    "refit": "the intruder knows the method and its parameters, reruns it on the original "
+    "records and bets on the released group each record most likely became (refit)",
+    "manifest": "the intruder takes each record's memberships to the released centres with the "
+    "draw fuzziness the manifest records and bets on the most likely one (manifest model)",
+}
 
 
 def _with_manifest_intruders(result: MaskResult) -> MaskResult:

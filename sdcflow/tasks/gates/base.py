@@ -53,6 +53,9 @@ class GateContext:
         The confidential attributes (``sensitive:``), released unchanged.
     rng : numpy.random.Generator
         For measures that draw.
+    raw : ndarray of shape (n, d) or None
+        The quasi-identifiers as ingested, before any repair (same rows as ``original``);
+        None means they are ``original``. Information loss is gated against these.
     """
 
     original: np.ndarray
@@ -63,12 +66,22 @@ class GateContext:
     edit_violations: Mapping[str, int] | None = None
     sensitive: pd.DataFrame | None = None
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    raw: np.ndarray | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def as_ingested(self) -> np.ndarray:
+        """The quasi-identifiers as ingested (``raw``, or ``original`` when no repair ran)."""
+        return self.original if self.raw is None else self.raw
 
     def option(self, option: GateOption) -> Any:
         """The value of ``measures.<option.key>``, its declared default when unset."""
         value = getattr(self.options, option.key, None) if self.options is not None else None
         return option.default if value is None else value
+
+    def computed(self, key: str) -> bool:
+        """Whether a gate already computed ``key`` (see :meth:`cached`)."""
+        return key in self._cache
 
     def cached(self, key: str, compute: Callable[[], Any]) -> Any:
         """Compute once per release (several gates share one clustering or one table)."""
@@ -90,6 +103,8 @@ class Gate:
     unit : unit of the figure and of its threshold (``records``, ``%``...).
     option : the ``measures:`` setting it reads, if any.
     requires : spec fields it needs (``sensitive``), checked when the spec is loaded.
+    only_for : the method parameter types whose releases it applies to (empty: every
+        method); the preflight refuses it under any other method.
     """
 
     key: str
@@ -99,6 +114,7 @@ class Gate:
     unit: str = ""
     option: GateOption | None = None
     requires: frozenset[str] = frozenset()
+    only_for: tuple[type[MethodParams], ...] = ()
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):

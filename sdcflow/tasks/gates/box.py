@@ -8,7 +8,7 @@ import numpy as np
 from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.box.checks import min_distinct, records_outside, targets_outside
 from sdcflow.tasks.gates.base import Gate, GateContext
-from sdcflow.tasks.methods.box import BoxResult
+from sdcflow.tasks.methods.box import BoxParams, BoxResult
 
 
 def _boxes(ctx: GateContext) -> list[tuple[np.ndarray, list[str], BoxResult]]:
@@ -52,6 +52,7 @@ GATES = [
         _min_distinct,
         "box: fewest distinct values (closer than epsilon count as one) of a variable in a box",
         "values",
+        only_for=(BoxParams,),
     ),
     Gate(
         "box_max_records_outside",
@@ -59,6 +60,7 @@ GATES = [
         _records_outside,
         "box: original records outside their released box",
         "records",
+        only_for=(BoxParams,),
     ),
     Gate(
         "box_max_targets_outside",
@@ -66,5 +68,6 @@ GATES = [
         _targets_outside,
         "box: target statistics outside their guaranteed published interval",
         "statistics",
+        only_for=(BoxParams,),
     ),
 ]

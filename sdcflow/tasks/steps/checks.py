@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 
-from sdcflow.tasks.gates import GateContext, GateOutcome, measure, run_gates
+from sdcflow.tasks.gates import (
+    Evidence,
+    GateContext,
+    GateOutcome,
+    gather_evidence,
+    measure,
+    run_gates,
+)
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
@@ -20,7 +27,10 @@ def gate_context(
     result: MaskResult,
     edit_violations: Mapping[str, int] | None,
     rng: np.random.Generator,
+    raw: pd.DataFrame | None = None,
 ) -> GateContext:
+    """``frame``: the records that went into masking; ``raw``: the same records as ingested
+    (before any repair), when the caller has them."""
     return GateContext(
         original=frame[spec.quasi_identifiers].to_numpy(dtype=np.float64),
         columns=list(spec.quasi_identifiers),
@@ -30,6 +40,7 @@ def gate_context(
         edit_violations=edit_violations,
         sensitive=frame[spec.sensitive] if spec.sensitive else None,
         rng=rng,
+        raw=raw[spec.quasi_identifiers].to_numpy(dtype=np.float64) if raw is not None else None,
     )
 
 
@@ -41,10 +52,13 @@ def check_release(
     edit_violations: Mapping[str, int] | None,
     rng: np.random.Generator,
     figures: Sequence[str] = (),
-) -> tuple[list[GateOutcome], dict[str, float]]:
-    """The release's gates (the spec's, what the method promises, the defaults), and the
-    figures of the gates ``figures`` without thresholds (for comparisons)."""
-    ctx = gate_context(spec, frame, result, edit_violations, rng)
+    raw: pd.DataFrame | None = None,
+) -> tuple[list[GateOutcome], dict[str, float], Evidence]:
+    """The release's gates (the spec's, what the method promises, the defaults), the
+    figures of the gates ``figures`` without thresholds (for comparisons), and the
+    :class:`~sdcflow.tasks.gates.Evidence` the report shows (IL against the raw and the
+    repaired records, per-record risk). ``raw``: the records as ingested, before repair."""
+    ctx = gate_context(spec, frame, result, edit_violations, rng, raw)
     outcomes = run_gates(ctx, spec.checks)
     logger = get_run_logger()
     for o in outcomes:
@@ -58,4 +72,11 @@ def check_release(
             "pass" if o.passed else "FAIL",
         )
     extra = measure(ctx, [k for k in figures if k not in {o.key for o in outcomes}])
-    return outcomes, {**{o.key: o.figure for o in outcomes}, **extra}
+    evidence = gather_evidence(ctx)
+    logger.info(
+        "information loss: %s",
+        ", ".join(
+            f"{v:.6g} % against the {k} records" for k, v in evidence.information_loss.items()
+        ),
+    )
+    return outcomes, {**{o.key: o.figure for o in outcomes}, **extra}, evidence

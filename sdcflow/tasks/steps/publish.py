@@ -51,8 +51,13 @@ def manifest(
     method_details: Mapping[str, Any],
     edit_violations: Mapping[str, int] | None,
     edit_rules: Mapping[str, Any] | None,
+    information_loss: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """What the run decided, for ``manifest.json`` (transparency: everything but the seed)."""
+    """What the run decided, for ``manifest.json`` (transparency: everything but the seed).
+
+    ``information_loss``: IL against the raw file (``raw``) and, where a repair changed
+    records, against the repaired ones (``repaired``), labelled in the manifest."""
+    il = dict(information_loss or {})
     return {
         "release": spec.release,
         "run_id": run_id,
@@ -63,6 +68,13 @@ def manifest(
         "checks": [o.as_dict() for o in checks],
         "edit_violations": dict(edit_violations) if edit_violations is not None else None,
         "edit_rules": dict(edit_rules) if edit_rules is not None else None,
+        "information_loss": {
+            "against_raw_file": il.get("raw"),
+            "against_repaired_records": il.get("repaired"),
+            "gated": "against_raw_file (max_information_loss)",
+        }
+        if il
+        else None,
         "software": software_versions(),
     }
 

@@ -7,14 +7,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from sdcflow.tasks.gates import GateOutcome
-from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+from sdcflow.expectations.rules import Rule
+from sdcflow.tasks.gates import Evidence, GateOutcome
 from sdcflow.tasks.methods import MaskResult
-from sdcflow.tasks.report.html import class_size_figure, write_report
+from sdcflow.tasks.report.html import write_report
+from sdcflow.tasks.report.release import ReleaseFacts, RuleFacts, release_sections
+from sdcflow.tasks.report.sections import fmt
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP, artifact_key
 
@@ -27,40 +30,41 @@ def run_report(
     decision: str,
     checks: Sequence[GateOutcome],
     edit_rules: Mapping[str, Any] | None,
-    edit_violations: Mapping[str, int] | None,
+    rules: Sequence[Rule],
+    raw: pd.DataFrame | None,
     result: MaskResult | None,
+    evidence: Evidence | None,
     extra_tables: Mapping[str, pd.DataFrame] | None = None,
 ) -> Path:
-    """Write the run's ``report.html`` (checks, edit-rule results, plots; figures only);
-    ``extra_tables``: further sections (title -> table of figures), e.g. the fuzzy mapping's."""
-    edits = edit_rules or {}
-    summary = {
-        "release": spec.release,
-        "run id": run_id,
-        "method": spec.method.name,
-        "parameters": spec.method.model_dump(mode="json", exclude={"name"}),
-        "decision": decision,
-        "records repaired before masking": edits.get("repaired_records"),
-    }
-    figures: dict[str, Any] = {}
-    tables: dict[str, pd.DataFrame] = {}
-    if result is not None:
-        sizes = equivalence_class_sizes(result.released_identifiers)
-        k = getattr(spec.method, "k", None)
-        figures["Sizes of the groups of identical released records"] = class_size_figure(sizes, k)
-    if edits.get("raw"):
-        tables["Edit rules on the raw records (violating records)"] = pd.DataFrame(
-            {"rule": list(edits["raw"]), "violating records": list(edits["raw"].values())}
-        )
-    tables.update(extra_tables or {})
+    """Write the run's ``report.html`` (:func:`~sdcflow.tasks.report.release.release_sections`:
+    figures and the spec's text only); ``raw``: the records as ingested (None when nothing
+    was masked); ``extra_tables``: further sections (title -> table of figures), e.g. the
+    fuzzy mapping's."""
+    facts = ReleaseFacts(
+        release=spec.release,
+        run_id=run_id,
+        decision=decision,
+        passed=all(o.passed for o in checks),
+        method=spec.method,
+        checks=[o.as_dict() for o in checks],
+        rules=[RuleFacts(r.name, r.text, r.severity) for r in rules],
+        edit_rules=edit_rules,
+        columns=list(spec.quasi_identifiers),
+        original=(
+            raw[spec.quasi_identifiers].to_numpy(dtype=np.float64)
+            if raw is not None and result is not None
+            else None
+        ),
+        result=result,
+        evidence=evidence,
+        tables=dict(extra_tables or {}),
+    )
     path = write_report(
         report_dir,
-        summary={k: v for k, v in summary.items() if v is not None},
-        checks=[o.as_dict() for o in checks],
-        edit_results=edit_violations,
-        figures=figures,
-        tables=tables,
+        release_sections(facts),
         title=f"sdcflow release report: {spec.release}",
+        decision=decision,
+        passed=facts.passed,
     )
     get_run_logger().info("run report written to %s", path)
     return path
@@ -75,7 +79,7 @@ def report_artifacts(
     lines = [
         f"# Release `{spec.release}`",
         "",
-        f"Method: `{spec.method.name}` {spec.method.model_dump(exclude={'name'})}",
+        f"Method: `{spec.method.name}` ({fmt(spec.method.model_dump(exclude={'name'}))})",
         "",
         "| check | figure | rule | threshold | unit | verdict |",
         "|---|---:|:-:|---:|---|:-:|",

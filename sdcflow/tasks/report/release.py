@@ -1,0 +1,489 @@
+"""The sections of a release run's report, built from what the run decided and measured.
+
+:func:`release_sections` turns a :class:`ReleaseFacts` into the report's sections: the
+decision, every gate with its unit, the edit rules (text, raw and released violations), the
+information loss (against the raw file, against the repaired records where a repair ran,
+beside a lower bound where the method proves one), original against released per
+quasi-identifier (moments and a safe histogram), the correlation matrices, the group sizes,
+the per-record risk, and the method's parameters and figures. Each part is one function
+returning one :class:`~sdcflow.tasks.report.sections.Section`; a new figure is a new
+function and one line in :func:`release_sections`.
+
+Lower bounds on IL: a method that proves one reports it among its details as
+``il_lower_bound`` (a number in IL's units, %), optionally with
+``il_lower_bound_definition`` (one line saying what it bounds); the report shows it beside
+IL. Blocks report theirs in their own details.
+
+Nothing here reads or shows a record value: moments, correlations, counts per safe bin
+(:func:`~sdcflow.tasks.report.plots.safe_bins`), group sizes and the distribution of
+per-record probabilities only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdcflow.tasks.gates import Evidence
+from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+from sdcflow.tasks.methods import MaskResult, MethodParams, get_method
+from sdcflow.tasks.report import plots
+from sdcflow.tasks.report.sections import Section, Table, Text, fmt
+
+LOWER_BOUND = "il_lower_bound"
+
+
+@dataclass(frozen=True)
+class RuleFacts:
+    """An edit rule as the report shows it: name, text and severity."""
+
+    name: str
+    text: str
+    severity: str = "error"
+
+
+@dataclass
+class ReleaseFacts:
+    """Everything a release report shows.
+
+    Attributes
+    ----------
+    release, run_id, decision : str
+    passed : bool
+        The decision is a publication (or a check that passed).
+    method : MethodParams
+    checks : sequence of mappings
+        ``GateOutcome.as_dict()`` rows.
+    rules : sequence of RuleFacts
+    edit_rules : mapping or None
+        The flow's edit-rule summary: ``raw`` and ``masked`` counts per rule (every
+        severity), ``repaired_records``, ``not_checked_after_masking``.
+    columns : list of str, length d
+        The quasi-identifiers.
+    original : ndarray of shape (n, d) or None
+        The quasi-identifiers as ingested (before any repair), for moments and safe
+        histograms; None when nothing was masked.
+    result : MaskResult or None
+    evidence : Evidence or None
+    tables : mapping title -> DataFrame
+        Further sections of one table each (e.g. the fuzzy mapping's figures).
+    """
+
+    release: str
+    run_id: str
+    decision: str
+    passed: bool
+    method: MethodParams
+    checks: Sequence[Mapping[str, Any]] = ()
+    rules: Sequence[RuleFacts] = ()
+    edit_rules: Mapping[str, Any] | None = None
+    columns: list[str] = field(default_factory=list)
+    original: np.ndarray | None = None
+    result: MaskResult | None = None
+    evidence: Evidence | None = None
+    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+
+    @property
+    def k(self) -> int | None:
+        return getattr(self.method, "k", None)
+
+
+def release_sections(facts: ReleaseFacts) -> list[Section]:
+    """The report's sections, in reading order (see the module docstring)."""
+    sections = [summary_section(facts), checks_section(facts.checks), edits_section(facts)]
+    if facts.result is not None and facts.original is not None:
+        sections += [
+            loss_section(facts),
+            moments_section(facts),
+            correlation_section(facts),
+            groups_section(facts),
+            risk_section(facts),
+        ]
+    else:
+        sections.append(
+            Section("Masking").text(
+                "Nothing was masked: the run stopped before masking, so there is no released "
+                "file to compare, no group and no risk to show."
+            )
+        )
+    sections.append(method_section(facts))
+    for title, frame in facts.tables.items():
+        sections.append(Section(title).table(Table.from_frame(frame)))
+    return sections
+
+
+def summary_section(facts: ReleaseFacts) -> Section:
+    rows: dict[str, Any] = {
+        "release": facts.release,
+        "run id": facts.run_id,
+        "method": f"{facts.method.name}: {get_method(facts.method.name).summary}",
+        "records": int(facts.original.shape[0]) if facts.original is not None else None,
+        "quasi-identifiers": ", ".join(facts.columns) if facts.columns else None,
+        "decision": facts.decision,
+    }
+    return (
+        Section("Summary")
+        .table(Table(["item", "value"], [[k, v] for k, v in rows.items() if v is not None]))
+        .text(
+            "This report holds figures only (counts, shares, moments, thresholds) and the "
+            "spec's own text; no record value appears in it.",
+            "note",
+        )
+    )
+
+
+def checks_section(checks: Sequence[Mapping[str, Any]]) -> Section:
+    section = Section("Checks")
+    if not checks:
+        return section.text("No check was run.")
+    failed = [r for r in checks if r["verdict"] != "pass"]
+    section.text(
+        f"{len(checks) - len(failed)} of {len(checks)} checks passed"
+        + (
+            f"; {len(failed)} failed: {', '.join(str(r['check']) for r in failed)}."
+            if failed
+            else "."
+        )
+    )
+    columns = ["check", "figure", "rule", "threshold", "unit", "verdict", "description"]
+    rows = [
+        [r["check"], _figure(r), r["rule"], r["threshold"], r.get("unit", ""), r["verdict"],
+         r.get("description", "")]
+        for r in checks
+    ]  # fmt: skip
+    classes = ["pass" if r["verdict"] == "pass" else "fail" for r in checks]
+    section.table(Table(columns, rows, classes))
+    return section.plot(
+        plots.checks_figure(checks),
+        "bars: the share of its limit each check uses; past 1 it failed",
+        "No check has a figure to draw.",
+        "Share of the limit each check uses: the figure over the threshold for <= checks, "
+        "the threshold over the figure for >= checks; past the dashed line it failed.",
+    )
+
+
+def _figure(row: Mapping[str, Any]) -> Any:
+    figure = row.get("figure")
+    return "not checked" if figure is None else figure
+
+
+def edits_section(facts: ReleaseFacts) -> Section:
+    section = Section("Edit rules")
+    if not facts.rules:
+        return section.text("The spec has no edit rules.")
+    summary = facts.edit_rules or {}
+    raw = summary.get("raw") or {}
+    masked = summary.get("masked")
+    skipped = set(summary.get("not_checked_after_masking") or ())
+    rows, classes = [], []
+    for rule in facts.rules:
+        if masked is None:
+            after: Any = "not evaluated"
+        elif rule.name in skipped:
+            after = "not checked (columns not released as they are)"
+        else:
+            after = masked.get(rule.name)
+        rows.append([rule.name, rule.text, rule.severity, raw.get(rule.name), after])
+        bad = isinstance(after, int) and after > 0 and rule.severity == "error"
+        classes.append("fail" if bad else "pass")
+    section.table(
+        Table(
+            ["rule", "text", "severity", "raw records violating", "released records violating"],
+            rows,
+            classes,
+        )
+    )
+    repaired = summary.get("repaired_records")
+    if get_method(facts.method.name).edits_while_masking:
+        section.text(f"Method {facts.method.name} edits while it masks: no repair step ran.")
+    elif repaired is not None:
+        section.text(f"Records repaired before masking (moved onto the linear rules): {repaired}.")
+    released = {
+        name: v for name, v in (masked or {}).items() if name not in skipped and v is not None
+    }
+    return section.plot(
+        plots.edit_figure(raw, released),
+        "bars: records violating each rule, raw and released",
+        "No rule is violated by a raw or a released record: there is nothing to plot.",
+    )
+
+
+def loss_section(facts: ReleaseFacts) -> Section:
+    section = Section("Information loss")
+    il = facts.evidence.information_loss if facts.evidence else {}
+    rows = []
+    if "raw" in il:
+        rows.append(
+            ["IL against the raw file (as ingested; gated by max_information_loss)", il["raw"], "%"]
+        )
+    if "repaired" in il:
+        rows.append(
+            ["IL against the repaired records (what the method masked)", il["repaired"], "%"]
+        )
+    for label, value, definition in lower_bounds(facts.result.details if facts.result else {}):
+        rows.append([label + (f" ({definition})" if definition else ""), value, "%"])
+    if not rows:
+        return section.text("No information loss was measured.")
+    section.table(Table(["measure", "value", "unit"], rows))
+    section.text(
+        "IL = 100·SSE/SST on the quasi-identifiers standardized with the original means and "
+        "standard deviations: 0 publishes the file as it is, 100 loses as much as replacing "
+        "every record by the mean.",
+        "note",
+    )
+    if "repaired" in il:
+        section.text(
+            "A repair moved records onto the edit rules before masking: the first figure "
+            "compares the release with the file as collected (comparable across methods on "
+            "this source), the second with the records the method masked.",
+            "note",
+        )
+    return section
+
+
+def lower_bounds(details: Mapping[str, Any]) -> list[tuple[str, float, str]]:
+    """``(label, value, definition)`` of every IL lower bound a method reported (module
+    docstring), for the whole release and each block."""
+    found = []
+    parts = [("", details)] + [
+        (f" of block {i + 1}", b)
+        for i, b in enumerate(details.get("blocks") or [])
+        if isinstance(b, Mapping)
+    ]
+    for where, part in parts:
+        value = part.get(LOWER_BOUND)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append(
+                (
+                    f"lower bound on IL{where}",
+                    float(value),
+                    str(part.get(f"{LOWER_BOUND}_definition", "")),
+                )
+            )
+    return found
+
+
+def moments_section(facts: ReleaseFacts) -> Section:
+    X, Y = facts.original, facts.result.points
+    released = "released box centres" if _is_box(facts) else "released"
+    section = Section("Original and released quasi-identifiers")
+    rows = []
+    for j, name in enumerate(facts.columns):
+        mean_x, mean_y = float(X[:, j].mean()), float(Y[:, j].mean())
+        var_x = float(X[:, j].var(ddof=1)) if X.shape[0] > 1 else float("nan")
+        var_y = float(Y[:, j].var(ddof=1)) if Y.shape[0] > 1 else float("nan")
+        rows.append(
+            [name, mean_x, mean_y, _change(mean_x, mean_y), var_x, var_y, _change(var_x, var_y)]
+        )
+    section.table(
+        Table(
+            [
+                "quasi-identifier",
+                "original mean",
+                f"{released} mean",
+                "change of mean %",
+                "original variance",
+                f"{released} variance",
+                "change of variance %",
+            ],
+            rows,
+        )
+    )
+    min_count = facts.k or 5
+    bins = [plots.safe_bins(X[:, j], Y[:, j], min_count) for j in range(len(facts.columns))]
+    skipped = [c for c, b in zip(facts.columns, bins, strict=True) if b is None]
+    section.plot(
+        plots.distribution_figure(facts.columns, bins),
+        "bars per quasi-identifier: original and released records per bin",
+        f"No histogram is safe to show: fewer than {2 * min_count} records, or constant "
+        f"columns, leave no two bins of at least {min_count} records.",
+        "Records per bin, original against " + released + ".",
+    )
+    section.text(
+        f"Histogram bins hold at least {min_count} original records each (k of the method): "
+        "interior edges are rounded and the outer bins are open, so no bin edge is a record's "
+        "value and neither the minimum nor the maximum is shown.",
+        "note",
+    )
+    if skipped and len(skipped) < len(facts.columns):
+        section.text(
+            f"No safe histogram for {', '.join(skipped)} (too few records per bin).", "note"
+        )
+    return section
+
+
+def _is_box(facts: ReleaseFacts) -> bool:
+    return "box_id" in facts.result.masked.columns if facts.result is not None else False
+
+
+def _change(before: float, after: float) -> float | None:
+    if not np.isfinite(before) or before == 0:
+        return None
+    return 100.0 * (after - before) / abs(before)
+
+
+def _correlations(X: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.corrcoef(X, rowvar=False)
+
+
+def correlation_section(facts: ReleaseFacts) -> Section:
+    section = Section("Correlations")
+    d = len(facts.columns)
+    if d < 2:
+        return section.text("One quasi-identifier: there is no correlation to compare.")
+    original = _correlations(facts.original)
+    released = _correlations(facts.result.points)
+    upper = np.triu_indices(d, 1)
+    diff = np.abs(released - original)[upper]
+    finite = diff[np.isfinite(diff)]
+    if finite.size:
+        section.text(
+            f"Mean absolute change of the {finite.size} correlations: {finite.mean():.3g}; "
+            f"largest: {finite.max():.3g}."
+        )
+    section.plot(
+        plots.correlation_figure(facts.columns, original, released),
+        "heatmaps: original, released and their difference",
+        "There are no correlations to draw.",
+        "Pearson correlations of the original and the released quasi-identifiers, and their "
+        "difference (blank: a constant column has none).",
+    )
+    return section
+
+
+def groups_section(facts: ReleaseFacts) -> Section:
+    result = facts.result
+    box = _is_box(facts)
+    section = Section("Box sizes" if box else "Group sizes")
+    sizes = equivalence_class_sizes(result.released_identifiers)
+    what = "boxes" if box else "groups of identical released records"
+    if sizes.size:
+        section.text(
+            f"{sizes.size} {what}: smallest {int(sizes.min())}, largest {int(sizes.max())}, "
+            f"mean {float(sizes.mean()):.3g} records."
+        )
+    if result.blocks:
+        section.text(
+            "Blocks were masked separately: a group here is a combination of the blocks' "
+            "groups, so it may hold fewer than k records while every block is k-anonymous.",
+            "note",
+        )
+    section.plot(
+        plots.class_size_figure(sizes, facts.k),
+        f"histogram of the sizes of the {what}",
+        "No released record to count.",
+    )
+    expected = result.details.get("expected_size") if isinstance(result.details, Mapping) else None
+    if isinstance(expected, Mapping) and "min" in expected:
+        section.text(
+            f"Expected records per centre under the random draw: smallest {fmt(expected['min'])}, "
+            f"mean {fmt(expected.get('mean'))}, largest {fmt(expected.get('max'))} "
+            f"({result.details.get('expected_size_definition', 'see the method figures')}).",
+            "note",
+        )
+    return section
+
+
+def risk_section(facts: ReleaseFacts) -> Section:
+    section = Section("Per-record risk")
+    risk = facts.evidence.record_risk if facts.evidence else None
+    if risk is None:
+        return section.text("The per-record risk was not computed.")
+    p = np.asarray(risk.probabilities, dtype=np.float64)
+    section.text(f"Intruder: {risk.intruder}.")
+    if p.size:
+        k = facts.k
+        above = int((p > 1.0 / k + 1e-12).sum()) if k else None
+        rows = {
+            "largest re-identification probability": float(p.max()),
+            "mean (expected share re-identified)": float(p.mean()),
+            f"records above 1/k = 1/{k}": above,
+        }
+        section.table(
+            Table(["figure", "value"], [[a, b] for a, b in rows.items() if b is not None])
+        )
+    return section.plot(
+        plots.risk_figure(p, facts.k),
+        "histogram of per-record re-identification probabilities",
+        "No record to show.",
+        "Records per bin of re-identification probability.",
+    )
+
+
+def method_section(facts: ReleaseFacts) -> Section:
+    section = Section("Method and parameters")
+    params = facts.method
+    fields = type(params).model_fields
+    rows = []
+    for key, value in params.model_dump(mode="json", exclude={"name"}).items():
+        if value is None or value == {} or value == []:
+            continue
+        rows.append([key, value, fields[key].description or ""])
+    section.text(f"{params.name}: {get_method(params.name).summary}.")
+    section.table(Table(["parameter", "value", "meaning"], rows))
+    unset = [k for k, v in params.model_dump(exclude={"name"}).items() if v is None]
+    if unset:
+        section.text(f"Not set (not used by this run): {', '.join(unset)}.", "note")
+    details = facts.result.details if facts.result is not None else {}
+    scalars, lists = _flatten(details)
+    if scalars:
+        section.table(Table(["figure", "value"], scalars, caption="What the method reports"))
+    for title, records in lists:
+        section.blocks += _records_table(title, records)
+    return section
+
+
+def _flatten(
+    details: Mapping[str, Any], prefix: str = ""
+) -> tuple[list[list[Any]], list[tuple[str, list[Mapping[str, Any]]]]]:
+    """Scalar entries as ``[dotted key, value]`` rows; lists of mappings apart, by title."""
+    scalars: list[list[Any]] = []
+    lists: list[tuple[str, list[Mapping[str, Any]]]] = []
+    for key, value in details.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            more, nested = _flatten(value, name + ".")
+            scalars += more
+            lists += nested
+        elif isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            lists.append((name, value))
+        elif isinstance(value, list) and len(value) > 12:
+            scalars.append([name, f"{len(value)} values"])
+        else:
+            scalars.append([name, value])
+    return scalars, lists
+
+
+def _records_table(title: str, records: list[Mapping[str, Any]]) -> list[Any]:
+    """A list of mappings (box estimates, blocks...) as one table; a text column with one
+    value on every row is said once below it instead."""
+    columns = list(dict.fromkeys(k for r in records for k in r))
+    common = {
+        c: records[0].get(c)
+        for c in columns
+        if isinstance(records[0].get(c), str)
+        and len(records) > 1
+        and all(r.get(c) == records[0].get(c) for r in records)
+    }
+    shown = [c for c in columns if c not in common]
+    rows = [[_cell(r.get(c)) for c in shown] for r in records]
+    blocks: list[Any] = [Table(shown, rows, caption=title)]
+    blocks += [Text(f"{c} (every row): {v}", "note") for c, v in common.items()]
+    return blocks
+
+
+def _cell(value: Any) -> Any:
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, (int, float)) for v in value)
+    ):
+        return f"[{fmt(float(value[0]))}, {fmt(float(value[1]))}]"
+    if isinstance(value, Mapping):
+        return fmt(value)
+    return value

@@ -24,7 +24,8 @@ Design (verified against great-expectations 1.24.1 and duckdb 2.0.0)
   imports this module only inside its task (timings: ``benchmarks/README.md``, "Edit rules").
 * **An ephemeral context** (in-memory stores, analytics and progress bars off) with one
   filesystem Data Docs site whose ``base_directory`` is the run's report folder; a checkpoint
-  with an ``UpdateDataDocsAction`` builds the site after validation.
+  with an ``UpdateDataDocsAction`` builds the site after validation, and
+  :func:`~sdcflow.expectations.docs.make_offline` makes it render with no network.
 * **No values leave.** The result format is ``BASIC`` with ``partial_unexpected_count = 0``: GE
   reports counts only, so neither the results, the Data Docs nor the :class:`RuleReport` carry a
   single value from the data (the check columns are residuals and raw values).
@@ -57,6 +58,7 @@ from great_expectations.data_context.types.base import (
 from great_expectations.expectations.metadata_types import FailureSeverity
 
 from sdcflow.expectations.compile import CompiledRule
+from sdcflow.expectations.docs import make_offline
 
 __all__ = ["ExpectRuleToHold", "RuleOutcome", "RuleReport", "build_suite", "validate_frame"]
 
@@ -313,6 +315,7 @@ def validate_frame(
             )
         )
     if docs is not None:
+        make_offline(docs)  # styled with no network: local Bootstrap, jQuery, logo
         report.docs_path = docs / "index.html"
     report.seconds = time.perf_counter() - t0
     return report

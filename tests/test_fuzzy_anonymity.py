@@ -167,9 +167,8 @@ def test_probabilistic_check_on_a_crisp_method_uses_group_sizes(survey) -> None:
 @pytest.mark.parametrize(
     ("spec", "field"),
     [
-        ({"k": 3, "m1": 1.5}, "m2 is missing"),
+        ({"k": 3, "lambda1": 1.5}, "lambda2 is missing"),
         ({"k": 3, "m1": 1.5, "m2": 2.0, "lambda1": 1.0}, "not both families"),
-        ({"k": 3}, "set m1 and m2"),
         ({"k": 3, "m1": 0.9, "m2": 2.0}, "m1"),
         ({"k": 3, "m1": 1.5, "m2": 2.0, "guarantee": "l_diversity"}, "guarantee"),
         ({"k": 3, "m1": 1.5, "m2": 2.0, "seed": 1}, "seed"),
@@ -178,6 +177,18 @@ def test_probabilistic_check_on_a_crisp_method_uses_group_sizes(survey) -> None:
 def test_params_errors_name_the_field(spec: dict, field: str) -> None:
     with pytest.raises(ValidationError, match=field):
         METHODS["fuzzy"].params(**spec)
+
+
+@pytest.mark.parametrize(
+    ("spec", "m1", "m2"),
+    [({"k": 3}, 1.1, 1.1), ({"k": 3, "m2": 1.3}, 1.1, 1.3), ({"k": 3, "m1": 1.2}, 1.2, 1.1)],
+)
+def test_fuzzy_c_means_defaults_live_in_the_parameters(spec: dict, m1: float, m2: float) -> None:
+    # one place for the defaults: a release and `sdcflow compare` read the same
+    params = METHODS["constrained_fuzzy"].params(**spec)
+    assert (params.m1, params.m2, params.lambda1, params.lambda2) == (m1, m2, None, None)
+    entropy = METHODS["fuzzy"].params(k=3, lambda1=1.0, lambda2=2.0)
+    assert (entropy.m1, entropy.m2) == (None, None)
 
 
 @pytest.mark.parametrize("guarantee", ["probabilistic_k_anonymity", "k_anonymity"])

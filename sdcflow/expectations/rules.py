@@ -408,7 +408,7 @@ class _Builder:
                 f"unknown column {name!r}",
                 tok,
                 f"known columns: {known}; fix the column name in the rule or add the column to "
-                "the data",
+                "the data" + _backtick_hint(name, self.known),
                 code=Reason.RULE_COLUMN,
             )
         return name
@@ -803,3 +803,18 @@ def load_rules_file(path: str | Path) -> list[str | dict[str, Any]]:
             code=Reason.RULE_OPTION,
         )
     return data
+
+
+def _backtick_hint(name: str, known: Sequence[str]) -> str:
+    """When a known column is not an identifier (``hours-per-week``), the rule must quote it
+    in backticks, as in R; say so, naming the column the unknown word starts."""
+    odd = [c for c in known if not c.isidentifier()]
+    if not odd:
+        return ""
+    near = [c for c in odd if re.split(r"[^0-9A-Za-z_]", c, maxsplit=1)[0] == name]
+    example = (near or odd)[0]
+    return (
+        f"; a column name that is not an identifier goes in backticks, e.g. `{example}`"
+        if near
+        else f"; column names that are not identifiers go in backticks, e.g. `{example}`"
+    )

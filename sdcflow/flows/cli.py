@@ -42,7 +42,8 @@ def _run_release(spec_path: str, *, publish: bool) -> int:
     try:
         outcome = release(str(Path(spec_path).resolve()), publish=publish, plan=plan)
     except ChecksFailed as e:
-        return _fail(f"refused: {e}", EXIT_REFUSED)
+        report = getattr(e.outcome, "report", None)
+        return _fail(f"refused: {e}" + (f"\nreport {report}" if report else ""), EXIT_REFUSED)
     for o in outcome.checks:
         verdict = "pass" if o.passed else "FAIL"
         print(
@@ -52,10 +53,32 @@ def _run_release(spec_path: str, *, publish: bool) -> int:
         print(f"published {outcome.published} (run {outcome.run_id})")
     else:
         print(f"all checks passed; nothing published (run {outcome.run_id})")
+    if outcome.report:
+        print(f"report {outcome.report}")
     return EXIT_OK
 
 
-def _runs(target: str | None, warehouse: str | None, limit: int) -> int:
+def _checks_cell(checks_json: str) -> str:
+    """``3/3 pass`` or ``FAIL k_anonymity, max_information_loss`` from the JSON summary."""
+    import json
+
+    checks = json.loads(checks_json or "{}")
+    if not checks:
+        return "—"
+    failed = [k for k, v in checks.items() if v.get("verdict") not in ("pass",)]
+    if failed:
+        return "FAIL " + ", ".join(failed)
+    return f"{len(checks)}/{len(checks)} pass"
+
+
+def _runs(
+    target: str | None,
+    warehouse: str | None,
+    limit: int,
+    release: str | None = None,
+    status: str | None = None,
+    full_ids: bool = False,
+) -> int:
     from sdcflow.tasks.spec import load_spec
     from sdcflow.warehouse.warehouse import Warehouse
 
@@ -65,13 +88,49 @@ def _runs(target: str | None, warehouse: str | None, limit: int) -> int:
         path = load_spec(target).warehouse_path
     else:
         raise InputError("give a spec file or --warehouse PATH", code=Reason.SPEC_MISSING)
-    runs = Warehouse(path).runs(limit)
+    runs = Warehouse(path).runs(limit, release=release, status=status)
     if runs.empty:
-        print(f"no runs recorded in {path}")
+        which = " ".join(f"{k} {v}" for k, v in (("release", release), ("status", status)) if v)
+        print(f"no runs{' of ' + which if which else ''} recorded in {path}")
         return EXIT_OK
-    with_cols = ["run_id", "release", "method", "status", "started_at", "ended_at", "checks"]
-    print(runs[with_cols].to_string(index=False))
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"runs in {path}", title_justify="left")
+    for name, style in (("run", "cyan"), ("release", ""), ("kind", ""), ("method", ""),
+                        ("status", ""), ("started (UTC)", ""), ("took", ""), ("records", ""),
+                        ("checks", "")):  # fmt: skip
+        table.add_column(name, style=style or None, no_wrap=name in ("run", "started (UTC)"))
+    colours = {"published": "green", "refused": "red", "failed": "red", "checked": "green"}
+    for r in runs.itertuples(index=False):
+        started = _utc(r.started_at)
+        ended = _utc(r.ended_at)
+        took = f"{(ended - started).total_seconds():.0f} s" if started and ended else "—"
+        table.add_row(
+            r.run_id if full_ids else r.run_id[:12],
+            r.release,
+            f"[magenta]{r.kind}[/]" if r.kind == "compare" else r.kind,
+            r.method or "—",
+            f"[{colours.get(r.status, 'yellow')}]{r.status}[/]",
+            started.strftime("%Y-%m-%d %H:%M:%S") if started else "—",
+            took,
+            "—" if r.n_rows is None or r.n_rows != r.n_rows else f"{int(r.n_rows)}",
+            _checks_cell(r.checks),
+        )
+    if not full_ids:
+        table.caption = "run ids cut to 12 characters; --full-ids prints them whole"
+    Console(soft_wrap=False).print(table)
     return EXIT_OK
+
+
+def _utc(value: object):  # type: ignore[no-untyped-def]
+    """A pandas timestamp in UTC, or None for a missing one."""
+    import pandas as pd
+
+    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
+        return None
+    stamp = pd.Timestamp(value)
+    return stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")
 
 
 def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
@@ -151,9 +210,12 @@ def _remap(spec_path: str, rules_file: str, run_id: str | None, integer: bool) -
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sdcflow import __version__
+
     parser = argparse.ArgumentParser(
         prog="sdcflow", description="Statistical disclosure control releases with Prefect."
     )
+    parser.add_argument("--version", action="version", version=f"sdcflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("release", help="mask, check and publish the release a spec describes")
     p.add_argument("spec", help="release spec (YAML)")
@@ -163,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", nargs="?", help="release spec whose warehouse to read")
     p.add_argument("--warehouse", help="path of a warehouse DuckDB file")
     p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--release", help="only the runs of this release")
+    p.add_argument(
+        "--status",
+        choices=["running", "published", "checked", "refused", "failed", "interrupted"],
+        help="only the runs that ended so",
+    )
+    p.add_argument("--full-ids", action="store_true", help="print whole run ids")
     p = sub.add_parser("serve", help="serve the release as a Prefect deployment (long-running)")
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--cron", help='schedule, e.g. "0 3 * * *"')
@@ -211,7 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("release", "check"):
             return _run_release(args.spec, publish=args.command == "release")
         if args.command == "runs":
-            return _runs(args.spec, args.warehouse, args.limit)
+            return _runs(
+                args.spec, args.warehouse, args.limit, args.release, args.status, args.full_ids
+            )
         if args.command == "serve":
             return _serve(args.spec, args.cron, args.name)
         if args.command == "remap":

@@ -216,6 +216,32 @@ def _join_errors(error: ValidationError, prefix: str = "") -> str:
     return "; ".join(parts)
 
 
+def _yaml_problem(error: Exception) -> str:
+    """``line 4, column 9: mapping values are not allowed here`` (1-based, as editors count),
+    or the first line of the error when YAML gives no position."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    if mark is not None:
+        what = problem or str(error).splitlines()[0]
+        return f"not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {what}"
+    first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return f"not valid YAML ({first})"
+
+
+def spec_from_dict(data: Any, base_dir: str | Path, where: str = "spec") -> ReleaseSpec:
+    """Validate a spec given as a mapping (paths relative to ``base_dir``); raise
+    ``InputError`` as :func:`load_spec` does, naming ``where`` instead of a file."""
+    if not isinstance(data, dict):
+        raise InputError(
+            f"{where}: the spec must be a mapping of fields (release, source...)",
+            code=Reason.SPEC_SYNTAX,
+        )
+    try:
+        return ReleaseSpec.model_validate({**data, "base_dir": Path(base_dir).resolve()})
+    except ValidationError as e:
+        raise InputError(f"{where}: {_join_errors(e)}", code=Reason.SPEC_FIELD) from None
+
+
 def load_spec(path: str | Path) -> ReleaseSpec:
     """Read and validate a release spec; raise ``InputError`` with one line per problem."""
     path = Path(path)
@@ -224,15 +250,5 @@ def load_spec(path: str | Path) -> ReleaseSpec:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise InputError(
-            f"{path}: not valid YAML ({str(e).splitlines()[0]})", code=Reason.SPEC_SYNTAX
-        ) from e
-    if not isinstance(data, dict):
-        raise InputError(
-            f"{path}: the spec must be a YAML mapping of fields (release, source...)",
-            code=Reason.SPEC_SYNTAX,
-        )
-    try:
-        return ReleaseSpec.model_validate({**data, "base_dir": path.resolve().parent})
-    except ValidationError as e:
-        raise InputError(f"{path}: {_join_errors(e)}", code=Reason.SPEC_FIELD) from None
+        raise InputError(f"{path}: {_yaml_problem(e)}", code=Reason.SPEC_SYNTAX) from e
+    return spec_from_dict(data, path.resolve().parent, str(path))

@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS audit.checks (
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS checks JSON;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS host VARCHAR;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS pid BIGINT;
+ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS kind VARCHAR;
 """
 
 
@@ -155,16 +156,19 @@ class Warehouse:
 
     # -- audit ----------------------------------------------------------------------------
 
-    def start_run(self, run_id: str, release: str, spec_sha256: str, method: str) -> None:
+    def start_run(
+        self, run_id: str, release: str, spec_sha256: str, method: str, kind: str = "release"
+    ) -> None:
         """Record a run as ``running`` with this host and process id (after marking the runs of
-        dead processes ``interrupted``)."""
+        dead processes ``interrupted``); ``kind``: what started it (``release``, ``check``,
+        ``compare``)."""
         self.initialize()
         self.mark_interrupted()
         with self.connect() as con:
             con.execute(
                 "INSERT OR REPLACE INTO audit.runs (run_id, release, spec_sha256, method, "
-                "started_at, status, host, pid) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-                [run_id, release, spec_sha256, method, datetime.now(UTC), _HOST, os.getpid()],
+                "started_at, status, host, pid, kind) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                [run_id, release, spec_sha256, method, datetime.now(UTC), _HOST, os.getpid(), kind],
             )
 
     def mark_interrupted(self) -> None:
@@ -219,15 +223,21 @@ class Warehouse:
                 con.executemany("INSERT INTO audit.checks VALUES (?, ?, ?, ?, ?, ?)", rows)
             con.execute("UPDATE audit.runs SET checks = ? WHERE run_id = ?", [summary, run_id])
 
-    def runs(self, limit: int = 50) -> pd.DataFrame:
-        """The latest runs, each with its checks' figures and verdicts as one JSON column."""
+    def runs(
+        self, limit: int = 50, *, release: str | None = None, status: str | None = None
+    ) -> pd.DataFrame:
+        """The latest runs (of one ``release`` and ``status`` when given), each with what
+        started it (``kind``; ``release`` for runs recorded before kinds were) and its
+        checks' figures and verdicts as one JSON column."""
         if not self.path.exists():
             return pd.DataFrame()
         self.initialize()
         self.mark_interrupted()
         with self.connect(read_only=True) as con:
             return con.execute(
-                "SELECT run_id, release, method, status, started_at, ended_at, n_rows, message, "
-                "coalesce(checks, '{}') AS checks FROM audit.runs ORDER BY started_at DESC LIMIT ?",
-                [limit],
+                "SELECT run_id, release, coalesce(kind, 'release') AS kind, method, status, "
+                "started_at, ended_at, n_rows, message, coalesce(checks, '{}') AS checks "
+                "FROM audit.runs WHERE (? IS NULL OR release = ?) AND (? IS NULL OR status = ?) "
+                "ORDER BY started_at DESC LIMIT ?",
+                [release, release, status, status, limit],
             ).df()

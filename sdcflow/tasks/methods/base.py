@@ -8,7 +8,7 @@ the method declares its guarantee and its attack model; no other code branches o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -145,6 +145,11 @@ def k_gate(params: Any) -> dict[str, float]:
     return {"k_anonymity": float(k)} if k is not None else {}
 
 
+def no_conflicts(params: Any, checks: Mapping[str, float]) -> list[str]:
+    """A method whose release can meet every gate the spec may ask for."""
+    return []
+
+
 @dataclass(frozen=True)
 class Method:
     """A registry entry.
@@ -158,6 +163,9 @@ class Method:
     promises : the gates every release with this method gets (spec thresholds may tighten
         them), i.e. what the method guarantees, verified on what it released.
     summary : one line for the documentation.
+    conflicts : ``conflicts(params, checks) -> list of str``: the spec's gates (``checks:``)
+        that contradict what the method promises under ``params``, one line each naming the
+        fix; the preflight refuses the spec on the first (exit 2) before any work.
     """
 
     params: type[MethodParams]
@@ -165,6 +173,7 @@ class Method:
     edits_while_masking: bool = False
     promises: Callable[[Any], dict[str, float]] = k_gate
     summary: str = ""
+    conflicts: Callable[[Any, Mapping[str, float]], list[str]] = no_conflicts
 
 
 def transparency_probabilities(

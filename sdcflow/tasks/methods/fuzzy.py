@@ -20,6 +20,7 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,19 +38,25 @@ from sdcflow.tasks.validation import standardize
 
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 
+# m1 = m2 = 1.1: the draw nearly as crisp as the clustering (see FuzzyParams), which keeps
+# the far-centre membership mass summable for up to d = 20 variables (m < 1 + 2/d).
+DEFAULT_FUZZINESS: dict[str, float] = {"m1": 1.1, "m2": 1.1}
+
 
 class FuzzyParams(MethodParams):
     """Parameters of fuzzy microaggregation ([1] Algorithm 1).
 
-    Keep ``m2`` close to ``m1``: with c = n/k centres the membership mass a record puts on
-    far centres is summable only for m < 1 + 2/d, and heavy-tailed data need less (figures
-    in benchmarks/README.md).
+    Without ``m1``/``m2`` and ``lambda1``/``lambda2``, fuzzy c-means with
+    ``m1 = m2 = 1.1`` (:data:`DEFAULT_FUZZINESS`); a spec that gives one of ``m1``, ``m2``
+    gets the other from there. Keep ``m2`` close to ``m1``: with c = n/k centres the
+    membership mass a record puts on far centres is summable only for m < 1 + 2/d, and
+    heavy-tailed data need less (figures in benchmarks/README.md).
     """
 
     name: Literal["fuzzy"] = "fuzzy"
     k: int = Field(ge=2, description="anonymity parameter; c starts at floor(n/k)")
-    m1: float | None = Field(None, gt=1, description="FCM fuzzifier for clustering")
-    m2: float | None = Field(None, gt=1, description="FCM fuzzifier of the draw")
+    m1: float | None = Field(None, gt=1, description="FCM fuzzifier for clustering (default 1.1)")
+    m2: float | None = Field(None, gt=1, description="FCM fuzzifier of the draw (default 1.1)")
     lambda1: float | None = Field(
         None, gt=0, description="entropy FCM lambda for clustering (per standardized unit^2)"
     )
@@ -73,6 +80,18 @@ class FuzzyParams(MethodParams):
             include={"m1", "m2", "lambda1", "lambda2", "guarantee", "restarts", "escalations"}
         )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_fuzziness(cls, data: Any) -> Any:
+        """Fuzzy c-means with ``m1`` / ``m2`` of :data:`DEFAULT_FUZZINESS` where the spec
+        names neither them nor the entropy family (one place for the defaults: a release
+        and ``sdcflow compare`` read the same)."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("lambda1") is not None or data.get("lambda2") is not None:
+            return data
+        return {**data, **{k: v for k, v in DEFAULT_FUZZINESS.items() if data.get(k) is None}}
+
     @model_validator(mode="after")
     def _one_family(self) -> FuzzyParams:
         fcm = (self.m1, self.m2)
@@ -86,11 +105,6 @@ class FuzzyParams(MethodParams):
             if (pair[0] is None) != (pair[1] is None):
                 missing = names[0] if pair[0] is None else names[1]
                 raise ValueError(f"{missing} is missing; {names[0]} and {names[1]} go together")
-        if all(v is None for v in fcm + efcm):
-            raise ValueError(
-                "set m1 and m2 (fuzzy c-means, both > 1, e.g. m1: 1.1, m2: 1.1) or "
-                "lambda1 and lambda2 (entropy fuzzy c-means, both > 0)"
-            )
         return self
 
 
@@ -106,6 +120,20 @@ def _promises(params: FuzzyParams) -> dict[str, float]:
     if params.guarantee in ("k_anonymity", "both"):
         gates["k_anonymity"] = float(params.k)
     return gates
+
+
+def _conflicts(params: FuzzyParams, checks: Mapping[str, float]) -> list[str]:
+    """A crisp k gate under the probabilistic guarantee only: the method makes every expected
+    group size >= k, not every released group, so the gate fails after the whole run."""
+    if params.guarantee != "probabilistic_k_anonymity":
+        return []
+    return [
+        f"checks.{key}: method {params.name} under guarantee: probabilistic_k_anonymity "
+        f"(the default) promises an expected group size of k, not {key}; set method.guarantee: "
+        f"both (or k_anonymity), or gate probabilistic_k_anonymity instead"
+        for key in ("k_anonymity", "block_k_anonymity")
+        if checks.get(key, 0) > 1
+    ]
 
 
 @dataclass(frozen=True)
@@ -194,6 +222,7 @@ FUZZY = Method(
     FuzzyParams,
     _mask,
     promises=_promises,
+    conflicts=_conflicts,
     summary="fuzzy microaggregation (FCM / entropy FCM, random draw of centres)",
 )
 CONSTRAINED_FUZZY = Method(
@@ -201,5 +230,6 @@ CONSTRAINED_FUZZY = Method(
     _mask,
     edits_while_masking=True,
     promises=_promises,
+    conflicts=_conflicts,
     summary="constrained fuzzy microaggregation: centres satisfy the linear edit rules",
 )

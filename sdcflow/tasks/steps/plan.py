@@ -33,6 +33,7 @@ from sdcflow.expectations.rules import (
     load_rules_file,
     parse_rules,
 )
+from sdcflow.tasks.gates import contradictions
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
@@ -112,8 +113,10 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     ------
     InputError
         With a :class:`~sdcflow.errors.Reason`: unknown or reserved column, a key that is
-        not numeric, missing or non-finite key values, k larger than the file, a bad rule.
+        not numeric, missing or non-finite key values, k larger than the file, a bad rule,
+        a gate the method cannot meet (:func:`check_contradictions`).
     """
+    check_contradictions(spec)
     data = read_source(spec.source_path)
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
@@ -135,6 +138,15 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         constraints=constraints,
         feasibility=feasibility,
     )
+
+
+def check_contradictions(spec: ReleaseSpec) -> None:
+    """Refuse a spec whose gates its method cannot meet by construction (a box-only gate
+    under another method, a crisp k gate under a probabilistic-only guarantee...), before
+    anything is read: one line, reason ``SPEC_CONTRADICTION``."""
+    found = contradictions(spec.method, spec.checks)
+    if found:
+        raise InputError(found[0], code=Reason.SPEC_CONTRADICTION)
 
 
 def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearConstraints:

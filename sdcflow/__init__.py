@@ -1,5 +1,16 @@
 """sdcflow: statistical disclosure control as a Prefect release pipeline.
 
+From Python (the heavy parts are imported on first use, so ``import sdcflow`` is quick):
+
+- :func:`sdcflow.release` — a release from a spec file or mapping, returning the typed
+  :class:`~sdcflow.flows.outcome.ReleaseOutcome` (:mod:`sdcflow.api`);
+- ``sdcflow.MDAV``, ``PS``, ``Fuzzy``, ``ConstrainedFuzzy``, ``Box`` — the masking methods as
+  scikit-learn-style transformers (:mod:`sdcflow.transformers`);
+- :mod:`sdcflow.measures` — information loss, k-anonymity, disclosure risk as plain functions;
+- ``sdcflow.InputError``, ``sdcflow.Reason`` — what bad input raises, with its reason code.
+
+The package:
+
 - ``sdcflow.tasks``: the steps of a release. Each concept has one folder of plain
   numpy/scipy code (``microaggregation``, ``fuzzy``, ``box``, ``linear``, ``measures``,
   ``gates``, ``methods``); the Prefect ``@task`` layer over them is ``sdcflow.tasks.steps``.
@@ -9,11 +20,41 @@
 - ``sdcflow.tasks.spec``: the release spec; ``sdcflow.errors``: every error, with a reason code.
 """
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from sdcflow.errors import InputError, Reason
 
 try:
     __version__ = version("sdcflow")
 except PackageNotFoundError:  # a source tree that is not installed
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+# name -> module that defines it, imported on first access (PEP 562)
+_LAZY = {
+    "release": "sdcflow.api",
+    "ReleaseOutcome": "sdcflow.flows.outcome",
+    "MDAV": "sdcflow.transformers",
+    "PS": "sdcflow.transformers",
+    "Fuzzy": "sdcflow.transformers",
+    "ConstrainedFuzzy": "sdcflow.transformers",
+    "Box": "sdcflow.transformers",
+    "measures": "sdcflow.measures",
+}
+
+__all__ = ["InputError", "Reason", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sdcflow' has no attribute {name!r}")
+    loaded = import_module(module)
+    value = loaded if module == f"sdcflow.{name}" else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

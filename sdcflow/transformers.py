@@ -1,0 +1,241 @@
+"""The masking methods as scikit-learn-style transformers on a DataFrame, for notebooks.
+
+>>> from sdcflow import MDAV, ConstrainedFuzzy
+>>> released = MDAV(k=5).fit_transform(df[cols])                       # doctest: +SKIP
+>>> edited = ConstrainedFuzzy(k=5, constraints=["c == a + b"]).fit_transform(df[cols])
+
+Every class is generated from the method registry (:data:`sdcflow.tasks.methods.METHODS`):
+its parameters are the method's spec parameters (plus ``random_state``), validated by the
+same pydantic model as ``method:`` in a release spec, and ``fit`` calls the same masking
+code as a release (:func:`~sdcflow.tasks.methods.blocks.mask_quasi_identifiers`). Nothing is
+re-implemented here, so errors are the command line's: an
+:class:`~sdcflow.errors.InputError` with its ``code``.
+
+What ``fit`` / ``transform`` mean for microaggregation: a masking method does not learn a
+model that applies to other records; it releases *the records it was fitted on*, each
+replaced by a group's mean (MDAV, PS), a drawn centre (Fuzzy, ConstrainedFuzzy) or a box
+(Box), with the guarantee counted over those records. So
+
+* ``fit(X)`` masks ``X`` and keeps the release (``released_``, the ``MaskResult`` in
+  ``result_``, the method's figures in ``details_``);
+* ``transform(X)`` returns that release when ``X`` is the fitted data, and raises
+  ``ParameterError`` for any other data (masking new records with the fitted groups would
+  publish them without the k-anonymity their own groups need: fit on them instead);
+* ``fit_transform(X)`` is the release of ``X``.
+
+A DataFrame gives a DataFrame with the same index (point methods: the same columns; Box:
+``<q>_lo``, ``<q>_hi``, ``box_id`` and ``weight``); an array gives an array.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+
+from sdcflow.errors import ParameterError
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
+from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.spec import _join_errors
+from sdcflow.tasks.validation import check_random_state
+
+__all__ = ["MDAV", "PS", "Box", "ConstrainedFuzzy", "Fuzzy", "MethodTransformer"]
+
+
+class MethodTransformer:
+    """Base of the generated transformers (module docstring); ``method`` names the registry
+    entry. Parameters are attributes, as in scikit-learn: ``get_params``, ``set_params``."""
+
+    method: ClassVar[str]
+    extra: ClassVar[tuple[str, ...]] = ("random_state",)
+
+    def __init__(self, **params: Any) -> None:
+        for name in self._param_names():
+            setattr(self, name, self._default(name))
+        self.set_params(**params)
+
+    # -- parameters -------------------------------------------------------------------------
+
+    @classmethod
+    def _fields(cls) -> dict[str, Any]:
+        return _spec_fields(cls.method)
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return [*cls._fields(), *cls.extra]
+
+    @classmethod
+    def _default(cls, name: str) -> Any:
+        field = cls._fields().get(name)
+        if field is None or field.is_required():
+            return None
+        return field.get_default(call_default_factory=True)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters, by name (``deep`` is accepted for scikit-learn compatibility)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> MethodTransformer:
+        """Set parameters by name; an unknown name is a ``ParameterError`` listing them."""
+        unknown = sorted(set(params) - set(self._param_names()))
+        if unknown:
+            raise ParameterError(
+                f"{type(self).__name__}: unknown parameter(s) {unknown}; the parameters are "
+                f"{', '.join(self._param_names())}"
+            )
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        shown = [f"{k}={v!r}" for k, v in self.get_params().items() if v != self._default(k)]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def method_params(self) -> MethodParams:
+        """The parameters validated as the ``method:`` block of a release spec."""
+        block = {k: v for k, v in self.get_params().items() if k in self._fields()}
+        block = {k: v for k, v in block.items() if v is not None}
+        try:
+            return METHODS[self.method].params.model_validate({"name": self.method, **block})
+        except ValidationError as e:
+            raise ParameterError(f"{type(self).__name__}: {_join_errors(e)}") from None
+
+    # -- fit / transform ----------------------------------------------------------------------
+
+    def _constraints(self, columns: list[str]) -> LinearConstraints | None:
+        return None
+
+    def fit(self, X: Any, y: Any = None) -> MethodTransformer:
+        """Mask ``X`` (n records, d quasi-identifiers) and keep the release."""
+        params = self.method_params()
+        frame = _as_frame(X)
+        columns = [str(c) for c in frame.columns]
+        values = frame.to_numpy(dtype=np.float64) if frame.shape[1] else np.empty((0, 0))
+        rng = check_random_state(self.random_state)
+        result = mask_quasi_identifiers(values, columns, params, rng, self._constraints(columns))
+        self.result_: MaskResult = result
+        self.released_ = result.masked.set_axis(frame.index, axis=0)
+        self.details_ = result.details
+        self.n_features_in_ = len(columns)
+        self.feature_names_in_ = np.asarray(columns, dtype=object)
+        self._fingerprint = _fingerprint(frame)
+        self._array_input = not isinstance(X, pd.DataFrame)
+        return self
+
+    def transform(self, X: Any) -> Any:
+        """The release of the fitted data; any other data is refused (module docstring)."""
+        if not hasattr(self, "released_"):
+            raise ParameterError(
+                f"{type(self).__name__} is not fitted: call fit or fit_transform on the records "
+                "to mask"
+            )
+        if _fingerprint(_as_frame(X)) != self._fingerprint:
+            raise ParameterError(
+                f"{type(self).__name__}.transform takes only the records it was fitted on: a "
+                "masking method releases those records, and new records masked with the fitted "
+                "groups would not have the k-anonymity of their own; call fit_transform on the "
+                "new records"
+            )
+        return self._output(not isinstance(X, pd.DataFrame))
+
+    def fit_transform(self, X: Any, y: Any = None) -> Any:
+        """The release of ``X``: ``fit(X)`` then its masked records."""
+        return self.fit(X).transform(X)
+
+    def _output(self, as_array: bool) -> Any:
+        return self.released_.to_numpy() if as_array else self.released_.copy()
+
+
+def _as_frame(X: Any) -> pd.DataFrame:
+    if isinstance(X, pd.DataFrame):
+        return X
+    array = np.asarray(X)
+    if array.ndim != 2:
+        raise ParameterError(
+            f"X must be 2-dimensional (records x quasi-identifiers), got {array.ndim} "
+            "dimension(s); pass a DataFrame of the columns to mask"
+        )
+    return pd.DataFrame(array, columns=[f"x{j}" for j in range(array.shape[1])])
+
+
+def _fingerprint(frame: pd.DataFrame) -> str:
+    """Identifies the fitted data (shape, names and values) without keeping it."""
+    digest = hashlib.sha256(repr((frame.shape, list(map(str, frame.columns)))).encode())
+    try:
+        values = frame.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):  # not numbers: not the data a method was fitted on
+        return "not numeric"
+    digest.update(np.ascontiguousarray(values).tobytes())
+    return digest.hexdigest()
+
+
+class _Edits(MethodTransformer):
+    """A method that edits while it masks: ``constraints`` are linear edit rules (text, as in
+    a spec's ``edits:``, over the columns of X) or a ``LinearConstraints``."""
+
+    extra = ("random_state", "constraints")
+
+    def _constraints(self, columns: list[str]) -> LinearConstraints | None:
+        given = self.constraints  # type: ignore[attr-defined]
+        if given is None or isinstance(given, LinearConstraints):
+            return given
+        if isinstance(given, str) or not isinstance(given, Sequence):
+            raise ParameterError(
+                f"{type(self).__name__}: constraints must be a list of edit rules such as "
+                "['total_costs == wages + other_costs'], or a LinearConstraints"
+            )
+        from sdcflow.expectations.rules import parse_rules
+        from sdcflow.tasks.steps.plan import linear_constraints  # Prefect: only when used
+
+        rules = parse_rules(list(given), known_columns=columns, source="constraints")
+        nonlinear = [r.name for r in rules if not r.is_linear]
+        if nonlinear:
+            raise ParameterError(
+                f"{type(self).__name__}: constraints {nonlinear} are not linear; the method "
+                "keeps linear edit rules only (==, <=, >= of sums of columns)"
+            )
+        return linear_constraints(rules, columns)
+
+
+def _generated(name: str, class_name: str, base: type[MethodTransformer]) -> type:
+    method = METHODS[name]
+    lines = [
+        f"{method.summary[0].upper()}{method.summary[1:]} as a transformer (method ``{name}``).",
+        "",
+        "Parameters",
+        "----------",
+    ]
+    for key, field in _spec_fields(name).items():
+        default = "required" if field.is_required() else f"default {field.default!r}"
+        lines += [f"{key} : {default}", f"    {field.description or ''}"]
+    lines += [
+        "random_state : int, Generator or None",
+        "    The generator of the method's random draw (None: fresh entropy; deterministic",
+        "    methods draw nothing).",
+    ]
+    if "constraints" in base.extra:
+        lines += [
+            "constraints : list of str or LinearConstraints, optional",
+            "    Linear edit rules the release satisfies (as a spec's ``edits:``).",
+        ]
+    lines += ["", "See :mod:`sdcflow.transformers` for what fit and transform mean."]
+    return type(
+        class_name, (base,), {"method": name, "__doc__": "\n".join(lines), "__module__": __name__}
+    )
+
+
+def _spec_fields(name: str) -> dict[str, Any]:
+    """The spec parameters of method ``name`` (its pydantic fields but ``name``)."""
+    return {k: f for k, f in METHODS[name].params.model_fields.items() if k != "name"}
+
+
+MDAV = _generated("mdav", "MDAV", MethodTransformer)
+PS = _generated("ps", "PS", MethodTransformer)
+Fuzzy = _generated("fuzzy", "Fuzzy", MethodTransformer)
+ConstrainedFuzzy = _generated("constrained_fuzzy", "ConstrainedFuzzy", _Edits)
+Box = _generated("box", "Box", MethodTransformer)

@@ -1,0 +1,108 @@
+"""The Python surface: transformers generated from the method registry, measures as plain
+functions, a light ``import sdcflow``, errors with the command line's reason codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from survey import EXAMPLE, QIS
+
+import sdcflow
+from sdcflow import MDAV, PS, Box, ConstrainedFuzzy, Fuzzy, InputError, Reason
+from sdcflow.measures import information_loss, k_anonymity, record_linkage
+from sdcflow.tasks.measures.disclosure_risk import record_linkage as core_linkage
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+
+
+@pytest.fixture(scope="module")
+def survey() -> pd.DataFrame:
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(200)
+    return frame.set_index("respondent_id")[QIS].astype(float)
+
+
+def test_import_is_light_and_lazy():
+    code = (
+        "import sys, sdcflow; heavy = {'prefect', 'duckdb', 'numba', 'great_expectations',"
+        " 'matplotlib'} & set(sys.modules); assert not heavy, heavy;"
+        " print(sdcflow.__version__, sorted(n for n in dir(sdcflow) if not n.startswith('_')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "release" in out.stdout and "MDAV" in out.stdout and "measures" in out.stdout
+    assert sdcflow.measures.information_loss is information_loss
+
+
+def test_mdav_transformer_is_the_registry_method(survey):
+    released = MDAV(k=5).fit_transform(survey)
+    X = survey.to_numpy()
+    expected = group_means(X, mdav(X, 5, columns=QIS))
+    assert list(released.columns) == QIS and released.index.equals(survey.index)
+    np.testing.assert_allclose(released.to_numpy(), expected)
+    assert k_anonymity(released) >= 5
+    assert information_loss(survey, released) == pytest.approx(sse_sst_loss(X, expected))
+    # frames are matched by column name, not position
+    shuffled = released[QIS[::-1]]
+    assert record_linkage(survey, shuffled) == pytest.approx(core_linkage(X, expected))
+    # arrays in, arrays out
+    np.testing.assert_allclose(MDAV(k=5).fit_transform(X), expected)
+
+
+def test_params_as_in_scikit_learn_and_errors_as_in_the_cli(survey):
+    model = MDAV(k=5)
+    assert model.get_params() == {"k": 5, "random_state": None}
+    assert model.set_params(k=3) is model and model.k == 3 and repr(model) == "MDAV(k=3)"
+    assert Fuzzy(k=5).get_params()["m1"] is None  # the model fills the default at fit
+    assert "constraints" in ConstrainedFuzzy().get_params()
+    with pytest.raises(InputError) as unknown:
+        MDAV(kk=5)
+    assert unknown.value.code == Reason.PARAMETER and "kk" in str(unknown.value)
+    with pytest.raises(InputError) as missing:
+        MDAV().fit(survey)
+    assert missing.value.code == Reason.PARAMETER and "k" in str(missing.value)
+    with pytest.raises(InputError) as small:
+        PS(k=1).fit(survey)
+    assert small.value.code == Reason.PARAMETER
+    with pytest.raises(InputError) as bad:
+        MDAV(k=5).fit(survey.assign(turnover=np.inf))
+    assert bad.value.code == Reason.VALUES_NONFINITE  # as the preflight says it
+
+
+def test_transform_means_the_fitted_release_only(survey):
+    model = MDAV(k=5)
+    with pytest.raises(InputError) as unfitted:
+        model.transform(survey)
+    assert unfitted.value.code == Reason.PARAMETER
+    released = model.fit_transform(survey)
+    pd.testing.assert_frame_equal(model.transform(survey.copy()), released)
+    with pytest.raises(InputError, match="fitted on") as other:
+        model.transform(survey.head(50))
+    assert other.value.code == Reason.PARAMETER
+
+
+def test_constrained_fuzzy_takes_edit_rules_as_text(survey):
+    rules = ["total_costs == wages + other_costs", "profit == turnover - total_costs"]
+    edited = ConstrainedFuzzy(k=5, random_state=0, restarts=2, constraints=rules)
+    released = edited.fit_transform(survey)
+    gap = released.total_costs - released.wages - released.other_costs
+    assert gap.abs().max() < 1e-6 and k_anonymity(released) >= 1
+    assert edited.details_["k"] == 5 and edited.result_.expected_sizes.min() >= 5 - 1e-9
+    with pytest.raises(InputError) as nonlinear:
+        ConstrainedFuzzy(k=5, constraints=["wages * 2 == total_costs * wages"]).fit(survey)
+    assert nonlinear.value.code in (Reason.PARAMETER, Reason.RULE_SYNTAX)
+    with pytest.raises(InputError) as unknown:
+        ConstrainedFuzzy(k=5, constraints=["salary >= 0"]).fit(survey)
+    assert unknown.value.code == Reason.RULE_COLUMN
+
+
+def test_box_releases_boxes(survey):
+    boxes = Box(k=5).fit_transform(survey[["turnover", "wages"]])
+    assert list(boxes.columns) == ["turnover_lo", "turnover_hi", "wages_lo", "wages_hi",
+                                   "box_id", "weight"]  # fmt: skip
+    assert boxes.groupby("box_id").size().min() >= 5
+    assert (boxes.turnover_lo <= survey.turnover).all() and (
+        survey.turnover <= boxes.turnover_hi
+    ).all()

@@ -93,32 +93,41 @@ def _runs(
         which = " ".join(f"{k} {v}" for k, v in (("release", release), ("status", status)) if v)
         print(f"no runs{' of ' + which if which else ''} recorded in {path}")
         return EXIT_OK
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"runs in {path}", title_justify="left")
-    for name, style in (("run", "cyan"), ("release", ""), ("kind", ""), ("method", ""),
-                        ("status", ""), ("started (UTC)", ""), ("took", ""), ("records", ""),
-                        ("checks", "")):  # fmt: skip
-        table.add_column(name, style=style or None, no_wrap=name in ("run", "started (UTC)"))
+    table = Table(
+        title=f"runs in {path} (times UTC)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        collapse_padding=True,
+    )
+    for name in ("run", "release", "kind", "method", "status", "started", "took", "rows",
+                 "checks"):  # fmt: skip
+        fixed = name in ("run", "kind", "status", "started", "took", "rows")
+        table.add_column(name, overflow="fold", no_wrap=fixed)
     colours = {"published": "green", "refused": "red", "failed": "red", "checked": "green"}
     for r in runs.itertuples(index=False):
         started = _utc(r.started_at)
         ended = _utc(r.ended_at)
-        took = f"{(ended - started).total_seconds():.0f} s" if started and ended else "—"
+        took = f"{(ended - started).total_seconds():.0f}s" if started and ended else "—"
         table.add_row(
-            r.run_id if full_ids else r.run_id[:12],
+            r.run_id if full_ids else r.run_id[:8],
             r.release,
             f"[magenta]{r.kind}[/]" if r.kind == "compare" else r.kind,
             r.method or "—",
             f"[{colours.get(r.status, 'yellow')}]{r.status}[/]",
-            started.strftime("%Y-%m-%d %H:%M:%S") if started else "—",
+            started.strftime("%m-%d %H:%M") if started else "—",
             took,
             "—" if r.n_rows is None or r.n_rows != r.n_rows else f"{int(r.n_rows)}",
             _checks_cell(r.checks),
         )
     if not full_ids:
-        table.caption = "run ids cut to 12 characters; --full-ids prints them whole"
+        table.caption = "run ids cut to 8 characters; --full-ids prints them whole"
+        table.caption_justify = "left"
     Console(soft_wrap=False).print(table)
     return EXIT_OK
 

@@ -1,0 +1,149 @@
+"""The command line and ``sdcflow.release`` as a person meets them: the version, what a run
+prints, ``runs`` as a table, YAML positions, hints, contradictions refused before any work,
+and the honest IL labels in the manifest and the report."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from survey import QIS, write_release
+
+import sdcflow
+from sdcflow.errors import InputError, Reason
+from sdcflow.flows.cli import main
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+
+EDITS = ["total_costs == wages + other_costs", "profit == turnover - total_costs"]
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"sdcflow {sdcflow.__version__}"
+
+
+def test_yaml_error_names_line_and_column(tmp_path, capsys):
+    spec = write_release(tmp_path, rows=20)
+    text = spec.read_text().replace("release: survey", "release: survey\nkeep: [region", 1)
+    spec.write_text(text)
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"[{Reason.SPEC_SYNTAX}]" in err and "line " in err and ", column " in err
+    assert err.count("\n") == 1
+
+
+def test_hyphenated_column_hint_says_backticks(tmp_path, capsys):
+    qis = [q if q != "profit" else "net-profit" for q in QIS]
+    spec = write_release(tmp_path, rows=30, quasi_identifiers=qis, edits=["net-profit >= 0"])
+    frame = pd.read_csv(tmp_path / "data.csv").rename(columns={"profit": "net-profit"})
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"[{Reason.RULE_COLUMN}]" in err and "backticks, e.g. `net-profit`" in err
+    # quoted as the hint says, the rule reads the column
+    write_release(tmp_path, rows=30, quasi_identifiers=qis, edits=["`net-profit` >= -1e9"])
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.tasks.steps.plan import plan_release
+
+    assert plan_release(load_spec(spec)).rules[0].columns == ("net-profit",)
+
+
+@pytest.mark.parametrize(
+    ("method", "checks", "named"),
+    [
+        ({"name": "fuzzy", "k": 5}, {"k_anonymity": 5}, "guarantee: both"),
+        ({"name": "constrained_fuzzy", "k": 5}, {"block_k_anonymity": 5}, "guarantee: both"),
+        ({"name": "mdav", "k": 5}, {"box_max_records_outside": 0}, "box releases only"),
+    ],
+)
+def test_contradictions_exit_2_before_any_work(tmp_path, capsys, method, checks, named):
+    spec = write_release(tmp_path, rows=30, method=method, checks=checks)
+    assert main(["release", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"[{Reason.SPEC_CONTRADICTION}]" in err and named in err and err.count("\n") == 1
+    assert not (tmp_path / "warehouse.duckdb").exists() and not (tmp_path / "reports").exists()
+    # the same spec with the guarantee it meant is accepted by the preflight
+    if method["name"] != "mdav":
+        from sdcflow.tasks.spec import load_spec
+        from sdcflow.tasks.steps.plan import plan_release
+
+        write_release(tmp_path, rows=30, method={**method, "guarantee": "both"}, checks=checks)
+        assert plan_release(load_spec(spec)).spec.method.m1 == 1.1  # the shared default
+
+
+@pytest.mark.flow
+def test_release_prints_folder_and_report_and_labels_il(tmp_path, prefect_api, capsys):
+    spec = write_release(
+        tmp_path, data="data_with_errors.csv", rows=300, edits=EDITS, seed=5,
+        checks={"k_anonymity": 5, "max_information_loss": 60},
+    )  # fmt: skip
+    assert main(["release", str(spec)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    published = tmp_path / "published" / "survey"
+    assert f"published {published}" in out[-2] and out[-1].startswith("report ")
+    report = out[-1].removeprefix("report ")
+    assert report.endswith("report.html") and (tmp_path / "reports").glob("*/*/report.html")
+
+    manifest = json.loads((published / "manifest.json").read_text())
+    il = manifest["information_loss"]
+    run = manifest["run_id"]
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        raw = con.sql(f'SELECT * FROM raw."run_{run}" ORDER BY sdc_row_id').df()
+        edited = con.sql(f'SELECT * FROM edited."run_{run}" ORDER BY sdc_row_id').df()
+        masked = con.sql(f'SELECT * FROM masked."run_{run}" ORDER BY sdc_row_id').df()
+        kind = con.execute("SELECT kind FROM audit.runs WHERE run_id = ?", [run]).fetchone()[0]
+    released = masked[QIS].to_numpy(float)
+    assert il["against_raw_file"] == pytest.approx(sse_sst_loss(raw[QIS].to_numpy(float), released))
+    assert il["against_repaired_records"] == pytest.approx(
+        sse_sst_loss(edited[QIS].to_numpy(float), released)
+    )
+    gated = {c["check"]: c["figure"] for c in manifest["checks"]}["max_information_loss"]
+    assert gated == il["against_raw_file"] != il["against_repaired_records"]
+    assert kind == "release"
+
+    page = open(report, encoding="utf-8").read()
+    assert "total_costs == wages + other_costs" in page
+    assert "IL against the repaired records" in page and "IL against the raw file" in page
+
+    assert main(["check", str(spec)]) == 0
+    capsys.readouterr()
+    assert main(["runs", str(spec), "--status", "published"]) == 0
+    table = capsys.readouterr().out
+    assert run[:8] in table and "published" in table and "checked" not in table
+    assert "3/3 pass" in table and "release" in table
+    assert main(["runs", str(spec), "--release", "other"]) == 0
+    assert "no runs of release other" in capsys.readouterr().out
+
+
+@pytest.mark.flow
+def test_python_release_returns_outcomes_and_raises_input_errors(tmp_path, prefect_api):
+    write_release(tmp_path, rows=120)
+    body = {
+        "release": "survey", "source": "data.csv", "id_column": "respondent_id",
+        "quasi_identifiers": QIS, "keep": ["region"], "method": {"name": "mdav", "k": 3},
+        "seed": 1, "checks": {"max_information_loss": 100},
+    }  # fmt: skip
+    checked = sdcflow.release(body, publish=False, base_dir=tmp_path)
+    assert checked.status == "checked" and checked.published is None and checked.report.is_file()
+    assert checked.information_loss["raw"] == checked.figures["max_information_loss"]
+    assert np.all(
+        (checked.record_risk.probabilities > 0) & (checked.record_risk.probabilities <= 1)
+    )
+
+    refused = sdcflow.release({**body, "checks": {"k_anonymity": 6}}, base_dir=tmp_path)
+    assert refused.status == "refused" and not refused.success
+    assert [o.key for o in refused.failed] == ["k_anonymity"]
+    assert not (tmp_path / "published").exists()
+
+    with pytest.raises(InputError) as unknown:
+        sdcflow.release({**body, "quasi_identifiers": [*QIS, "assets"]}, base_dir=tmp_path)
+    assert unknown.value.code == Reason.COLUMN_UNKNOWN
+    with pytest.raises(InputError) as bad_field:
+        sdcflow.release({**body, "method": {"name": "mdav", "k": 1}}, base_dir=tmp_path)
+    assert bad_field.value.code == Reason.SPEC_FIELD

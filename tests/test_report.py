@@ -76,12 +76,20 @@ def test_safe_bins_hold_k_records_and_show_no_value(k):
     bins = safe_bins(x, y, k)
     assert bins is not None and bins.original.min() >= k and bins.original.sum() == 500
     assert bins.released.sum() == 500 and len(bins.labels()) == bins.original.size <= 12
-    assert not set(bins.edges) & set(x)  # interior edges are rounded, never a record's value
+    assert not set(bins.edges) & set(x)  # rounded quantiles (these values are not round)
     labels = bins.labels()
     assert labels[0].startswith("≤") and labels[-1].startswith(">")  # open ends: no min, max
     # a power of ten at most the typical bin width: edges are multiples of it
     step = 10.0 ** math.floor(math.log10(np.diff(bins.edges).min()))
     assert np.allclose(np.round(bins.edges / step) * step, bins.edges)
+
+
+def test_safe_bins_never_put_an_edge_on_the_minimum_or_maximum():
+    # a quarter of the records tie at the minimum (0), as zero employees would
+    x = np.concatenate([np.zeros(100), np.arange(1.0, 301.0)])
+    bins = safe_bins(x, x, 5)
+    assert bins.edges.min() > x.min() and bins.edges.max() < x.max()
+    assert bins.original.min() >= 5 and bins.original.sum() == x.size
 
 
 def test_safe_bins_refuse_too_few_records_or_a_constant_column():

@@ -6,8 +6,9 @@ too few records for a safe histogram...): the caller then writes a sentence inst
 empty box (:func:`sdcflow.tasks.report.sections.plot_or_text`).
 
 A histogram of a confidential column is itself a release: its bins are chosen by
-:func:`safe_bins` so that every bin holds at least ``min_count`` original records and no bin
-edge is a record's value (interior edges are rounded, the outer bins are open).
+:func:`safe_bins` so that every bin holds at least ``min_count`` original records, interior
+edges are quantiles rounded to a power of ten, strictly between the column's minimum and
+maximum, and the outer bins are open (neither the minimum nor the maximum is shown).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 PASS, FAIL, ORIGINAL, RELEASED = "#2e7d32", "#c0392b", "#4a6fa5", "#e69f00"
 
@@ -110,6 +112,7 @@ def class_size_figure(sizes: Sequence[int], k: int | None = None) -> Figure | No
     if k is not None:
         ax.axvline(k, color=FAIL, linestyle="--", linewidth=1, label=f"k = {k}")
         ax.legend()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("records in the group")
     ax.set_ylabel("groups")
     fig.tight_layout()
@@ -183,9 +186,10 @@ def safe_bins(
 
     Interior edges start at the original's quantiles (``max_bins`` bins at most, each of
     about ``n / max_bins >= min_count`` records), are rounded to the largest power of ten
-    no larger than the typical bin width (so no edge is a record's value, and the minimum
-    and maximum are never shown), and adjacent bins are merged until every bin holds at least
-    ``min_count`` original records. The outer bins are open.
+    no larger than the typical bin width, edges at or below the minimum are dropped, and
+    adjacent bins are merged until every bin holds at least ``min_count`` original
+    records. Every edge then lies strictly between the minimum and the maximum, and the
+    outer bins are open, so neither extreme is shown.
 
     Parameters
     ----------
@@ -211,8 +215,16 @@ def safe_bins(
     if step <= 0:
         return None
     edges = np.unique(np.round(quantiles / step) * step)
-    counts = _counts(x, edges)
-    while edges.size and counts.min() < min_count:
+    lowest = float(x.min())
+    while True:
+        edges = edges[edges > lowest]  # an edge at the minimum would show it (ties there)
+        if edges.size == 0:
+            return None
+        counts = _counts(x, edges)
+        if counts.min() >= min_count:
+            # every edge lies strictly between the minimum and the maximum: the last bin
+            # holds records above the last edge
+            return Bins(edges, counts, _counts(y, edges))
         i = int(np.argmin(counts))
         # merge bin i with its smaller neighbour: drop the edge between them
         if i == 0:
@@ -222,10 +234,6 @@ def safe_bins(
         else:
             drop = i - 1 if counts[i - 1] <= counts[i + 1] else i
         edges = np.delete(edges, drop)
-        counts = _counts(x, edges)
-    if edges.size == 0:
-        return None
-    return Bins(edges, counts, _counts(y, edges))
 
 
 def distribution_figure(columns: Sequence[str], bins: Sequence[Bins | None]) -> Figure | None:

@@ -304,9 +304,10 @@ def moments_section(facts: ReleaseFacts) -> Section:
         "Records per bin, original against " + released + ".",
     )
     section.text(
-        f"Histogram bins hold at least {min_count} original records each (k of the method): "
-        "interior edges are rounded and the outer bins are open, so no bin edge is a record's "
-        "value and neither the minimum nor the maximum is shown.",
+        f"Histogram bins hold at least {min_count} original records each (k of the method); "
+        "bin edges are quantiles of the original rounded to a power of ten, strictly between "
+        "a column's minimum and maximum, and the outer bins are open, so neither extreme is "
+        "shown.",
         "note",
     )
     if skipped and len(skipped) < len(facts.columns):

@@ -111,8 +111,14 @@ def test_release_prints_folder_and_report_and_labels_il(tmp_path, prefect_api, c
     assert "total_costs == wages + other_costs" in page
     assert "IL against the repaired records" in page and "IL against the raw file" in page
 
-    assert main(["check", str(spec)]) == 0
-    capsys.readouterr()
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    other = Warehouse(tmp_path / "warehouse.duckdb")  # a check run beside the release
+    other.start_run("c" * 32, "survey", "0" * 64, "mdav", kind="check")
+    other.finish_run("c" * 32, "checked")
+    assert main(["runs", str(spec)]) == 0
+    both = capsys.readouterr().out
+    assert "cccccccc" in both and "checked" in both and run[:8] in both
     assert main(["runs", str(spec), "--status", "published"]) == 0
     table = capsys.readouterr().out
     assert run[:8] in table and "published" in table and "checked" not in table

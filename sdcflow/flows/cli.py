@@ -98,6 +98,7 @@ def _runs(
         which = " ".join(f"{k} {v}" for k, v in (("release", release), ("status", status)) if v)
         print(f"no runs{' of ' + which if which else ''} recorded in {path}")
         return EXIT_OK
+    import pandas as pd
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -127,7 +128,7 @@ def _runs(
             f"[{colours.get(r.status, 'yellow')}]{r.status}[/]",
             started.strftime("%m-%d %H:%M") if started else "—",
             took,
-            "—" if r.n_rows is None or r.n_rows != r.n_rows else f"{int(r.n_rows)}",
+            "—" if pd.isna(r.n_rows) else f"{int(r.n_rows)}",
             _checks_cell(r.checks),
         )
     if not full_ids:
@@ -141,7 +142,7 @@ def _utc(value: object):  # type: ignore[no-untyped-def]
     """A pandas timestamp in UTC, or None for a missing one."""
     import pandas as pd
 
-    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
+    if value is None or pd.isna(value):
         return None
     stamp = pd.Timestamp(value)
     return stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")

@@ -209,3 +209,29 @@ def test_report_in_a_browser_loads_nothing_from_outside(tmp_path):
             "(() => { const d = document.querySelector('#wide .scroll');"
             " return d.scrollWidth > d.clientWidth; })()"
         )
+
+
+def test_record_risk_is_the_gates_own_not_recomputed(monkeypatch):
+    import sdcflow.tasks.gates.anonymity as anonymity
+    from sdcflow.tasks.gates import MeasureOptions
+
+    facts = _facts("fuzzy")
+    calls = []
+    real = anonymity.transparency_probabilities
+    monkeypatch.setattr(
+        anonymity, "transparency_probabilities", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    X, result, params = facts.original, facts.result, facts.method
+    options = MeasureOptions(transparency={"intruder": "manifest"})
+    gated = GateContext(X, COLUMNS, result, params, options=options)
+    (outcome,) = [o for o in run_gates(gated, {"max_transparency_reidentification": 100})
+                  if o.key == "max_transparency_reidentification"]  # fmt: skip
+    risk = gather_evidence(gated).record_risk
+    assert len(calls) == 1  # the gate's computation, reused by the report
+    assert 100 * risk.probabilities.mean() == pytest.approx(outcome.figure)
+    assert "no transparency gate ran" not in risk.intruder
+    calls.clear()
+    ungated = GateContext(X, COLUMNS, result, params)
+    run_gates(ungated, {})
+    risk = gather_evidence(ungated).record_risk
+    assert len(calls) == 1 and "no transparency gate ran" in risk.intruder  # the cheap model

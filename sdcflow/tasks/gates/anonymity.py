@@ -122,8 +122,8 @@ def record_risk(ctx: GateContext) -> RecordRisk:
     )
     return RecordRisk(
         probabilities,
-        _INTRUDERS["manifest"] + " (no transparency gate ran; gate "
-        "max_transparency_reidentification for the refit intruder)",
+        _INTRUDERS["manifest"] + "; no transparency gate ran, so the report uses this cheap "
+        "model (gate max_transparency_reidentification for the refit intruder)",
     )
 
 
@@ -131,7 +131,7 @@ _INTRUDERS = {
     "refit": "the intruder knows the method and its parameters, reruns it on the original "
     "records and bets on the released group each record most likely became (refit)",
     "manifest": "the intruder takes each record's memberships to the released centres with the "
-    "draw fuzziness the manifest records and bets on the most likely one (manifest model)",
+    "draw fuzziness the manifest records and bets on the most likely one (manifest)",
 }
 
 

@@ -235,3 +235,20 @@ def test_record_risk_is_the_gates_own_not_recomputed(monkeypatch):
     run_gates(ungated, {})
     risk = gather_evidence(ungated).record_risk
     assert len(calls) == 1 and "no transparency gate ran" in risk.intruder  # the cheap model
+
+
+def test_randomized_blocks_get_a_risk_sentence_unless_gated(tmp_path):
+    X = _facts().original
+    params = METHODS["fuzzy"].params(k=5, restarts=1)
+    blocks = [["a"], ["b", "c"]]
+    result = mask_quasi_identifiers(X, COLUMNS, params, np.random.default_rng(2), None, blocks)
+    ctx = GateContext(X, COLUMNS, result, params)
+    run_gates(ctx, {})
+    assert gather_evidence(ctx).record_risk is None  # not paid for unless gated
+    facts = _facts()
+    facts.method, facts.result, facts.evidence = params, result, gather_evidence(ctx)
+    (risk,) = [s for s in release_sections(facts) if s.title == "Per-record risk"]
+    assert [b.kind for b in risk.blocks] == ["text"] and "not computed" in risk.blocks[0].text
+    gated = GateContext(X, COLUMNS, result, params)
+    run_gates(gated, {"max_transparency_reidentification": 100})
+    assert gather_evidence(gated).record_risk.probabilities.shape == (X.shape[0],)

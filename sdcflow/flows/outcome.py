@@ -32,7 +32,8 @@ class ReleaseOutcome:
         ingested: the figure ``max_information_loss`` gates) and, when a repair changed
         records before masking, against the repaired records (``repaired``).
     record_risk : the transparency intruder's per-record re-identification probabilities
-        (in input order, never published) and which intruder computed them.
+        (in input order, never published) and which intruder computed them; None when not
+        computed (a randomized release by blocks that no transparency gate measured).
     edit_rules : per-rule counts on the raw and released records, records repaired, rules
         not checked after masking; None without edit rules.
     edit_violations : violating released records per rule; None when no rule could be checked.

@@ -126,13 +126,14 @@ class Evidence:
         IL against the records as ingested (``raw``, the gated figure) and, when a repair
         changed records, against the repaired ones (``repaired``); see
         :func:`~sdcflow.tasks.gates.loss.information_loss_figures`.
-    record_risk : RecordRisk
+    record_risk : RecordRisk or None
         Per-record re-identification probabilities of the transparency intruder, reused from
-        the gates when they computed them.
+        the gates when they computed them; None when they were not computed (see
+        :func:`~sdcflow.tasks.gates.anonymity.record_risk`).
     """
 
     information_loss: dict[str, float]
-    record_risk: RecordRisk
+    record_risk: RecordRisk | None
 
 
 def gather_evidence(ctx: GateContext) -> Evidence:

@@ -99,10 +99,14 @@ class RecordRisk:
     intruder: str
 
 
-def record_risk(ctx: GateContext) -> RecordRisk:
+def record_risk(ctx: GateContext) -> RecordRisk | None:
     """Per-record risk for the report: the gates' own probabilities when a gate computed them
     (``max_transparency_reidentification``, ``transparency_k_anonymity``), never recomputed;
-    otherwise the cheap ``manifest`` intruder, unless the spec set the intruder itself."""
+    otherwise the cheap ``manifest`` intruder, unless the spec set the intruder itself.
+
+    None for a randomized release masked by blocks that no gate measured: the intruder over
+    blocks enumerates every record's combinations of block supports (a loop per record), a
+    cost a release pays only when it gates the risk."""
     parts = [b.result for b in ctx.result.blocks] or [ctx.result]
     if all(isinstance(p.intruder, CrispIntruder) for p in parts):
         return RecordRisk(
@@ -114,6 +118,8 @@ def record_risk(ctx: GateContext) -> RecordRisk:
     if ctx.computed("reidentification") or explicit:
         mode = ctx.option(TRANSPARENCY).intruder
         return RecordRisk(reidentification(ctx), _INTRUDERS[mode])
+    if ctx.result.blocks:
+        return None
     probabilities = ctx.cached(
         "reidentification-manifest",
         lambda: transparency_probabilities(

@@ -394,7 +394,11 @@ def risk_section(facts: ReleaseFacts) -> Section:
     section = Section("Per-record risk")
     risk = facts.evidence.record_risk if facts.evidence else None
     if risk is None:
-        return section.text("The per-record risk was not computed.")
+        return section.text(
+            "The per-record risk was not computed: the release was masked by blocks with a "
+            "randomized method, whose intruder over blocks is costly; gate "
+            "max_transparency_reidentification to compute it."
+        )
     p = np.asarray(risk.probabilities, dtype=np.float64)
     section.text(f"Intruder: {risk.intruder}.")
     if p.size:

@@ -252,3 +252,27 @@ def test_randomized_blocks_get_a_risk_sentence_unless_gated(tmp_path):
     gated = GateContext(X, COLUMNS, result, params)
     run_gates(gated, {"max_transparency_reidentification": 100})
     assert gather_evidence(gated).record_risk.probabilities.shape == (X.shape[0],)
+
+
+def test_a_run_refused_before_masking_explains_itself(tmp_path):
+    facts = _facts()
+    facts.result = facts.original = facts.evidence = None
+    facts.decision, facts.passed = "REFUSED: raw records violate edit rules", False
+    facts.checks = [
+        {
+            "check": "edit_rule:R1",
+            "figure": 4.0,
+            "rule": "<=",
+            "threshold": 0.0,
+            "verdict": "FAIL",
+            "unit": "",
+            "description": "raw records violating R1",
+        }
+    ]
+    facts.edit_rules = {"raw": {"R1": 4, "R2": 0}, "repaired_records": 0}
+    sections = release_sections(facts)
+    assert [s.title for s in sections] == [
+        "Summary", "Checks", "Edit rules", "Masking", "Method and parameters",
+    ]  # fmt: skip
+    page = write_report(tmp_path, sections, decision=facts.decision, passed=False).read_text()
+    assert "Nothing was masked" in page and "c == a + b" in page and "not evaluated" in page

@@ -61,7 +61,8 @@ def _round(x: np.ndarray, decimals: int) -> np.ndarray:
     ``x == 0`` or ``x > 0`` read the same before and after rounding."""
     unit = 10.0**-decimals
     out = np.round(x, decimals) if decimals >= 0 else np.round(x / unit) * unit
-    lost = (out == 0) & (x != 0) & ~np.isnan(x)
+    # (below 1e-9 of a unit counts as zero: a repaired 0 may carry 1e-13 of rounding noise)
+    lost = (out == 0) & (np.abs(x) > 1e-9 * unit) & ~np.isnan(x)
     out[lost] = np.sign(x[lost]) * unit
     return out + 0.0  # no negative zero
 

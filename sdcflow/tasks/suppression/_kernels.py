@@ -15,16 +15,26 @@ import numpy as np
 
 
 @nb.njit(cache=True, nogil=True)
-def _scan(C: np.ndarray, i: int, cand: np.ndarray, single: np.ndarray) -> int:
+def _scan(
+    C: np.ndarray,
+    i: int,
+    cand: np.ndarray,
+    single: np.ndarray,
+    f: np.ndarray,
+    k: int,
+    helped: np.ndarray,
+) -> int:
     """Records matching record ``i`` now (returned), and per key a the records that would
     match it once a is suppressed in ``i`` and match it nowhere else (``cand[a]``).
 
     ``single[j]`` receives the key of record j's only disagreement with i, -1 when they agree
-    everywhere, -2 for two or more disagreements.
+    everywhere, -2 for two or more disagreements; ``helped[a]`` counts, among the records of
+    ``cand[a]``, those still below k (whom suppressing a in i brings one match closer).
     """
     n, d = C.shape
     for a in range(d):
         cand[a] = 0
+        helped[a] = 0
     base = 0
     for j in range(n):
         miss = 0
@@ -43,6 +53,8 @@ def _scan(C: np.ndarray, i: int, cand: np.ndarray, single: np.ndarray) -> int:
         elif miss == 1:
             cand[key] += 1
             single[j] = key
+            if f[j] < k:
+                helped[key] += 1
         else:
             single[j] = -2
     return base
@@ -60,25 +72,29 @@ def greedy_suppression(
     """Suppress values of the records in ``order`` until each has ``f >= k``.
 
     For record i (while ``f[i] < k``): one scan gives, for every key a, the frequency i would
-    have with a suppressed. Among the keys that make i safe, the one of lowest ``rank`` (the
-    least important) is suppressed, ties to the higher frequency; when none does, the key
-    giving the highest frequency (ties to lower rank), and i is scanned again. Suppressing
-    never lowers any frequency, so a record made safe stays safe.
+    have with a suppressed and how many records still below k it would then match. Among the
+    keys that make i safe, the one that brings the most of those others closer is suppressed
+    (they may then need no suppression of their own), ties to the least important (lowest
+    ``rank``), then to the higher frequency; when no key makes i safe, the key giving the
+    highest frequency (ties: most others helped, least important), and i is scanned again.
+    Suppressing never lowers any frequency, so a record made safe stays safe.
 
     ``C`` (n, d) int32 and ``f`` (n,) int64 are updated in place, ``suppressed`` (n, d) bool
     marks the cells suppressed here. Returns the number of suppressions.
     """
     n, d = C.shape
     cand = np.zeros(d, dtype=np.int64)
+    helped = np.zeros(d, dtype=np.int64)
     single = np.empty(n, dtype=np.int64)
     count = 0
     for t in range(order.size):
         i = order[t]
         while f[i] < k:
-            base = _scan(C, i, cand, single)
+            base = _scan(C, i, cand, single, f, k, helped)
             best = -1
             best_safe = False
             best_freq = -1
+            best_help = -1
             for a in range(d):
                 if C[i, a] < 0:
                     continue
@@ -89,13 +105,17 @@ def greedy_suppression(
                     take = True
                 elif safe == best_safe:
                     if safe:
-                        take = rank[a] < rank[best] or (rank[a] == rank[best] and freq > best_freq)
+                        key_new = (helped[a], -rank[a], freq)
+                        key_old = (best_help, -rank[best], best_freq)
                     else:
-                        take = freq > best_freq or (freq == best_freq and rank[a] < rank[best])
+                        key_new = (freq, helped[a], -rank[a])
+                        key_old = (best_freq, best_help, -rank[best])
+                    take = key_new > key_old
                 if take:
                     best = a
                     best_safe = safe
                     best_freq = freq
+                    best_help = helped[a]
             if best == -1:  # every key missing: i matches every record
                 break
             for j in range(n):

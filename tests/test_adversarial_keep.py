@@ -74,6 +74,36 @@ def test_an_all_missing_key_column_is_a_key_not_advice(tmp_path):
     assert [k.kind for k in plan.resolved_keys] == ["numeric", "nominal"]
 
 
+@pytest.mark.flow
+def test_unsigned_keys_and_an_all_missing_key_are_released(tmp_path, prefect_api):
+    rng = np.random.default_rng(2)
+    n = 120
+    table = pa.table(
+        {
+            "a": pa.array(rng.integers(0, 60, n), type=pa.uint32()),
+            "b": pa.array(rng.integers(0, 500, n), type=pa.uint16()),
+            "sex": pa.array(rng.choice(["F", "M"], n)),
+            "gone": pa.nulls(n),
+        }
+    )
+    pq.write_table(table, tmp_path / "u.parquet")
+    spec = _spec(
+        tmp_path, "u.parquet", quasi_identifiers=["a", "b", "sex", "gone"], missing_values=[""]
+    )
+    assert main(["release", str(spec)]) == 0
+    out = pd.read_parquet(tmp_path / "published" / "r" / "data.parquet")
+    assert str(out["a"].dtype) == "Int64" and str(out["b"].dtype) == "Int64"  # integers
+    assert out["gone"].isna().all()
+    manifest = json.loads((tmp_path / "published" / "r" / "manifest.json").read_text())
+    assert manifest["method_details"]["disclosure"]["keys"] == {
+        "a": "numeric",
+        "b": "numeric",
+        "sex": "nominal",
+        "gone": "nominal",
+    }
+    assert {c["check"]: c["figure"] for c in manifest["checks"]}["k_anonymity"] >= 5
+
+
 def test_no_message_or_doc_advises_moving_a_key_to_keep():
     """Every string of the package and the README: nothing tells a user to move, put or add
     an identifying column to ``keep``."""

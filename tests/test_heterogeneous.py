@@ -54,6 +54,21 @@ def test_missing_values_stay_missing_and_means_use_the_values_present():
     assert np.bincount(labels).min() >= 3
 
 
+def test_an_all_missing_categorical_key_is_released_missing():
+    rng = np.random.default_rng(0)
+    n = 60
+    frame = pd.DataFrame(
+        {"a": rng.integers(0, 100, n), "s": rng.choice(["x", "y"], n), "gone": [None] * n}
+    )
+    keys = [Key("a", "numeric", decimals=0, integer=True), Key("s", "nominal")]
+    keys.append(Key("gone", "nominal"))
+    for method in ({"name": "mdav", "k": 5}, {"name": "heterogeneous", "k": 5}):
+        params = METHODS[method["name"]].params.model_validate(method)
+        result = mask_keys(frame, keys, params, rng)
+        assert result.masked["gone"].isna().all()
+        assert k_anonymity(result.released_identifiers) >= 5
+
+
 @pytest.mark.parametrize("categorical", ["mode", "suppress"])
 def test_the_method_releases_every_key_k_anonymously(categorical):
     rng = np.random.default_rng(0)

@@ -139,6 +139,17 @@ def test_strata_are_groups_of_k_records_that_all_match():
     assert not (done.suppressed & (C < 0)).any()
 
 
+def test_strata_suppress_the_less_important_key():
+    # Two classes of 4 that differ only on one key each way: (0, 0) x4 and (0, 1) x4 differ on
+    # key 1; (0, 0) x4 and (1, 0) x4 differ on key 0. k = 8: whichever key is less important
+    # is suppressed in one of the two pairs.
+    C = np.array([[0, 0]] * 4 + [[0, 1]] * 4 + [[1, 0]] * 4 + [[1, 1]] * 4, dtype=np.int32)
+    for important, other in ((0, 1), (1, 0)):
+        done = strata_suppression(C, 8, importance=[important, other])
+        assert done.suppressed[:, important].sum() == 0 and done.suppressed[:, other].sum() == 8
+        assert done.frequencies.min() >= 8
+
+
 def test_safe_records_are_left_alone():
     C = np.array([[0, 0]] * 5 + [[1, 1]] * 5, dtype=np.int32)
     for done in (local_suppression(C, 5), strata_suppression(C, 5)):

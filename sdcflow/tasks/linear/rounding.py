@@ -142,9 +142,9 @@ def round_keeping_equalities(
     A, b = eq.A, eq.b
     used = np.flatnonzero(np.abs(A).sum(axis=0) > 0)
     preference = np.array([1.0 if decimals[idx[j]] is None else 0.0 for j in range(A.shape[1])])
-    size = (
-        np.nan_to_num(np.nanmean(np.abs(unrounded[:, idx]), axis=0)) if X.shape[0] else preference
-    )
+    magnitude = np.abs(unrounded[:, idx])
+    present = ~np.isnan(magnitude)
+    size = np.where(present, magnitude, 0.0).sum(axis=0) / np.maximum(present.sum(axis=0), 1)
     P = _pivots(A[:, used], preference[used], size[used])
     if not P:
         return Rounded(X)

@@ -128,6 +128,19 @@ def greedy_suppression(
     return count
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _agree_except(C: np.ndarray, i: int, j: int, a: int) -> bool:
+    """Whether records i and j match on every key but a (missing matches any value)."""
+    for b in range(C.shape[1]):
+        if b == a:
+            continue
+        x = C[i, b]
+        y = C[j, b]
+        if x >= 0 and y >= 0 and x != y:
+            return False
+    return True
+
+
 @nb.njit(cache=True, nogil=True)
 def restore_values(
     C: np.ndarray,
@@ -146,7 +159,7 @@ def restore_values(
     with another value on a lose one match each, so each must have ``f > k``. Returns the
     number of values restored; ``C``, ``f`` and ``suppressed`` are updated in place.
     """
-    n, d = C.shape
+    n = C.shape[0]
     restored = 0
     for t in range(cells_i.size):
         i = cells_i[t]
@@ -157,16 +170,7 @@ def restore_values(
         count = 0
         ok = True
         for j in range(n):
-            other = False
-            for b in range(d):
-                if b == a:
-                    continue
-                x = C[i, b]
-                y = C[j, b]
-                if x >= 0 and y >= 0 and x != y:
-                    other = True
-                    break
-            if other:
+            if not _agree_except(C, i, j, a):
                 continue
             y = C[j, a]
             if y < 0 or y == v:
@@ -177,19 +181,7 @@ def restore_values(
         if not ok or count < k:
             continue
         for j in range(n):
-            other = False
-            for b in range(d):
-                if b == a:
-                    continue
-                x = C[i, b]
-                y = C[j, b]
-                if x >= 0 and y >= 0 and x != y:
-                    other = True
-                    break
-            if other:
-                continue
-            y = C[j, a]
-            if y >= 0 and y != v:
+            if C[j, a] >= 0 and C[j, a] != v and _agree_except(C, i, j, a):
                 f[j] -= 1
         C[i, a] = v
         f[i] = count

@@ -189,6 +189,13 @@ def test_a_missing_token_that_is_also_a_level(tmp_path, capsys):
     _one_line_refusal(capsys, spec, Reason.MISSING_TOKEN, "education")
 
 
+def test_a_missing_token_named_by_a_hierarchy_file(tmp_path, capsys):
+    rows = ["North;Mainland", "South;Mainland", "East;Mainland", "West;Mainland", "?;Unknown"]
+    (tmp_path / "regions.csv").write_text("\n".join(rows) + "\n")
+    spec = write_spec(tmp_path, recode={"region": {"hierarchy": "regions.csv", "level": 1}})
+    _one_line_refusal(capsys, spec, Reason.MISSING_TOKEN, "region")
+
+
 def test_a_number_column_with_an_undeclared_token(tmp_path, capsys):
     frame = people()
     frame["salary"] = frame["salary"].astype(object)

@@ -84,15 +84,6 @@ class RecodeSpec(BaseModel):
             raise ValueError("`labels` name bins; give `bins` too")
         return self
 
-    def levels(self) -> set[str]:
-        """Levels the recoding names inline (map levels, labels, inline hierarchy cells)."""
-        out = set(self.labels or [])
-        if self.map:
-            out |= set(self.map) | set(self.map.values())
-        if isinstance(self.hierarchy, list):
-            out |= {str(c) for row in self.hierarchy for c in row}
-        return out
-
 
 class SuppressionSpec(BaseModel):
     """Local suppression of categorical keys (``suppression:``)."""

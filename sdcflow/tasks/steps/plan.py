@@ -39,9 +39,16 @@ from sdcflow.tasks.gates import GATES
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.methods.keys import Key, as_text, numeric_keys
-from sdcflow.tasks.recoding.recode import Recoding, hierarchy_from_rows, load_hierarchy, recode
+from sdcflow.tasks.recoding.recode import (
+    Recoding,
+    hierarchy_from_rows,
+    load_hierarchy,
+    recode,
+    recoded_levels,
+)
 from sdcflow.tasks.spec import RecodeSpec, ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
 from sdcflow.warehouse.sources import (
     is_integer_type,
     is_numeric_type,
@@ -107,7 +114,7 @@ class ReleasePlan(BaseModel):
         :meth:`ReleaseSpec.variant`)."""
         spec = self.spec.variant(method, measures)
         _check_columns(spec, self.profile)
-        check_keys_fit_method(spec, self.resolved_keys)
+        check_keys_fit_method(spec, self.resolved_keys, self.profile.rows)
         return self.model_copy(update={"spec": spec})
 
     @model_serializer
@@ -141,7 +148,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     _check_columns(spec, profile)
     check_missing_tokens(spec)
     keys = resolve_keys(spec, profile, data)
-    check_keys_fit_method(spec, keys)
+    check_keys_fit_method(spec, keys, profile.rows)
     check_weights(spec, profile, data)
     rules: list[Rule] = []
     constraints = feasibility = None
@@ -372,14 +379,16 @@ def _core_recoding(spec: ReleaseSpec, name: str, rule: RecodeSpec) -> Recoding:
 
 def check_missing_tokens(spec: ReleaseSpec) -> None:
     """A missing-value token must not also be a category the spec declares (in a key's
-    ``order`` or a recoding): it would be read as missing and the category lost. Raises
-    ``InputError`` (MISSING_TOKEN)."""
+    ``order``, or named by a recoding: map levels, bin labels, hierarchy cells, inline or in
+    its file): it would be read as missing and the category lost. Raises ``InputError``
+    (MISSING_TOKEN)."""
     tokens = set(spec.missing_values or ())
     if not tokens:
         return
     declared = {name: {str(v) for v in decl.order or []} for name, decl in spec.key_types.items()}
     for name, rule in spec.recode.items():
-        declared[name] = declared.get(name, set()) | rule.levels()
+        levels = recoded_levels(_core_recoding(spec, name, rule))
+        declared[name] = declared.get(name, set()) | levels
     for name, levels in declared.items():
         clash = sorted(tokens & levels)
         if clash:
@@ -495,7 +504,7 @@ _LOSS_GATES = {g for g in GATES if g.startswith(_LOSS_FAMILIES)} | {
 }
 
 
-def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key]) -> None:
+def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0) -> None:
     """The method, blocks and checks can handle the keys' kinds (after recoding: binned
     numeric keys are categorical). Raises ``InputError`` (SPEC_CONTRADICTION)."""
     binned = {k.name for k in keys if k.recoding is not None and k.recoding.kind == "bins"}
@@ -531,6 +540,14 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key]) -> None:
             refuse(
                 f"with categorical keys, {name} needs a crisp guarantee inside each stratum; "
                 "set `guarantee: k_anonymity` or `both`"
+            )
+    if spec.suppression.algorithm == "exact" and name == "local_suppression":
+        bound = rows * 2 ** len(categorical)
+        if bound > EXACT_MAX_VARIABLES:
+            refuse(
+                f"suppression.algorithm exact would need up to {bound} variables for "
+                f"{rows} records and {len(categorical)} keys (at most {EXACT_MAX_VARIABLES}); "
+                "use algorithm greedy"
             )
     if not numeric:
         wrong = sorted(set(spec.checks) & _LOSS_GATES)

@@ -71,6 +71,11 @@ def run_report(
     return path
 
 
+def _sig(x: float) -> float:
+    """Four significant digits (risks span many orders of magnitude)."""
+    return float(f"{x:.4g}")
+
+
 def disclosure_tables(
     disclosure: Mapping[str, Any] | None, details: Mapping[str, Any]
 ) -> dict[str, pd.DataFrame]:
@@ -94,10 +99,10 @@ def disclosure_tables(
         rows += [
             (
                 f"global risk {when}: expected re-identifications",
-                round(r["expected_reidentifications"], 3),
+                _sig(r["expected_reidentifications"]),
             ),
-            (f"global risk {when} (% of records)", round(r["global_risk_percent"], 4)),
-            (f"largest individual risk {when}", round(r["max"], 4)),
+            (f"global risk {when} (% of records)", _sig(r["global_risk_percent"])),
+            (f"largest individual risk {when}", _sig(r["max"])),
             (f"sample uniques {when}", r["sample_uniques"]),
         ]
     tables["Keys: anonymity and re-identification risk"] = pd.DataFrame(

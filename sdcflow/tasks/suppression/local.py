@@ -66,6 +66,10 @@ from sdcflow.tasks.validation import check_k
 
 Algorithm = Literal["greedy", "exact"]
 
+#: The exact program has one variable per record and subset of its keys; beyond this many
+#: its (variables^2) compatibility terms do not fit a small machine.
+EXACT_MAX_VARIABLES = 20_000
+
 
 @dataclass
 class Suppression:
@@ -308,6 +312,12 @@ def local_suppression(
     f = frequencies(C)
     if (f >= k).all():
         return Suppression(C.copy(), np.zeros(C.shape, dtype=bool), f, "exact", optimal=True)
+    variables = int((2 ** (C >= 0).sum(axis=1)).sum())
+    if variables > EXACT_MAX_VARIABLES:
+        raise ParameterError(
+            f"the exact local suppression would need {variables} variables (at most "
+            f"{EXACT_MAX_VARIABLES}); use algorithm greedy for a file this size"
+        )
     solved = _exact(C, k, rank, time_limit)
     if solved is None:
         raise ParameterError(

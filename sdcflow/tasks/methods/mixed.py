@@ -159,7 +159,9 @@ def _assemble(
             j = cat[key.name]
             series = decode(rel.codes[:, j], enc.levels[j])
             src = source[key.name] if key.name in source else None
-            if key.kind == "nominal" and src is not None and pd.api.types.is_numeric_dtype(src):
+            # categories coded as numbers go back to numbers (recoded labels stay text)
+            numeric_source = src is not None and pd.api.types.is_numeric_dtype(src)
+            if key.recoding is None and numeric_source:
                 series = pd.to_numeric(series, errors="coerce")
                 if pd.api.types.is_integer_dtype(src):
                     series = series.astype("Int64")

@@ -33,8 +33,7 @@ def write_spec(tmp: Path, rows: int = 300, **overrides) -> Path:
         "release": "survey",
         "source": "data.csv",
         "id_column": "respondent_id",
-        "quasi_identifiers": QIS,
-        "keep": ["region"],
+        "quasi_identifiers": [*QIS, "region"],  # region is known to an intruder: a key
         "sensitive": ["age"],
         "fuzzy_map": {
             "age": {
@@ -68,7 +67,7 @@ def test_fuzzy_map_on_a_key_is_refused_without_advising_to_publish_it(tmp_path):
 @pytest.mark.parametrize(
     "fuzzy_map",
     [
-        {"region": {"sets": 3, "combiner": "maximum"}},  # a keep column
+        {"region": {"sets": 3, "combiner": "maximum"}},  # a categorical key
         {"sector": {"sets": 3, "combiner": "maximum"}},  # not in the release
         {"age": {"sets": 3, "ranges": [[0, 50]], "combiner": "maximum"}},  # both layouts
         {"age": {"sets": 3, "combiner": "median"}},

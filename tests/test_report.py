@@ -137,7 +137,8 @@ def test_release_report_shows_every_part_and_no_record_value(tmp_path):
     titles = [s.title for s in sections]
     assert titles == [
         "Summary", "Checks", "Edit rules", "Information loss",
-        "Original and released quasi-identifiers", "Correlations", "Group sizes",
+        "Original and released quasi-identifiers", "Correlations",
+        "Records matching each released record",
         "Per-record risk", "Method and parameters",
     ]  # fmt: skip
     page = write_report(tmp_path, sections, decision="published").read_text(encoding="utf-8")
@@ -181,7 +182,8 @@ def test_lower_bound_and_repaired_loss_are_shown_beside_il(tmp_path):
 def test_box_report_shows_box_sizes_and_estimates_with_their_estimand(tmp_path):
     facts = _facts("box", weights="fuzzy")
     sections = {s.title: s for s in release_sections(facts)}
-    assert "Box sizes" in sections
+    matching = sections["Records matching each released record"].blocks[0].text
+    assert "a box's records match each other" in matching
     method = sections["Method and parameters"]
     captions = [b.caption for b in method.blocks if b.kind == "table"]
     assert "estimates" in captions and "estimates_equal_weights" in captions

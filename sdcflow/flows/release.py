@@ -59,6 +59,7 @@ def _edit_raw(
         warehouse, run_id, "raw", plan.rules, docs / "raw", spec.release
     )
     summary: dict[str, Any] = {"raw": pre.counts(None), "repaired_records": 0}
+    summary["raw_undetermined"] = {o.name: o.undetermined for o in pre.outcomes}
     if spec.on_violation == "fail" and not pre.success:
         return _Edits(frame, summary, edit_steps.rule_failures(pre))
     if plan.constraints is not None and edit_steps.needs_repair(spec, plan.constraints):
@@ -86,6 +87,7 @@ def _edit_masked(
         warehouse, run_id, "masked", checkable, docs / "masked", plan.spec.release, skipped
     )
     edits.summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
+    edits.summary["masked_undetermined"] = {o.name: o.undetermined for o in post.outcomes}
     return post.counts() if checkable else None
 
 
@@ -172,7 +174,7 @@ def release(
         edits.frame, mapped = fuzzy_map_steps.map_sensitive(
             spec, warehouse, run_id, edits.frame, rng
         )
-        result = mask(spec, edits.frame, rng, plan.constraints)
+        result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
         released = released_frame(spec, edits.frame, result)
         store_masked(warehouse, run_id, released)
         edit_violations = _edit_masked(plan, warehouse, run_id, edits, released, docs)

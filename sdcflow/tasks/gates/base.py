@@ -56,6 +56,10 @@ class GateContext:
     raw : ndarray of shape (n, d) or None
         The quasi-identifiers as ingested, before any repair (same rows as ``original``);
         None means they are ``original``. Information loss is gated against these.
+    keep : DataFrame with n rows or None
+        The ``keep`` columns, released unchanged (an intruder may know them too).
+    weights : ndarray of shape (n,) or None
+        Sampling weights (``weight_column:``), for the risk per record.
     """
 
     original: np.ndarray
@@ -67,6 +71,8 @@ class GateContext:
     sensitive: pd.DataFrame | None = None
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     raw: np.ndarray | None = None
+    keep: pd.DataFrame | None = None
+    weights: np.ndarray | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -82,6 +88,20 @@ class GateContext:
     def computed(self, key: str) -> bool:
         """Whether a gate already computed ``key`` (see :meth:`cached`)."""
         return key in self._cache
+
+    def numeric_pair(self, *, as_ingested: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(original, released points)`` of the numeric keys on the records that have every
+        numeric key (a missing value stays missing in the release and is left out of loss
+        and linkage measures); ``as_ingested``: the original as ingested, before any repair
+        (:attr:`as_ingested`). Shapes: (m, d), (m, d)."""
+
+        def compute() -> tuple[np.ndarray, np.ndarray]:
+            X = np.asarray(self.as_ingested if as_ingested else self.original, dtype=np.float64)
+            P = np.asarray(self.result.points, dtype=np.float64)
+            complete = ~(np.isnan(X).any(axis=1) | np.isnan(P).any(axis=1))
+            return (X, P) if complete.all() else (X[complete], P[complete])
+
+        return self.cached("numeric_pair_raw" if as_ingested else "numeric_pair", compute)
 
     def cached(self, key: str, compute: Callable[[], Any]) -> Any:
         """Compute once per release (several gates share one clustering or one table)."""

@@ -1,11 +1,12 @@
 """Information-loss gates: IL = 100 SSE/SST, generic and probabilistic loss on the moments,
 and cluster-specific loss (fuzzy partitions of the original and released files).
 
-Figures are computed on the quasi-identifiers that went into masking (``ctx.original``) and
-the released point values (``ctx.result.points``); percentages are in [0, 100]. The one
-exception is ``max_information_loss``: IL is gated against the records as ingested, before
-any repair (``ctx.as_ingested``), so that it is comparable across methods on one source (a
-repair moves records too); :func:`information_loss_figures` gives it beside the IL against
+Figures are computed on the numeric keys that went into masking (``ctx.original``) and their
+released point values (``ctx.result.points``), on the records that have every numeric key
+(:meth:`GateContext.numeric_pair`); percentages are in [0, 100]. The one exception is
+``max_information_loss``: IL is gated against the records as ingested, before any repair
+(``numeric_pair(as_ingested=True)``), so that it is comparable across methods on one source
+(a repair moves records too); :func:`information_loss_figures` gives it beside the IL against
 the repaired records when a repair changed them.
 """
 
@@ -44,7 +45,7 @@ CLUSTER_LOSS = GateOption(
 
 
 def _information_loss(ctx: GateContext) -> float:
-    return sse_sst_loss(ctx.as_ingested, ctx.result.points)
+    return sse_sst_loss(*ctx.numeric_pair(as_ingested=True))
 
 
 def information_loss_figures(ctx: GateContext) -> dict[str, float]:
@@ -52,21 +53,21 @@ def information_loss_figures(ctx: GateContext) -> dict[str, float]:
     figure) and, when a repair changed records before masking, against the repaired records
     (``repaired``)."""
     figures = {"raw": float(ctx.cached("information_loss", lambda: _information_loss(ctx)))}
-    if ctx.raw is not None and not np.array_equal(ctx.raw, ctx.original):
-        figures["repaired"] = sse_sst_loss(ctx.original, ctx.result.points)
+    if ctx.raw is not None and not np.array_equal(ctx.raw, ctx.original, equal_nan=True):
+        figures["repaired"] = sse_sst_loss(*ctx.numeric_pair())
     return figures
 
 
 def _generic(statistic: Statistic, kind: Literal["absolute", "relative"]) -> Callable[..., float]:
     def compute(ctx: GateContext) -> float:
-        return generic_loss(ctx.original, ctx.result.points, statistic, kind=kind)
+        return generic_loss(*ctx.numeric_pair(), statistic, kind=kind)
 
     return compute
 
 
 def _pil(statistic: str) -> Callable[..., float]:
     def compute(ctx: GateContext) -> float:
-        table = ctx.cached("pil", lambda: probabilistic_loss_table(ctx.original, ctx.result.points))
+        table = ctx.cached("pil", lambda: probabilistic_loss_table(*ctx.numeric_pair()))
         return float(table[statistic])
 
     return compute
@@ -75,10 +76,11 @@ def _pil(statistic: str) -> Callable[..., float]:
 def _cluster(ctx: GateContext) -> ClusterLoss:
     def compute() -> ClusterLoss:
         opts = ctx.option(CLUSTER_LOSS)
+        original, points = ctx.numeric_pair()
         return cluster_loss(
-            ctx.original,
-            ctx.result.points,
-            c=min(opts.c, ctx.original.shape[0]),
+            original,
+            points,
+            c=min(opts.c, original.shape[0]),
             m=opts.m,
             restarts=opts.restarts,
             alphas=(opts.alpha,),

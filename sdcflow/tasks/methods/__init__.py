@@ -24,7 +24,9 @@ from sdcflow.tasks.methods.fuzzy import (
     FuzzyIntruder,
     FuzzyParams,
 )
+from sdcflow.tasks.methods.heterogeneous import HETEROGENEOUS, HeterogeneousParams
 from sdcflow.tasks.methods.microaggregation import MDAV, PS, MdavParams, PsParams
+from sdcflow.tasks.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
 
 METHODS: dict[str, Method] = {
     "mdav": MDAV,
@@ -32,6 +34,8 @@ METHODS: dict[str, Method] = {
     "box": BOX,
     "fuzzy": FUZZY,
     "constrained_fuzzy": CONSTRAINED_FUZZY,
+    "heterogeneous": HETEROGENEOUS,
+    "local_suppression": LOCAL_SUPPRESSION,
 }
 
 
@@ -53,7 +57,9 @@ __all__ = [
     "CrispIntruder",
     "FuzzyIntruder",
     "FuzzyParams",
+    "HeterogeneousParams",
     "Intruder",
+    "LocalSuppressionParams",
     "MaskResult",
     "MdavParams",
     "Method",

@@ -14,6 +14,7 @@ maximum, and the outer bins are open (neither the minimum nor the maximum is sho
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -99,9 +100,16 @@ def edit_figure(raw: Mapping[str, int], released: Mapping[str, int | None]) -> F
     return fig
 
 
-def class_size_figure(sizes: Sequence[int], k: int | None = None) -> Figure | None:
-    """Histogram of group sizes (records per group of identical released rows, or per box),
-    with the required k as a dashed line: a figure of counts, safe for the report."""
+def class_size_figure(
+    sizes: Sequence[int],
+    k: int | None = None,
+    *,
+    xlabel: str = "records in the group",
+    ylabel: str = "groups",
+) -> Figure | None:
+    """Histogram of group sizes (records per group of identical released rows, per box, or
+    records matching each record), with the required k as a dashed line: a figure of counts,
+    safe for the report."""
     sizes = [int(x) for x in sizes]
     if not sizes:
         return None
@@ -113,8 +121,8 @@ def class_size_figure(sizes: Sequence[int], k: int | None = None) -> Figure | No
         ax.axvline(k, color=FAIL, linestyle="--", linewidth=1, label=f"k = {k}")
         ax.legend()
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("records in the group")
-    ax.set_ylabel("groups")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     fig.tight_layout()
     return fig
 
@@ -135,6 +143,21 @@ def risk_figure(probabilities: np.ndarray, k: int | None = None) -> Figure | Non
         ax.legend()
     ax.set_xlim(0, upper)
     ax.set_xlabel("probability that the intruder re-identifies the record")
+    ax.set_ylabel("records")
+    fig.tight_layout()
+    return fig
+
+
+def individual_risk_figure(edges: Sequence[float], records: Sequence[int]) -> Figure | None:
+    """Bars of the records per band of individual re-identification risk (counts only)."""
+    if not len(records) or not any(int(r) for r in records):
+        return None
+    fig = Figure(figsize=(7.5, 3.2))
+    ax = fig.add_subplot()
+    labels = [f"{a:g}-{b:g}" for a, b in itertools.pairwise(edges)]
+    ax.bar(range(len(records)), [int(r) for r in records], color=ORIGINAL)
+    ax.set_xticks(range(len(records)), labels)
+    ax.set_xlabel("individual risk")
     ax.set_ylabel("records")
     fig.tight_layout()
     return fig
@@ -194,6 +217,7 @@ def safe_bins(
     Parameters
     ----------
     original, released : ndarray of shape (n,) and (m,)
+        Missing values (NaN) are left out of the bins.
     min_count : int >= 1
     max_bins : int >= 2
 
@@ -204,6 +228,7 @@ def safe_bins(
     """
     x = np.asarray(original, dtype=np.float64)
     y = np.asarray(released, dtype=np.float64)
+    x, y = x[~np.isnan(x)], y[~np.isnan(y)]  # missing values are not binned
     bins = min(max_bins, x.size // max(1, min_count))
     if bins < 2:
         return None

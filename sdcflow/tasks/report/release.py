@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.tasks.gates import Evidence
-from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+from sdcflow.tasks.measures.anonymity import match_counts
 from sdcflow.tasks.methods import MaskResult, MethodParams, get_method
 from sdcflow.tasks.report import plots
 from sdcflow.tasks.report.sections import Section, Table, Text, fmt
@@ -63,10 +63,10 @@ class ReleaseFacts:
         The flow's edit-rule summary: ``raw`` and ``masked`` counts per rule (every
         severity), ``repaired_records``, ``not_checked_after_masking``.
     columns : list of str, length d
-        The quasi-identifiers.
+        The numeric keys (``MaskResult.point_columns``, or every quasi-identifier).
     original : ndarray of shape (n, d) or None
-        The quasi-identifiers as ingested (before any repair), for moments and safe
-        histograms; None when nothing was masked.
+        Those keys as ingested (before any repair; NaN where missing), for moments, safe
+        histograms and correlations; None when nothing was masked.
     result : MaskResult or None
     evidence : Evidence or None
     tables : mapping title -> DataFrame
@@ -102,6 +102,7 @@ def release_sections(facts: ReleaseFacts) -> list[Section]:
             correlation_section(facts),
             groups_section(facts),
             risk_section(facts),
+            *keys_sections(facts.result.details),
         ]
     else:
         sections.append(
@@ -272,10 +273,11 @@ def moments_section(facts: ReleaseFacts) -> Section:
     released = "released box centres" if _is_box(facts) else "released"
     section = Section("Original and released quasi-identifiers")
     rows = []
+    if not facts.columns:
+        return section.text("No key is numeric: there are no moments or histograms to compare.")
     for j, name in enumerate(facts.columns):
-        mean_x, mean_y = float(X[:, j].mean()), float(Y[:, j].mean())
-        var_x = float(X[:, j].var(ddof=1)) if X.shape[0] > 1 else float("nan")
-        var_y = float(Y[:, j].var(ddof=1)) if Y.shape[0] > 1 else float("nan")
+        mean_x, var_x = _moments(X[:, j])
+        mean_y, var_y = _moments(Y[:, j])
         rows.append(
             [name, mean_x, mean_y, _change(mean_x, mean_y), var_x, var_y, _change(var_x, var_y)]
         )
@@ -317,6 +319,13 @@ def moments_section(facts: ReleaseFacts) -> Section:
     return section
 
 
+def _moments(x: np.ndarray) -> tuple[float, float]:
+    """Mean and sample variance of the values present (NaN: missing)."""
+    x = x[~np.isnan(x)]
+    mean = float(x.mean()) if x.size else float("nan")
+    return mean, float(x.var(ddof=1)) if x.size > 1 else float("nan")
+
+
 def _is_box(facts: ReleaseFacts) -> bool:
     return "box_id" in facts.result.masked.columns if facts.result is not None else False
 
@@ -337,8 +346,10 @@ def correlation_section(facts: ReleaseFacts) -> Section:
     d = len(facts.columns)
     if d < 2:
         return section.text("One quasi-identifier: there is no correlation to compare.")
-    original = _correlations(facts.original)
-    released = _correlations(facts.result.points)
+    X, Y = facts.original, np.asarray(facts.result.points, dtype=np.float64)
+    complete = ~(np.isnan(X).any(axis=1) | np.isnan(Y).any(axis=1))  # as the loss measures
+    original = _correlations(X[complete])
+    released = _correlations(Y[complete])
     upper = np.triu_indices(d, 1)
     diff = np.abs(released - original)[upper]
     finite = diff[np.isfinite(diff)]
@@ -360,23 +371,24 @@ def correlation_section(facts: ReleaseFacts) -> Section:
 def groups_section(facts: ReleaseFacts) -> Section:
     result = facts.result
     box = _is_box(facts)
-    section = Section("Box sizes" if box else "Group sizes")
-    sizes = equivalence_class_sizes(result.released_identifiers)
-    what = "boxes" if box else "groups of identical released records"
-    if sizes.size:
+    section = Section("Records matching each released record")
+    f, _ = match_counts(result.released_identifiers)
+    if f.size:
         section.text(
-            f"{sizes.size} {what}: smallest {int(sizes.min())}, largest {int(sizes.max())}, "
-            f"mean {float(sizes.mean()):.3g} records."
+            f"Over every released key (a missing value matches any value), each released "
+            f"record matches at least {int(f.min())} and at most {int(f.max())} records "
+            f"(mean {float(f.mean()):.3g})"
+            + ("; a box's records match each other." if box else ".")
         )
     if result.blocks:
         section.text(
-            "Blocks were masked separately: a group here is a combination of the blocks' "
-            "groups, so it may hold fewer than k records while every block is k-anonymous.",
+            "Blocks were masked separately: a record's combination of the blocks' groups may "
+            "match fewer than k records while every block is k-anonymous.",
             "note",
         )
     section.plot(
-        plots.class_size_figure(sizes, facts.k),
-        f"histogram of the sizes of the {what}",
+        plots.class_size_figure(f, facts.k, xlabel="records matching the record", ylabel="records"),
+        "histogram of the number of released records matching each record",
         "No released record to count.",
     )
     expected = result.details.get("expected_size") if isinstance(result.details, Mapping) else None
@@ -418,6 +430,62 @@ def risk_section(facts: ReleaseFacts) -> Section:
         "No record to show.",
         "Records per bin of re-identification probability.",
     )
+
+
+def _sig(x: float) -> float:
+    """Four significant digits (risks span many orders of magnitude)."""
+    return float(f"{x:.4g}")
+
+
+def keys_sections(details: Mapping[str, Any]) -> list[Section]:
+    """The keys' figures of a release with categorical or missing keys (``details
+    ['disclosure']``): k over all keys and with the keep columns, the individual and global
+    risk before and after, the risk histogram, and the values changed and suppressed."""
+    disclosure = details.get("disclosure") if isinstance(details, Mapping) else None
+    if not disclosure:
+        return []
+    rows = [
+        ("k over all keys (a missing value matches any value)", disclosure["k_anonymity"]),
+        ("k over identical released rows", disclosure["k_identical_rows"]),
+    ]
+    keep = disclosure.get("keep")
+    if keep:
+        rows.append(
+            (f"k if the intruder also knew the keep columns {keep['columns']}", keep["k_with_keep"])
+        )
+    risk = disclosure["risk"]
+    for when in ("before", "after"):
+        r = risk[when]
+        rows += [
+            (
+                f"global risk {when}: expected re-identifications",
+                _sig(r["expected_reidentifications"]),
+            ),
+            (f"global risk {when} (% of records)", _sig(r["global_risk_percent"])),
+            (f"largest individual risk {when}", _sig(r["max"])),
+            (f"sample uniques {when}", r["sample_uniques"]),
+        ]
+    section = Section("Keys: anonymity and re-identification risk")
+    section.table(Table(["figure", "value"], [list(r) for r in rows]))
+    histogram = risk.get("histogram_after")
+    if histogram:
+        section.plot(
+            plots.individual_risk_figure(histogram["edges"], histogram["records"]),
+            "bars: released records per band of individual re-identification risk",
+            "No released record to count.",
+            "Individual re-identification risk of the released records (key frequencies and "
+            "sampling weights).",
+        )
+    kinds = disclosure.get("keys", {})
+    suppressed = details.get("categorical_values_suppressed", {})
+    changed = details.get("categorical_values_changed", {})
+    values = Section("Keys: kind, values changed and suppressed").table(
+        Table(
+            ["key", "kind", "values changed", "values suppressed"],
+            [[c, kind, changed.get(c, ""), suppressed.get(c, "")] for c, kind in kinds.items()],
+        )
+    )
+    return [section, values]
 
 
 def method_section(facts: ReleaseFacts) -> Section:

@@ -19,6 +19,7 @@ from sdcflow.tasks.gates import (
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.steps.mask import keep_columns, weights
 
 
 def gate_context(
@@ -31,16 +32,19 @@ def gate_context(
 ) -> GateContext:
     """``frame``: the records that went into masking; ``raw``: the same records as ingested
     (before any repair), when the caller has them."""
+    columns = list(spec.quasi_identifiers if result.point_columns is None else result.point_columns)
     return GateContext(
-        original=frame[spec.quasi_identifiers].to_numpy(dtype=np.float64),
-        columns=list(spec.quasi_identifiers),
+        original=frame[columns].to_numpy(dtype=np.float64, na_value=np.nan),
+        columns=columns,
         result=result,
         method=spec.method,
         options=spec.measures,
         edit_violations=edit_violations,
-        sensitive=frame[spec.sensitive] if spec.sensitive else None,
+        sensitive=frame[spec.sensitive].reset_index(drop=True) if spec.sensitive else None,
         rng=rng,
-        raw=raw[spec.quasi_identifiers].to_numpy(dtype=np.float64) if raw is not None else None,
+        keep=keep_columns(spec, frame),
+        weights=weights(spec, frame),
+        raw=(raw[columns].to_numpy(dtype=np.float64, na_value=np.nan) if raw is not None else None),
     )
 
 

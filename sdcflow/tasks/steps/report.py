@@ -40,6 +40,8 @@ def run_report(
     figures and the spec's text only); ``raw``: the records as ingested (None when nothing
     was masked); ``extra_tables``: further sections (title -> table of figures), e.g. the
     fuzzy mapping's."""
+    points = result.point_columns if result is not None else None
+    columns = list(spec.quasi_identifiers if points is None else points)
     facts = ReleaseFacts(
         release=spec.release,
         run_id=run_id,
@@ -49,9 +51,9 @@ def run_report(
         checks=[o.as_dict() for o in checks],
         rules=[RuleFacts(r.name, r.text, r.severity) for r in rules],
         edit_rules=edit_rules,
-        columns=list(spec.quasi_identifiers),
+        columns=columns,
         original=(
-            raw[spec.quasi_identifiers].to_numpy(dtype=np.float64)
+            raw[columns].to_numpy(dtype=np.float64, na_value=np.nan)
             if raw is not None and result is not None
             else None
         ),

@@ -278,3 +278,18 @@ def test_a_run_refused_before_masking_explains_itself(tmp_path):
     ]  # fmt: skip
     page = write_report(tmp_path, sections, decision=facts.decision, passed=False).read_text()
     assert "Nothing was masked" in page and "c == a + b" in page and "not evaluated" in page
+
+
+def test_missing_numeric_values_are_left_out_of_moments_bins_and_correlations(tmp_path):
+    facts = _facts()
+    facts.original = facts.original.copy()
+    facts.original[:7, 0] = np.nan  # missing in the file, and so in the release
+    facts.result.points = facts.result.points.copy()
+    facts.result.points[:7, 0] = np.nan
+    sections = {s.title: s for s in release_sections(facts)}
+    moments = sections["Original and released quasi-identifiers"].blocks[0].rows[0]
+    assert moments[1] == pytest.approx(np.nanmean(facts.original[:, 0]))
+    kinds = [b.kind for b in sections["Original and released quasi-identifiers"].blocks]
+    assert kinds.count("plot") == 1  # the histograms are drawn from the values present
+    assert "mean absolute change" in sections["Correlations"].blocks[0].text.lower()
+    write_report(tmp_path, list(sections.values()))

@@ -503,7 +503,8 @@ def method_section(facts: ReleaseFacts) -> Section:
     if unset:
         section.text(f"Not set (not used by this run): {', '.join(unset)}.", "note")
     details = facts.result.details if facts.result is not None else {}
-    scalars, lists = _flatten(details)
+    # the keys' figures have their own sections (keys_sections)
+    scalars, lists = _flatten({k: v for k, v in details.items() if k != "disclosure"})
     if scalars:
         section.table(Table(["figure", "value"], scalars, caption="What the method reports"))
     for title, records in lists:

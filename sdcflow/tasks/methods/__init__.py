@@ -24,11 +24,19 @@ from sdcflow.tasks.methods.fuzzy import (
     FuzzyIntruder,
     FuzzyParams,
 )
-from sdcflow.tasks.methods.microaggregation import MDAV, PS, MdavParams, PsParams
+from sdcflow.tasks.methods.microaggregation import (
+    MDAV,
+    PS,
+    UNIVARIATE,
+    MdavParams,
+    PsParams,
+    UnivariateParams,
+)
 
 METHODS: dict[str, Method] = {
     "mdav": MDAV,
     "ps": PS,
+    "univariate": UNIVARIATE,
     "box": BOX,
     "fuzzy": FUZZY,
     "constrained_fuzzy": CONSTRAINED_FUZZY,
@@ -59,5 +67,6 @@ __all__ = [
     "Method",
     "MethodParams",
     "PsParams",
+    "UnivariateParams",
     "get_method",
 ]

@@ -24,8 +24,8 @@ reproduced exactly) PS loses about as much as MDAV, and the paper's PS column (C
 2.55 / 2.70 / 4.97 for k = 3 / 4 / 5 / 10) lies below the provable lower bound of *any*
 partition (:mod:`~sdcflow.tasks.microaggregation.bound`; 3.92 for Census, k = 3). Run on the
 centred, unstandardized values (``standardize=False``) and measured on that scale, PS gives
-1.78 / 2.22 / 2.94 / 4.71: the paper's PS column, k = 3 to four digits. On that scale MDAV
-loses less than PS (1.52 for k = 3). The table with both protocols side by side:
+1.78 / 2.22 / 2.94 / 4.71, close to the paper's PS column (k = 3: 1.782 against 1.783). On
+that scale MDAV loses less than PS (1.52 for k = 3). The table with both protocols side by side:
 ``benchmarks/microaggregation.py``; figures in ``benchmarks/README.md``, "MDAV and PS".
 
 References

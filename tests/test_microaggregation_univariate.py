@@ -82,7 +82,11 @@ def test_method_univariate_and_one_variable_blocks() -> None:
     params = method.params.model_validate({"name": "univariate", "k": 4})
     res = method.mask(X[:, :1], ["a"], params, rng, None)
     np.testing.assert_array_equal(res.groups, univariate_groups(X[:, 0], 4))
-    assert res.details["algorithm"] == "univariate (optimal)"
+    assert res.details["algorithm"] == "univariate (optimal)" and "refine" not in res.details
+    refined = method.params.model_validate({"name": "univariate", "k": 4, "refine": True})
+    res = method.mask(X[:, :1], ["a"], refined, rng, None)  # nothing to refine: recorded
+    assert res.details["refine"].startswith("skipped")
+    np.testing.assert_array_equal(res.groups, univariate_groups(X[:, 0], 4))
     with pytest.raises(InputError) as e:  # several variables: blocks of one, or mdav
         method.mask(X, ["a", "b"], params, rng, None)
     assert e.value.code == Reason.PARAMETER

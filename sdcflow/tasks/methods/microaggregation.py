@@ -162,6 +162,8 @@ def _mask_crisp(
     if X.shape[1] == 1 or partition is None:  # one variable: the optimum, nothing to refine
         labels = univariate_groups(Z[:, 0], k)
         details["algorithm"] = "univariate (optimal)"
+        if params.refine is not None:
+            details["refine"] = "skipped: the univariate partition is optimal"
     else:
         labels = partition(Z, k)
         details["algorithm"] = algorithm

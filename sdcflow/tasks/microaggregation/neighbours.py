@@ -4,9 +4,8 @@
   distances, exact (a KD-tree [1]); the lower bound needs them exact.
 * :func:`neighbour_lists` -- the K nearest for refinement: exact up to ``EXACT_NEIGHBOURS``
   records, beyond that the K nearest within cells of two spatial splits. Refinement only draws
-  candidates from them, so they need not be exact; in 10 dimensions an exact KD-tree query
-  costs about as much as the brute force once the file has some 10^5 records
-  (``benchmarks/README.md``, section "MDAV and PS").
+  candidates from them, so they need not be exact; an exact KD-tree query is slow in 10
+  dimensions (``benchmarks/README.md``, section "MDAV and PS").
 * :func:`spatial_cells` -- recursive median cuts into cells of at most a given size, also the
   cells of :func:`~sdcflow.tasks.microaggregation.blocked.blocked_mdav`.
 

@@ -169,6 +169,15 @@ def _refresh(Z, size, sums, cen, mem, own, g, exact):
         own[x] = _d2(Z, x, cen, g)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _listed(values, count, v):
+    """Whether v is among ``values[:count]`` (a short list: linear scan)."""
+    for t in range(count):
+        if values[t] == v:
+            return True
+    return False
+
+
 @numba.njit(cache=True, nogil=True)
 def _group_sse(size, own, mem, g):
     s = 0.0
@@ -226,14 +235,7 @@ def _best_change(Z, lab, size, cen, mem, own, nbr, x, k, kmax, tol, seen):
     ns = 0
     for j in range(K):
         B = lab[nbr[x, j]]
-        if B == A:
-            continue
-        dup = False
-        for t in range(ns):
-            if seen[t] == B:
-                dup = True
-                break
-        if dup:
+        if B == A or _listed(seen, ns, B):
             continue
         seen[ns] = B
         ns += 1
@@ -415,12 +417,7 @@ def _iterate(
             if nr == n_groups:
                 break
             B = lab[nbr[x, j]]
-            new = True
-            for t in range(nr):
-                if region[t] == B:
-                    new = False
-                    break
-            if new:
+            if not _listed(region, nr, B):
                 region[nr] = B
                 nr += 1
         if nr < 2:

@@ -45,6 +45,9 @@ class Reason(StrEnum):
     COLUMN_TYPE = "column-type"  # a column's type cannot be used in its role
     VALUES_MISSING = "values-missing"
     VALUES_NONFINITE = "values-nonfinite"
+    MISSING_TOKEN = "missing-token"  # a missing-value token that is also a real level
+    RECODING = "recoding"  # a recoding names an unknown level or does not fit the column
+    WEIGHTS = "weights"  # sampling weights missing, not numeric or not positive
     TOO_FEW_RECORDS = "too-few-records"  # fewer records than k
     # the arguments of a method or measure (the numerical core)
     PARAMETER = "parameter"
@@ -60,6 +63,9 @@ class Reason(StrEnum):
     # where the run writes
     WAREHOUSE = "warehouse"  # not a DuckDB file, unreadable
     OUTPUT = "output"  # the output folder cannot hold a release
+    # fuzzy mapping (sdcflow remap)
+    MAPPING_MISSING = "mapping-missing"  # no stored fuzzy mapping for that release / run
+    REMAP_INPUT = "remap-input"  # the rules file is missing or names no mapped interval
 
 
 class SdcflowError(Exception):

@@ -24,16 +24,17 @@ def write_release(
     """Write the first ``rows`` records of ``examples/business_survey/<data>`` to
     ``tmp/<write_to>`` and a spec to ``tmp/<spec_name>``; return the spec path.
 
-    The spec reads ``write_to`` with MDAV (k = 5) over the survey's quasi-identifiers and keeps
-    region; ``spec`` overrides any field (a ``source`` override leaves the slice unread).
+    The spec reads ``write_to`` with MDAV (k = 5) over the survey's numeric quasi-identifiers
+    and region, a categorical key (an intruder may know a firm's region, so it cannot be a
+    ``keep`` column: k would not hold for him); ``spec`` overrides any field (a ``source``
+    override leaves the slice unread).
     """
     pd.read_csv(EXAMPLE / data).head(rows).to_csv(tmp / write_to, index=False)
     body = {
         "release": "survey",
         "source": write_to,
         "id_column": "respondent_id",
-        "quasi_identifiers": QIS,
-        "keep": ["region"],
+        "quasi_identifiers": [*QIS, "region"],
         "method": {"name": "mdav", "k": 5},
         **spec,
     }

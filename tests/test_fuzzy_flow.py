@@ -63,7 +63,7 @@ def test_unconstrained_fuzzy_needs_the_repair_step(tmp_path, prefect_api):
 def test_rule_spanning_two_blocks_exits_2_naming_it(tmp_path, capsys):
     """Blocks are microaggregated separately, so a rule across two blocks cannot hold."""
     blocks = [["employees", "turnover", "wages"], ["other_costs", "total_costs", "profit"]]
-    spec = _spec(tmp_path, "constrained_fuzzy", rows=100, blocks=blocks)
+    spec = _spec(tmp_path, "constrained_fuzzy", rows=100, blocks=blocks, quasi_identifiers=QIS)
     assert main(["release", str(spec)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err

@@ -155,7 +155,8 @@ def test_rule_masking_cannot_keep_blocks_publication(tmp_path, prefect_api, caps
     # records onto the linear rules, so the masked file still violates it: refused.
     frame = pd.read_csv(EXAMPLE / "data_with_errors.csv").head(200)
     frame.loc[[3, 17], "region"] = "Atlantis"
-    spec = make_release(tmp_path, rows=200)
+    # region released unchanged (keep): the keep_k gate refuses it too, as it should
+    spec = make_release(tmp_path, rows=200, quasi_identifiers=QIS, keep=["region"])
     frame.to_csv(tmp_path / "data.csv", index=False)
     assert main(["release", str(spec)]) == 1
     err = capsys.readouterr().err
@@ -192,11 +193,7 @@ def test_rules_file_is_read_relative_to_the_spec(tmp_path, prefect_api):
     ],
 )
 def test_bad_rules_exit_2(tmp_path, capsys, edits, expected):
-    extra = (
-        {"id_column": None, "keep": ["region", "respondent_id"]}
-        if "respondent" in str(edits)
-        else {}
-    )
+    extra = {"id_column": None, "keep": ["respondent_id"]} if "respondent" in str(edits) else {}
     spec = make_release(tmp_path, rows=50, edits=edits, **extra)
     assert main(["release", str(spec)]) == 2
     err = capsys.readouterr().err

@@ -114,6 +114,42 @@ def _compare(
     return EXIT_OK
 
 
+def _remap(spec_path: str, rules_file: str, run_id: str | None, integer: bool) -> int:
+    """Print the rules of ``rules_file`` with every interval on a fuzzy-mapped column mapped
+    back to the original domain, from the mapping in the warehouse (opened read-only)."""
+    from sdcflow.tasks.fuzzy_mapping import FuzzyMapping
+    from sdcflow.tasks.fuzzy_mapping.remap import parse_intervals, remap_rule_text
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.warehouse.secrets import load_fuzzy_maps
+
+    spec = load_spec(spec_path)
+    if not spec.fuzzy_map:
+        raise InputError(
+            f"{spec_path}: the spec maps no column (no fuzzy_map:); there is nothing to remap",
+            code=Reason.SPEC_CONTRADICTION,
+        )
+    path = Path(rules_file)
+    if not path.is_file():
+        raise InputError(f"rules file {path} does not exist", code=Reason.REMAP_INPUT)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not any(parse_intervals(line, set(spec.fuzzy_map)) for line in lines):
+        raise InputError(
+            f"{path}: no interval on a mapped column ({', '.join(sorted(spec.fuzzy_map))}) "
+            "was found; write items as Weka prints them, age='(1.77-2.51]', or as "
+            "age in (1.77, 2.51]",
+            code=Reason.REMAP_INPUT,
+        )
+    run, stored = load_fuzzy_maps(spec.warehouse_path, spec.release, run_id)
+    mappings = {}
+    for column, data in stored.items():
+        mapping = FuzzyMapping.from_dict(data)
+        mappings[column] = (mapping.sets, mapping.combiner)
+    print(f"# remapped with the fuzzy mapping of run {run} (the data owner's secret)")
+    for line in lines:
+        print(remap_rule_text(line, mappings, integer=integer))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sdcflow", description="Statistical disclosure control releases with Prefect."
@@ -149,6 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="fuzzy methods: memberships with the recorded draw fuzziness, or refit the method",
     )
     p.add_argument("--out", help="output folder (default: <reports>/<release>/compare-<time>)")
+    p = sub.add_parser(
+        "remap",
+        help="map rules mined on fuzzy-mapped columns back to the original domain",
+    )
+    p.add_argument("spec", help="release spec (YAML) whose warehouse holds the mapping")
+    p.add_argument("rules_file", help="text file of rules, e.g. as Weka's Apriori prints them")
+    p.add_argument(
+        "--run", dest="run_id", help="run whose mapping to use (default: latest published)"
+    )
+    p.add_argument("--integer", action="store_true", help="show integer ranges (age in 17..71)")
     return parser
 
 
@@ -168,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _runs(args.spec, args.warehouse, args.limit)
         if args.command == "serve":
             return _serve(args.spec, args.cron, args.name)
+        if args.command == "remap":
+            return _remap(args.spec, args.rules_file, args.run_id, args.integer)
         if args.command == "compare":
             return _compare(args.spec, args.methods, args.ks, args.out, args.param, args.intruder)
     except InputError as e:

@@ -23,6 +23,7 @@ from sdcflow.tasks.gates import GateOutcome
 from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps import checks as check_steps
 from sdcflow.tasks.steps import edits as edit_steps
+from sdcflow.tasks.steps import fuzzy_map as fuzzy_map_steps
 from sdcflow.tasks.steps.ingest import ingest
 from sdcflow.tasks.steps.mask import mask, released_frame, store_masked
 from sdcflow.tasks.steps.plan import ReleasePlan, preflight
@@ -58,6 +59,7 @@ def _edit_raw(
         warehouse, run_id, "raw", plan.rules, docs / "raw", spec.release
     )
     summary: dict[str, Any] = {"raw": pre.counts(None), "repaired_records": 0}
+    summary["raw_undetermined"] = {o.name: o.undetermined for o in pre.outcomes}
     if spec.on_violation == "fail" and not pre.success:
         return _Edits(frame, summary, edit_steps.rule_failures(pre))
     if plan.constraints is not None and edit_steps.needs_repair(spec, plan.constraints):
@@ -78,11 +80,14 @@ def _edit_masked(
     """Validate the released records against the rules they carry; per-rule counts."""
     if not plan.rules or edits.summary is None:
         return None
-    checkable, skipped = edit_steps.released_rules(plan.rules, list(released.columns))
+    # a fuzzy-mapped column holds mapped values: its rules are not checked on them
+    columns = [c for c in released.columns if c not in plan.spec.fuzzy_map]
+    checkable, skipped = edit_steps.released_rules(plan.rules, columns)
     post = edit_steps.validate_edits(
         warehouse, run_id, "masked", checkable, docs / "masked", plan.spec.release, skipped
     )
     edits.summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
+    edits.summary["masked_undetermined"] = {o.name: o.undetermined for o in post.outcomes}
     return post.counts() if checkable else None
 
 
@@ -161,7 +166,10 @@ def release(
             status, message = "refused", outcome.message
             return _refused(outcome)
 
-        result = mask(spec, edits.frame, rng, plan.constraints)
+        edits.frame, mapped = fuzzy_map_steps.map_sensitive(
+            spec, warehouse, run_id, edits.frame, rng
+        )
+        result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
         released = released_frame(spec, edits.frame, result)
         store_masked(warehouse, run_id, released)
         edit_violations = _edit_masked(plan, warehouse, run_id, edits, released, docs)
@@ -185,6 +193,7 @@ def release(
             edits.summary,
             edit_violations,
             result,
+            fuzzy_map_steps.report_tables(mapped),
         )
         if failed:
             status, message = "refused", outcome.message

@@ -24,10 +24,101 @@ from pydantic import (
 )
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.tasks.fuzzy_mapping.params import FuzzyMapParams
 from sdcflow.tasks.gates import GATES, MeasureOptions
 from sdcflow.tasks.methods import METHODS, MethodParams
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+# --- mixed keys: declarations, missing values, recoding, suppression ---------------------
+
+
+class KeyDeclaration(BaseModel):
+    """A quasi-identifier given as a mapping: ``{name, type, order, precision}``.
+
+    ``type`` overrides the kind detected from the file (numbers: numeric; text, booleans:
+    nominal; dates: ordinal); ``order`` lists an ordinal key's categories from lowest to
+    highest (a numeric column declared ordinal is ordered by value); ``precision`` is the
+    number of decimal places published (0: integers, negative: tens, hundreds...; integer
+    columns default to 0).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1)
+    type: Literal["numeric", "nominal", "ordinal"] | None = None
+    order: list[str | int | float] | None = Field(None, min_length=1)
+    precision: int | None = Field(None, ge=-15, le=15)
+
+    @model_validator(mode="after")
+    def _fits(self) -> KeyDeclaration:
+        if self.order is not None and self.type not in (None, "ordinal"):
+            raise ValueError(f"key {self.name}: `order` is for ordinal keys; set type: ordinal")
+        if self.precision is not None and self.type in ("nominal", "ordinal"):
+            raise ValueError(f"key {self.name}: `precision` is for numeric keys")
+        if self.order is not None and len({str(v) for v in self.order}) != len(self.order):
+            raise ValueError(f"key {self.name}: `order` lists a category twice")
+        return self
+
+
+class RecodeSpec(BaseModel):
+    """Global recoding of one key (``recode: {column: ...}``): exactly one of ``bins``,
+    ``map`` or ``hierarchy``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    bins: list[float] | None = Field(None, min_length=2, description="increasing edges")
+    labels: list[str] | None = Field(None, description="one label per bin")
+    map: dict[str, str] | None = Field(None, min_length=1, description="level -> new level")
+    hierarchy: Path | list[list[str | int | float]] | None = Field(
+        None, description="CSV file (leaf;level 1;...) or the same rows inline"
+    )
+    level: int = Field(1, ge=1, description="hierarchy level to publish")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> RecodeSpec:
+        given = [k for k in ("bins", "map", "hierarchy") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of `bins` (numeric), `map` or `hierarchy` (categorical)"
+            )
+        if self.labels is not None and self.bins is None:
+            raise ValueError("`labels` name bins; give `bins` too")
+        return self
+
+
+class SuppressionSpec(BaseModel):
+    """Local suppression of categorical keys (``suppression:``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    importance: list[str] = Field(
+        default_factory=list,
+        description="categorical keys, most important first (suppressed last)",
+    )
+    algorithm: Literal["greedy", "exact"] = Field(
+        "greedy", description="categorical-only releases: greedy, or exact for small files"
+    )
+
+
+def _split_key_declarations(data: Any) -> Any:
+    """``quasi_identifiers`` may mix names and mappings: keep the names there and move the
+    mappings' declarations to ``key_types``."""
+    if not isinstance(data, dict) or not isinstance(data.get("quasi_identifiers"), list):
+        return data
+    names, declared = [], dict(data.get("key_types") or {})
+    for item in data["quasi_identifiers"]:
+        if isinstance(item, dict):
+            name = item.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError(
+                    "quasi_identifiers: a mapping needs a `name`, e.g. {name: age, type: numeric}"
+                )
+            if name in declared:
+                raise ValueError(f"quasi_identifiers: key {name} is declared twice")
+            declared[name] = item
+            names.append(name)
+        else:
+            names.append(item)
+    return {**data, "quasi_identifiers": names, "key_types": declared}
 
 
 class ReleaseSpec(BaseModel):
@@ -38,11 +129,38 @@ class ReleaseSpec(BaseModel):
     release: str = Field(pattern=_NAME, description="name of the published release")
     source: Path = Field(description="CSV or Parquet file, relative to the spec file")
     id_column: str | None = Field(None, description="record identifier, never published")
-    quasi_identifiers: list[str] = Field(min_length=1, description="numeric columns to mask")
+    quasi_identifiers: list[str] = Field(
+        min_length=1,
+        description="keys an intruder may know: names (kind detected from the file) or "
+        "mappings {name, type, order, precision}",
+    )
+    key_types: dict[str, KeyDeclaration] = Field(
+        default_factory=dict,
+        description="declarations of the quasi-identifiers given as mappings (by name)",
+    )
+    missing_values: list[str] | None = Field(
+        None,
+        description="tokens read as missing (e.g. ['?', '']); declaring it allows missing key "
+        "values, which are released as missing and match any value",
+    )
+    weight_column: str | None = Field(
+        None, description="sampling weights (positive), published unchanged unless a key"
+    )
+    recode: dict[str, RecodeSpec] = Field(
+        default_factory=dict, description="global recoding per key, applied before masking"
+    )
+    suppression: SuppressionSpec = Field(
+        default_factory=SuppressionSpec, description="local suppression of categorical keys"
+    )
     keep: list[str] = Field(default_factory=list, description="columns published unchanged")
     sensitive: list[str] = Field(
         default_factory=list,
         description="confidential attributes, published unchanged and gated by l-diversity",
+    )
+    fuzzy_map: dict[str, FuzzyMapParams] = Field(
+        default_factory=dict,
+        description="sensitive columns published fuzzy-mapped (the mapping is a secret kept "
+        "in the warehouse; see README, Fuzzy mapping for outsourced mining)",
     )
     edits: list[str | dict[str, Any]] = Field(default_factory=list, description="edit rules")
     rules_file: Path | None = Field(None, description="YAML file of further edit rules")
@@ -63,6 +181,11 @@ class ReleaseSpec(BaseModel):
     )
     seed: int | None = Field(None, description="secret seed for reproducible randomness")
     base_dir: Path = Field(Path("."), exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _key_mappings(cls, data: Any) -> Any:
+        return _split_key_declarations(data)
 
     @field_validator("method", mode="before")
     @classmethod
@@ -114,6 +237,8 @@ class ReleaseSpec(BaseModel):
                     f"check {key} needs `{missing[0]}:` (the columns it is computed on); add "
                     f"`{missing[0]}: [column, ...]` or remove the check"
                 )
+        _check_fuzzy_map_roles(self)
+        self._check_mixed_keys()
         if self.blocks is not None:
             flat = [c for block in self.blocks for c in block]
             if sorted(flat) != sorted(self.quasi_identifiers) or any(not b for b in self.blocks):
@@ -122,6 +247,33 @@ class ReleaseSpec(BaseModel):
                     "exactly one non-empty block"
                 )
         return self
+
+    def _check_mixed_keys(self) -> None:
+        """Key declarations, recodings, suppression importance and the weight column refer to
+        the right columns and do not contradict each other."""
+        qis = set(self.quasi_identifiers)
+        for field_name, names in (
+            ("key_types", self.key_types),
+            ("recode", self.recode),
+            ("suppression.importance", self.suppression.importance),
+        ):
+            stray = sorted(set(names) - qis)
+            if stray:
+                raise ValueError(
+                    f"{field_name} names {stray}, which are not quasi-identifiers; list only "
+                    "quasi-identifiers there"
+                )
+        if len(set(self.suppression.importance)) != len(self.suppression.importance):
+            raise ValueError("suppression.importance lists a key twice")
+        for name, decl in self.key_types.items():
+            if decl.name != name:
+                raise ValueError(f"key_types.{name}: its `name` must be {name}")
+        w = self.weight_column
+        if w is not None and (w in self.keep or w in self.sensitive or w == self.id_column):
+            raise ValueError(
+                f"weight_column {w} is also in keep, sensitive or id_column; give it one role "
+                "(it is published unchanged unless it is a quasi-identifier)"
+            )
 
     # -- resolved paths -------------------------------------------------------------------
 
@@ -159,15 +311,42 @@ class ReleaseSpec(BaseModel):
         return ReleaseSpec.model_validate({**data, "base_dir": self.base_dir})
 
     def public_dict(self) -> dict[str, Any]:
-        """The spec as recorded in the manifest: everything but the secret seed."""
-        data = self.model_dump(mode="json", exclude={"seed", "base_dir"})
+        """The spec as recorded in the manifest: everything but the secrets (the seed, and
+        the fuzzy mappings, of which only the column names are public)."""
+        data = self.model_dump(mode="json", exclude={"seed", "base_dir", "fuzzy_map"})
         data["method"] = self.method.model_dump(mode="json")
+        if self.fuzzy_map:
+            data["fuzzy_mapped"] = sorted(self.fuzzy_map)
         return data
 
     def sha256(self) -> str:
         """Hash of the public spec (stable key order), identifying what a run was asked."""
         blob = json.dumps(self.public_dict(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
+
+
+def _check_fuzzy_map_roles(spec: ReleaseSpec) -> None:
+    """``fuzzy_map`` applies to ``sensitive:`` columns only: a mapped key is as identifying as
+    the original (a deterministic combiner is monotone within each set), so keys are masked
+    by the method and counted by k-anonymity as released."""
+    for column in spec.fuzzy_map:
+        if column in spec.sensitive:
+            continue
+        if column in spec.quasi_identifiers:
+            raise ValueError(
+                f"fuzzy_map.{column}: {column} is a quasi-identifier; a fuzzy-mapped key is as "
+                "identifying as the original, so it stays among quasi_identifiers, masked by "
+                f"the method: remove {column} from fuzzy_map"
+            )
+        role = "keep" if column in spec.keep else "id_column" if column == spec.id_column else None
+        if role == "id_column":
+            raise ValueError(f"fuzzy_map.{column}: the id_column is never published; remove it")
+        where = f"it is in {role}" if role else "it is not in sensitive"
+        raise ValueError(
+            f"fuzzy_map.{column}: fuzzy mapping applies to sensitive attributes and {where}; "
+            f"list {column} under sensitive: (only if no intruder can know it) or remove it "
+            "from fuzzy_map"
+        )
 
 
 def _join_errors(error: ValidationError, prefix: str = "") -> str:

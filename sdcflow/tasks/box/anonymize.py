@@ -260,7 +260,7 @@ def box_anonymize(
         "partition": partition,
         "boxes": int(sizes.size),
         "records_per_box": _summary(sizes.astype(float)),
-        "estimates": [_estimate_row(e, names) for e in estimates],
+        "estimates": [_estimate_row(e, names, chosen.scheme) for e in estimates],
         "estimates_weights": chosen.scheme,
         "q_eq58": float(sum(e.target.p * e.delta / e.target.delta0 for e in estimates)),
         "half_widths": {names[j]: _summary(half[first, j]) for j in range(d)},
@@ -288,16 +288,24 @@ def box_anonymize(
         # not of the file; the equal-weight intervals are published beside them.
         uniform = np.full(n, 1.0 / n)
         details["estimates_equal_weights"] = [
-            _estimate_row(e, names) for e in interval_estimates(lo, hi, uniform, targets)
+            _estimate_row(e, names, "equal") for e in interval_estimates(lo, hi, uniform, targets)
         ]
     return BoxRelease(labels, lo, hi, chosen, c, A, estimates, details)
 
 
-def _estimate_row(e: IntervalEstimate, names: list[str]) -> dict[str, Any]:
+ESTIMANDS = {
+    "equal": "the file's statistic (every record weighted equally)",
+    "weighted": "the statistic of the original records re-weighted by the published weights "
+    "([1] eq. 37-38), not the file's statistic: see estimates_equal_weights for that",
+}
+
+
+def _estimate_row(e: IntervalEstimate, names: list[str], scheme: str) -> dict[str, Any]:
     t = e.target
     return {
         "stat": t.stat,
         "vars": [names[v] for v in t.vars],
+        "estimand": ESTIMANDS["equal" if scheme == "equal" else "weighted"],
         "p": t.p,
         "delta0": t.delta0,
         "centre_value": e.centre_value,

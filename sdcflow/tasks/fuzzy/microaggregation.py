@@ -551,8 +551,8 @@ def fuzzy_microaggregation(
     details.update(
         {
             "realized_size": _summary(used),
-            "centres_used": int(used.size),
-            "centres_used_below_k": int(np.count_nonzero(used < part.k)),
+            "published_centres": int(used.size),  # distinct centres some record was drawn to
+            "published_centres_below_k": int(np.count_nonzero(used < part.k)),
             **draw_info,
         }
     )
@@ -697,7 +697,9 @@ def fuzzy_partition(
         "fuzziness_draw_top": s.log["draw_top"],
         "clusters_initial": max(1, n // k),
         "clusters_top": int(s.log["c_top"]),
-        "published_centres": len(centres),
+        # Centres a record can be drawn to; how many the release uses is known after the draw
+        # (``published_centres`` in :func:`fuzzy_microaggregation`).
+        "candidate_centres": len(centres),
         "fcm_runs": int(s.log["fcm_runs"]),
         "merged_clusters": int(s.log["merged_clusters"]),
         "restarts": int(restarts),
@@ -705,6 +707,9 @@ def fuzzy_partition(
         "converged_top": bool(fit.converged),
         "fcm_status_top": fit.message,
         "expected_size": _summary(expected),
+        "expected_size_definition": "expected records per centre under the draw the release "
+        "used (memberships with the draw fuzziness, under-filled clusters merged, products "
+        "along the recursion), not the sums of the clustering's memberships",
         "expected_size_sum": float(expected.sum()),
         "centres_expected_below_k": int(np.count_nonzero(expected < k)),
     }

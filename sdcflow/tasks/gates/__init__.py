@@ -58,9 +58,17 @@ MeasureOptions = options_model()
 
 
 def wanted_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> dict[str, float]:
-    """The gates a release runs: the ones every release gets, what its method promises, then
-    the spec's ``thresholds``, which override a default."""
-    promised = get_method(ctx.method.name).promises(ctx.method) if ctx.method else {}
+    """The gates a release runs: the ones every release gets, what its method (or the
+    composition that masked it, ``MaskResult.promises``) promises, then the spec's
+    ``thresholds``, which override a default. With ``keep`` columns, ``keep_k_anonymity``
+    (k if the intruder also knew them) is gated at the promised k."""
+    if ctx.result.promises is not None:
+        promised = dict(ctx.result.promises)
+    else:
+        promised = get_method(ctx.method.name).promises(ctx.method) if ctx.method else {}
+    k = promised.get("k_anonymity")
+    if k is not None and ctx.keep is not None and ctx.keep.shape[1]:
+        promised["keep_k_anonymity"] = k
     if ctx.result.blocks and "k_anonymity" in promised:
         # Blocks masked separately promise k per block, not for the joint tuple (a record's
         # combination of block groups may be unique); the spec can still ask for the joint k.

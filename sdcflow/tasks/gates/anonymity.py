@@ -1,8 +1,12 @@
-"""Anonymity gates: k-anonymity over every released key, per block, probabilistic,
-l-diversity, and the transparency intruder's k.
+"""Anonymity gates: k-anonymity over every released key, per block, with the ``keep``
+columns, probabilistic, l-diversity, and the transparency intruder's k.
 
 k-anonymity is counted over every column an intruder can link on, as released
-(``MaskResult.released_identifiers``).
+(``MaskResult.released_identifiers``: numeric and categorical keys), a missing or suppressed
+value matching any value (:mod:`sdcflow.tasks.measures.anonymity`). ``keep`` columns are
+published unchanged; ``keep_k_anonymity`` counts k as if the intruder also knew them, and is
+on by default with the method's k, so an identifying column (an e-mail, a near-unique code)
+in ``keep`` blocks publication unless the spec lowers that gate explicitly.
 """
 
 from __future__ import annotations
@@ -98,6 +102,19 @@ def _transparency_k(ctx: GateContext) -> float:
     return probabilistic_k_anonymity(reidentification(ctx))
 
 
+def keep_k(ctx: GateContext) -> float:
+    """k over the released keys and the ``keep`` columns (per block when masked by blocks);
+    the plain k when the spec keeps no column."""
+    if ctx.keep is None or ctx.keep.shape[1] == 0:
+        return _block_k_anonymity(ctx)
+    keep = ctx.keep.reset_index(drop=True)
+    parts = [b.released_columns for b in ctx.result.blocks] or [
+        list(ctx.result.released_identifiers.columns)
+    ]
+    released = ctx.result.masked.reset_index(drop=True)
+    return float(min(k_anonymity(pd.concat([released[cols], keep], axis=1)) for cols in parts))
+
+
 def _sensitive(ctx: GateContext) -> pd.DataFrame:
     if ctx.sensitive is None or ctx.sensitive.shape[1] == 0:
         raise InputError(
@@ -122,6 +139,13 @@ GATES = [
         "min",
         _k_anonymity,
         "smallest group of identical released rows over every released key",
+        "records",
+    ),
+    Gate(
+        "keep_k_anonymity",
+        "min",
+        keep_k,
+        "smallest k if the intruder also knew the keep columns (published unchanged)",
         "records",
     ),
     Gate(

@@ -53,6 +53,10 @@ class GateContext:
         The confidential attributes (``sensitive:``), released unchanged.
     rng : numpy.random.Generator
         For measures that draw.
+    keep : DataFrame with n rows or None
+        The ``keep`` columns, released unchanged (an intruder may know them too).
+    weights : ndarray of shape (n,) or None
+        Sampling weights (``weight_column:``), for the risk per record.
     """
 
     original: np.ndarray
@@ -63,12 +67,27 @@ class GateContext:
     edit_violations: Mapping[str, int] | None = None
     sensitive: pd.DataFrame | None = None
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    keep: pd.DataFrame | None = None
+    weights: np.ndarray | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def option(self, option: GateOption) -> Any:
         """The value of ``measures.<option.key>``, its declared default when unset."""
         value = getattr(self.options, option.key, None) if self.options is not None else None
         return option.default if value is None else value
+
+    def numeric_pair(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(original, released points)`` of the numeric keys on the records that have every
+        numeric key (a missing value stays missing in the release and is left out of loss
+        and linkage measures). Shapes: (m, d), (m, d)."""
+
+        def compute() -> tuple[np.ndarray, np.ndarray]:
+            X = np.asarray(self.original, dtype=np.float64)
+            P = np.asarray(self.result.points, dtype=np.float64)
+            complete = ~(np.isnan(X).any(axis=1) | np.isnan(P).any(axis=1))
+            return (X, P) if complete.all() else (X[complete], P[complete])
+
+        return self.cached("numeric_pair", compute)
 
     def cached(self, key: str, compute: Callable[[], Any]) -> Any:
         """Compute once per release (several gates share one clustering or one table)."""

@@ -1,8 +1,9 @@
 """Information-loss gates: IL = 100 SSE/SST, generic and probabilistic loss on the moments,
 and cluster-specific loss (fuzzy partitions of the original and released files).
 
-Figures are computed on the quasi-identifiers that went into masking (``ctx.original``) and
-the released point values (``ctx.result.points``); percentages are in [0, 100].
+Figures are computed on the numeric keys that went into masking (``ctx.original``) and their
+released point values (``ctx.result.points``), on the records that have every numeric key
+(:meth:`GateContext.numeric_pair`); percentages are in [0, 100].
 """
 
 from __future__ import annotations
@@ -39,19 +40,19 @@ CLUSTER_LOSS = GateOption(
 
 
 def _information_loss(ctx: GateContext) -> float:
-    return sse_sst_loss(ctx.original, ctx.result.points)
+    return sse_sst_loss(*ctx.numeric_pair())
 
 
 def _generic(statistic: Statistic, kind: Literal["absolute", "relative"]) -> Callable[..., float]:
     def compute(ctx: GateContext) -> float:
-        return generic_loss(ctx.original, ctx.result.points, statistic, kind=kind)
+        return generic_loss(*ctx.numeric_pair(), statistic, kind=kind)
 
     return compute
 
 
 def _pil(statistic: str) -> Callable[..., float]:
     def compute(ctx: GateContext) -> float:
-        table = ctx.cached("pil", lambda: probabilistic_loss_table(ctx.original, ctx.result.points))
+        table = ctx.cached("pil", lambda: probabilistic_loss_table(*ctx.numeric_pair()))
         return float(table[statistic])
 
     return compute
@@ -60,10 +61,11 @@ def _pil(statistic: str) -> Callable[..., float]:
 def _cluster(ctx: GateContext) -> ClusterLoss:
     def compute() -> ClusterLoss:
         opts = ctx.option(CLUSTER_LOSS)
+        original, points = ctx.numeric_pair()
         return cluster_loss(
-            ctx.original,
-            ctx.result.points,
-            c=min(opts.c, ctx.original.shape[0]),
+            original,
+            points,
+            c=min(opts.c, original.shape[0]),
             m=opts.m,
             restarts=opts.restarts,
             alphas=(opts.alpha,),

@@ -1,11 +1,14 @@
-"""Disclosure-risk gates: distance-based record linkage, rank-based interval disclosure and
-the share of records the transparency intruder re-identifies."""
+"""Disclosure-risk gates: distance-based record linkage, rank-based interval disclosure, the
+share of records the transparency intruder re-identifies, and the re-identification risk per
+record from key frequencies and sampling weights (individual and global risk, as sdcMicro's
+``measure_risk``; :mod:`sdcflow.tasks.measures.risk`)."""
 
 from __future__ import annotations
 
 from sdcflow.tasks.gates.anonymity import TRANSPARENCY, reidentification
 from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
 from sdcflow.tasks.measures.disclosure_risk import interval_disclosure, record_linkage
+from sdcflow.tasks.measures.risk import RiskSummary, risk_summary
 
 INTERVAL_P = GateOption(
     "interval_disclosure_p",
@@ -16,11 +19,27 @@ INTERVAL_P = GateOption(
 
 
 def _record_linkage(ctx: GateContext) -> float:
-    return record_linkage(ctx.original, ctx.result.points)
+    return record_linkage(*ctx.numeric_pair())
 
 
 def _interval_disclosure(ctx: GateContext) -> float:
-    return interval_disclosure(ctx.original, ctx.result.points, ctx.option(INTERVAL_P))
+    return interval_disclosure(*ctx.numeric_pair(), ctx.option(INTERVAL_P))
+
+
+def key_risk(ctx: GateContext) -> RiskSummary:
+    """Individual risk of every record over the released keys (weighted when the spec names
+    a weight column), shared by two gates."""
+    return ctx.cached(
+        "key_risk", lambda: risk_summary(ctx.result.released_identifiers, ctx.weights)
+    )
+
+
+def _max_individual_risk(ctx: GateContext) -> float:
+    return key_risk(ctx).max_risk
+
+
+def _global_risk(ctx: GateContext) -> float:
+    return key_risk(ctx).global_risk_percent
 
 
 def _transparency(ctx: GateContext) -> float:
@@ -42,6 +61,21 @@ GATES = [
         "rank-based interval disclosure: original values inside the released rank interval",
         "%",
         option=INTERVAL_P,
+    ),
+    Gate(
+        "max_individual_risk",
+        "max",
+        _max_individual_risk,
+        "largest individual re-identification risk over the released keys (sdcMicro's "
+        "individual risk from sample frequencies and sampling weights)",
+        "probability (0..1)",
+    ),
+    Gate(
+        "max_global_risk",
+        "max",
+        _global_risk,
+        "expected re-identifications (sum of individual risks) as a share of the records",
+        "% of records",
     ),
     Gate(
         "max_transparency_reidentification",

@@ -1,6 +1,21 @@
 """Anonymity of a released file: crisp k-anonymity, l-diversity, probabilistic k-anonymity.
 
-An *equivalence class* is a group of released records with identical quasi-identifier values.
+The released keys may be numeric or categorical and may hold missing values: a value the
+file does not have, or one that local suppression removed. **Convention** (as sdcMicro's
+``freqCalc`` [4]): a missing value matches any value. Record j *matches* record i when, on
+every key, their released values are equal or one of them is missing; the *frequency* f_i of
+record i is the number of records matching it (itself included), and the file is k-anonymous
+when every f_i >= k. Without missing values the records matching i are exactly its
+equivalence class (the records with identical released keys), so f_i is its class size.
+Matching is not transitive once values are missing, so k-anonymity is a property of every
+record's f_i, not of a partition. Every anonymity figure of sdcflow (the gates, the report, the
+manifest, the risk per record) counts with this convention.
+
+Counting never compares all pairs of records: records are grouped by their pattern of missing
+keys, and for two patterns P, Q a record of P matches a record of Q exactly when they agree on
+the keys missing in neither, which one hash-and-count pass over the two groups finds. The cost
+is O(M^2 n) for M distinct missing patterns (M = 1 without missing values), after identical
+rows are merged.
 
 Distinct l-diversity reads the "well-represented" values of [2] as at least l distinct
 sensitive values per class; entropy l-diversity asks ``-sum_s p(q, s) log p(q, s) >= log l``
@@ -17,6 +32,10 @@ References
 [3] J. Soria-Comas, J. Domingo-Ferrer, "Probabilistic k-anonymity through microaggregation and
     data swapping", Proc. IEEE International Conference on Fuzzy Systems (FUZZ-IEEE 2012),
     2012.
+[4] M. Templ, A. Kowarik, B. Meindl, "Statistical disclosure control for micro-data using the
+    R package sdcMicro", Journal of Statistical Software 67(4) (2015) 1-36,
+    doi:10.18637/jss.v067.i04 (frequency counts in which a missing value stands for any
+    category: ``freqCalc``, sdcMicro 5.8).
 """
 
 from __future__ import annotations
@@ -25,20 +44,180 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from sdcflow.errors import ParameterError
 
 
-def _class_ids(released: pd.DataFrame | np.ndarray) -> np.ndarray:
-    """Equivalence-class id of every released record (0..g-1). Shapes: (n, d) -> (n,)."""
+def key_codes(released: pd.DataFrame | np.ndarray) -> np.ndarray:
+    """Integer code of every released key value; -1 where the value is missing.
+
+    Equal values get equal codes within a column (``40`` and ``40.0`` too); ``None``, NaN and
+    ``pd.NA`` are missing. Shapes: released (n, d) -> (n, d) int64.
+    """
     frame = pd.DataFrame(released)
     if frame.shape[1] == 0:
         raise ParameterError("the released file has no quasi-identifier columns")
-    return frame.groupby(list(frame.columns), dropna=False, sort=False).ngroup().to_numpy()
+    codes = np.empty(frame.shape, dtype=np.int64)
+    for j in range(frame.shape[1]):
+        codes[:, j] = pd.factorize(frame.iloc[:, j], use_na_sentinel=True)[0]
+    return codes
+
+
+def row_ids(codes: np.ndarray) -> np.ndarray:
+    """Dense ids (0..g-1) of the distinct rows of ``codes`` (m, e), all codes >= 0.
+
+    Columns are combined into one mixed-radix integer per row (re-densified before it could
+    overflow), so that distinct rows are found by one integer sort. Shapes: (m, e) -> (m,).
+    """
+    m, e = codes.shape
+    if e == 0 or m == 0:
+        return np.zeros(m, dtype=np.int64)
+    ids = codes[:, 0].astype(np.int64)
+    bound = int(ids.max()) + 1
+    for j in range(1, e):
+        col = codes[:, j]
+        base = int(col.max()) + 1
+        if bound * base >= 2**62:  # re-densify before the mixed-radix key could overflow
+            ids = np.unique(ids, return_inverse=True)[1].reshape(-1)
+            bound = int(ids.max()) + 1
+        ids = ids * base + col
+        bound *= base
+    return np.unique(ids, return_inverse=True)[1].reshape(-1)
+
+
+def _group_sum(ids: np.ndarray, values: np.ndarray | sparse.csr_matrix, groups: int):
+    """Sum of ``values`` rows per id: (groups, m), dense or sparse like ``values``."""
+    if sparse.issparse(values):
+        ind = sparse.csr_matrix(
+            (np.ones(ids.size), (ids, np.arange(ids.size))), shape=(groups, ids.size)
+        )
+        return (ind @ values).tocsr()
+    out = np.zeros((groups, values.shape[1]))
+    np.add.at(out, ids, values)
+    return out
+
+
+def _matching_sums_unique(
+    codes: np.ndarray, values: np.ndarray | sparse.csr_matrix
+) -> np.ndarray | sparse.csr_matrix:
+    """``out[i] = sum of values[j] over the rows j matching row i`` (missing matches any).
+
+    Rows are grouped by their pattern of missing keys; for patterns P and Q, rows of P and of Q
+    match exactly when they agree on the keys missing in neither (one hash-and-count pass).
+    Shapes: codes (n, d) with -1 for missing, values (n, m) -> (n, m).
+    """
+    n = codes.shape[0]
+    missing = codes < 0
+    patterns, pid = np.unique(missing, axis=0, return_inverse=True)
+    pid = pid.reshape(-1)
+    order = np.argsort(pid, kind="stable")
+    bounds = np.searchsorted(pid[order], np.arange(patterns.shape[0] + 1))
+    members = [order[bounds[p] : bounds[p + 1]] for p in range(patterns.shape[0])]
+    is_sparse = sparse.issparse(values)
+    if is_sparse:
+        values = sparse.csr_matrix(values)
+        parts: list[sparse.coo_matrix] = []
+    else:
+        out = np.zeros((n, values.shape[1]))
+    for a in range(len(members)):
+        for b in range(a, len(members)):
+            both = ~(patterns[a] | patterns[b])  # keys present in both patterns
+            ra, rb = members[a], members[b]
+            rows = ra if a == b else np.concatenate([ra, rb])
+            ids = row_ids(codes[rows][:, both])
+            groups = int(ids.max()) + 1
+            ia = ids[: ra.size]
+            ib = ia if a == b else ids[ra.size :]
+            pairs = [(ra, ia, rb, ib)] if a == b else [(ra, ia, rb, ib), (rb, ib, ra, ia)]
+            for target, t_ids, source, s_ids in pairs:
+                sums = _group_sum(s_ids, values[source], groups)
+                if is_sparse:
+                    block = sums[t_ids].tocoo()
+                    parts.append(
+                        sparse.coo_matrix(
+                            (block.data, (target[block.row], block.col)), shape=(n, values.shape[1])
+                        )
+                    )
+                else:
+                    out[target] += sums[t_ids]
+    if is_sparse:
+        total = sparse.csr_matrix((n, values.shape[1]))
+        for part in parts:
+            total = total + part.tocsr()
+        return total
+    return out
+
+
+def matching_sums(
+    released: pd.DataFrame | np.ndarray, values: np.ndarray | sparse.spmatrix
+) -> np.ndarray | sparse.csr_matrix:
+    """For every record i, the sum of ``values`` over the records that match it.
+
+    Parameters
+    ----------
+    released : DataFrame or ndarray of shape (n, d)
+        The released keys; missing values match any value (module docstring).
+    values : ndarray of shape (n, m) or sparse matrix
+        What to add up (ones give the frequency f_i, weights the population estimate F_i,
+        one-hot sensitive values their counts among the matching records).
+
+    Returns
+    -------
+    ndarray or csr_matrix of shape (n, m)
+    """
+    return codes_matching_sums(key_codes(released), values)
+
+
+def codes_matching_sums(
+    codes: np.ndarray, values: np.ndarray | sparse.spmatrix
+) -> np.ndarray | sparse.csr_matrix:
+    """:func:`matching_sums` on key codes (:func:`key_codes`: -1 for a missing value).
+
+    Shapes: codes (n, d), values (n, m) -> (n, m).
+    """
+    if values.shape[0] != codes.shape[0]:
+        raise ParameterError(
+            f"values have {values.shape[0]} rows but the released file has {codes.shape[0]}; "
+            "pass one row per released record, in the same order"
+        )
+    # Identical rows match the same records: count once per distinct row.
+    distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not sparse.issparse(values):
+        values = np.asarray(values, dtype=np.float64)
+    merged = _group_sum(inverse, values, distinct.shape[0])
+    sums = _matching_sums_unique(distinct, merged)
+    return sums[inverse]
+
+
+def match_counts(
+    released: pd.DataFrame | np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sample frequency f_i and weighted frequency F_i of every record's key combination.
+
+    ``f_i`` is the number of released records matching record i (itself included; a missing
+    value matches any value), ``F_i`` the sum of their sampling ``weights`` (the estimated
+    population frequency of sdcMicro's ``freqCalc`` [4] with alpha = 1); without weights
+    ``F_i = f_i``.
+
+    Shapes: released (n, d), weights (n,) -> f (n,) int64, F (n,) float64.
+    """
+    codes = key_codes(released)
+    n = codes.shape[0]
+    if weights is None:
+        w = np.ones(n)
+    else:
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if w.size != n or not np.all(np.isfinite(w)) or np.any(w <= 0):
+            raise ParameterError("weights must be one finite positive number per released record")
+    sums = codes_matching_sums(codes, np.stack([np.ones(n), w], axis=1))
+    return np.rint(sums[:, 0]).astype(np.int64), sums[:, 1]
 
 
 def equivalence_class_sizes(released: pd.DataFrame | np.ndarray) -> np.ndarray:
-    """Sizes of the groups of identical released quasi-identifier rows.
+    """Sizes of the groups of identical released rows (a missing value equals only a missing
+    value here; see :func:`match_counts` for the frequencies k is counted on).
 
     Shapes: released (n, d) -> (g,) with sum n.
     """
@@ -49,53 +228,51 @@ def equivalence_class_sizes(released: pd.DataFrame | np.ndarray) -> np.ndarray:
 
 
 def k_anonymity(released: pd.DataFrame | np.ndarray) -> int:
-    """The k the released file achieves: the size of its smallest equivalence class [1]."""
-    sizes = equivalence_class_sizes(released)
-    return int(sizes.min()) if sizes.size else 0  # [1] the smallest class
+    """The k the released file achieves: the smallest frequency f_i [1] (a missing value
+    matches any value; without missing values, the smallest equivalence class)."""
+    frame = pd.DataFrame(released)
+    if frame.shape[0] == 0:
+        return 0
+    f, _ = match_counts(frame)
+    return int(f.min())  # [1] every record shares its keys with at least k - 1 others
 
 
 def _sensitive_frame(
     released: pd.DataFrame | np.ndarray, sensitive: pd.DataFrame | pd.Series | np.ndarray
 ) -> tuple[np.ndarray, pd.DataFrame]:
-    ids = _class_ids(released)
+    codes = key_codes(released)
     sens = pd.DataFrame(sensitive).reset_index(drop=True)
-    if sens.shape[0] != ids.size:
+    if sens.shape[0] != codes.shape[0]:
         raise ParameterError(
-            f"sensitive columns have {sens.shape[0]} rows but the released file has {ids.size}; "
-            "pass the sensitive values of the released records, in the same order"
+            f"sensitive columns have {sens.shape[0]} rows but the released file has "
+            f"{codes.shape[0]}; pass the sensitive values of the released records, in the "
+            "same order"
         )
     if sens.shape[1] == 0:
         raise ParameterError("name at least one sensitive column for l-diversity")
-    return ids, sens
+    return codes, sens
 
 
-def _distinct_per_class(ids: np.ndarray, values: pd.Series) -> np.ndarray:
-    """Number of distinct values (missing counts as one value) in every class. (g,)"""
-    codes = pd.factorize(values, use_na_sentinel=False)[0]
-    pairs = pd.DataFrame({"c": ids, "v": codes}).drop_duplicates()
-    return np.bincount(pairs["c"].to_numpy(), minlength=ids.max() + 1)
-
-
-def _entropy_per_class(ids: np.ndarray, values: pd.Series) -> np.ndarray:
-    """Shannon entropy (natural log) of the value distribution in every class. (g,)"""
-    codes = pd.factorize(values, use_na_sentinel=False)[0]
-    counts = pd.DataFrame({"c": ids, "v": codes}).value_counts().reset_index(name="k")
-    class_size = np.bincount(ids)
-    p = counts["k"].to_numpy() / class_size[counts["c"].to_numpy()]
-    # [2] H_q = -sum_s p(q, s) ln p(q, s)
-    return np.bincount(counts["c"].to_numpy(), weights=-p * np.log(p), minlength=class_size.size)
+def _value_counts_matching(codes: np.ndarray, values: pd.Series) -> sparse.csr_matrix:
+    """Counts of every sensitive value (a missing one counts as one value) among the records
+    matching each record. Shapes: (n, d), (n,) -> (n, L) sparse."""
+    v = pd.factorize(values, use_na_sentinel=False)[0]
+    n = v.size
+    onehot = sparse.csr_matrix((np.ones(n), (np.arange(n), v)), shape=(n, int(v.max()) + 1))
+    return sparse.csr_matrix(codes_matching_sums(codes, onehot))
 
 
 def l_diversity(
     released: pd.DataFrame | np.ndarray,
     sensitive: pd.DataFrame | pd.Series | np.ndarray,
 ) -> int:
-    """Distinct l-diversity: the fewest distinct values of a sensitive column in any class [2].
+    """Distinct l-diversity: the fewest distinct values of a sensitive column among the
+    records matching a record [2] (its equivalence class when no key value is missing).
 
     Parameters
     ----------
     released : DataFrame or ndarray of shape (n, d)
-        The released quasi-identifiers; identical rows form an equivalence class.
+        The released keys; a missing value matches any value.
     sensitive : DataFrame, Series or ndarray of shape (n,) or (n, s)
         The sensitive column(s) of the same released records. With several columns the
         figure is the minimum over them (every sensitive column must be l-diverse).
@@ -103,24 +280,39 @@ def l_diversity(
     Returns
     -------
     int
-        ``min over classes q and sensitive columns s`` of the number of distinct values.
+        ``min over records i and sensitive columns s`` of the number of distinct values of s
+        among the records matching i.
     """
-    ids, sens = _sensitive_frame(released, sensitive)
-    return int(min(_distinct_per_class(ids, sens[c]).min() for c in sens.columns))
+    codes, sens = _sensitive_frame(released, sensitive)
+    smallest = []
+    for c in sens.columns:
+        counts = _value_counts_matching(codes, sens[c])
+        smallest.append(int(np.diff(counts.indptr).min()))  # [2] distinct values
+    return min(smallest)
 
 
 def entropy_l_diversity(
     released: pd.DataFrame | np.ndarray,
     sensitive: pd.DataFrame | pd.Series | np.ndarray,
 ) -> float:
-    """Entropy l-diversity: ``min_q exp(H_q)`` over classes and sensitive columns [2].
+    """Entropy l-diversity: ``min_i exp(H_i)`` over records and sensitive columns [2].
 
-    A class with entropy ``H_q = -sum_s p(q, s) ln p(q, s)`` is entropy l-diverse for every
-    ``l <= exp(H_q)``, so the file's figure is the smallest ``exp(H_q)`` (a real number; the
-    largest integer l it satisfies is its floor). Shapes as in :func:`l_diversity`.
+    ``H_i = -sum_s p(i, s) ln p(i, s)`` over the distribution of the sensitive value among the
+    records matching record i (its class when no key value is missing); the file is entropy
+    l-diverse for every ``l <= min_i exp(H_i)`` (a real number; the largest integer l it
+    satisfies is its floor). Shapes as in :func:`l_diversity`.
     """
-    ids, sens = _sensitive_frame(released, sensitive)
-    return float(min(np.exp(_entropy_per_class(ids, sens[c])).min() for c in sens.columns))
+    codes, sens = _sensitive_frame(released, sensitive)
+    smallest = []
+    for c in sens.columns:
+        counts = _value_counts_matching(codes, sens[c])
+        totals = np.asarray(counts.sum(axis=1)).reshape(-1)
+        rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
+        p = counts.data / totals[rows]
+        # [2] H_i = -sum_s p(i, s) ln p(i, s)
+        H = np.bincount(rows, weights=-p * np.log(p), minlength=counts.shape[0])
+        smallest.append(float(np.exp(H).min()))
+    return min(smallest)
 
 
 def probabilistic_k_anonymity(reidentification: np.ndarray | Sequence[float]) -> float:

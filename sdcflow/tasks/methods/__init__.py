@@ -24,6 +24,7 @@ from sdcflow.tasks.methods.fuzzy import (
     FuzzyIntruder,
     FuzzyParams,
 )
+from sdcflow.tasks.methods.heterogeneous import HETEROGENEOUS, HeterogeneousParams
 from sdcflow.tasks.methods.microaggregation import (
     MDAV,
     PS,
@@ -32,6 +33,7 @@ from sdcflow.tasks.methods.microaggregation import (
     PsParams,
     UnivariateParams,
 )
+from sdcflow.tasks.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
 
 METHODS: dict[str, Method] = {
     "mdav": MDAV,
@@ -40,6 +42,8 @@ METHODS: dict[str, Method] = {
     "box": BOX,
     "fuzzy": FUZZY,
     "constrained_fuzzy": CONSTRAINED_FUZZY,
+    "heterogeneous": HETEROGENEOUS,
+    "local_suppression": LOCAL_SUPPRESSION,
 }
 
 
@@ -61,7 +65,9 @@ __all__ = [
     "CrispIntruder",
     "FuzzyIntruder",
     "FuzzyParams",
+    "HeterogeneousParams",
     "Intruder",
+    "LocalSuppressionParams",
     "MaskResult",
     "MdavParams",
     "Method",

@@ -90,6 +90,12 @@ class MaskResult:
     details : dict
         Figures for the manifest only (sizes, parameters actually used...). Never read by
         a gate, never a raw value.
+    point_columns : list of str or None
+        The numeric keys ``points`` holds, in its column order; None: the spec's
+        quasi-identifiers (every key numeric).
+    promises : dict or None
+        The gates this release guarantees when they differ from the method's own (a
+        composition of methods, :mod:`sdcflow.tasks.methods.mixed`); None: the method's.
     """
 
     masked: pd.DataFrame
@@ -100,6 +106,8 @@ class MaskResult:
     blocks: list[BlockResult] = field(default_factory=list)
     identifying: list[str] | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    point_columns: list[str] | None = None
+    promises: dict[str, float] | None = None
 
     @property
     def released_identifiers(self) -> pd.DataFrame:
@@ -158,6 +166,10 @@ class Method:
     promises : the gates every release with this method gets (spec thresholds may tighten
         them), i.e. what the method guarantees, verified on what it released.
     summary : one line for the documentation.
+    mask_keys : for methods that mask numeric and categorical keys together:
+        ``mask_keys(encoded keys, params, rng, suppression settings) -> EncodedRelease``
+        (:mod:`sdcflow.tasks.methods.mixed`); None: the method masks numeric keys, and
+        categorical ones are handled around it.
     """
 
     params: type[MethodParams]
@@ -165,6 +177,7 @@ class Method:
     edits_while_masking: bool = False
     promises: Callable[[Any], dict[str, float]] = k_gate
     summary: str = ""
+    mask_keys: Callable[..., Any] | None = None
 
 
 def transparency_probabilities(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import math
 import os
 import tempfile
@@ -131,9 +132,16 @@ def edit_figure(edit_results: Mapping[str, int]) -> Figure:
     return fig
 
 
-def class_size_figure(sizes: Sequence[int], k: int | None = None) -> Figure:
-    """Histogram of equivalence-class sizes (records per group of identical released rows),
-    with the required k as a dashed line: a figure of counts, safe for the report."""
+def class_size_figure(
+    sizes: Sequence[int],
+    k: int | None = None,
+    *,
+    xlabel: str = "records in the class",
+    ylabel: str = "classes",
+) -> Figure:
+    """Histogram of equivalence-class sizes (records per group of identical released rows) or
+    of any other counts, with the required k as a dashed line: a figure of counts, safe for
+    the report."""
     fig = Figure(figsize=(7.5, 3.2))
     ax = fig.add_subplot()
     sizes = [int(x) for x in sizes]
@@ -143,8 +151,21 @@ def class_size_figure(sizes: Sequence[int], k: int | None = None) -> Figure:
     if k is not None:
         ax.axvline(k, color="#c0392b", linestyle="--", linewidth=1, label=f"k = {k}")
         ax.legend()
-    ax.set_xlabel("records in the class")
-    ax.set_ylabel("classes")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    fig.tight_layout()
+    return fig
+
+
+def risk_figure(edges: Sequence[float], records: Sequence[int]) -> Figure:
+    """Bars of the records per band of individual re-identification risk (counts only)."""
+    fig = Figure(figsize=(7.5, 3.2))
+    ax = fig.add_subplot()
+    labels = [f"{a:g}-{b:g}" for a, b in itertools.pairwise(edges)]
+    ax.bar(range(len(records)), [int(r) for r in records], color="#4a6fa5")
+    ax.set_xticks(range(len(records)), labels)
+    ax.set_xlabel("individual risk")
+    ax.set_ylabel("records")
     fig.tight_layout()
     return fig
 

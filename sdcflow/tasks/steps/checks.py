@@ -12,6 +12,7 @@ from sdcflow.tasks.gates import GateContext, GateOutcome, measure, run_gates
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.steps.mask import keep_columns, weights
 
 
 def gate_context(
@@ -21,15 +22,18 @@ def gate_context(
     edit_violations: Mapping[str, int] | None,
     rng: np.random.Generator,
 ) -> GateContext:
+    columns = list(spec.quasi_identifiers if result.point_columns is None else result.point_columns)
     return GateContext(
-        original=frame[spec.quasi_identifiers].to_numpy(dtype=np.float64),
-        columns=list(spec.quasi_identifiers),
+        original=frame[columns].to_numpy(dtype=np.float64, na_value=np.nan),
+        columns=columns,
         result=result,
         method=spec.method,
         options=spec.measures,
         edit_violations=edit_violations,
-        sensitive=frame[spec.sensitive] if spec.sensitive else None,
+        sensitive=frame[spec.sensitive].reset_index(drop=True) if spec.sensitive else None,
         rng=rng,
+        keep=keep_columns(spec, frame),
+        weights=weights(spec, frame),
     )
 
 

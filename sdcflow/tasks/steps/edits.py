@@ -43,10 +43,12 @@ if TYPE_CHECKING:
 
 
 def conditional_consequents(
-    spec: ReleaseSpec, rules: Sequence[Rule]
+    spec: ReleaseSpec, rules: Sequence[Rule], columns: Sequence[str] | None = None
 ) -> list[tuple[Rule, LinearConstraints]]:
-    """Error rules ``if C then D`` whose consequent ``D`` is linear over the quasi-identifiers,
-    with ``D``'s rows: repair enforces them on the records where ``C`` holds."""
+    """Error rules ``if C then D`` whose consequent ``D`` is linear over the (numeric)
+    quasi-identifiers ``columns`` (default: all of them), with ``D``'s rows: repair enforces
+    them on the records where ``C`` holds."""
+    columns = list(spec.quasi_identifiers if columns is None else columns)
     out = []
     for rule in rules:
         node = rule.node
@@ -61,7 +63,7 @@ def conditional_consequents(
             tolerance=rule.tolerance,
             columns=node.consequent.columns,
         )
-        rows = linear_constraints([consequent], spec.quasi_identifiers)
+        rows = linear_constraints([consequent], columns)
         if not rows.is_empty:
             out.append((rule, rows))
     return out
@@ -161,16 +163,24 @@ def repair_edits(
     constraints: LinearConstraints,
 ) -> tuple[pd.DataFrame, int]:
     """Project the records that violate the linear rules onto them (least squares, as
-    ``rspa``) and store the edited table; returns it and the number of records moved."""
-    qis = list(spec.quasi_identifiers)
-    X = frame[qis].to_numpy(dtype=np.float64)
+    ``rspa``) and store the edited table; returns it and the number of records moved.
+    Records with a missing value in a rule's numeric keys are left as they are (the rules
+    are undetermined on them)."""
+    qis = list(constraints.columns)
+    X = frame[qis].to_numpy(dtype=np.float64, na_value=np.nan)
+    complete = ~np.isnan(X).any(axis=1)
     conditional = []
-    for rule, rows in conditional_consequents(spec, rules):
+    for rule, rows in conditional_consequents(spec, rules, qis):
         ids = matching_row_ids(warehouse, "raw", run_id, condition_sql(rule))
-        mask = frame[ROW_ID].isin(ids).to_numpy()
+        mask = frame[ROW_ID].isin(ids).to_numpy()[complete]
         if mask.any():
             conditional.append((mask, rows))
-    repaired, moved = minimal_adjustment(X, constraints, conditional=conditional)
+    repaired = X.copy()
+    moved = np.zeros(X.shape[0], dtype=bool)
+    if complete.any():
+        repaired[complete], moved[complete] = minimal_adjustment(
+            X[complete], constraints, conditional=conditional
+        )
     edited = frame.copy()
     for j, column in enumerate(qis):
         edited[column] = repaired[:, j]

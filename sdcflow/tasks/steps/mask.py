@@ -1,17 +1,96 @@
-"""Edit + mask: the spec's method on the quasi-identifiers, and the released table."""
+"""Edit + mask: the spec's method on the quasi-identifiers, and the released table.
+
+The keys (numeric, nominal, ordinal; recoded, with missing values, with a precision) are
+masked by :func:`sdcflow.tasks.methods.mixed.mask_keys`; the step adds the figures every
+report needs about the release's keys (counts, never values): the kinds, suppressions per
+key, k over all keys, k if the intruder also knew the ``keep`` columns, and the
+re-identification risk before and after.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.measures.anonymity import equivalence_class_sizes, k_anonymity
+from sdcflow.tasks.measures.risk import risk_summary
 from sdcflow.tasks.methods import MaskResult
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.methods.keys import Key, SuppressionSettings
+from sdcflow.tasks.methods.mixed import mask_keys
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
+
+
+def spec_keys(spec: ReleaseSpec, keys: Sequence[Key] | None) -> list[Key]:
+    """The resolved keys, or every quasi-identifier as a numeric key (a caller without a
+    plan)."""
+    return list(keys) if keys else [Key(c, "numeric") for c in spec.quasi_identifiers]
+
+
+def weights(spec: ReleaseSpec, frame: pd.DataFrame) -> np.ndarray | None:
+    """The sampling weights of the records, or None without ``weight_column``."""
+    if spec.weight_column is None:
+        return None
+    return frame[spec.weight_column].to_numpy(dtype=np.float64)
+
+
+def keep_columns(spec: ReleaseSpec, frame: pd.DataFrame) -> pd.DataFrame | None:
+    """The ``keep`` columns as published (unchanged), or None."""
+    return frame[spec.keep].reset_index(drop=True) if spec.keep else None
+
+
+def _risk_histogram(risk: np.ndarray) -> dict[str, list[float]]:
+    edges = [0.0, 0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0]
+    counts = np.histogram(np.clip(risk, 0.0, 1.0), bins=edges)[0]
+    return {"edges": edges, "records": [int(c) for c in counts]}
+
+
+def disclosure_summary(
+    spec: ReleaseSpec, frame: pd.DataFrame, keys: Sequence[Key], result: MaskResult
+) -> dict[str, Any]:
+    """Figures about the keys before and after masking (counts and risks, never values)."""
+    names = [k.name for k in keys]
+    w = weights(spec, frame)
+    released = result.released_identifiers.reset_index(drop=True)
+    after = risk_summary(released, w)
+    before = risk_summary(frame[names].reset_index(drop=True), w)
+    out: dict[str, Any] = {
+        "convention": "a missing or suppressed value matches any value (as sdcMicro)",
+        "keys": {k.name: k.kind for k in keys},
+        "k_anonymity": int(after.fk.min()),
+        "k_identical_rows": int(equivalence_class_sizes(released).min()),
+        "records_below_k": {
+            "before": int((before.fk < _k(spec)).sum()) if _k(spec) else None,
+            "after": int((after.fk < _k(spec)).sum()) if _k(spec) else None,
+        },
+        "risk": {
+            "weighted": w is not None,
+            "before": before.distribution(),
+            "after": after.distribution(),
+            "histogram_after": _risk_histogram(after.risk),
+        },
+    }
+    keep = keep_columns(spec, frame)
+    if keep is not None:
+        joint = pd.concat([released, keep], axis=1)
+        out["keep"] = {
+            "columns": list(spec.keep),
+            "k_with_keep": int(k_anonymity(joint)),
+            "distinct_share": {
+                c: float(keep[c].nunique(dropna=False) / max(len(keep), 1)) for c in keep.columns
+            },
+        }
+    return out
+
+
+def _k(spec: ReleaseSpec) -> int | None:
+    return getattr(spec.method, "k", None)
 
 
 @task(name="mask", **STEP)
@@ -20,22 +99,46 @@ def mask(
     frame: pd.DataFrame,
     rng: np.random.Generator,
     constraints: LinearConstraints | None = None,
+    keys: Sequence[Key] | None = None,
 ) -> MaskResult:
-    X = frame[spec.quasi_identifiers].to_numpy(dtype=np.float64)
-    result = mask_quasi_identifiers(
-        X, spec.quasi_identifiers, spec.method, rng, constraints, spec.blocks
+    resolved = spec_keys(spec, keys)
+    names = [k.name for k in resolved]
+    settings = SuppressionSettings(tuple(spec.suppression.importance), spec.suppression.algorithm)
+    result = mask_keys(
+        frame[names].reset_index(drop=True),
+        resolved,
+        spec.method,
+        rng,
+        constraints,
+        spec.blocks,
+        settings,
     )
-    get_run_logger().info(
-        "masked %d records x %d quasi-identifiers with %s", X.shape[0], X.shape[1], spec.method.name
+    result.details = {
+        **result.details,
+        "disclosure": disclosure_summary(spec, frame.reset_index(drop=True), resolved, result),
+    }
+    logger = get_run_logger()
+    logger.info(
+        "masked %d records x %d keys (%d numeric) with %s",
+        len(frame),
+        len(names),
+        len(result.point_columns or []),
+        spec.method.name,
     )
+    suppressed = result.details.get("categorical_values_suppressed")
+    if suppressed:
+        logger.info("categorical values suppressed per key: %s", suppressed)
     return result
 
 
 def released_frame(spec: ReleaseSpec, frame: pd.DataFrame, result: MaskResult) -> pd.DataFrame:
-    """Masked quasi-identifiers + kept and sensitive columns, unchanged (+ the row id for the
+    """Masked keys + kept, sensitive and weight columns, unchanged (+ the row id for the
     warehouse), in input order."""
     out = result.masked.reset_index(drop=True).copy()
-    for col in [*spec.keep, *spec.sensitive]:
+    extra = [*spec.keep, *spec.sensitive]
+    if spec.weight_column and spec.weight_column not in out.columns:
+        extra.append(spec.weight_column)
+    for col in extra:
         out[col] = frame[col].to_numpy()
     out[ROW_ID] = frame[ROW_ID].to_numpy()
     return out

@@ -12,9 +12,11 @@ does not read or parse any of it again.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 from prefect import get_run_logger, task
 from pydantic import BaseModel, ConfigDict, model_serializer
@@ -33,10 +35,28 @@ from sdcflow.expectations.rules import (
     load_rules_file,
     parse_rules,
 )
+from sdcflow.tasks.gates import GATES
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.spec import ReleaseSpec
+from sdcflow.tasks.methods import get_method
+from sdcflow.tasks.methods.keys import Key, as_text, numeric_keys
+from sdcflow.tasks.recoding.recode import (
+    Recoding,
+    hierarchy_from_rows,
+    load_hierarchy,
+    recode,
+    recoded_levels,
+)
+from sdcflow.tasks.spec import RecodeSpec, ReleaseSpec
 from sdcflow.tasks.steps import STEP
-from sdcflow.warehouse.sources import is_numeric_type, profile_table, read_source
+from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
+from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
+from sdcflow.warehouse.sources import (
+    is_integer_type,
+    is_numeric_type,
+    key_kind,
+    profile_table,
+    read_source,
+)
 from sdcflow.warehouse.warehouse import ROW_ID
 
 
@@ -50,12 +70,14 @@ class SourceProfile:
     types : column -> DuckDB type, every column of the file.
     missing : column -> missing values, for the columns the spec names.
     nonfinite : column -> infinite or NaN values, for the numeric ones among them.
+    numeric_text : column -> values that read as numbers, for the text ones among them.
     """
 
     rows: int
     types: dict[str, str]
     missing: dict[str, int]
     nonfinite: dict[str, int]
+    numeric_text: dict[str, int] = field(default_factory=dict)
 
 
 class ReleasePlan(BaseModel):
@@ -68,8 +90,10 @@ class ReleasePlan(BaseModel):
     data : the source as read (an Arrow table); ingest stores it in the warehouse.
     rules : every edit rule, parsed and checked against the source's columns.
     constraints : ``A x = b``, ``G x <= h`` of the linear error rules over the
-        quasi-identifiers (None without rules).
+        numeric quasi-identifiers (None without rules).
     feasibility : what the feasibility check established (None without rules).
+    resolved_keys : every quasi-identifier with its kind (numeric, nominal, ordinal), order,
+        precision and recoding, resolved from the file and the spec (:func:`resolve_keys`).
 
     Serialized (as a Prefect flow-run parameter, for instance) it shows counts only.
     """
@@ -82,6 +106,7 @@ class ReleasePlan(BaseModel):
     rules: list[Rule] = []
     constraints: LinearConstraints | None = None
     feasibility: FeasibilityReport | None = None
+    resolved_keys: list[Key] = []
 
     def variant(
         self, method: dict[str, Any] | None = None, measures: dict[str, Any] | None = None
@@ -90,6 +115,7 @@ class ReleasePlan(BaseModel):
         :meth:`ReleaseSpec.variant`)."""
         spec = self.spec.variant(method, measures)
         _check_columns(spec, self.profile)
+        check_keys_fit_method(spec, self.resolved_keys, self.profile.rows)
         return self.model_copy(update={"spec": spec})
 
     @model_serializer
@@ -113,18 +139,25 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         With a :class:`~sdcflow.errors.Reason`: unknown or reserved column, a key that is
         not numeric, missing or non-finite key values, k larger than the file, a bad rule.
     """
-    data = read_source(spec.source_path)
+    data = read_source(spec.source_path, spec.missing_values)
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
+    if spec.weight_column and spec.weight_column not in named:
+        named.append(spec.weight_column)
     profile = SourceProfile(**profile_table(data, named))
     _check_columns(spec, profile)
+    check_fuzzy_map(spec, data, profile)
+    check_missing_tokens(spec)
+    keys = resolve_keys(spec, profile, data)
+    check_keys_fit_method(spec, keys, profile.rows)
+    check_weights(spec, profile, data)
     rules: list[Rule] = []
     constraints = feasibility = None
     if spec.edits or spec.rules_file is not None:
         rules, feasibility = load_edit_rules(spec, profile.types)
         hard = [r for r in rules if r.severity == "error"]
-        constraints = linear_constraints(hard, spec.quasi_identifiers)
+        constraints = linear_constraints(hard, numeric_keys(keys))
     return ReleasePlan(
         spec=spec,
         profile=profile,
@@ -132,6 +165,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         rules=rules,
         constraints=constraints,
         feasibility=feasibility,
+        resolved_keys=keys,
     )
 
 
@@ -173,6 +207,8 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
+    if spec.weight_column:
+        named.append(spec.weight_column)
     types, src = profile.types, spec.source
     absent = [c for c in named if c not in types]
     if absent:
@@ -186,14 +222,6 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
             f"{src}: column name {ROW_ID!r} is reserved by sdcflow; rename it",
             code=Reason.SOURCE_COLUMNS,
         )
-    non_numeric = [c for c in spec.quasi_identifiers if not is_numeric_type(types[c])]
-    if non_numeric:
-        shown = ", ".join(f"{c} ({types[c]})" for c in non_numeric)
-        raise InputError(
-            f"{src}: quasi-identifier(s) {shown} are not numeric; clean the values so that "
-            "the column reads as numbers",
-            code=Reason.COLUMN_TYPE,
-        )
     qis = set(spec.quasi_identifiers)
     infinite = {c: m for c, m in profile.nonfinite.items() if m and c in qis}
     if infinite:
@@ -203,11 +231,12 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
             code=Reason.VALUES_NONFINITE,
         )
     missing = {c: m for c, m in profile.missing.items() if m and c in qis}
-    if missing:
+    if missing and spec.missing_values is None:
         shown = ", ".join(f"{c} ({m} missing)" for c, m in missing.items())
         raise InputError(
-            f"{src}: quasi-identifier(s) {shown} have missing values; impute or drop those "
-            "records before release",
+            f"{src}: quasi-identifier(s) {shown} have missing values; declare "
+            "`missing_values:` (e.g. ['']) to release them as missing (a missing value "
+            "matches any value when k is counted), or drop those records",
             code=Reason.VALUES_MISSING,
         )
     k = getattr(spec.method, "k", None)
@@ -331,3 +360,220 @@ def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
                     hint=f"put {', '.join(sorted(cols))} in one block",
                     code=Reason.RULE_NOT_KEEPABLE,
                 )
+
+
+# --- keys: kinds, orders, precision, recoding, weights (mixed keys) ---------------------------
+
+
+def _core_recoding(spec: ReleaseSpec, name: str, rule: RecodeSpec) -> Recoding:
+    if rule.bins is not None:
+        labels = tuple(rule.labels) if rule.labels is not None else None
+        return Recoding("bins", edges=tuple(rule.bins), labels=labels)
+    if rule.map is not None:
+        return Recoding("map", mapping=dict(rule.map))
+    if isinstance(rule.hierarchy, list):
+        table = hierarchy_from_rows(rule.hierarchy, f"recode.{name}.hierarchy")
+    else:
+        assert rule.hierarchy is not None
+        table = load_hierarchy(spec.path(rule.hierarchy))
+    return Recoding("hierarchy", hierarchy=table, level=rule.level)
+
+
+def check_missing_tokens(spec: ReleaseSpec) -> None:
+    """A missing-value token must not also be a category the spec declares (in a key's
+    ``order``, or named by a recoding: map levels, bin labels, hierarchy cells, inline or in
+    its file): it would be read as missing and the category lost. Raises ``InputError``
+    (MISSING_TOKEN)."""
+    tokens = set(spec.missing_values or ())
+    if not tokens:
+        return
+    declared = {name: {str(v) for v in decl.order or []} for name, decl in spec.key_types.items()}
+    for name, rule in spec.recode.items():
+        levels = recoded_levels(_core_recoding(spec, name, rule))
+        declared[name] = declared.get(name, set()) | levels
+    for name, levels in declared.items():
+        clash = sorted(tokens & levels)
+        if clash:
+            raise InputError(
+                f"missing_values {clash} are also categories of key {name} (its `order` or "
+                "recoding): a token cannot be both missing and a category; remove it from one",
+                code=Reason.MISSING_TOKEN,
+            )
+
+
+def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> list[Key]:
+    """Every quasi-identifier's kind, order, precision and recoding, from the file's column
+    types and the spec's declarations; the recodings and orders are checked on the data.
+
+    Kinds by default: numbers (signed or unsigned integers, floats, decimals) are numeric;
+    text, booleans and enums nominal; dates and times ordinal (in time order); a column of
+    nothing but missing values nominal. A declared ``type`` overrides.
+
+    Raises
+    ------
+    InputError
+        COLUMN_TYPE: a type no key can have (lists, blobs...), text declared numeric, a text
+        column most of whose values are numbers (an undeclared missing-value token), an
+        ordinal text key without ``order``, a recoding of the wrong kind; SPEC_CONTRADICTION:
+        values outside a declared order; RECODING: a recoding naming levels the column lacks.
+        Messages name columns and counts, never a value of the data.
+    """
+    src = spec.source
+    keys: list[Key] = []
+    for name in spec.quasi_identifiers:
+        decl = spec.key_types.get(name)
+        dtype = profile.types[name]
+        detected = key_kind(dtype)
+        if detected is None:
+            raise InputError(
+                f"{src}: quasi-identifier {name} has type {dtype}, which cannot be a key; "
+                "convert the column to numbers or text in the source",
+                code=Reason.COLUMN_TYPE,
+            )
+        declared = decl.type if decl is not None else None
+        present = profile.rows - profile.missing.get(name, 0)
+        numeric_text = profile.numeric_text.get(name, 0)
+        if detected == "nominal" and declared is None and 0 < numeric_text < present:
+            if numeric_text >= 0.5 * present:
+                raise InputError(
+                    f"{src}: quasi-identifier {name} reads as text, but {numeric_text} of its "
+                    f"{present} values are numbers; declare the other tokens in "
+                    f"`missing_values:` or declare it categorical ({{name: {name}, type: "
+                    "nominal}})",
+                    code=Reason.COLUMN_TYPE,
+                )
+        if declared == "numeric" and detected not in ("numeric", "missing"):
+            raise InputError(
+                f"{src}: quasi-identifier {name} is declared numeric but reads as {dtype}; "
+                "fix its values (or declare its missing-value tokens) or declare it nominal",
+                code=Reason.COLUMN_TYPE,
+            )
+        kind = declared or ("nominal" if detected == "missing" else detected)
+        column = data.column(name).to_pandas()
+        rule = spec.recode.get(name)
+        recoding = _core_recoding(spec, name, rule) if rule is not None else None
+        if recoding is not None:
+            if (recoding.kind == "bins") != (kind == "numeric"):
+                want = "numeric" if recoding.kind == "bins" else "categorical"
+                raise InputError(
+                    f"recode.{name}: {recoding.kind} apply to {want} keys and {name} is {kind}; "
+                    f"use bins for numbers, map or hierarchy for categories (or declare its type)",
+                    code=Reason.COLUMN_TYPE,
+                )
+            column = recode(name, column, recoding).values
+        order = None
+        if kind == "ordinal":
+            if decl is not None and decl.order is not None:
+                order = tuple(str(v) for v in decl.order)
+                levels = {v for v in as_text(column) if v is not None}
+                outside = len(levels - set(order))
+                if outside:
+                    raise InputError(
+                        f"{src}: {outside} categor(y/ies) of ordinal key {name} are not in its "
+                        "`order`; list every category from lowest to highest",
+                        code=Reason.SPEC_CONTRADICTION,
+                    )
+            elif detected in ("numeric", "ordinal") and recoding is None:
+                values = pd.Series(column).dropna().unique()
+                order = tuple(as_text(pd.Series(np.sort(values))))
+            else:
+                raise InputError(
+                    f"quasi-identifier {name} is ordinal: give its categories from lowest to "
+                    f"highest, {{name: {name}, type: ordinal, order: [...]}}",
+                    code=Reason.COLUMN_TYPE,
+                )
+        precision = decl.precision if decl is not None else None
+        integer = kind == "numeric" and is_integer_type(dtype)
+        if kind == "numeric" and precision is None and integer:
+            precision = 0
+        keys.append(
+            Key(
+                name=name,
+                kind=kind,  # type: ignore[arg-type]
+                order=order,
+                decimals=precision if kind == "numeric" else None,
+                integer=integer,
+                recoding=recoding,
+            )
+        )
+    return keys
+
+
+_LOSS_FAMILIES = ("max_information_loss", "max_generic", "max_pil", "max_cluster", "min_cluster")
+_LOSS_GATES = {g for g in GATES if g.startswith(_LOSS_FAMILIES)} | {
+    "max_record_linkage",
+    "max_interval_disclosure",
+}
+
+
+def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0) -> None:
+    """The method, blocks and checks can handle the keys' kinds (after recoding: binned
+    numeric keys are categorical). Raises ``InputError`` (SPEC_CONTRADICTION)."""
+    binned = {k.name for k in keys if k.recoding is not None and k.recoding.kind == "bins"}
+    numeric = [k.name for k in keys if k.kind == "numeric" and k.name not in binned]
+    categorical = [k.name for k in keys if k.kind != "numeric" or k.name in binned]
+    name = spec.method.name
+    own_keys = get_method(name).mask_keys is not None
+
+    def refuse(message: str) -> None:
+        raise InputError(message, code=Reason.SPEC_CONTRADICTION)
+
+    if name == "local_suppression" and numeric:
+        refuse(
+            f"method local_suppression masks categorical keys, and {', '.join(numeric)} are "
+            "numeric: bin them with `recode:` or choose mdav, ps, fuzzy or heterogeneous"
+        )
+    if categorical and not own_keys:
+        if not numeric:
+            refuse(
+                f"every key is categorical and method {name} masks numeric keys; use "
+                "`method: {name: local_suppression, k: ...}` (or heterogeneous)"
+            )
+        if name == "box":
+            refuse(
+                "method box masks numeric keys and this release has categorical ones "
+                f"({', '.join(categorical)}); use mdav, ps, fuzzy or heterogeneous, which "
+                "handle them"
+            )
+        if spec.blocks:
+            refuse("blocks split numeric keys; with categorical keys remove `blocks:`")
+        guarantee = getattr(spec.method, "guarantee", None)
+        if guarantee == "probabilistic_k_anonymity":
+            refuse(
+                f"with categorical keys, {name} needs a crisp guarantee inside each stratum; "
+                "set `guarantee: k_anonymity` or `both`"
+            )
+    if spec.suppression.algorithm == "exact" and name == "local_suppression":
+        bound = rows * 2 ** len(categorical)
+        if bound > EXACT_MAX_VARIABLES:
+            refuse(
+                f"suppression.algorithm exact would need up to {bound} variables for "
+                f"{rows} records and {len(categorical)} keys (at most {EXACT_MAX_VARIABLES}); "
+                "use algorithm greedy"
+            )
+    if not numeric:
+        wrong = sorted(set(spec.checks) & _LOSS_GATES)
+        if wrong:
+            refuse(f"check(s) {wrong} measure numeric keys and this release has none; remove them")
+
+
+def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> None:
+    """The weight column is numeric, complete and positive. Raises ``InputError`` (WEIGHTS)."""
+    w = spec.weight_column
+    if w is None:
+        return
+    if not is_numeric_type(profile.types[w]):
+        raise InputError(
+            f"{spec.source}: weight_column {w} is {profile.types[w]}, not numbers; give "
+            "sampling weights as positive numbers",
+            code=Reason.WEIGHTS,
+        )
+    values = data.column(w).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan)
+    missing = int(np.isnan(values).sum())
+    bad = int((~np.isnan(values) & ~(np.isfinite(values) & (values > 0))).sum())
+    if missing or bad:
+        raise InputError(
+            f"{spec.source}: weight_column {w} has {missing} missing and {bad} non-positive or "
+            "infinite value(s); every record needs a positive sampling weight",
+            code=Reason.WEIGHTS,
+        )

@@ -12,9 +12,9 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from sdcflow.tasks.gates import GateOutcome
-from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+from sdcflow.tasks.measures.anonymity import match_counts
 from sdcflow.tasks.methods import MaskResult
-from sdcflow.tasks.report.html import class_size_figure, write_report
+from sdcflow.tasks.report.html import class_size_figure, risk_figure, write_report
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP, artifact_key
 
@@ -29,8 +29,10 @@ def run_report(
     edit_rules: Mapping[str, Any] | None,
     edit_violations: Mapping[str, int] | None,
     result: MaskResult | None,
+    extra_tables: Mapping[str, pd.DataFrame] | None = None,
 ) -> Path:
-    """Write the run's ``report.html`` (checks, edit-rule results, plots; figures only)."""
+    """Write the run's ``report.html`` (checks, edit-rule results, plots; figures only);
+    ``extra_tables``: further sections (title -> table of figures), e.g. the fuzzy mapping's."""
     edits = edit_rules or {}
     summary = {
         "release": spec.release,
@@ -49,13 +51,22 @@ def run_report(
             f"IL / bound {d['information_loss_over_bound']:.2f}"
         )
     if result is not None:
-        sizes = equivalence_class_sizes(result.released_identifiers)
+        f, _ = match_counts(result.released_identifiers)
         k = getattr(spec.method, "k", None)
-        figures["Sizes of the groups of identical released records"] = class_size_figure(sizes, k)
+        figures["Records matching each released record (all keys; missing matches any)"] = (
+            class_size_figure(f, k, xlabel="records matching the record", ylabel="records")
+        )
+        tables.update(disclosure_tables(result.details.get("disclosure"), result.details))
+        histogram = (result.details.get("disclosure") or {}).get("risk", {}).get("histogram_after")
+        if histogram:
+            figures["Individual re-identification risk of the released records"] = risk_figure(
+                histogram["edges"], histogram["records"]
+            )
     if edits.get("raw"):
         tables["Edit rules on the raw records (violating records)"] = pd.DataFrame(
             {"rule": list(edits["raw"]), "violating records": list(edits["raw"].values())}
         )
+    tables.update(extra_tables or {})
     path = write_report(
         report_dir,
         summary={k: v for k, v in summary.items() if v is not None},
@@ -67,6 +78,57 @@ def run_report(
     )
     get_run_logger().info("run report written to %s", path)
     return path
+
+
+def _sig(x: float) -> float:
+    """Four significant digits (risks span many orders of magnitude)."""
+    return float(f"{x:.4g}")
+
+
+def disclosure_tables(
+    disclosure: Mapping[str, Any] | None, details: Mapping[str, Any]
+) -> dict[str, pd.DataFrame]:
+    """Tables of the keys' figures for the report: k over all keys, with the keep columns,
+    the risk before and after, and the categorical values suppressed per key."""
+    if not disclosure:
+        return {}
+    tables: dict[str, pd.DataFrame] = {}
+    rows = [
+        ("k over all keys (a missing value matches any value)", disclosure["k_anonymity"]),
+        ("k over identical released rows", disclosure["k_identical_rows"]),
+    ]
+    keep = disclosure.get("keep")
+    if keep:
+        rows.append(
+            (f"k if the intruder also knew the keep columns {keep['columns']}", keep["k_with_keep"])
+        )
+    risk = disclosure["risk"]
+    for when in ("before", "after"):
+        r = risk[when]
+        rows += [
+            (
+                f"global risk {when}: expected re-identifications",
+                _sig(r["expected_reidentifications"]),
+            ),
+            (f"global risk {when} (% of records)", _sig(r["global_risk_percent"])),
+            (f"largest individual risk {when}", _sig(r["max"])),
+            (f"sample uniques {when}", r["sample_uniques"]),
+        ]
+    tables["Keys: anonymity and re-identification risk"] = pd.DataFrame(
+        {"figure": [r[0] for r in rows], "value": [r[1] for r in rows]}
+    )
+    kinds = disclosure.get("keys", {})
+    suppressed = details.get("categorical_values_suppressed", {})
+    changed = details.get("categorical_values_changed", {})
+    tables["Keys: kind, values changed and suppressed"] = pd.DataFrame(
+        {
+            "key": list(kinds),
+            "kind": list(kinds.values()),
+            "values changed": [changed.get(c, "") for c in kinds],
+            "values suppressed": [suppressed.get(c, "") for c in kinds],
+        }
+    )
+    return tables
 
 
 @task(name="report-artifacts", **STEP)

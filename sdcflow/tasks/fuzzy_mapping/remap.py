@@ -1,0 +1,273 @@
+"""Map intervals of the mapped attribute back to the original domain ([1]_ section 4.2, Fig. 1:
+the data owner "remaps the mapped sensitive attributes in the association rules back to the
+original domain").
+
+The preimage of an interval ``(c0, c1]`` of mapped values is exact. Between two consecutive
+breakpoints of the sets (every ``lo``, peak and ``hi``) each affinity is linear in ``x``, so a
+candidate ``i + a_i(x)`` and the arithmetic average are linear, the weighted average is
+quadratic over linear and the normalized average quadratic over quadratic; maximum, minimum and
+highest affinity switch candidate only where two candidates (or two affinities) cross. The
+roots of ``g(x) = c0``, ``g(x) = c1`` and of every crossing cut the piece into open gaps on
+which membership of the preimage cannot change; one evaluation of the forward map at each cut
+point and at each gap's midpoint decides it.
+
+For ``random_pick`` the mapping of one record depends on the draw, so the preimage returned is
+every ``x`` one of whose candidates lies in the interval (what the owner can say without the
+records; with them and the seed, the mapped values themselves). The paper's Table 3 example:
+uniform sets k = 3 on [17, 90] (modified), random pick, bin ``(1.77055, 2.5137]`` gives ages
+in ``[17, 71.75)``, "17-71" on the integer ages.
+
+Rules. :func:`remap_rule_text` rewrites the items of a rule written as Weka prints them
+(``age='(1.77055-2.5137]'``, ``age='(-inf-35.25]'``, ``age='(71.75-inf)'``) or as
+``age in (1.77, 2.51]``, for the mapped columns given, and leaves the rest of the line as it is.
+
+References
+----------
+.. [1] "Fuzzy-based Methods for Privacy-Preserving Data Mining", Eighth International
+   Conference on Information Technology: New Generations (ITNG), IEEE, 2011,
+   doi:10.1109/ITNG.2011.68.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import combinations, pairwise
+
+import numpy as np
+from numpy.polynomial import polynomial as P
+
+from sdcflow.errors import ParameterError
+from sdcflow.tasks.fuzzy_mapping.combiners import check_combiner, combine
+from sdcflow.tasks.fuzzy_mapping.membership import FuzzySets, affinities, memberships
+
+_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An interval of the original domain, with its end points open or closed."""
+
+    lo: float
+    hi: float
+    lo_closed: bool = True
+    hi_closed: bool = True
+
+    def __str__(self) -> str:
+        left = "[" if self.lo_closed else "("
+        right = "]" if self.hi_closed else ")"
+        if self.lo == self.hi:
+            return f"{{{_fmt(self.lo)}}}"
+        return f"{left}{_fmt(self.lo)}, {_fmt(self.hi)}{right}"
+
+
+def _fmt(v: float) -> str:
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.6g}"
+
+
+def _real_roots(coef: np.ndarray, p: float, q: float) -> list[float]:
+    """Real roots in the open interval (p, q) of the polynomial with coefficients ``coef``
+    (lowest degree first); an identically zero polynomial has none that matter."""
+    coef = np.trim_zeros(np.asarray(coef, dtype=np.float64), "b")
+    if coef.size <= 1:
+        return []
+    roots = P.polyroots(coef)
+    real = roots[np.abs(roots.imag) <= 1e-12 * (1 + np.abs(roots.real))].real
+    return [float(r) for r in real if p < r < q]
+
+
+def _cuts(sets: FuzzySets, p: float, q: float, levels: tuple[float, ...]) -> list[float]:
+    """Points in (p, q) where a combiner's value may cross a level or switch candidate."""
+    x1, x2 = p + (q - p) / 3, p + 2 * (q - p) / 3
+    a1, a2 = affinities(np.array([x1, x2]), sets)
+    beta = (a2 - a1) / (x2 - x1)
+    alpha = a1 - beta * x1
+    active = np.flatnonzero((a1 > 0) | (a2 > 0))
+    if active.size == 0:
+        return []
+    num = sets.numbers
+    aff = [np.array([alpha[i], beta[i]]) for i in active]  # a_i(x), linear
+    cand = [P.polyadd(a, [num[i]]) for a, i in zip(aff, active, strict=True)]  # i + a_i(x)
+    D = P.polyadd(np.zeros(1), sum(aff))  # sum a_i
+    S_i = sum(a * num[i] for a, i in zip(aff, active, strict=True))  # sum i a_i
+    S_2 = sum(P.polymul(a, a) for a in aff)  # sum a_i^2
+    mean = P.polydiv(sum(cand), [float(active.size)])[0]
+    cuts: list[float] = []
+    for c in levels:
+        polys = [P.polysub(v, [c]) for v in cand]  # candidates (max, min, highest, random)
+        polys.append(P.polysub(mean, [c]))  # [1] section 3 (i)
+        polys.append(P.polysub(P.polyadd(S_i, S_2), P.polymul([c], D)))  # (iii): N - c D
+        # (ii): sum w_i (i + w_i) = S_i / D + S_2 / D^2 = c  <=>  S_i D + S_2 - c D^2 = 0
+        polys.append(P.polysub(P.polyadd(P.polymul(S_i, D), S_2), P.polymul([c], P.polymul(D, D))))
+        for poly in polys:
+            cuts += _real_roots(poly, p, q)
+    for i, j in combinations(range(len(aff)), 2):
+        cuts += _real_roots(P.polysub(cand[i], cand[j]), p, q)  # maximum / minimum switch
+        cuts += _real_roots(P.polysub(aff[i], aff[j]), p, q)  # highest affinity switches
+    return cuts
+
+
+def _inside(values: np.ndarray, lo: float, hi: float, lo_closed: bool, hi_closed: bool):
+    tol = _TOL * max(
+        1.0, abs(lo) if math.isfinite(lo) else 1.0, abs(hi) if math.isfinite(hi) else 1.0
+    )
+    above = values >= lo - tol if lo_closed else values > lo + tol
+    below = values <= hi + tol if hi_closed else values < hi - tol
+    return above & below
+
+
+def preimage(
+    interval: tuple[float, float],
+    sets: FuzzySets,
+    combiner: str,
+    *,
+    lo_closed: bool = False,
+    hi_closed: bool = True,
+) -> list[Interval]:
+    """The original values whose mapped value lies in ``interval`` (module docstring).
+
+    Parameters
+    ----------
+    interval : (c0, c1)
+        Bounds of mapped values; ``-inf`` / ``inf`` allowed. Weka's bins are ``(c0, c1]``
+        (the default closedness).
+    sets : FuzzySets
+    combiner : str
+        One of :data:`~sdcflow.tasks.fuzzy_mapping.combiners.COMBINERS`; ``random_pick``
+        gives every value that could have been mapped into the interval.
+    lo_closed, hi_closed : bool
+
+    Returns
+    -------
+    list of Interval
+        Disjoint, increasing, inside ``sets.domain``; empty when no value maps there.
+    """
+    combiner = check_combiner(combiner)
+    c0, c1 = (float(v) for v in interval)
+    if math.isnan(c0) or math.isnan(c1) or c0 > c1:
+        raise ParameterError("an interval of mapped values needs two bounds lo <= hi")
+    levels = tuple(c for c in (c0, c1) if math.isfinite(c))
+    bps = sets.breakpoints()
+    cut = list(bps)
+    for p, q in pairwise(bps):
+        cut += _cuts(sets, float(p), float(q), levels)
+    pts = np.unique(np.asarray(cut))
+    mids = (pts[:-1] + pts[1:]) / 2
+    # evaluate at the points and at the midpoints of the gaps between them, interleaved
+    xs = np.empty(pts.size + mids.size)
+    xs[0::2], xs[1::2] = pts, mids
+    m = memberships(xs, sets, name="remap grid")
+    if combiner == "random_pick":
+        hit = (_inside(m.values, c0, c1, lo_closed, hi_closed) & m.member).any(axis=1)
+    else:
+        hit = _inside(combine(m, combiner), c0, c1, lo_closed, hi_closed)
+    return _merge(xs, hit)
+
+
+def _merge(xs: np.ndarray, hit: np.ndarray) -> list[Interval]:
+    """Intervals from alternating points (even index) and gaps (odd index) marked in or out."""
+    out: list[Interval] = []
+    start: tuple[float, bool] | None = None
+    for idx in range(xs.size):
+        is_point = idx % 2 == 0
+        if hit[idx] and start is None:
+            # an interval opens: at this point (closed) or in this gap (open at the point before)
+            start = (xs[idx], True) if is_point else (xs[idx - 1], False)
+        if not hit[idx] and start is not None:
+            hi, closed = (xs[idx], False) if is_point else (xs[idx - 1], True)
+            out.append(Interval(float(start[0]), float(hi), start[1], closed))
+            start = None
+    if start is not None:
+        out.append(Interval(float(start[0]), float(xs[-1]), start[1], True))
+    return out
+
+
+def hull(intervals: list[Interval]) -> Interval | None:
+    """The smallest interval holding them all (the paper reports this: "17-71")."""
+    if not intervals:
+        return None
+    a, b = intervals[0], intervals[-1]
+    return Interval(a.lo, b.hi, a.lo_closed, b.hi_closed)
+
+
+def integer_hull(intervals: list[Interval]) -> tuple[int, int] | None:
+    """The smallest and largest integers in the intervals (integer attributes such as age)."""
+    ints = []
+    for iv in intervals:
+        lo = math.ceil(iv.lo) if iv.lo_closed else math.floor(iv.lo) + 1
+        hi = math.floor(iv.hi) if iv.hi_closed else math.ceil(iv.hi) - 1
+        if lo <= hi:
+            ints.append((lo, hi))
+    return (ints[0][0], ints[-1][1]) if ints else None
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+_NUM = r"-?inf|-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|-?\.\d+(?:[eE][-+]?\d+)?"
+_WEKA = re.compile(
+    r"(?P<col>[A-Za-z_][\w.-]*?)\s*=\s*'?(?P<lb>[(\[])\s*(?P<a>"
+    + _NUM
+    + r")\s*-\s*(?P<b>"
+    + _NUM
+    + r")\s*(?P<rb>[)\]])'?"
+)
+_IN = re.compile(
+    r"(?P<col>[A-Za-z_][\w.-]*?)\s+in\s+(?P<lb>[(\[])\s*(?P<a>"
+    + _NUM
+    + r")\s*,\s*(?P<b>"
+    + _NUM
+    + r")\s*(?P<rb>[)\]])"
+)
+
+
+def parse_intervals(
+    text: str, columns: set[str]
+) -> list[tuple[str, float, float, bool, bool, tuple[int, int]]]:
+    """Interval items on ``columns`` in a rule: ``(column, lo, hi, lo_closed, hi_closed,
+    span)`` with ``span`` the item's position in ``text``."""
+    found = []
+    for pattern in (_WEKA, _IN):
+        for mt in pattern.finditer(text):
+            if mt.group("col") not in columns:
+                continue
+            found.append(
+                (
+                    mt.group("col"),
+                    float(mt.group("a")),
+                    float(mt.group("b")),
+                    mt.group("lb") == "[",
+                    mt.group("rb") == "]",
+                    mt.span(),
+                )
+            )
+    found.sort(key=lambda t: t[-1])
+    return found
+
+
+def remap_rule_text(
+    text: str, mappings: Mapping[str, tuple[FuzzySets, str]], *, integer: bool = False
+) -> str:
+    """``text`` with every interval item on a mapped column replaced by its preimage.
+
+    ``mappings``: column -> (sets, combiner). An item becomes ``age in [17, 71.75)`` (pieces
+    joined by `` or ``), or ``age in 17..71`` with ``integer=True``; an interval no value maps
+    into becomes ``age in {}``.
+    """
+    items = parse_intervals(text, set(mappings))
+    out, last = [], 0
+    for col, a, b, lc, rc, (s, e) in items:
+        sets, combiner = mappings[col]
+        pieces = preimage((a, b), sets, combiner, lo_closed=lc, hi_closed=rc)
+        if integer:
+            ih = integer_hull(pieces)
+            shown = f"{col} in {ih[0]}..{ih[1]}" if ih else f"{col} in {{}}"
+        else:
+            shown = f"{col} in " + (" or ".join(str(p) for p in pieces) if pieces else "{}")
+        out += [text[last:s], shown]
+        last = e
+    out.append(text[last:])
+    return "".join(out)

@@ -1,0 +1,292 @@
+"""Masking a release's keys when they are of several kinds, have gaps, or a precision.
+
+:func:`mask_keys` is what the mask step calls. It composes, in this order:
+
+1. **Global recoding** of the keys that declare one (:mod:`sdcflow.tasks.recoding`): a binned
+   numeric key becomes ordinal.
+2. **Masking**, by the first case that applies:
+
+   * the method masks all keys itself (``Method.mask_keys``: ``heterogeneous``,
+     ``local_suppression``);
+   * numeric keys only, none missing: the method as before (by blocks if the spec has them);
+   * numeric keys only, some missing: MDAV-generic with partial distances
+     (:mod:`sdcflow.tasks.microaggregation.heterogeneous`): records are grouped on the values
+     they have, group means use the values present, a missing value stays missing;
+   * categorical and numeric keys: **strata** (:func:`~sdcflow.tasks.suppression.local.\
+strata_suppression`): the categorical keys are made to agree within groups of at least k
+     records by suppressing the fewest disagreeing values, and the method masks the numeric
+     keys inside each stratum (a stratum with a missing numeric value is grouped as in the
+     case above). Suppressed values that can be given back while every record keeps k
+     matches over all keys are given back (:func:`~sdcflow.tasks.suppression.local.restore`).
+
+3. **Precision**: numeric keys are rounded to their precision (integers for integer columns),
+   keeping the linear equalities among them (:mod:`sdcflow.tasks.linear.rounding`).
+
+The result covers every key as released: ``MaskResult.masked`` holds all of them (a
+suppressed or missing categorical value is ``None``, a missing number NaN), so every gate
+counts k over all of them, a missing value matching any value. ``points`` holds the numeric
+keys as published, on which loss and linkage are measured.
+
+Transparency: a composed release has no single grouping, so ``groups`` is None and the
+transparency intruder (who reruns the deterministic steps on the original file) tells records
+apart up to identical released rows; for a randomized numeric method inside strata this is a
+conservative (higher) risk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdcflow.errors import ParameterError
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.rounding import round_keeping_equalities
+from sdcflow.tasks.measures.anonymity import key_codes
+from sdcflow.tasks.methods import get_method
+from sdcflow.tasks.methods.base import MaskResult, MethodParams
+from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.methods.keys import (
+    EncodedKeys,
+    EncodedRelease,
+    Key,
+    SuppressionSettings,
+    decode,
+    encode_keys,
+)
+from sdcflow.tasks.microaggregation.heterogeneous import (
+    MixedKeys,
+    group_representatives,
+    heterogeneous_groups,
+)
+from sdcflow.tasks.recoding.recode import recode
+from sdcflow.tasks.suppression.local import importance_rank, restore, strata_suppression
+from sdcflow.tasks.validation import check_k
+
+
+def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, list[Key], dict]:
+    out = frame.copy()
+    resolved, summary = [], {}
+    for key in keys:
+        if key.recoding is None:
+            resolved.append(key)
+            continue
+        done = recode(key.name, frame[key.name], key.recoding)
+        out[key.name] = done.values
+        summary[key.name] = {"kind": key.recoding.kind, "records_changed": done.changed}
+        if key.kind == "numeric":  # bins: the key becomes ordinal
+            resolved.append(replace(key, kind="ordinal", order=tuple(done.order or ())))
+        else:
+            resolved.append(key)
+    return out, resolved, summary
+
+
+def _partial_mdav(X: np.ndarray, k: int) -> np.ndarray:
+    """Group means of MDAV-generic with partial distances: records grouped on the values they
+    have, means over the values present, missing stays missing. (m, p) -> (m, p)."""
+    keys = MixedKeys.build(numeric=X)
+    labels = heterogeneous_groups(keys, k)
+    return group_representatives(keys, labels).numeric
+
+
+def _strata(
+    enc: EncodedKeys,
+    params: MethodParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+    settings: SuppressionSettings,
+    mask: Callable[..., MaskResult],
+) -> EncodedRelease:
+    k = check_k(params.k, enc.n)  # type: ignore[attr-defined]
+    names = enc.categorical_names
+    strata = strata_suppression(enc.codes, k, importance=settings.indices(names))
+    released = np.full(enc.numeric.shape, np.nan)
+    labels = strata.labels
+    assert labels is not None
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(int(labels.max()) + 2))
+    gaps = 0
+    for s in range(int(labels.max()) + 1):
+        rows = order[bounds[s] : bounds[s + 1]]
+        X = enc.numeric[rows]
+        if np.isnan(X).any():
+            released[rows] = _partial_mdav(X, k)
+            gaps += 1
+        else:
+            part = mask(X, enc.numeric_names, params, rng, constraints)
+            released[rows] = part.points
+    # Give back suppressed values that every record can spare, counting over all keys.
+    all_codes = np.concatenate([strata.codes, key_codes(released)], axis=1)
+    original = np.concatenate([enc.codes, key_codes(released)], axis=1)
+    c = enc.codes.shape[1]
+    rank = np.concatenate(
+        [importance_rank(enc.codes, settings.indices(names)), np.full(released.shape[1], c)]
+    )
+    S = np.concatenate([strata.suppressed, np.zeros(released.shape, dtype=bool)], axis=1)
+    codes, S, _, given_back = restore(all_codes, original, S, k, rank)
+    return EncodedRelease(
+        released,
+        codes[:, :c].astype(np.int64),
+        details={
+            "strategy": "strata: categorical keys agree within strata of >= k records, "
+            f"{params.name} masks the numeric keys inside each stratum",
+            "strata": int(labels.max()) + 1,
+            "strata_with_missing_numbers": gaps,
+            "suppressed_then_restored": int(given_back),
+        },
+    )
+
+
+def _assemble(
+    enc: EncodedKeys, rel: EncodedRelease, keys: Sequence[Key], source: pd.DataFrame
+) -> pd.DataFrame:
+    """The released key columns in spec order, numeric as numbers (nullable integers for
+    integer keys), categorical as their labels (None when missing or suppressed)."""
+    cols: dict[str, pd.Series] = {}
+    num = {k.name: j for j, k in enumerate(enc.numeric_keys)}
+    cat = {k.name: j for j, k in enumerate(enc.categorical_keys)}
+    for key in keys:
+        if key.name in num:
+            values = rel.numeric[:, num[key.name]]
+            series = pd.Series(values)
+            if key.integer and (key.decimals is not None and key.decimals <= 0):
+                series = series.round().astype("Int64")
+            cols[key.name] = series
+        else:
+            j = cat[key.name]
+            series = decode(rel.codes[:, j], enc.levels[j])
+            src = source[key.name] if key.name in source else None
+            # categories coded as numbers go back to numbers (recoded labels stay text)
+            numeric_source = src is not None and pd.api.types.is_numeric_dtype(src)
+            if key.recoding is None and numeric_source:
+                series = pd.to_numeric(series, errors="coerce")
+                if pd.api.types.is_integer_dtype(src):
+                    series = series.astype("Int64")
+            cols[key.name] = series
+    return pd.DataFrame(cols)
+
+
+def mask_keys(
+    frame: pd.DataFrame,
+    keys: Sequence[Key],
+    params: MethodParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None = None,
+    blocks: Sequence[Sequence[str]] | None = None,
+    suppression: SuppressionSettings | None = None,
+) -> MaskResult:
+    """Mask the release's keys (see the module docstring).
+
+    Parameters
+    ----------
+    frame : DataFrame with n rows
+        The records (after any repair), holding every key column as read from the source
+        (missing values as None / NaN).
+    keys : sequence of Key
+        The quasi-identifiers in spec order, kinds resolved.
+    params : MethodParams
+        The spec's method block.
+    rng : numpy.random.Generator
+    constraints : LinearConstraints or None
+        Linear error rules over the numeric keys.
+    blocks : list of list of str or None
+        Blocks of numeric keys masked separately (numeric-only releases).
+    suppression : SuppressionSettings or None
+
+    Returns
+    -------
+    MaskResult
+        ``masked``: every key as released; ``points``: the numeric keys as published
+        (``point_columns`` names them); ``details``: recoding, suppressions per key, strata,
+        rounding.
+    """
+    settings = suppression or SuppressionSettings()
+    method = get_method(params.name)
+    recoded, resolved, recode_summary = _recoded(frame, keys)
+    enc = encode_keys(recoded, resolved)
+    k = getattr(params, "k", None)
+    details: dict[str, Any] = {}
+    if recode_summary:
+        details["recoding"] = recode_summary
+    legacy: MaskResult | None = None
+    if method.mask_keys is not None:
+        rel = method.mask_keys(enc, params, rng, settings)
+        promises = rel.promises or ({"k_anonymity": float(k)} if k is not None else {})
+    elif not enc.categorical_keys:
+        if not enc.numeric_keys:
+            raise ParameterError("the release has no quasi-identifier to mask")
+        if np.isnan(enc.numeric).any():
+            if blocks:
+                raise ParameterError(
+                    "blocks cannot be masked separately when numeric keys have missing values; "
+                    "remove `blocks:`"
+                )
+            rel = EncodedRelease(
+                _partial_mdav(enc.numeric, check_k(k, enc.n)),
+                enc.codes,
+                details={
+                    "strategy": "numeric keys with missing values: MDAV-generic with partial "
+                    "distances (records grouped on the values they have)"
+                },
+            )
+            promises = {"k_anonymity": float(k)}
+        else:
+            legacy = mask_quasi_identifiers(
+                enc.numeric, enc.numeric_names, params, rng, constraints, blocks
+            )
+            rel = EncodedRelease(np.asarray(legacy.points, dtype=np.float64), enc.codes)
+            promises = {}
+    else:
+        if not enc.numeric_keys:
+            raise ParameterError(
+                f"method {params.name} masks numeric keys and this release has none; use "
+                "`method: {name: local_suppression, k: ...}` for categorical keys only"
+            )
+        if blocks:
+            raise ParameterError(
+                "blocks split numeric keys; with categorical keys remove `blocks:`"
+            )
+        if k is None:
+            raise ParameterError(f"method {params.name} has no k to stratify by")
+        rel = _strata(enc, params, rng, constraints, settings, method.mask)
+        promises = {"k_anonymity": float(k)}
+    details.update(rel.details)
+    if enc.categorical_keys:
+        changed = (rel.codes != enc.codes).sum(axis=0)
+        suppressed = ((rel.codes < 0) & (enc.codes >= 0)).sum(axis=0)
+        details["categorical_values_changed"] = {
+            c: int(v) for c, v in zip(enc.categorical_names, changed, strict=True)
+        }
+        details["categorical_values_suppressed"] = {
+            c: int(v) for c, v in zip(enc.categorical_names, suppressed, strict=True)
+        }
+    # Precision: integers for integer keys, declared decimals, equalities kept.
+    decimals = [key.decimals for key in enc.numeric_keys]
+    is_box = legacy is not None and list(legacy.masked.columns) != enc.numeric_names
+    if any(d is not None for d in decimals) and not is_box:
+        done = round_keeping_equalities(rel.numeric, enc.numeric_names, decimals, constraints)
+        rel.numeric = done.values
+        details["precision"] = {
+            "decimals": {c: d for c, d in zip(enc.numeric_names, decimals, strict=True)},
+            "derived_from_equalities": done.derived,
+            "off_precision": done.off_precision,
+        }
+    if legacy is not None:
+        if is_box or not any(d is not None for d in decimals):
+            out = legacy
+        else:
+            masked = _assemble(enc, rel, resolved, frame)[enc.numeric_names]
+            out = replace(legacy, masked=masked, points=rel.numeric)
+        out.point_columns = enc.numeric_names
+        out.details = {**legacy.details, **details}
+        return out
+    return MaskResult(
+        masked=_assemble(enc, rel, resolved, frame),
+        points=rel.numeric,
+        point_columns=enc.numeric_names,
+        promises=promises,
+        details=details,
+    )

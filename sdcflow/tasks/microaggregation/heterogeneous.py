@@ -1,0 +1,280 @@
+"""Heterogeneous microaggregation: numeric, ordinal and nominal keys grouped in one pass.
+
+Domingo-Ferrer and Torra [1] k-anonymize files whose keys are of several kinds by
+microaggregating all of them together: records are grouped by MDAV-generic [2] under a
+distance that adds one term per key, and each group is released as one representative
+record: the **mean** of a numeric key, the **median** of an ordinal one, the **mode** (most
+frequent category) of a nominal one [1]. Every group has k..2k-1 records that share their
+released keys, so the file is k-anonymous on all keys without suppression.
+
+Per-key terms of the squared distance between records x and y (each in [0, 1] or on the
+standardized scale, so no kind dominates by its units):
+
+* numeric: ``((x - y) / s)^2`` with s the key's standard deviation (population, over the
+  present values);
+* ordinal: ``((r(x) - r(y)) / L)^2`` with r the rank of the category in the declared order and
+  L the number of categories: the share of categories between the two [1];
+* nominal: 0 if equal, 1 otherwise [1].
+
+Missing values: a record is placed on the keys it has. The squared distance sums the terms of
+the keys present in both records and scales the sum by (keys) / (keys present in both), the
+partial-distance rule that keeps records with gaps comparable; a record with no key in
+common with another is at distance 0 from it. Representatives use the values present (the
+mean of the present values...); a missing value stays missing in the release (it matches any
+value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed.
+
+Ties: the farthest record and the k nearest go to the lowest row; the median of an even
+number of ranks is the lower one; the mode of a tie is the category listed first (lowest code).
+
+References
+----------
+[1] J. Domingo-Ferrer, V. Torra, "Ordinal, continuous and heterogeneous k-anonymity through
+    microaggregation", Data Mining and Knowledge Discovery 11(2) (2005) 195-212,
+    doi:10.1007/s10618-005-0007-5.
+[2] J. Domingo-Ferrer, J.M. Mateo-Sanz, "Practical data-oriented microaggregation for
+    statistical disclosure control", IEEE Transactions on Knowledge and Data Engineering
+    14(1) (2002) 189-201 (MDAV).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sdcflow.errors import DataError, ParameterError
+from sdcflow.tasks.validation import check_k
+
+
+@dataclass(frozen=True)
+class MixedKeys:
+    """The keys of n records by kind, validated.
+
+    Attributes
+    ----------
+    numeric : ndarray of shape (n, p), float64
+        NaN where missing; finite otherwise.
+    ordinal : ndarray of shape (n, q), int64
+        Rank of the category in its order (0..L_j - 1), -1 where missing.
+    levels : ndarray of shape (q,), int64
+        Number of categories L_j of every ordinal key.
+    nominal : ndarray of shape (n, r), int64
+        Category code, -1 where missing.
+    """
+
+    numeric: np.ndarray
+    ordinal: np.ndarray
+    levels: np.ndarray
+    nominal: np.ndarray
+
+    @property
+    def n(self) -> int:
+        for block in (self.numeric, self.ordinal, self.nominal):
+            if block.shape[1]:
+                return block.shape[0]
+        return self.numeric.shape[0]
+
+    @classmethod
+    def build(
+        cls,
+        numeric: np.ndarray | None = None,
+        ordinal: np.ndarray | None = None,
+        levels: np.ndarray | None = None,
+        nominal: np.ndarray | None = None,
+    ) -> MixedKeys:
+        """Validate and assemble (any block may be absent; at least one key in all)."""
+        blocks = [b for b in (numeric, ordinal, nominal) if b is not None]
+        if not blocks:
+            raise DataError("give at least one key (numeric, ordinal or nominal)")
+        n = np.asarray(blocks[0]).shape[0]
+        num = np.zeros((n, 0)) if numeric is None else np.asarray(numeric, dtype=np.float64)
+        ordn = np.zeros((n, 0), np.int64) if ordinal is None else np.asarray(ordinal, np.int64)
+        nom = np.zeros((n, 0), np.int64) if nominal is None else np.asarray(nominal, np.int64)
+        lev = np.zeros(0, np.int64) if levels is None else np.asarray(levels, np.int64)
+        for name, block in (("numeric", num), ("ordinal", ordn), ("nominal", nom)):
+            if block.ndim != 2 or block.shape[0] != n:
+                raise DataError(f"{name} keys must be a 2-D array with {n} rows")
+        if num.shape[1] + ordn.shape[1] + nom.shape[1] == 0:
+            raise DataError("give at least one key (numeric, ordinal or nominal)")
+        if np.isinf(num).any():
+            raise DataError("numeric keys must be finite (NaN marks a missing value)")
+        if lev.shape != (ordn.shape[1],) or np.any(lev < 1):
+            raise DataError("levels must give the number of categories (>= 1) of every ordinal key")
+        if ordn.size and (ordn.min() < -1 or np.any(ordn >= lev[None, :])):
+            raise DataError("ordinal ranks must lie in 0..levels-1, or -1 for a missing value")
+        if nom.size and nom.min() < -1:
+            raise DataError("nominal codes must be >= 0, or -1 for a missing value")
+        return cls(num, ordn, lev, nom)
+
+
+def _scaled(keys: MixedKeys) -> tuple[np.ndarray, np.ndarray]:
+    """Numeric and ordinal keys on the distance's scale (NaN = missing): z-scores, and ranks
+    divided by the number of categories [1]. Shapes: (n, p), (n, q)."""
+    num = keys.numeric
+    if num.shape[1]:
+        mean = np.nanmean(np.where(np.isnan(num).all(axis=0), 0.0, num), axis=0)
+        sd = np.nanstd(num, axis=0)
+        sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+        num = (num - np.nan_to_num(mean)) / sd
+    ordn = np.where(keys.ordinal >= 0, keys.ordinal / keys.levels[None, :], np.nan)
+    return num, ordn
+
+
+class _Distances:
+    """Partial squared distances from a set of rows to one point (see the module docstring)."""
+
+    def __init__(self, keys: MixedKeys) -> None:
+        num, ordn = _scaled(keys)
+        self.cont = np.concatenate([num, ordn], axis=1)  # (n, p + q), NaN missing
+        self.numeric = num.shape[1]
+        self.nom = keys.nominal
+        self.total = self.cont.shape[1] + self.nom.shape[1]
+
+    def to(self, rows: np.ndarray, cont: np.ndarray, nom: np.ndarray) -> np.ndarray:
+        """Squared distances of ``rows`` to the point (``cont`` (p+q,), ``nom`` (r,))."""
+        C = self.cont[rows]
+        diff = C - cont[None, :]
+        both = ~np.isnan(diff)
+        sq = np.where(both, diff * diff, 0.0).sum(axis=1)  # [1] numeric and ordinal terms
+        common = both.sum(axis=1)
+        if self.nom.shape[1]:
+            N = self.nom[rows]
+            present = (N >= 0) & (nom[None, :] >= 0)
+            sq += (present & (N != nom[None, :])).sum(axis=1)  # [1] nominal: 0 or 1
+            common = common + present.sum(axis=1)
+        return np.where(common > 0, sq * self.total / np.maximum(common, 1), 0.0)
+
+    def record(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.cont[i], self.nom[i]
+
+    def centroid(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean of the scaled numeric keys, median rank of the ordinal ones (on the scaled
+        ranks, which keep the order), mode of the nominal ones, over the values present."""
+        cont = _aggregate_cont(self.cont[rows], self.numeric)
+        nom = np.array([_mode(self.nom[rows, j]) for j in range(self.nom.shape[1])], np.int64)
+        return cont, nom
+
+
+def _aggregate_cont(block: np.ndarray, numeric: int) -> np.ndarray:
+    """Means of the first ``numeric`` columns and lower medians of the others (NaN ignored;
+    NaN when a column has no value)."""
+    out = np.full(block.shape[1], np.nan)
+    for j in range(block.shape[1]):
+        col = block[:, j]
+        col = col[~np.isnan(col)]
+        if col.size == 0:
+            continue
+        if j < numeric:
+            out[j] = col.mean()  # [1] continuous keys: the mean
+        else:
+            out[j] = np.sort(col)[(col.size - 1) // 2]  # [1] ordinal keys: the (lower) median
+    return out
+
+
+def _mode(col: np.ndarray) -> int:
+    """Most frequent code among those present (-1 when none); ties to the lowest code."""
+    present = col[col >= 0]
+    return int(np.bincount(present).argmax()) if present.size else -1  # [1] nominal: the mode
+
+
+def heterogeneous_groups(keys: MixedKeys, k: int) -> np.ndarray:
+    """MDAV-generic [2] under the heterogeneous distance and centroid [1].
+
+    Parameters
+    ----------
+    keys : MixedKeys
+    k : int
+        Minimum group size, 2 <= k <= n.
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64
+        Groups numbered in the order they are formed; each has k..2k-1 records.
+
+    Notes
+    -----
+    O(n^2 d / k): every step computes the distances of the remaining records to one centroid
+    and to two records, vectorized; no n x n matrix.
+    """
+    n = keys.n
+    k = check_k(k, n)
+    dist = _Distances(keys)
+    labels = -np.ones(n, dtype=np.int64)
+    remaining = np.arange(n)
+    group = 0
+
+    def take(center_row: int) -> None:
+        nonlocal remaining, group
+        d2 = dist.to(remaining, *dist.record(center_row))
+        # the k nearest, ties to the lowest row (remaining is sorted)
+        nearest = np.argsort(d2, kind="stable")[:k]
+        labels[remaining[nearest]] = group
+        group += 1
+        keep = np.ones(remaining.size, dtype=bool)
+        keep[nearest] = False
+        remaining = remaining[keep]
+
+    while remaining.size >= 3 * k:
+        c = dist.centroid(remaining)
+        r = remaining[int(np.argmax(dist.to(remaining, *c)))]
+        take(r)  # [2] the record farthest from the centroid and its k - 1 nearest
+        s = remaining[int(np.argmax(dist.to(remaining, *dist.record(r))))]
+        take(s)  # [2] the record farthest from r and its k - 1 nearest
+    if remaining.size >= 2 * k:
+        c = dist.centroid(remaining)
+        take(remaining[int(np.argmax(dist.to(remaining, *c)))])
+    labels[remaining] = group
+    return labels
+
+
+@dataclass(frozen=True)
+class Representatives:
+    """The released keys of a heterogeneous microaggregation (missing stays missing).
+
+    Attributes
+    ----------
+    numeric : ndarray of shape (n, p), float64
+        Group mean of the present values where the record had a value, NaN elsewhere.
+    ordinal : ndarray of shape (n, q), int64
+        Group (lower) median rank where the record had a value, -1 elsewhere.
+    nominal : ndarray of shape (n, r), int64
+        Group mode where the record had a value, -1 elsewhere.
+    """
+
+    numeric: np.ndarray
+    ordinal: np.ndarray
+    nominal: np.ndarray
+
+
+def group_representatives(keys: MixedKeys, labels: np.ndarray) -> Representatives:
+    """Mean, median and mode of every group [1], released on the records' present values.
+
+    Shapes: keys with n records, labels (n,) in 0..g-1 -> :class:`Representatives`.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.shape != (keys.n,) or labels.min() < 0:
+        raise ParameterError("labels must give a group >= 0 for every record")
+    g = int(labels.max()) + 1
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(g + 1))
+    num = np.full(keys.numeric.shape, np.nan)
+    ordn = -np.ones(keys.ordinal.shape, np.int64)
+    nom = -np.ones(keys.nominal.shape, np.int64)
+    for grp in range(g):
+        rows = order[bounds[grp] : bounds[grp + 1]]
+        for j in range(keys.numeric.shape[1]):
+            col = keys.numeric[rows, j]
+            has = ~np.isnan(col)
+            if has.any():
+                num[rows[has], j] = col[has].mean()  # [1] mean
+        for j in range(keys.ordinal.shape[1]):
+            col = keys.ordinal[rows, j]
+            has = col >= 0
+            if has.any():
+                ordn[rows[has], j] = np.sort(col[has])[(int(has.sum()) - 1) // 2]  # [1] median
+        for j in range(keys.nominal.shape[1]):
+            col = keys.nominal[rows, j]
+            has = col >= 0
+            if has.any():
+                nom[rows[has], j] = _mode(col)  # [1] mode
+    return Representatives(num, ordn, nom)

@@ -1,0 +1,1 @@
+"""Global recoding of keys (see :mod:`sdcflow.tasks.recoding.recode`)."""

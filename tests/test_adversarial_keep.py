@@ -1,0 +1,181 @@
+"""Issue 11, item 7: no advice that publishes a key unmasked, and identifying ``keep`` columns
+are reported and gated.
+
+* Parquet unsigned-integer keys and an all-missing key column are keys like any other (they
+  used to be refused with advice to move them to ``keep``).
+* No message or doc of sdcflow suggests moving a column to ``keep``.
+* A ``keep`` column that is unique per record (an e-mail) or splits the classes of the keys
+  below k is gated by ``keep_k_anonymity`` (k if the intruder also knew the keep columns), on
+  by default at the method's k; the spec can lower it only by naming it, and the manifest
+  then states the k an intruder knowing the keep columns would face.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from sdcflow.errors import InputError, Reason
+from sdcflow.flows.cli import main
+from sdcflow.tasks.gates import GateContext, run_gates
+from sdcflow.tasks.methods import MdavParams
+from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.spec import load_spec
+from sdcflow.tasks.steps.plan import plan_release
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _spec(tmp: Path, source: str, **fields) -> Path:
+    body = {"release": "r", "source": source, "method": {"name": "mdav", "k": 5}, **fields}
+    path = tmp / "release.yaml"
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("arrow_type", [pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()])
+def test_unsigned_parquet_keys_are_numeric_keys(tmp_path, arrow_type):
+    rng = np.random.default_rng(0)
+    n = 60
+    table = pa.table(
+        {
+            "a": pa.array(rng.integers(0, 200, n), type=arrow_type),
+            "b": pa.array(rng.integers(0, 50, n), type=arrow_type),
+        }
+    )
+    pq.write_table(table, tmp_path / "u.parquet")
+    plan = plan_release(load_spec(_spec(tmp_path, "u.parquet", quasi_identifiers=["a", "b"])))
+    assert plan.profile.types["a"].startswith("U")  # UTINYINT, USMALLINT, UINTEGER, UBIGINT
+    assert [(k.name, k.kind, k.integer, k.decimals) for k in plan.resolved_keys] == [
+        ("a", "numeric", True, 0),
+        ("b", "numeric", True, 0),
+    ]
+
+
+def test_an_all_missing_key_column_is_a_key_not_advice(tmp_path):
+    n = 40
+    table = pa.table({"a": pa.array(np.arange(n) % 9), "gone": pa.nulls(n)})
+    pq.write_table(table, tmp_path / "m.parquet")
+    # Without declared missing values: refused, and the fix is to declare them, not `keep`.
+    with pytest.raises(InputError) as e:
+        plan_release(load_spec(_spec(tmp_path, "m.parquet", quasi_identifiers=["a", "gone"])))
+    assert e.value.code == Reason.VALUES_MISSING
+    assert "keep" not in str(e.value) and "missing_values" in str(e.value)
+    spec = _spec(tmp_path, "m.parquet", quasi_identifiers=["a", "gone"], missing_values=[""])
+    plan = plan_release(load_spec(spec))
+    assert [k.kind for k in plan.resolved_keys] == ["numeric", "nominal"]
+
+
+@pytest.mark.flow
+def test_unsigned_keys_and_an_all_missing_key_are_released(tmp_path, prefect_api):
+    rng = np.random.default_rng(2)
+    n = 120
+    table = pa.table(
+        {
+            "a": pa.array(rng.integers(0, 60, n), type=pa.uint32()),
+            "b": pa.array(rng.integers(0, 500, n), type=pa.uint16()),
+            "sex": pa.array(rng.choice(["F", "M"], n)),
+            "gone": pa.nulls(n),
+        }
+    )
+    pq.write_table(table, tmp_path / "u.parquet")
+    spec = _spec(
+        tmp_path, "u.parquet", quasi_identifiers=["a", "b", "sex", "gone"], missing_values=[""]
+    )
+    assert main(["release", str(spec)]) == 0
+    out = pd.read_parquet(tmp_path / "published" / "r" / "data.parquet")
+    assert str(out["a"].dtype) == "Int64" and str(out["b"].dtype) == "Int64"  # integers
+    assert out["gone"].isna().all()
+    manifest = json.loads((tmp_path / "published" / "r" / "manifest.json").read_text())
+    assert manifest["method_details"]["disclosure"]["keys"] == {
+        "a": "numeric",
+        "b": "numeric",
+        "sex": "nominal",
+        "gone": "nominal",
+    }
+    assert {c["check"]: c["figure"] for c in manifest["checks"]}["k_anonymity"] >= 5
+
+
+def test_no_message_or_doc_advises_moving_a_key_to_keep():
+    """Every string of the package and the README: nothing tells a user to move, put or add
+    an identifying column to ``keep``."""
+    advice = re.compile(r"(move|put|add|list)\w*\s+(it|them|the columns?|\w+)?\s*(in)?to\s+`keep`",
+                        re.IGNORECASE)  # fmt: skip
+    texts = [p.read_text() for p in (REPO / "sdcflow").rglob("*.py")]
+    texts.append((REPO / "README.md").read_text())
+    for text in texts:
+        assert not advice.search(text), advice.search(text).group(0)
+
+
+def _context(keep: pd.DataFrame, k: int = 5) -> GateContext:
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(len(keep), 2))
+    result = mask_quasi_identifiers(X, ["a", "b"], MdavParams(k=k), rng)
+    return GateContext(X, ["a", "b"], result, MdavParams(k=k), keep=keep)
+
+
+def test_keep_k_is_gated_by_default_with_the_method_k():
+    n = 100
+    unique = pd.DataFrame({"email": [f"person{i}@example.org" for i in range(n)]})
+    outcomes = {o.key: o for o in run_gates(_context(unique), {})}
+    assert outcomes["k_anonymity"].passed  # the masked keys alone are 5-anonymous...
+    keep = outcomes["keep_k_anonymity"]  # ...but not with a unique column beside them
+    assert keep.figure == 1 and keep.threshold == 5 and not keep.passed
+    # A column that splits the classes (not unique): one region value per 3 records.
+    regions = pd.DataFrame({"region": np.arange(n) % 3})
+    assert run_gates(_context(regions), {})[-1].key == "keep_k_anonymity"
+    split = {o.key: o for o in run_gates(_context(regions), {})}["keep_k_anonymity"]
+    assert split.figure < 5 and not split.passed
+    # A constant column hides nothing and reveals nothing: k unchanged.
+    same = {o.key: o for o in run_gates(_context(pd.DataFrame({"c": ["x"] * n})), {})}
+    assert same["keep_k_anonymity"].figure == same["k_anonymity"].figure
+    # The spec may lower it, but only by naming it.
+    lowered = {o.key: o for o in run_gates(_context(unique), {"keep_k_anonymity": 1})}
+    assert lowered["keep_k_anonymity"].passed and lowered["keep_k_anonymity"].threshold == 1
+
+
+def _survey_with_email(tmp: Path, **fields) -> Path:
+    frame = pd.read_csv(REPO / "examples" / "business_survey" / "data.csv").head(200)
+    frame["email"] = [f"firm{i}@example.org" for i in range(len(frame))]
+    frame.to_csv(tmp / "data.csv", index=False)
+    qis = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit", "region"]
+    return _spec(
+        tmp,
+        "data.csv",
+        id_column="respondent_id",
+        quasi_identifiers=qis,
+        keep=["email"],
+        seed=1,
+        **fields,
+    )
+
+
+@pytest.mark.flow
+def test_a_unique_keep_column_blocks_publication(tmp_path, prefect_api, capsys):
+    spec = _survey_with_email(tmp_path)
+    assert main(["release", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert "keep_k_anonymity" in err and "nothing was published" in err
+    assert not (tmp_path / "published").exists()
+    report = next((tmp_path / "reports" / "r").glob("*/report.html")).read_text()
+    assert "if the intruder also knew the keep columns" in report
+    # Lowered explicitly: published, and the manifest says what k an intruder knowing the
+    # keep columns faces.
+    spec = _survey_with_email(tmp_path, checks={"keep_k_anonymity": 1})
+    assert main(["release", str(spec)]) == 0
+    manifest = json.loads((tmp_path / "published" / "r" / "manifest.json").read_text())
+    checks = {c["check"]: c for c in manifest["checks"]}
+    assert (
+        checks["keep_k_anonymity"]["figure"] == 1 and checks["keep_k_anonymity"]["threshold"] == 1
+    )
+    keep = manifest["method_details"]["disclosure"]["keep"]
+    assert keep["k_with_keep"] == 1 and keep["distinct_share"]["email"] == 1.0
+    assert checks["k_anonymity"]["figure"] >= 5

@@ -1,0 +1,147 @@
+"""k over mixed keys with missing values: hand counts, a pairwise reference, pycanon.
+
+Convention (sdcMicro's ``freqCalc``): a missing or suppressed value matches any value, so the
+frequency of record i is the number of records equal to it on every key where both have a
+value. The pycanon cross-check reuses the fixture of ``test_measures_anonymity.py`` (pycanon
+installed beside, never into, the environment) on files without missing values, where the
+convention and plain equivalence classes agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_measures_anonymity import pycanon_anonymity  # noqa: F401 (fixture)
+
+from sdcflow.errors import InputError
+from sdcflow.tasks.measures.anonymity import (
+    entropy_l_diversity,
+    k_anonymity,
+    key_codes,
+    l_diversity,
+    match_counts,
+)
+
+# Keys of three kinds; None / NaN are missing.
+#   row  age   sex  region
+#   0    30    F    N
+#   1    30    F    N
+#   2    30    F    None   matches 0, 1, 2, 3(age 30? no: 40) -> 0, 1, 2
+#   3    40    F    N
+#   4    40    None S
+#   5    NaN   M    S
+#   6    40    M    S
+MIXED = pd.DataFrame(
+    {
+        "age": [30, 30, 30, 40, 40, np.nan, 40],
+        "sex": ["F", "F", "F", "F", None, "M", "M"],
+        "region": ["N", "N", None, "N", "S", "S", "S"],
+    }
+)
+# By hand, record by record (itself included):
+#   0: 0, 1, 2                      -> 3
+#   1: 0, 1, 2                      -> 3
+#   2: 0, 1, 2 (region missing)     -> 3   (3 has age 40)
+#   3: 3 (4 is region S, 6 sex M)   -> 1
+#   4: 4, 5 (age missing), 6        -> 3   (sex missing matches F and M; region S)
+#   5: 4, 5, 6                      -> 3
+#   6: 4, 5, 6                      -> 3
+HAND_F = [3, 3, 3, 1, 3, 3, 3]
+
+
+def pairwise_reference(frame: pd.DataFrame, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """O(n^2) reference: the match matrix of the convention, written out."""
+    codes = key_codes(frame)
+    n = codes.shape[0]
+    match = np.ones((n, n), dtype=bool)
+    for a in range(codes.shape[1]):
+        x = codes[:, a]
+        match &= (x[:, None] == x[None, :]) | (x[:, None] < 0) | (x[None, :] < 0)
+    w = np.ones(n) if weights is None else np.asarray(weights, float)
+    return match.sum(axis=1), match.astype(float) @ w
+
+
+def test_frequencies_by_hand():
+    f, F = match_counts(MIXED, weights=[1, 2, 3, 4, 5, 6, 7])
+    assert f.tolist() == HAND_F
+    # F: weights of the matching records; record 3 alone: 4; records 4, 5, 6: 5 + 6 + 7
+    assert F.tolist() == [6, 6, 6, 4, 18, 18, 18]
+    assert k_anonymity(MIXED) == 1
+    assert k_anonymity(MIXED.drop(index=3)) == 3
+
+
+def test_without_missing_values_k_is_the_smallest_class():
+    frame = pd.DataFrame({"a": [1, 1, 2, 2, 2], "b": ["x", "x", "y", "y", "y"]})
+    assert match_counts(frame)[0].tolist() == [2, 2, 3, 3, 3]
+    assert k_anonymity(frame) == 2
+
+
+def test_an_all_missing_record_matches_every_record():
+    frame = pd.DataFrame({"a": [1, 2, 3, None], "b": ["x", "y", "z", None]})
+    assert match_counts(frame)[0].tolist() == [2, 2, 2, 4]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_frequencies_match_the_pairwise_reference(seed):
+    rng = np.random.default_rng(seed)
+    n = 150
+    frame = pd.DataFrame(
+        {
+            "num": rng.integers(0, 4, n).astype(float),
+            "nom": rng.choice(["a", "b", "c"], n).astype(object),
+            "ord": rng.integers(0, 3, n).astype(float),
+        }
+    )
+    for col in frame.columns:  # about 15 % missing in every key
+        frame.loc[rng.random(n) < 0.15, col] = None
+    w = rng.uniform(1, 50, n)
+    f, F = match_counts(frame, w)
+    ref_f, ref_F = pairwise_reference(frame, w)
+    assert f.tolist() == ref_f.tolist()
+    assert np.allclose(F, ref_F)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_l_diversity_counts_over_the_matching_records(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = 80
+    frame = pd.DataFrame({"a": rng.integers(0, 3, n).astype(float), "b": rng.integers(0, 2, n)})
+    frame.loc[rng.random(n) < 0.2, "a"] = np.nan
+    s = pd.Series(rng.choice(["x", "y", "z", "w"], n))
+    codes = key_codes(frame)
+    match = np.ones((n, n), dtype=bool)
+    for j in range(codes.shape[1]):
+        x = codes[:, j]
+        match &= (x[:, None] == x[None, :]) | (x[:, None] < 0) | (x[None, :] < 0)
+    distinct = [s[match[i]].nunique() for i in range(n)]
+    entropies = []
+    for i in range(n):
+        p = s[match[i]].value_counts(normalize=True).to_numpy()
+        entropies.append(np.exp(-(p * np.log(p)).sum()))
+    assert l_diversity(frame, s) == min(distinct)
+    assert entropy_l_diversity(frame, s) == pytest.approx(min(entropies))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mixed_keys_without_missing_values_match_pycanon(pycanon_anonymity, seed):  # noqa: F811
+    rng = np.random.default_rng(seed)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(20, 26, n),
+            "sex": rng.choice(["F", "M"], n),
+            "region": rng.choice(["N", "S", "E"], n, p=[0.6, 0.3, 0.1]),
+            "income": rng.choice(["low", "mid", "high"], n),
+        }
+    )
+    qi = ["age", "sex", "region"]
+    assert k_anonymity(frame[qi]) == pycanon_anonymity.k_anonymity(frame, qi)
+    assert l_diversity(frame[qi], frame["income"]) == pycanon_anonymity.l_diversity(
+        frame, qi, ["income"]
+    )
+
+
+def test_weights_must_be_positive():
+    with pytest.raises(InputError):
+        match_counts(MIXED, weights=[1, 1, 1, 0, 1, 1, 1])

@@ -1,0 +1,210 @@
+"""A mixed-keys release end to end: categorical and numeric keys, missing values, recoding,
+weights, integers with an equality rule; and the one-line refusals of bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from sdcflow.errors import Reason
+from sdcflow.flows.cli import main
+from sdcflow.tasks.measures.anonymity import match_counts
+
+EDUCATION = ["primary", "secondary", "tertiary"]
+
+
+def people(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    """A synthetic person file: text, ordinal and integer keys, gaps, weights, a sum rule."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "person": np.arange(n),
+            "age": rng.integers(18, 90, n),
+            "sex": rng.choice(["F", "M"], n),
+            "region": rng.choice(
+                ["North", "South", "East", "West", "Islands"], n, p=[0.35, 0.3, 0.2, 0.13, 0.02]
+            ),
+            "education": rng.choice(EDUCATION, n),
+            "salary": rng.integers(0, 5000, n),
+            "bonus": rng.integers(0, 900, n),
+            "health": rng.choice(["good", "fair", "poor"], n),
+            "weight": rng.uniform(50, 400, n).round(2),
+        }
+    )
+    frame["income"] = frame["salary"] + frame["bonus"]
+    frame.loc[rng.random(n) < 0.05, "region"] = "?"
+    frame = frame.astype({"salary": "Int64", "bonus": "Int64", "income": "Int64"})
+    gaps = rng.random(n) < 0.04
+    frame.loc[gaps, ["salary", "income"]] = pd.NA  # the rule is undetermined there
+    return frame
+
+
+def write_spec(tmp: Path, frame: pd.DataFrame | None = None, **overrides) -> Path:
+    (people() if frame is None else frame).to_csv(tmp / "people.csv", index=False)
+    spec = {
+        "release": "people",
+        "source": "people.csv",
+        "id_column": "person",
+        "quasi_identifiers": [
+            "age",
+            "sex",
+            "region",
+            {"name": "education", "type": "ordinal", "order": EDUCATION},
+            "salary",
+            "bonus",
+            "income",
+        ],
+        "missing_values": ["?", ""],
+        "weight_column": "weight",
+        "sensitive": ["health"],
+        "recode": {
+            "age": {
+                "bins": [0, 30, 45, 65, float("inf")],
+                "labels": ["<30", "30-44", "45-64", "65+"],
+            },
+            "region": {"map": {"Islands": "South"}},
+        },
+        "suppression": {"importance": ["sex", "age"]},
+        "edits": ["income == salary + bonus"],
+        "method": {"name": "mdav", "k": 5},
+        "checks": {
+            "k_anonymity": 5,
+            "max_individual_risk": 1.0,
+            "max_global_risk": 100,
+            "l_diversity": 1,
+        },
+        "seed": 11,
+        **overrides,
+    }
+    path = tmp / "release.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+@pytest.mark.flow
+def test_mixed_release_end_to_end(tmp_path, prefect_api):
+    spec = write_spec(tmp_path)
+    assert main(["release", str(spec)]) == 0
+    out = tmp_path / "published" / "people"
+    manifest = json.loads((out / "manifest.json").read_text())
+    published = pd.read_parquet(out / "data.parquet")
+    keys = ["age", "sex", "region", "education", "salary", "bonus", "income"]
+    assert list(published.columns) == [*keys, "health", "weight"]
+    # k over every key as published (a missing value matches any value), counted here again
+    f, _ = match_counts(published[keys])
+    assert f.min() >= 5
+    checks = {c["check"]: c for c in manifest["checks"]}
+    assert checks["k_anonymity"]["figure"] == f.min() and checks["k_anonymity"]["verdict"] == "pass"
+    assert checks["max_individual_risk"]["unit"] == "probability (0..1)"
+    # recoding applied before masking and recorded
+    assert set(published["age"].dropna()) <= {"<30", "30-44", "45-64", "65+"}
+    assert "Islands" not in set(published["region"].dropna())
+    assert manifest["method_details"]["recoding"]["age"]["kind"] == "bins"
+    assert manifest["spec"]["recode"]["region"]["map"] == {"Islands": "South"}
+    # missing numbers stay missing (the 4 % gaps), nothing imputed; integers stay integers
+    source = people()
+    assert published["salary"].isna().sum() == source["salary"].isna().sum()
+    assert str(published["salary"].dtype) == "Int64"
+    csv_line = (out / "data.csv").read_text().splitlines()[1]
+    assert ".0," not in csv_line
+    # the equality rule holds on every published record that has its values...
+    full = published.dropna(subset=["salary", "bonus", "income"])
+    assert (full["income"] == full["salary"] + full["bonus"]).all()
+    # ...and is undetermined (reported, not violated) where a value is missing
+    edits = manifest["edit_rules"]
+    assert edits["masked"]["R1"] == 0 and edits["masked_undetermined"]["R1"] > 0
+    assert edits["raw_undetermined"]["R1"] == source["salary"].isna().sum()
+    # weights published unchanged, risk computed with them, before and after
+    assert np.allclose(np.sort(published["weight"]), np.sort(source["weight"]))
+    disclosure = manifest["method_details"]["disclosure"]
+    assert disclosure["risk"]["weighted"] is True
+    assert disclosure["risk"]["after"]["max"] <= disclosure["risk"]["before"]["max"]
+    assert sum(disclosure["risk"]["histogram_after"]["records"]) == len(published)
+    suppressed = manifest["method_details"]["categorical_values_suppressed"]
+    assert set(suppressed) == {"age", "sex", "region", "education"}
+    report = next((tmp_path / "reports" / "people").glob("*/report.html")).read_text()
+    assert "re-identification risk" in report and "values suppressed" in report
+    con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT status FROM audit.runs").fetchone()[0] == "published"
+    con.close()
+
+
+def _one_line_refusal(capsys, spec: Path, code: Reason, named: str) -> None:
+    assert main(["release", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"[{code}]" in err and named in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "keep" not in err  # no advice to publish a key unmasked
+    assert not (spec.parent / "warehouse.duckdb").exists()
+
+
+def test_a_key_type_that_cannot_be_used(tmp_path, capsys):
+    table = pa.table(
+        {
+            "person": list(range(20)),
+            "age": [30 + i % 7 for i in range(20)],
+            "tags": [[i, i + 1] for i in range(20)],  # a list column
+        }
+    )
+    pq.write_table(table, tmp_path / "people.parquet")
+    spec = tmp_path / "release.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "release": "p",
+                "source": "people.parquet",
+                "quasi_identifiers": ["age", "tags"],
+                "method": {"name": "mdav", "k": 5},
+            }
+        )
+    )
+    _one_line_refusal(capsys, spec, Reason.COLUMN_TYPE, "tags")
+
+
+def test_a_recoding_naming_an_unknown_level(tmp_path, capsys):
+    spec = write_spec(tmp_path, recode={"region": {"map": {"Atlantis": "South"}}})
+    _one_line_refusal(capsys, spec, Reason.RECODING, "Atlantis")
+
+
+def test_non_positive_weights(tmp_path, capsys):
+    frame = people()
+    frame.loc[[3, 8], "weight"] = [0.0, -2.5]
+    spec = write_spec(tmp_path, frame)
+    _one_line_refusal(capsys, spec, Reason.WEIGHTS, "weight")
+
+
+def test_a_missing_token_that_is_also_a_level(tmp_path, capsys):
+    spec = write_spec(
+        tmp_path,
+        missing_values=["?", "", "secondary"],
+    )
+    _one_line_refusal(capsys, spec, Reason.MISSING_TOKEN, "education")
+
+
+def test_a_missing_token_named_by_a_hierarchy_file(tmp_path, capsys):
+    rows = ["North;Mainland", "South;Mainland", "East;Mainland", "West;Mainland", "?;Unknown"]
+    (tmp_path / "regions.csv").write_text("\n".join(rows) + "\n")
+    spec = write_spec(tmp_path, recode={"region": {"hierarchy": "regions.csv", "level": 1}})
+    _one_line_refusal(capsys, spec, Reason.MISSING_TOKEN, "region")
+
+
+def test_a_number_column_with_an_undeclared_token(tmp_path, capsys):
+    frame = people()
+    frame["salary"] = frame["salary"].astype(object)
+    frame.loc[5, "salary"] = "n/a"
+    spec = write_spec(tmp_path, frame)
+    _one_line_refusal(capsys, spec, Reason.COLUMN_TYPE, "salary")
+
+
+def test_an_ordinal_text_key_without_order(tmp_path, capsys):
+    qis = ["age", "sex", {"name": "region", "type": "ordinal"}, "salary"]
+    spec = write_spec(tmp_path, quasi_identifiers=qis, recode={}, edits=[], suppression={})
+    _one_line_refusal(capsys, spec, Reason.COLUMN_TYPE, "region")

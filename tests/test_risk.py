@@ -1,0 +1,60 @@
+"""Individual and global re-identification risk against hand-computed figures.
+
+The formulas are sdcMicro's ``indivRisk(method = "approx")`` (Benedetti-Franconi, as reviewed
+by Franconi and Polettini 2004), with p = f / F.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcflow.errors import InputError
+from sdcflow.tasks.measures.risk import individual_risk, risk_summary
+
+
+def test_individual_risk_by_hand():
+    # f = 1, F = 10: p = 0.1, r = p/(1-p) ln(1/p) = 0.111111 * 2.302585 = 0.255843
+    # f = 2, F = 10: p = 0.2, r = 0.25 - 0.0625 ln 5 = 0.25 - 0.100590 = 0.149410
+    # f = 3, F = 30: p = 0.1, r = 0.1 / (3 - 0.9) = 0.047619
+    # f = 4, F = 4 (weights of 1): the sample is the population there, r = 1/4
+    r = individual_risk(np.array([1, 2, 3, 4]), np.array([10.0, 10.0, 30.0, 4.0]))
+    assert r == pytest.approx([0.2558427881, 0.1494101305, 0.0476190476, 0.25], rel=1e-9)
+    assert r[0] == pytest.approx(0.1 / 0.9 * math.log(10))
+    assert r[1] == pytest.approx(0.25 - 0.0625 * math.log(5))
+
+
+def test_without_weights_risk_is_one_over_f():
+    assert individual_risk(np.array([1, 2, 5])) == pytest.approx([1.0, 0.5, 0.2])
+
+
+def test_risk_summary_on_a_file_with_weights_and_missing_values():
+    # Record 2 has sex missing: it matches any sex, but only region S. Frequencies by hand:
+    #   0 (F, N): 0, 1          f = 2, F = 10 + 10 = 20
+    #   1 (F, N): 0, 1          f = 2, F = 20
+    #   2 (-, S): 2, 3          f = 2, F = 30 + 40 = 70
+    #   3 (M, S): 2, 3          f = 2, F = 70
+    #   4 (M, E): 4             f = 1, F = 50
+    keys = pd.DataFrame({"sex": ["F", "F", None, "M", "M"], "region": ["N", "N", "S", "S", "E"]})
+    w = np.array([10.0, 10.0, 30.0, 40.0, 50.0])
+    s = risk_summary(keys, w)
+    assert s.fk.tolist() == [2, 2, 2, 2, 1]
+    assert s.Fk.tolist() == [20, 20, 70, 70, 50]
+    p = np.array([0.1, 0.1, 2 / 70, 2 / 70, 1 / 50])
+    odds = p / (1 - p)
+    expected = np.where(s.fk == 1, odds * np.log(1 / p), odds - odds**2 * np.log(1 / p))
+    assert s.risk == pytest.approx(expected)
+    # global risk: expected re-identifications and their share of the records
+    assert s.expected_reidentifications == pytest.approx(expected.sum())
+    assert s.global_risk_percent == pytest.approx(100 * expected.sum() / 5)
+    assert s.distribution()["sample_uniques"] == 1
+
+
+def test_bad_frequencies_are_refused():
+    with pytest.raises(InputError):
+        individual_risk(np.array([0, 1]))
+    with pytest.raises(InputError):
+        individual_risk(np.array([1, 2]), np.array([1.0]))

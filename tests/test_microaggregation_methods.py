@@ -112,3 +112,24 @@ def test_blocks_report_the_bound_of_the_whole() -> None:
     assert res.details["information_loss_lower_bound"] <= res.details["information_loss"]
     second = res.blocks[1].result.groups
     np.testing.assert_allclose(res.points[:, 1:], group_means(X[:, 1:], second))
+
+
+def test_stratified_bound() -> None:
+    # Two strata microaggregated separately: on the whole file's standardized scale the loss
+    # is the sum of the strata's SSEs over one SST, and so is the bound.
+    from sdcflow.tasks.methods.microaggregation import stratified_bound_details
+    from sdcflow.tasks.microaggregation.bound import sse_lower_bound
+    from sdcflow.tasks.microaggregation.scaling import working_scale
+
+    rng = np.random.default_rng(6)
+    X = rng.lognormal(size=(90, 3))
+    strata = [np.arange(0, 40), np.arange(40, 90)]
+    points = np.empty_like(X)
+    for rows in strata:
+        points[rows] = group_means(X[rows], mdav(X[rows], 3))
+    d = stratified_bound_details(X, points, strata, 3)
+    Z = working_scale(X)
+    expected = sum(sse_lower_bound(Z[rows], 3).sse for rows in strata)
+    assert d["information_loss_lower_bound"] == pytest.approx(100 * expected / (Z**2).sum())
+    assert d["information_loss_lower_bound"] <= d["information_loss"]
+    assert d["information_loss"] == pytest.approx(sse_sst_loss(X, points))

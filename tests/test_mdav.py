@@ -93,6 +93,16 @@ def test_partition_invariants(n: int, k: int) -> None:
     assert np.unique(masked, axis=0, return_counts=True)[1].min() >= k
 
 
+def test_unstandardized_groups_the_centred_values() -> None:
+    # standardize=False forms the groups on the centred values: there the large column
+    # decides, so the groups differ from the standardized ones
+    X = np.random.default_rng(8).lognormal(size=(120, 3)) * [1, 1e3, 1e6]
+    raw = mdav(X, 3, standardize=False)
+    np.testing.assert_array_equal(raw, mdav_groups(X - X.mean(axis=0), 3))
+    assert not np.array_equal(raw, mdav(X, 3))
+    check_partition(raw, 120, 3)
+
+
 # --- the compiled kernel gives the reference's groups ----------------------------------------
 
 

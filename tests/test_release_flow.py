@@ -68,7 +68,11 @@ def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
         digest = hashlib.sha256((out / name).read_bytes()).hexdigest()
         assert manifest["files"][name]["sha256"] == digest
     assert manifest["rows"] == 400
-    assert manifest["method"] == {"name": "mdav", "k": 5}
+    assert manifest["method"] == {
+        "name": "mdav", "k": 5, "standardize": True, "refine": None, "cell_size": None
+    }  # fmt: skip
+    details = manifest["method_details"]  # the loss, a bound below any partition's, the ratio
+    assert 0 < details["information_loss_lower_bound"] <= details["information_loss"]
     assert "seed" not in manifest["spec"]  # the seed is a secret
     assert {c["check"]: c["verdict"] for c in manifest["checks"]} == {
         "max_edit_violations": "pass",
@@ -112,6 +116,7 @@ def test_failed_check_exits_1_and_publishes_nothing(tmp_path, prefect_api, capsy
     # The refused run still explains itself in its report folder.
     (report,) = (tmp_path / "reports" / "survey").glob("*/report.html")
     assert "REFUSED" in report.read_text() and "k_anonymity" in report.read_text()
+    assert "IL / bound" in report.read_text()  # the loss, its lower bound, their ratio
     err = capsys.readouterr().err
     assert "k_anonymity" in err and "nothing was published" in err
     assert "Traceback" not in err

@@ -169,14 +169,25 @@ def test_plots_with_nothing_to_show_become_sentences(tmp_path):
 
 def test_lower_bound_and_repaired_loss_are_shown_beside_il(tmp_path):
     facts = _facts()
-    facts.result.details["il_lower_bound"] = 1.25
-    facts.result.details["il_lower_bound_definition"] = "SSE of the optimal partition"
+    details = facts.result.details
+    assert details["information_loss_lower_bound"] <= details["information_loss"]  # from #15
     facts.evidence.information_loss["repaired"] = 3.5
     (loss,) = [s for s in release_sections(facts) if s.title == "Information loss"]
     rows = {r[0]: r[1] for r in loss.blocks[0].rows}
-    assert rows["lower bound on IL (SSE of the optimal partition)"] == 1.25
+    bound = "lower bound on IL for any partition into groups of >= k records"
+    assert rows[bound] == details["information_loss_lower_bound"]
+    assert (
+        rows["IL / bound (1 would be provably optimal)"] == details["information_loss_over_bound"]
+    )
     assert rows["IL against the repaired records (what the method masked)"] == 3.5
     assert any("raw file" in label for label in rows)
+    # a method that reports why it has no bound says so beside IL
+    details.pop("information_loss_lower_bound")
+    details["lower_bound"] = {"status": "not computed: over the CPU budget"}
+    (loss,) = [s for s in release_sections(facts) if s.title == "Information loss"]
+    assert "No lower bound on IL: not computed: over the CPU budget." in [
+        b.text for b in loss.blocks if b.kind == "text"
+    ]
 
 
 def test_box_report_shows_box_sizes_and_estimates_with_their_estimand(tmp_path):

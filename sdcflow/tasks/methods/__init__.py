@@ -25,12 +25,20 @@ from sdcflow.tasks.methods.fuzzy import (
     FuzzyParams,
 )
 from sdcflow.tasks.methods.heterogeneous import HETEROGENEOUS, HeterogeneousParams
-from sdcflow.tasks.methods.microaggregation import MDAV, PS, MdavParams, PsParams
+from sdcflow.tasks.methods.microaggregation import (
+    MDAV,
+    PS,
+    UNIVARIATE,
+    MdavParams,
+    PsParams,
+    UnivariateParams,
+)
 from sdcflow.tasks.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
 
 METHODS: dict[str, Method] = {
     "mdav": MDAV,
     "ps": PS,
+    "univariate": UNIVARIATE,
     "box": BOX,
     "fuzzy": FUZZY,
     "constrained_fuzzy": CONSTRAINED_FUZZY,
@@ -65,5 +73,6 @@ __all__ = [
     "Method",
     "MethodParams",
     "PsParams",
+    "UnivariateParams",
     "get_method",
 ]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.methods.base import BlockResult, MaskResult, MethodParams
 from sdcflow.tasks.validation import check_matrix
@@ -43,16 +45,40 @@ def mask_quasi_identifiers(
     points = np.empty_like(X)
     for part in parts:
         points[:, [columns.index(c) for c in part.columns]] = part.result.points
+    details: dict[str, Any] = {
+        "blocks": [
+            {"columns": p.columns, "released_columns": p.released_columns, **p.result.details}
+            for p in parts
+        ]
+    }
+    details.update(_combined_bound(X, points, [p.result.details for p in parts]))
     return MaskResult(
         masked=pd.concat([p.result.masked for p in parts], axis=1),
         points=points,
         groups=None,
         blocks=parts,
         identifying=[c for p in parts for c in p.released_columns],
-        details={
-            "blocks": [
-                {"columns": p.columns, "released_columns": p.released_columns, **p.result.details}
-                for p in parts
-            ]
-        },
+        details=details,
     )
+
+
+def _combined_bound(
+    X: np.ndarray, points: np.ndarray, parts: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The information loss of a release masked by blocks and, when every block reports a
+    lower bound (crisp microaggregation), the bound of the whole release and the ratio.
+
+    The loss of the whole is ``100 sum_b SSE_b / sum_b SST_b`` (standardized columns), and each
+    block's SSE is at least its bound, so ``100 sum_b bound_b / sum_b SST_b`` bounds it.
+    Shapes: X (n, d), points (n, d).
+    """
+    bounds = [p.get("lower_bound") or {} for p in parts]
+    if not bounds or any(b.get("sse") is None or not b.get("sst") for b in bounds):
+        return {}
+    il = sse_sst_loss(X, points)
+    il_bound = 100.0 * sum(b["sse"] for b in bounds) / sum(b["sst"] for b in bounds)
+    return {
+        "information_loss": il,
+        "information_loss_lower_bound": il_bound,
+        "information_loss_over_bound": il / il_bound if il_bound > 0 else None,
+    }

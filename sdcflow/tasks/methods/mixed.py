@@ -57,6 +57,7 @@ from sdcflow.tasks.methods.keys import (
     decode,
     encode_keys,
 )
+from sdcflow.tasks.methods.microaggregation import stratified_bound_details
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
     group_representatives,
@@ -109,6 +110,7 @@ def _strata(
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(int(labels.max()) + 2))
     gaps = 0
+    bounded: list[np.ndarray] = []  # strata whose method reports a loss bound (crisp)
     for s in range(int(labels.max()) + 1):
         rows = order[bounds[s] : bounds[s + 1]]
         X = enc.numeric[rows]
@@ -118,6 +120,8 @@ def _strata(
         else:
             part = mask(X, enc.numeric_names, params, rng, constraints)
             released[rows] = part.points
+            if "lower_bound" in part.details:
+                bounded.append(rows)
     # Give back suppressed values that every record can spare, counting over all keys.
     all_codes = np.concatenate([strata.codes, key_codes(released)], axis=1)
     original = np.concatenate([enc.codes, key_codes(released)], axis=1)
@@ -127,17 +131,16 @@ def _strata(
     )
     S = np.concatenate([strata.suppressed, np.zeros(released.shape, dtype=bool)], axis=1)
     codes, S, _, given_back = restore(all_codes, original, S, k, rank)
-    return EncodedRelease(
-        released,
-        codes[:, :c].astype(np.int64),
-        details={
-            "strategy": "strata: categorical keys agree within strata of >= k records, "
-            f"{params.name} masks the numeric keys inside each stratum",
-            "strata": int(labels.max()) + 1,
-            "strata_with_missing_numbers": gaps,
-            "suppressed_then_restored": int(given_back),
-        },
-    )
+    details: dict[str, Any] = {
+        "strategy": "strata: categorical keys agree within strata of >= k records, "
+        f"{params.name} masks the numeric keys inside each stratum",
+        "strata": int(labels.max()) + 1,
+        "strata_with_missing_numbers": gaps,
+        "suppressed_then_restored": int(given_back),
+    }
+    if bounded and len(bounded) == int(labels.max()) + 1:  # crisp in every stratum
+        details.update(stratified_bound_details(enc.numeric, released, bounded, k))
+    return EncodedRelease(released, codes[:, :c].astype(np.int64), details=details)
 
 
 def _assemble(

@@ -50,7 +50,8 @@ import numba
 import numpy as np
 
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.validation import check_k, check_matrix, standardize
+from sdcflow.tasks.microaggregation.scaling import working_scale
+from sdcflow.tasks.validation import check_k, check_matrix
 
 # ---------------------------------------------------------------------------------------------
 # Reference: plain numpy, one sweep per search
@@ -708,11 +709,13 @@ def mdav(
     *,
     columns: list[str] | None = None,
     kernel: Literal["numba", "numpy"] = "numba",
+    standardize: bool = True,
 ) -> np.ndarray:
     """MDAV-generic microaggregation of ``X`` on standardized data.
 
-    Groups are formed on the columns standardized to zero mean and unit population variance;
-    the released values are the group centroids in the original units.
+    Groups are formed on the columns standardized to zero mean and unit population variance
+    (or only centred, ``standardize=False``); the released values are the group centroids in
+    the original units.
 
     Parameters
     ----------
@@ -725,6 +728,9 @@ def mdav(
     kernel : {"numba", "numpy"}, default "numba"
         ``"numba"``: the compiled :func:`mdav_groups`; ``"numpy"``: the straightforward
         :func:`mdav_groups_reference`. Both give identical labels.
+    standardize : bool, default True
+        False: form the groups on the centred values, in their units
+        (:mod:`~sdcflow.tasks.microaggregation.scaling`).
 
     Returns
     -------
@@ -740,7 +746,7 @@ def mdav(
         raise ParameterError(f'kernel must be "numba" or "numpy", got {kernel!r}')
     X = check_matrix(X, columns=columns)
     k = check_k(k, X.shape[0])
-    Z, _, _ = standardize(X)
+    Z = working_scale(X, standardize)
     if kernel == "numpy":
         return mdav_groups_reference(Z, k)
     return mdav_groups(Z, k)

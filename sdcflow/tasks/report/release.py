@@ -10,9 +10,11 @@ returning one :class:`~sdcflow.tasks.report.sections.Section`; a new figure is a
 function and one line in :func:`release_sections`.
 
 Lower bounds on IL: a method that proves one reports it among its details as
-``il_lower_bound`` (a number in IL's units, %), optionally with
-``il_lower_bound_definition`` (one line saying what it bounds); the report shows it beside
-IL. Blocks report theirs in their own details.
+``information_loss_lower_bound`` (IL's units, %: no partition into groups of >= k records of
+the records it masked loses less), with its own ``information_loss`` on those records and
+their ratio ``information_loss_over_bound``, and ``lower_bound.status`` when no bound was
+computed (crisp microaggregation, :mod:`sdcflow.tasks.methods.microaggregation`); the report
+shows them beside IL.
 
 Nothing here reads or shows a record value: moments, correlations, counts per safe bin
 (:func:`~sdcflow.tasks.report.plots.safe_bins`), group sizes and the distribution of
@@ -33,8 +35,6 @@ from sdcflow.tasks.measures.anonymity import match_counts
 from sdcflow.tasks.methods import MaskResult, MethodParams, get_method
 from sdcflow.tasks.report import plots
 from sdcflow.tasks.report.sections import Section, Table, Text, fmt
-
-LOWER_BOUND = "il_lower_bound"
 
 
 @dataclass(frozen=True)
@@ -225,8 +225,8 @@ def loss_section(facts: ReleaseFacts) -> Section:
         rows.append(
             ["IL against the repaired records (what the method masked)", il["repaired"], "%"]
         )
-    for label, value, definition in lower_bounds(facts.result.details if facts.result else {}):
-        rows.append([label + (f" ({definition})" if definition else ""), value, "%"])
+    bound_rows, bound_note = lower_bound_rows(facts.result.details if facts.result else {})
+    rows += bound_rows
     if not rows:
         return section.text("No information loss was measured.")
     section.table(Table(["measure", "value", "unit"], rows))
@@ -243,29 +243,38 @@ def loss_section(facts: ReleaseFacts) -> Section:
             "this source), the second with the records the method masked.",
             "note",
         )
+    if bound_note:
+        section.text(bound_note, "note")
     return section
 
 
-def lower_bounds(details: Mapping[str, Any]) -> list[tuple[str, float, str]]:
-    """``(label, value, definition)`` of every IL lower bound a method reported (module
-    docstring), for the whole release and each block."""
-    found = []
-    parts = [("", details)] + [
-        (f" of block {i + 1}", b)
-        for i, b in enumerate(details.get("blocks") or [])
-        if isinstance(b, Mapping)
-    ]
-    for where, part in parts:
-        value = part.get(LOWER_BOUND)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            found.append(
-                (
-                    f"lower bound on IL{where}",
-                    float(value),
-                    str(part.get(f"{LOWER_BOUND}_definition", "")),
-                )
-            )
-    return found
+def lower_bound_rows(details: Mapping[str, Any]) -> tuple[list[list[Any]], str]:
+    """Rows of the method's lower bound on IL (module docstring) for the loss table, and a
+    note: what the bound bounds, or why there is none."""
+    bound = details.get("information_loss_lower_bound")
+    own = details.get("information_loss")
+    status = details.get("lower_bound")
+    if not _number(bound):
+        if isinstance(status, Mapping) and status.get("status") and _number(own):
+            return [], f"No lower bound on IL: {status['status']}."
+        return [], ""
+    rows: list[list[Any]] = []
+    if _number(own):
+        rows.append(["IL of the method on the records it masked (its own figure)", own, "%"])
+    rows.append(["lower bound on IL for any partition into groups of >= k records", bound, "%"])
+    ratio = details.get("information_loss_over_bound")
+    if _number(ratio):
+        rows.append(["IL / bound (1 would be provably optimal)", ratio, "ratio"])
+    note = (
+        "The bound is proved on the records the method masked: no partition of them into "
+        "groups of at least k records loses less, so the optimum's IL lies between the bound "
+        "and the method's own figure."
+    )
+    return rows, note
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def moments_section(facts: ReleaseFacts) -> Section:

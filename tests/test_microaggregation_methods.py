@@ -1,0 +1,135 @@
+"""The crisp methods' options in a spec (refine, standardize, cell_size, univariate) and the
+figures every crisp release records (its loss, a lower bound, their ratio)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from sdcflow.errors import InputError, Reason
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.tasks.methods import METHODS
+from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.methods.microaggregation import RefineOptions
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.tasks.microaggregation.ps import ps
+from sdcflow.tasks.spec import load_spec
+
+
+def spec_with(tmp_path, method: dict) -> object:
+    pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [4.0, 3.0, 2.0, 1.0]}).to_csv(
+        tmp_path / "d.csv", index=False
+    )
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b"], "method": method}
+        )
+    )
+    return load_spec(path)
+
+
+@pytest.mark.parametrize("name", ["mdav", "ps", "univariate"])
+def test_spec_options(tmp_path, name: str) -> None:
+    spec = spec_with(tmp_path, {"name": name, "k": 3})
+    assert spec.method.refine is None and spec.method.standardize is True
+    spec = spec_with(tmp_path, {"name": name, "k": 3, "refine": True, "standardize": False})
+    assert spec.method.refine == RefineOptions() and spec.method.standardize is False
+    spec = spec_with(tmp_path, {"name": name, "k": 3, "refine": {"seconds": 2, "rounds": 10}})
+    assert spec.method.refine == RefineOptions(seconds=2, rounds=10)
+    assert spec_with(tmp_path, {"name": name, "k": 3, "refine": False}).method.refine is None
+    for bad in ({"refine": {"minutes": 1}}, {"refine": {"seconds": 0}}, {"refine": "yes"}):
+        with pytest.raises(InputError) as e:
+            spec_with(tmp_path, {"name": name, "k": 3, **bad})
+        assert e.value.code == Reason.SPEC_FIELD
+
+
+def test_release_details_and_the_bound() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.lognormal(size=(300, 4))
+    cols = list("abcd")
+    plain = METHODS["mdav"].mask(
+        X, cols, METHODS["mdav"].params.model_validate({"name": "mdav", "k": 4}), rng, None
+    )
+    np.testing.assert_array_equal(plain.groups, mdav(X, 4))
+    d = plain.details
+    assert d["algorithm"] == "mdav" and d["scale"] == "standardized" and "refine" not in d
+    assert d["information_loss"] == pytest.approx(sse_sst_loss(X, plain.points))
+    assert 0 < d["information_loss_lower_bound"] <= d["information_loss"]
+    assert d["information_loss_over_bound"] == pytest.approx(
+        d["information_loss"] / d["information_loss_lower_bound"]
+    )
+    assert d["lower_bound"]["status"] == "ok"
+    params = METHODS["mdav"].params.model_validate(
+        {"name": "mdav", "k": 4, "refine": {"seconds": 5, "rounds": 200}}
+    )
+    refined = METHODS["mdav"].mask(X, cols, params, np.random.default_rng(1), None)
+    r = refined.details
+    assert r["refine"]["rounds"] == 200 and r["refine"]["sse_after"] <= r["refine"]["sse_before"]
+    assert d["information_loss_lower_bound"] <= r["information_loss"] <= d["information_loss"]
+    assert r["information_loss_lower_bound"] == d["information_loss_lower_bound"]
+    assert np.bincount(refined.groups).min() >= 4
+    assert METHODS["mdav"].promises(params) == {"k_anonymity": 4.0}
+
+
+def test_standardize_false_groups_on_the_centred_scale() -> None:
+    X = np.random.default_rng(2).lognormal(size=(200, 3)) * [1, 1e3, 1e6]
+    for name, fn in (("mdav", mdav), ("ps", ps)):
+        params = METHODS[name].params.model_validate({"name": name, "k": 3, "standardize": False})
+        res = METHODS[name].mask(X, list("abc"), params, np.random.default_rng(0), None)
+        np.testing.assert_array_equal(res.groups, fn(X, 3, standardize=False))
+        assert res.details["scale"] == "centred"
+        # the gate's loss is still on standardized data, and so is the bound
+        assert res.details["information_loss"] == pytest.approx(sse_sst_loss(X, res.points))
+
+
+def test_cell_size() -> None:
+    X = np.random.default_rng(3).standard_normal((400, 3))
+    params = METHODS["mdav"].params.model_validate({"name": "mdav", "k": 4, "cell_size": 100})
+    res = METHODS["mdav"].mask(X, list("abc"), params, np.random.default_rng(0), None)
+    sizes = np.bincount(res.groups)
+    assert sizes.min() >= 4 and sizes.max() <= 7
+    assert res.details["algorithm"] == "mdav in cells of 100"
+    params = METHODS["mdav"].params.model_validate({"name": "mdav", "k": 4, "cell_size": 5})
+    with pytest.raises(InputError) as e:
+        METHODS["mdav"].mask(X, list("abc"), params, np.random.default_rng(0), None)
+    assert e.value.code == Reason.PARAMETER
+
+
+def test_blocks_report_the_bound_of_the_whole() -> None:
+    # IL of the whole = 100 sum SSE_b / sum SST_b, so the blocks' bounds add up the same way.
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((150, 3))
+    params = METHODS["ps"].params.model_validate({"name": "ps", "k": 3})
+    res = mask_quasi_identifiers(X, list("abc"), params, rng, blocks=[["a"], ["b", "c"]])
+    parts = [b["lower_bound"] for b in res.details["blocks"]]
+    assert res.details["information_loss_lower_bound"] == pytest.approx(
+        100 * sum(p["sse"] for p in parts) / sum(p["sst"] for p in parts)
+    )
+    assert res.details["information_loss"] == pytest.approx(sse_sst_loss(X, res.points))
+    assert res.details["information_loss_lower_bound"] <= res.details["information_loss"]
+    second = res.blocks[1].result.groups
+    np.testing.assert_allclose(res.points[:, 1:], group_means(X[:, 1:], second))
+
+
+def test_stratified_bound() -> None:
+    # Two strata microaggregated separately: on the whole file's standardized scale the loss
+    # is the sum of the strata's SSEs over one SST, and so is the bound.
+    from sdcflow.tasks.methods.microaggregation import stratified_bound_details
+    from sdcflow.tasks.microaggregation.bound import sse_lower_bound
+    from sdcflow.tasks.microaggregation.scaling import working_scale
+
+    rng = np.random.default_rng(6)
+    X = rng.lognormal(size=(90, 3))
+    strata = [np.arange(0, 40), np.arange(40, 90)]
+    points = np.empty_like(X)
+    for rows in strata:
+        points[rows] = group_means(X[rows], mdav(X[rows], 3))
+    d = stratified_bound_details(X, points, strata, 3)
+    Z = working_scale(X)
+    expected = sum(sse_lower_bound(Z[rows], 3).sse for rows in strata)
+    assert d["information_loss_lower_bound"] == pytest.approx(100 * expected / (Z**2).sum())
+    assert d["information_loss_lower_bound"] <= d["information_loss"]
+    assert d["information_loss"] == pytest.approx(sse_sst_loss(X, points))

@@ -52,8 +52,13 @@ def test_mdav_transformer_is_the_registry_method(survey):
 
 
 def test_params_as_in_scikit_learn_and_errors_as_in_the_cli(survey):
+    from sdcflow.tasks.methods import METHODS
+
     model = MDAV(k=5)
-    assert model.get_params() == {"k": 5, "random_state": None}
+    # the parameters are the registry's (generated, not copied), plus random_state
+    fields = [f for f in METHODS["mdav"].params.model_fields if f != "name"]
+    assert list(model.get_params()) == [*fields, "random_state"]
+    assert model.get_params()["k"] == 5 and model.get_params()["random_state"] is None
     assert model.set_params(k=3) is model and model.k == 3 and repr(model) == "MDAV(k=3)"
     assert Fuzzy(k=5).get_params()["m1"] is None  # the model fills the default at fit
     assert "constraints" in ConstrainedFuzzy().get_params()

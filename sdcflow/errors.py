@@ -24,6 +24,7 @@ __all__ = [
     "Reason",
     "RuleError",
     "SdcflowError",
+    "WarehouseBusy",
 ]
 
 
@@ -57,6 +58,7 @@ class Reason(StrEnum):
     RULE_NOT_KEEPABLE = "rule-not-keepable"  # masking cannot keep the rule
     RULES_INFEASIBLE = "rules-infeasible"  # no record can satisfy them all
     RULE_EVALUATION = "rule-evaluation"  # the data do not fit the rule's types
+    RULE_NOT_CHECKABLE = "rule-not-checkable"  # its columns are not released: unchecked there
     # where the run writes
     WAREHOUSE = "warehouse"  # not a DuckDB file, unreadable
     OUTPUT = "output"  # the output folder cannot hold a release
@@ -150,6 +152,12 @@ class InfeasibleRulesError(RuleError):
         InputError.__init__(self, message)
         self.rule, self.name, self.column = "", None, None
         self.rules = tuple(rules)
+
+
+class WarehouseBusy(SdcflowError):
+    """Another process holds the warehouse (a release, or a reader that did not let go) for
+    longer than the run may wait: the run could not complete, nothing was published
+    (command line: exit 3). Not an error of the input: trying again later succeeds."""
 
 
 class ChecksFailed(SdcflowError):

@@ -30,6 +30,33 @@ from sdcflow.tasks.methods import METHODS, MethodParams
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
+class Acceptances(BaseModel):
+    """What a spec explicitly accepts that sdcflow refuses by default (``accept:``); the
+    manifest records it with the spec."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    looser_checks: list[str] = Field(
+        default_factory=list,
+        description="checks: keys whose threshold may be looser than the default gate or "
+        "what the method promises",
+    )
+    unchecked_rules: list[str] = Field(
+        default_factory=list,
+        description="names of error rules that may go unchecked on the released records "
+        "(their columns are not released)",
+    )
+
+    @field_validator("looser_checks")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(GATES))
+        if unknown:
+            known = ", ".join(sorted(GATES))
+            raise ValueError(f"unknown check(s) {unknown}; known checks: {known}")
+        return value
+
+
 class ReleaseSpec(BaseModel):
     """A release: where the data come from, how they are masked, checked and published."""
 
@@ -62,6 +89,10 @@ class ReleaseSpec(BaseModel):
         False, description="also publish the run's report.html with the release"
     )
     seed: int | None = Field(None, description="secret seed for reproducible randomness")
+    accept: Acceptances = Field(
+        default_factory=Acceptances,
+        description="explicit acceptance of looser gates or unchecked rules (in the manifest)",
+    )
     base_dir: Path = Field(Path("."), exclude=True)
 
     @field_validator("method", mode="before")

@@ -53,6 +53,14 @@ class GateContext:
         The confidential attributes (``sensitive:``), released unchanged.
     rng : numpy.random.Generator
         For measures that draw.
+    unchecked_rules : tuple of str
+        Error rules that could not be evaluated on the released records (their columns are
+        not released).
+    accepted_unchecked : frozenset of str
+        Those of them the spec accepts unchecked (``accept: unchecked_rules``).
+    accept_looser : frozenset of str
+        Gate keys whose spec threshold may be looser than the default or what the method
+        promises (``accept: looser_checks``).
     """
 
     original: np.ndarray
@@ -63,6 +71,9 @@ class GateContext:
     edit_violations: Mapping[str, int] | None = None
     sensitive: pd.DataFrame | None = None
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    unchecked_rules: tuple[str, ...] = ()
+    accepted_unchecked: frozenset[str] = frozenset()
+    accept_looser: frozenset[str] = frozenset()
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def option(self, option: GateOption) -> Any:
@@ -90,6 +101,8 @@ class Gate:
     unit : unit of the figure and of its threshold (``records``, ``%``...).
     option : the ``measures:`` setting it reads, if any.
     requires : spec fields it needs (``sensitive``), checked when the spec is loaded.
+    not_checked : when the figure cannot be established on the release, returns why and
+        whether the spec accepts that (the outcome is then "not checked", never a figure).
     """
 
     key: str
@@ -99,6 +112,7 @@ class Gate:
     unit: str = ""
     option: GateOption | None = None
     requires: frozenset[str] = frozenset()
+    not_checked: Callable[[GateContext], tuple[str, bool] | None] | None = None
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):
@@ -108,7 +122,11 @@ class Gate:
 
 @dataclass(frozen=True)
 class GateOutcome:
-    """A gate's figure, threshold and verdict."""
+    """A gate's figure, threshold and verdict.
+
+    ``checked`` is False when the figure could not be established on the release (``figure``
+    is then NaN and ``note`` says why); such a gate passes only when the spec accepts it.
+    """
 
     key: str
     figure: float
@@ -117,18 +135,29 @@ class GateOutcome:
     passed: bool
     description: str
     unit: str = ""
+    checked: bool = True
+    note: str = ""
 
     @property
     def rule(self) -> str:
         return ">=" if self.direction == "min" else "<="
 
+    @property
+    def verdict(self) -> str:
+        if not self.checked:
+            return "not checked (accepted)" if self.passed else "not checked"
+        return "pass" if self.passed else "FAIL"
+
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "check": self.key,
-            "figure": self.figure,
+            "figure": self.figure if self.checked else None,
             "threshold": self.threshold,
             "rule": self.rule,
-            "verdict": "pass" if self.passed else "FAIL",
+            "verdict": self.verdict,
             "unit": self.unit,
             "description": self.description,
         }
+        if self.note:
+            out["note"] = self.note
+        return out

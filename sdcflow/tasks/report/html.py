@@ -86,6 +86,8 @@ def check_usage(row: Mapping[str, Any]) -> float:
     ``figure / threshold`` for ``<=`` checks and ``threshold / figure`` for ``>=`` checks; a
     zero denominator gives 0 when the numerator is 0 too and infinity otherwise.
     """
+    if row["figure"] is None:  # not checked
+        return math.inf
     fig, thr = float(row["figure"]), float(row["threshold"])
     num, den = (fig, thr) if row["rule"] == "<=" else (thr, fig)
     if not math.isfinite(num) or not math.isfinite(den):

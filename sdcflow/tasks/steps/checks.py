@@ -20,6 +20,7 @@ def gate_context(
     result: MaskResult,
     edit_violations: Mapping[str, int] | None,
     rng: np.random.Generator,
+    unchecked_rules: Sequence[str] = (),
 ) -> GateContext:
     return GateContext(
         original=frame[spec.quasi_identifiers].to_numpy(dtype=np.float64),
@@ -30,6 +31,9 @@ def gate_context(
         edit_violations=edit_violations,
         sensitive=frame[spec.sensitive] if spec.sensitive else None,
         rng=rng,
+        unchecked_rules=tuple(unchecked_rules),
+        accepted_unchecked=frozenset(spec.accept.unchecked_rules),
+        accept_looser=frozenset(spec.accept.looser_checks),
     )
 
 
@@ -41,13 +45,19 @@ def check_release(
     edit_violations: Mapping[str, int] | None,
     rng: np.random.Generator,
     figures: Sequence[str] = (),
+    unchecked_rules: Sequence[str] = (),
 ) -> tuple[list[GateOutcome], dict[str, float]]:
     """The release's gates (the spec's, what the method promises, the defaults), and the
-    figures of the gates ``figures`` without thresholds (for comparisons)."""
-    ctx = gate_context(spec, frame, result, edit_violations, rng)
+    figures of the gates ``figures`` without thresholds (for comparisons).
+
+    ``unchecked_rules``: error rules that could not be evaluated on the released records."""
+    ctx = gate_context(spec, frame, result, edit_violations, rng, unchecked_rules)
     outcomes = run_gates(ctx, spec.checks)
     logger = get_run_logger()
     for o in outcomes:
+        if not o.checked:
+            logger.info("check %s: %s -> %s", o.key, o.note, o.verdict)
+            continue
         logger.info(
             "check %s: %.6g %s %.6g %s -> %s",
             o.key,
@@ -55,7 +65,7 @@ def check_release(
             o.rule,
             o.threshold,
             o.unit,
-            "pass" if o.passed else "FAIL",
+            o.verdict,
         )
     extra = measure(ctx, [k for k in figures if k not in {o.key for o in outcomes}])
     return outcomes, {**{o.key: o.figure for o in outcomes}, **extra}

@@ -36,8 +36,9 @@ from sdcflow.expectations.rules import (
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.warehouse.publish import check_release_paths, check_release_target
 from sdcflow.warehouse.sources import is_numeric_type, profile_table, read_source
-from sdcflow.warehouse.warehouse import ROW_ID
+from sdcflow.warehouse.warehouse import ROW_ID, check_warehouse_file
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         With a :class:`~sdcflow.errors.Reason`: unknown or reserved column, a key that is
         not numeric, missing or non-finite key values, k larger than the file, a bad rule.
     """
+    check_destinations(spec)
     data = read_source(spec.source_path)
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
@@ -125,6 +127,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         rules, feasibility = load_edit_rules(spec, profile.types)
         hard = [r for r in rules if r.severity == "error"]
         constraints = linear_constraints(hard, spec.quasi_identifiers)
+        check_rules_checkable(spec, rules)
     return ReleasePlan(
         spec=spec,
         profile=profile,
@@ -133,6 +136,56 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         constraints=constraints,
         feasibility=feasibility,
     )
+
+
+def check_destinations(spec: ReleaseSpec) -> None:
+    """Where the run writes, checked before it starts (``InputError``, exit 2): the output
+    folder can take the release (a previous sdcflow release or nothing at ``<output>/<release>``),
+    the release target holds neither the source, the warehouse, the rules nor the spec's folder
+    and does not overlap the run reports, and the warehouse is a DuckDB file or a new path."""
+    target = spec.release_dir
+    check_release_paths(
+        target,
+        {
+            "the source file": spec.source_path,
+            "the warehouse": spec.warehouse_path,
+            "the rules file": spec.path(spec.rules_file) if spec.rules_file else None,
+            "the folder of the spec": spec.base_dir,
+            "reports": spec.reports_dir / spec.release,
+        },
+    )
+    check_release_target(spec.output_dir, spec.release)
+    check_warehouse_file(spec.warehouse_path)
+
+
+def check_rules_checkable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
+    """Every error rule must be checkable on the released records: all its columns released
+    (quasi-identifiers, ``keep``, ``sensitive``), unless the spec accepts it unchecked
+    (``accept: unchecked_rules``); reason ``RULE_NOT_CHECKABLE``."""
+    names = {r.name for r in rules}
+    unknown = sorted(set(spec.accept.unchecked_rules) - names)
+    if unknown:
+        raise RuleError(
+            f"accept.unchecked_rules names unknown rule(s) {', '.join(unknown)}; use the rule "
+            "names (R1, R2... for unnamed rules)",
+            code=Reason.RULE_OPTION,
+        )
+    released = {*spec.quasi_identifiers, *spec.keep, *spec.sensitive}
+    for rule in rules:
+        if rule.severity != "error" or rule.name in spec.accept.unchecked_rules:
+            continue
+        hidden = sorted(set(rule.columns) - released)
+        if hidden:
+            raise RuleError(
+                f"the rule reads column(s) {', '.join(hidden)}, which are not released, so it "
+                "cannot be checked on the released records",
+                rule=rule.text,
+                name=rule.name,
+                hint="release the column(s) (quasi_identifiers, keep or sensitive), give the "
+                "rule severity: warning, or accept it unchecked with `accept: "
+                f"{{unchecked_rules: [{rule.name}]}}`",
+                code=Reason.RULE_NOT_CHECKABLE,
+            )
 
 
 def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearConstraints:

@@ -46,6 +46,7 @@ class Reason(StrEnum):
     COLUMN_TYPE = "column-type"  # a column's type cannot be used in its role
     VALUES_MISSING = "values-missing"
     VALUES_NONFINITE = "values-nonfinite"
+    VALUES_RANGE = "values-range"  # finite, but too large in magnitude for the computation
     TOO_FEW_RECORDS = "too-few-records"  # fewer records than k
     # the arguments of a method or measure (the numerical core)
     PARAMETER = "parameter"

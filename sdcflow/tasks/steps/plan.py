@@ -33,6 +33,7 @@ from sdcflow.expectations.rules import (
     load_rules_file,
     parse_rules,
 )
+from sdcflow.limits import MAX_RULES, MAX_SOURCE_COLUMNS, check_count
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
@@ -119,6 +120,9 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
+    check_count(
+        data.num_columns, MAX_SOURCE_COLUMNS, where=str(spec.source), what="columns in the file"
+    )
     profile = SourceProfile(**profile_table(data, named))
     _check_columns(spec, profile)
     rules: list[Rule] = []
@@ -314,8 +318,12 @@ def load_edit_rules(
     rules = parse_rules(spec.edits, known_columns=known, source="edits")
     if spec.rules_file is not None:
         path = spec.path(spec.rules_file)
+        items = load_rules_file(path)
+        check_count(
+            len(spec.edits) + len(items), MAX_RULES, where=str(path), what="edit rules in all"
+        )
         more = parse_rules(
-            load_rules_file(path),
+            items,
             known_columns=known,
             source=str(spec.rules_file),
             first_index=len(rules) + 1,

@@ -39,6 +39,7 @@ class Reason(StrEnum):
     SPEC_CONTRADICTION = "spec-contradiction"  # fields that cannot hold together
     # the source file
     SOURCE_MISSING = "source-missing"
+    SOURCE_NOT_FILE = "source-not-file"  # a folder, a link loop, a pipe: not a readable file
     SOURCE_FORMAT = "source-format"  # unsupported, corrupt, not UTF-8, ragged
     SOURCE_EMPTY = "source-empty"
     SOURCE_COLUMNS = "source-columns"  # duplicate or reserved column names

@@ -312,7 +312,7 @@ def test_a_killed_run_is_listed_as_interrupted(tmp_path):
     ("change", "code"),
     [
         ({"checks": {"max_information_loss": -1}}, Reason.SPEC_FIELD),
-        ({"source": "."}, Reason.SOURCE_MISSING),
+        ({"source": "."}, Reason.SOURCE_NOT_FILE),  # a folder, named as such
         ({"checks": {"l_diversity": 2}}, Reason.SPEC_FIELD),  # needs `sensitive:`
     ],
 )

@@ -19,6 +19,7 @@ server that this process owns and that dies with it (:mod:`sdcflow.flows.server`
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -64,6 +65,38 @@ def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-d
         print(f"all checks passed; nothing published (run {outcome.run_id})")
 
 
+class _WithoutTraceback(logging.Formatter):
+    """Formats a record as ``inner`` does, without its traceback: the console gets Prefect's
+    one-line messages, the run's failure one ``sdcflow:`` line (set SDCFLOW_DEBUG=1 for the
+    tracebacks; Prefect's API logs keep them)."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            return self.inner.format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def _console_without_tracebacks() -> None:
+    if os.environ.get("SDCFLOW_DEBUG"):
+        return
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    loggers = [logging.getLogger(), *map(logging.getLogger, ("prefect", "uvicorn", "fastapi"))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, PrefectConsoleHandler) and not isinstance(
+                handler.formatter, _WithoutTraceback
+            ):
+                handler.setFormatter(_WithoutTraceback(handler.formatter))
+
+
 def _published_here() -> dict:  # type: ignore[type-arg]
     """Runs this process published (the flow module records them), if it was imported."""
     module = sys.modules.get("sdcflow.flows.release")
@@ -92,6 +125,7 @@ def _run_release(spec_path: str, *, publish: bool, wait: float | None) -> int:
             with owned_prefect_api():
                 from sdcflow.flows.release import release  # imports Prefect: after preflight
 
+                _console_without_tracebacks()
                 outcome = release(
                     str(Path(spec_path).resolve()), publish=publish, plan=plan, wait=wait
                 )
@@ -183,6 +217,7 @@ def _compare(
         params[key.strip()] = yaml.safe_load(value)
     from sdcflow.flows.server import owned_prefect_api
 
+    _console_without_tracebacks()
     try:
         with owned_prefect_api():
             table = compare(spec_path, methods, ks, params=params, intruder=intruder, out_dir=out)

@@ -85,21 +85,22 @@ def _check_is_file(source: Path) -> None:
         what = "a symbolic link loop" if e.errno == errno.ELOOP else f"unreadable ({e.strerror})"
         raise InputError(
             f"source {source} is {what}; point `source:` at a CSV or Parquet file",
-            code=Reason.SOURCE_MISSING,
+            code=Reason.SOURCE_NOT_FILE,
         ) from None
     if stat.S_ISDIR(info.st_mode):
         raise InputError(
-            f"source {source} is a folder; name a CSV or Parquet file", code=Reason.SOURCE_MISSING
+            f"source {source} is a folder; name a CSV or Parquet file",
+            code=Reason.SOURCE_NOT_FILE,
         )
     if not stat.S_ISREG(info.st_mode):
         raise InputError(
             f"source {source} is not a regular file (a device, pipe or socket); name a CSV or "
             "Parquet file",
-            code=Reason.SOURCE_MISSING,
+            code=Reason.SOURCE_NOT_FILE,
         )
     if not os.access(source, os.R_OK):
         raise InputError(
-            f"source {source} is not readable; fix its permissions", code=Reason.SOURCE_MISSING
+            f"source {source} is not readable; fix its permissions", code=Reason.SOURCE_NOT_FILE
         )
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import warnings
@@ -312,3 +313,17 @@ def test_two_keys_of_1e308_do_not_crash_mdav_in_a_real_process():
     out, err = child.communicate(timeout=120)
     assert child.returncode == 0, err[-500:]  # before: exit -11 (segfault in the kernel)
     assert out.strip() == "ok"
+
+
+@pytest.mark.flow
+def test_a_release_with_keys_of_1e308_publishes_finite_figures(tmp_path, prefect_api):
+    spec = write_release(tmp_path, rows=120, seed=4)
+    frame = pd.read_csv(tmp_path / "data.csv")
+    frame["turnover"] = frame["turnover"].astype(float)
+    frame.loc[[3, 50], "turnover"] = 1e308  # before: the column mean overflowed, exit 139
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(["release", str(spec)]) == 0
+    manifest = json.loads((tmp_path / "published" / "survey" / "manifest.json").read_text())
+    assert _finite_figures(manifest["checks"]) and _finite_figures(manifest["method_details"])
+    published = pd.read_parquet(tmp_path / "published" / "survey" / "data.parquet")
+    assert np.isfinite(published.select_dtypes("number").to_numpy()).all()

@@ -116,7 +116,6 @@ def _run_release(spec_path: str, *, publish: bool, wait: float | None) -> int:
     from sdcflow.warehouse.warehouse import Warehouse
 
     plan = plan_release(load_spec(spec_path))
-    before = set(_published_here())
     try:
         # One writer per warehouse: wait for it before starting anything else.
         with Warehouse(plan.spec.warehouse_path).lock(wait):
@@ -131,23 +130,6 @@ def _run_release(spec_path: str, *, publish: bool, wait: float | None) -> int:
                 )
     except ChecksFailed as e:
         return _fail(f"refused: {e}", EXIT_REFUSED)
-    except BaseException as e:
-        # Whatever ended the run, the release it published (if any) is live: say so.
-        fresh = {k: v for k, v in _published_here().items() if k not in before}
-        if not fresh:
-            raise
-        outcome = next(iter(fresh.values()))
-        _print_outcome(outcome, publish=True)
-        what = (
-            "an interrupt"
-            if isinstance(e, KeyboardInterrupt) or type(e).__name__ == "TerminationSignal"
-            else f"{type(e).__name__}: {_one_line(str(e))}"
-        )
-        print(
-            f"sdcflow: {what} arrived after the release was published; it is live and recorded",
-            file=sys.stderr,
-        )
-        return EXIT_OK
     _print_outcome(outcome, publish)
     pending = take_pending_signals()
     if pending:
@@ -282,8 +264,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _after_publication(before: set[str], error: BaseException) -> int | None:
+    """When this command published a release before ``error`` ended it (an interrupt after
+    the swap, a warehouse busy when recording...), the release is live: say so, exit 0."""
+    fresh = {k: v for k, v in _published_here().items() if k not in before}
+    if not fresh:
+        return None
+    _print_outcome(next(iter(fresh.values())), publish=True)
+    interrupt = isinstance(error, KeyboardInterrupt) or type(error).__name__ == "TerminationSignal"
+    what = "an interrupt" if interrupt else f"{type(error).__name__}: {_one_line(str(error))}"
+    print(
+        f"sdcflow: {what} arrived after the release was published; it is live and recorded",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    before = set(_published_here())
     # The machine may have no internet: do not let Prefect's ephemeral server phone home;
     # and on a small, busy machine its start-up can take longer than the 20 s default.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -300,19 +299,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args.spec, args.cron, args.name)
         if args.command == "compare":
             return _compare(args.spec, args.methods, args.ks, args.out, args.param, args.intruder)
-    except InputError as e:
-        return _fail(f"error [{e.code}]: {_bounded(str(e))}", EXIT_INPUT)
-    except WarehouseBusy as e:
-        return _fail(f"could not complete: {_one_line(str(e))}; nothing was published", EXIT_ERROR)
-    except KeyboardInterrupt:
-        return _fail("interrupted; nothing was published", EXIT_INTERRUPTED)
-    except BaseException as e:  # the run could not complete: say so in one line
-        if type(e).__name__ == "TerminationSignal":  # Prefect's SIGTERM, as KeyboardInterrupt
-            return _fail("interrupted; nothing was published", EXIT_INTERRUPTED)
+    except BaseException as e:
         if isinstance(e, SystemExit):
             raise
+        done = _after_publication(before, e)
+        if done is not None:
+            return done
+        if isinstance(e, InputError):
+            return _fail(f"error [{e.code}]: {_bounded(str(e))}", EXIT_INPUT)
+        if isinstance(e, WarehouseBusy):
+            return _fail(
+                f"could not complete: {_one_line(str(e))}; nothing was published", EXIT_ERROR
+            )
+        if isinstance(e, KeyboardInterrupt) or type(e).__name__ == "TerminationSignal":
+            # Prefect turns SIGTERM into TerminationSignal during a flow run
+            return _fail("interrupted; nothing was published", EXIT_INTERRUPTED)
         if os.environ.get("SDCFLOW_DEBUG"):
             raise
+        # the run could not complete: say so in one line
         return _fail(
             f"run failed: {type(e).__name__}: {_one_line(str(e))}; nothing was published "
             "(set SDCFLOW_DEBUG=1 for the traceback)",

@@ -229,11 +229,11 @@ def _release(
                 published = publish_release(spec, warehouse, run_id, released, outcome, rng)
                 outcome.published, outcome.status = published, "published"
                 status, message = "published", outcome.message
+                PUBLISHED[run_id] = outcome  # live from here on, whatever happens next
                 warehouse.finish_run(
                     run_id, status, message=message, n_rows=n_rows, published_to=str(published)
                 )
                 recorded = True
-                PUBLISHED[run_id] = outcome
         else:
             outcome.status = status = "checked"
         get_run_logger().info("decision: %s", outcome.message)

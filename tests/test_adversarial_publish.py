@@ -366,3 +366,32 @@ def test_the_lock_file_is_the_only_thing_a_held_lock_adds(tmp_path):
             assert wh.lock_path.read_text().strip() == str(os.getpid())
     assert not wh.locked_here
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.duckdb.lock"]
+
+
+@pytest.mark.flow
+def test_an_error_after_the_swap_still_reports_and_records_the_release(
+    tmp_path, prefect_api, monkeypatch, capsys
+):
+    """Anything that fails once the new release is live (here the publish step's logger, as a
+    lost API connection would) must not turn it into 'nothing was published'."""
+    from sdcflow.tasks.steps import publish as publish_step
+
+    spec = _spec(tmp_path)
+
+    def broken_logger():
+        raise RuntimeError("the Prefect API went away")
+
+    monkeypatch.setattr(publish_step, "get_run_logger", broken_logger)
+    assert main(["release", str(spec)]) == 0
+    captured = capsys.readouterr()
+    (line,) = [x for x in captured.out.splitlines() if x.startswith("published")]
+    run_id = line.rsplit("run ", 1)[1].rstrip(")")
+    assert "after the release was published" in captured.err
+    assert "nothing was published" not in captured.err
+    target = tmp_path / "published" / "survey"
+    assert publish_mod.published_run(target, "survey") == run_id
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        status, where = con.execute(
+            "SELECT status, published_to FROM audit.runs WHERE run_id = ?", [run_id]
+        ).fetchone()
+    assert status == "published" and where == str(target.resolve())

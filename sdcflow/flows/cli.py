@@ -98,9 +98,14 @@ def _console_without_tracebacks() -> None:
 
 
 def _published_here() -> dict:  # type: ignore[type-arg]
-    """Runs this process published (the flow module records them), if it was imported."""
+    """Runs this process published: run id -> the flow's outcome when it got that far, else
+    the release folder the swap put in place (the publisher records every swap)."""
+    swapped = sys.modules.get("sdcflow.warehouse.publish")
     module = sys.modules.get("sdcflow.flows.release")
-    return dict(getattr(module, "PUBLISHED", {})) if module else {}
+    return {
+        **dict(getattr(swapped, "SWAPPED_IN", {})),
+        **dict(getattr(module, "PUBLISHED", {}) if module else {}),
+    }
 
 
 def _signal_names(signals: list[int]) -> str:
@@ -270,7 +275,11 @@ def _after_publication(before: set[str], error: BaseException) -> int | None:
     fresh = {k: v for k, v in _published_here().items() if k not in before}
     if not fresh:
         return None
-    _print_outcome(next(iter(fresh.values())), publish=True)
+    run_id, done = next(iter(fresh.items()))
+    if isinstance(done, Path):  # the swap happened, the flow did not get to its outcome
+        print(f"published {done} (run {run_id})")
+    else:
+        _print_outcome(done, publish=True)
     interrupt = isinstance(error, KeyboardInterrupt) or type(error).__name__ == "TerminationSignal"
     what = "an interrupt" if interrupt else f"{type(error).__name__}: {_one_line(str(error))}"
     print(

@@ -31,7 +31,7 @@ from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
 from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
-from sdcflow.warehouse.publish import recover
+from sdcflow.warehouse.publish import SWAPPED_IN, recover
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -239,7 +239,11 @@ def _release(
         get_run_logger().info("decision: %s", outcome.message)
         return outcome
     except BaseException as e:
-        if isinstance(e, (KeyboardInterrupt, ExternalSignal)):
+        if run_id in SWAPPED_IN:  # the swap happened: the release is live whatever came after
+            status, published = "published", SWAPPED_IN[run_id]
+            what = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            message = f"published; then {what}"
+        elif isinstance(e, (KeyboardInterrupt, ExternalSignal)):
             status = "interrupted"
             message = "interrupted by a signal before publication; nothing was published"
         elif status == "failed":

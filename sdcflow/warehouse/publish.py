@@ -47,6 +47,10 @@ from sdcflow.warehouse.ownership import hold, locked_by_other, process_alive
 DATA_FILES = ("data.parquet", "data.csv")
 MARKER = ".sdcflow-release"
 MANIFEST = "manifest.json"
+# The releases this process has swapped in, by run id: from the swap on, a release is live
+# whatever happens next, and the callers (the flow, the command line) must say so.
+SWAPPED_IN: dict[str, Path] = {}
+
 _TEMP = re.compile(r"^\.(?P<release>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-(?P<key>[0-9a-f]{32})$")
 
 
@@ -334,6 +338,8 @@ def write_release(
                 before_swap(tmp)
             _refuse_foreign(target, release)  # again: the folder may have changed meanwhile
             previous = _swap(tmp, target, output, release)
+            if run_id:
+                SWAPPED_IN[run_id] = target
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -132,3 +132,14 @@ def test_an_accepted_unchecked_rule_says_not_checked_and_the_manifest_records_it
             "SELECT verdict FROM audit.checks WHERE check_name = 'max_edit_violations'"
         ).fetchone()
     assert verdict == ("not checked (accepted)",)
+
+
+@pytest.mark.flow
+def test_the_console_says_which_threshold_applied(tmp_path, prefect_api, capsys):
+    spec = write_release(tmp_path, rows=200, checks={"k_anonymity": 2}, seed=5)
+    assert main(["release", str(spec)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "k_anonymity" in x]
+    assert " >= 5 " in line and "looser" in line  # the promised k = 5 applied, and it says so
+    manifest = json.loads((tmp_path / "published" / "survey" / "manifest.json").read_text())
+    (gate,) = [c for c in manifest["checks"] if c["check"] == "k_anonymity"]
+    assert gate["threshold"] == 5 and "looser" in gate["note"]

@@ -56,8 +56,10 @@ def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-d
             shown = f"{'not checked':>12} {o.rule} {o.threshold:<10.6g} {o.unit:<9} {o.verdict}"
             print(f"  {o.key:<34} {shown}  ({o.note})")
             continue
+        note = f"  ({o.note})" if o.note else ""
         print(
-            f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} {o.verdict}"
+            f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} "
+            f"{o.verdict}{note}"
         )
     if publish:
         print(f"published {outcome.published} (run {outcome.run_id})")

@@ -292,6 +292,22 @@ def _after_publication(before: set[str], error: BaseException) -> int | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; return its exit code.
+
+    Called as the process's entry point (``argv`` None: the ``sdcflow`` script, ``python -m
+    sdcflow.flows.cli``), it ignores ``SIGINT`` and ``SIGTERM`` once the outcome is decided
+    and printed: Python restores the default handlers while the interpreter shuts down, and a
+    signal then would replace the exit code that was just reported by "killed".
+    """
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     before = set(_published_here())
     # The machine may have no internet: do not let Prefect's ephemeral server phone home;

@@ -24,6 +24,7 @@ __all__ = [
     "Reason",
     "RuleError",
     "SdcflowError",
+    "WarehouseBusy",
 ]
 
 
@@ -38,6 +39,7 @@ class Reason(StrEnum):
     SPEC_CONTRADICTION = "spec-contradiction"  # fields that cannot hold together
     # the source file
     SOURCE_MISSING = "source-missing"
+    SOURCE_NOT_FILE = "source-not-file"  # a folder, a link loop, a pipe: not a readable file
     SOURCE_FORMAT = "source-format"  # unsupported, corrupt, not UTF-8, ragged
     SOURCE_EMPTY = "source-empty"
     SOURCE_COLUMNS = "source-columns"  # duplicate or reserved column names
@@ -48,6 +50,7 @@ class Reason(StrEnum):
     MISSING_TOKEN = "missing-token"  # a missing-value token that is also a real level
     RECODING = "recoding"  # a recoding names an unknown level or does not fit the column
     WEIGHTS = "weights"  # sampling weights missing, not numeric or not positive
+    VALUES_RANGE = "values-range"  # finite, but too large in magnitude for the computation
     TOO_FEW_RECORDS = "too-few-records"  # fewer records than k
     # the arguments of a method or measure (the numerical core)
     PARAMETER = "parameter"
@@ -60,6 +63,7 @@ class Reason(StrEnum):
     RULE_NOT_KEEPABLE = "rule-not-keepable"  # masking cannot keep the rule
     RULES_INFEASIBLE = "rules-infeasible"  # no record can satisfy them all
     RULE_EVALUATION = "rule-evaluation"  # the data do not fit the rule's types
+    RULE_NOT_CHECKABLE = "rule-not-checkable"  # its columns are not released: unchecked there
     # where the run writes
     WAREHOUSE = "warehouse"  # not a DuckDB file, unreadable
     OUTPUT = "output"  # the output folder cannot hold a release
@@ -156,6 +160,12 @@ class InfeasibleRulesError(RuleError):
         InputError.__init__(self, message)
         self.rule, self.name, self.column = "", None, None
         self.rules = tuple(rules)
+
+
+class WarehouseBusy(SdcflowError):
+    """Another process holds the warehouse (a release, or a reader that did not let go) for
+    longer than the run may wait: the run could not complete, nothing was published
+    (command line: exit 3). Not an error of the input: trying again later succeeds."""
 
 
 class ChecksFailed(SdcflowError):

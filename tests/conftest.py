@@ -25,6 +25,17 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` (real command-line processes, each starting its own Prefect
+    server) run when asked for: ``SDCFLOW_SLOW_TESTS=1`` or ``-m slow``."""
+    if os.environ.get("SDCFLOW_SLOW_TESTS") == "1" or "slow" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="slow real-process test: set SDCFLOW_SLOW_TESTS=1 or -m slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The folder of public benchmark files, ``../shared/data`` beside the repository."""

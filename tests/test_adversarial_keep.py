@@ -137,8 +137,14 @@ def test_keep_k_is_gated_by_default_with_the_method_k():
     # A constant column hides nothing and reveals nothing: k unchanged.
     same = {o.key: o for o in run_gates(_context(pd.DataFrame({"c": ["x"] * n})), {})}
     assert same["keep_k_anonymity"].figure == same["k_anonymity"].figure
-    # The spec may lower it, but only by naming it.
-    lowered = {o.key: o for o in run_gates(_context(unique), {"keep_k_anonymity": 1})}
+    # Naming a lower threshold is not enough: the default applies, and the outcome says so...
+    named = {o.key: o for o in run_gates(_context(unique), {"keep_k_anonymity": 1})}
+    assert not named["keep_k_anonymity"].passed and named["keep_k_anonymity"].threshold == 5
+    assert "accept.looser_checks" in named["keep_k_anonymity"].note
+    # ...the spec lowers it only by accepting it explicitly (accept: {looser_checks: [...]}).
+    ctx = _context(unique)
+    ctx.accept_looser = frozenset({"keep_k_anonymity"})
+    lowered = {o.key: o for o in run_gates(ctx, {"keep_k_anonymity": 1})}
     assert lowered["keep_k_anonymity"].passed and lowered["keep_k_anonymity"].threshold == 1
 
 
@@ -169,7 +175,9 @@ def test_a_unique_keep_column_blocks_publication(tmp_path, prefect_api, capsys):
     assert "if the intruder also knew the keep columns" in report
     # Lowered explicitly: published, and the manifest says what k an intruder knowing the
     # keep columns faces.
-    spec = _survey_with_email(tmp_path, checks={"keep_k_anonymity": 1})
+    spec = _survey_with_email(
+        tmp_path, checks={"keep_k_anonymity": 1}, accept={"looser_checks": ["keep_k_anonymity"]}
+    )
     assert main(["release", str(spec)]) == 0
     manifest = json.loads((tmp_path / "published" / "r" / "manifest.json").read_text())
     checks = {c["check"]: c for c in manifest["checks"]}

@@ -62,7 +62,12 @@ def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
     spec = make_release(tmp_path)
     assert main(["release", str(spec)]) == 0
     out = tmp_path / "published" / "survey"
-    assert sorted(p.name for p in out.iterdir()) == ["data.csv", "data.parquet", "manifest.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".sdcflow-release",
+        "data.csv",
+        "data.parquet",
+        "manifest.json",
+    ]
     manifest = json.loads((out / "manifest.json").read_text())
     for name in ("data.csv", "data.parquet"):
         digest = hashlib.sha256((out / name).read_bytes()).hexdigest()
@@ -169,13 +174,20 @@ def test_failed_publication_leaves_previous_release_intact(
 def test_recover_restores_a_release_set_aside_by_a_crash(tmp_path):
     out = tmp_path / "published"
     dead = 2**22 + 12345  # above the default pid_max: no such process
-    (out / f".survey.old-{dead}-abc").mkdir(parents=True)
-    (out / f".survey.old-{dead}-abc" / "data.csv").write_text("x\n1\n")
-    (out / f".survey.tmp-{dead}-def").mkdir()
-    (out / f".survey.tmp-{os.getpid()}-ghi").mkdir()  # a live run's: left alone
-    publish_mod.recover(out, "survey")
-    assert sorted(p.name for p in out.iterdir()) == [f".survey.tmp-{os.getpid()}-ghi", "survey"]
-    assert (out / "survey" / "data.csv").read_text() == "x\n1\n"
+    key = "0123456789abcdef" * 2
+    # a release set aside by the two-rename fallback, its run killed before the second rename
+    publish_mod.write_release(out, "survey", pd.DataFrame({"x": [1]}), {"run_id": "a" * 32})
+    (out / "survey").rename(out / f".survey.old-{dead}-{key}")
+    (out / f".survey.tmp-{dead}-{key[::-1]}").mkdir()  # a dead run's, empty
+    live = out / f".survey.tmp-{os.getpid()}-{key}"
+    live.mkdir()  # a live run's: left alone
+    foreign = out / f".survey.tmp-{dead}-{'f' * 32}"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("not sdcflow's")  # no marker: not ours, left alone
+    publish_mod.recover(out)
+    assert sorted(p.name for p in out.iterdir()) == sorted([live.name, foreign.name, "survey"])
+    assert pd.read_parquet(out / "survey" / "data.parquet")["x"].tolist() == [1]
+    assert publish_mod.published_run(out / "survey", "survey") == "a" * 32
 
 
 def test_republish_replaces_atomically(tmp_path):
@@ -305,7 +317,7 @@ def test_a_killed_run_is_listed_as_interrupted(tmp_path):
     ("change", "code"),
     [
         ({"checks": {"max_information_loss": -1}}, Reason.SPEC_FIELD),
-        ({"source": "."}, Reason.SOURCE_MISSING),
+        ({"source": "."}, Reason.SOURCE_NOT_FILE),  # a folder, named as such
         ({"checks": {"l_diversity": 2}}, Reason.SPEC_FIELD),  # needs `sensitive:`
     ],
 )

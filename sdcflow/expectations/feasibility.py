@@ -32,6 +32,14 @@ References
    Programming Computation 10(1) (2018) 119-142 (HiGHS, behind ``scipy.optimize.linprog``).
 .. [3] J.W. Chinneck, E.W. Dravnieks, "Locating minimal infeasible constraint sets in linear
    programs", ORSA Journal on Computing 3(2) (1991) 157-168.
+.. [4] A.R. Curtis, J.K. Reid, "On the automatic scaling of matrices for Gaussian
+   elimination", IMA Journal of Applied Mathematics 10(1) (1972) 118-124 (geometric scaling
+   of rows and columns by powers of the base).
+
+Coefficients of any finite magnitude are handled: every LP is homogenized and equilibrated
+(:func:`equilibrate`) before HiGHS sees it, which otherwise refuses coefficients of 1e15 and
+more and drops those of 1e-9 and less (rules that can hold were reported as contradicting
+each other).
 """
 
 from __future__ import annotations
@@ -123,13 +131,22 @@ class _LP:
         self.count += 1
         A, b = self._matrix(eq)
         G, h = self._matrix(ub)
+        # Homogenize (the right-hand side becomes the column of a variable t fixed at 1) and
+        # equilibrate rows and columns by powers of two, so that no coefficient reaches
+        # HiGHS's thresholds: it treats |a| >= 1e15 as too large and drops |a| <= 1e-9.
+        K = np.vstack([np.hstack([A, -b[:, None]]), np.hstack([G, -h[:, None]])])
+        row_e, col_e = equilibrate(K)
+        Ks = np.ldexp(np.ldexp(K, row_e[:, None]), col_e[None, :])  # [4] Sec. 2: exact
+        d = len(self.index)
+        t = float(np.ldexp(1.0, -int(col_e[d])))  # t = 2**col_e[d] * t' = 1
+        p = A.shape[0]
         res = linprog(
-            np.zeros(len(self.index)),
-            A_ub=G if ub else None,
-            b_ub=h if ub else None,
-            A_eq=A if eq else None,
-            b_eq=b if eq else None,
-            bounds=(None, None),
+            np.zeros(d + 1),
+            A_ub=Ks[p:] if ub else None,
+            b_ub=np.zeros(len(ub)) if ub else None,
+            A_eq=Ks[:p] if eq else None,
+            b_eq=np.zeros(p) if eq else None,
+            bounds=[(None, None)] * d + [(t, t)],
             method="highs",
         )
         if res.status == 2:
@@ -137,6 +154,37 @@ class _LP:
         if res.status in (0, 3):
             return True
         raise RuntimeError(f"the feasibility LP did not finish: {res.message}")
+
+
+def equilibrate(
+    K: np.ndarray, passes: int = 8, max_shift: int = 50
+) -> tuple[np.ndarray, np.ndarray]:
+    """Power-of-two row and column exponents ``r``, ``c`` that bring the nonzero entries of
+    ``2**r_i K_ij 2**c_j`` near 1: alternating geometric-mean scaling of the rows and the
+    columns [4]_ (Curtis and Reid's objective, by the iteration of Fourer's survey), rounded to
+    powers of two so that scaling is exact. The last column's exponent (the right-hand side
+    variable of a homogenized system) is kept within ``±max_shift``.
+
+    Shapes: K (m, n) -> r (m,), c (n,) int.
+    """
+    m, n = K.shape
+    r, c = np.zeros(m, dtype=int), np.zeros(n, dtype=int)
+    nz = K != 0
+    if not nz.any():
+        return r, c
+    logs = np.where(nz, np.log2(np.abs(np.where(nz, K, 1.0))), 0.0)
+    rows, cols = nz.any(axis=1), nz.any(axis=0)
+
+    def middle(scaled: np.ndarray, axis: int, has: np.ndarray) -> np.ndarray:
+        lo = np.where(nz, scaled, np.inf).min(axis=axis)
+        hi = np.where(nz, scaled, -np.inf).max(axis=axis)
+        return np.where(has, np.rint((np.where(has, lo, 0) + np.where(has, hi, 0)) / 2), 0)
+
+    for _ in range(passes):
+        r = r - middle(logs + r[:, None] + c[None, :], 1, rows).astype(int)
+        c = c - middle(logs + r[:, None] + c[None, :], 0, cols).astype(int)
+        c[-1] = int(np.clip(c[-1], -max_shift, max_shift))
+    return r, c
 
 
 def _deletion_filter(lp: _LP, names: list[str], blocks: dict[str, Rows], fixed: Rows) -> list[str]:

@@ -51,6 +51,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from sdcflow.errors import Reason, RuleError
+from sdcflow.limits import MAX_RULES_FILE_BYTES, load_yaml, read_bounded
 
 __all__ = [
     "Chain",
@@ -768,7 +769,11 @@ def load_rules_file(path: str | Path) -> list[str | dict[str, Any]]:
     """
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_bounded(path, MAX_RULES_FILE_BYTES, what="rules file")
+    except UnicodeDecodeError as e:
+        raise RuleError(
+            f"rules file {str(path)!r} is not UTF-8 text; convert it", code=Reason.RULE_OPTION
+        ) from e
     except FileNotFoundError as e:
         raise RuleError(
             f"rules file {str(path)!r} not found; fix rules_file (relative to the spec file)",
@@ -779,7 +784,7 @@ def load_rules_file(path: str | Path) -> list[str | dict[str, Any]]:
             f"rules file {str(path)!r} cannot be read: {e.strerror}", code=Reason.RULE_OPTION
         ) from e
     try:
-        data = yaml.safe_load(raw)
+        data = load_yaml(raw, where=f"rules file {path}")
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -5,12 +5,21 @@ seconds to import), so that ``sdcflow --help`` and a bad spec answer at once.
 
 Exit codes: 0 published / all checks passed; 1 a check or edit rule failed (nothing
 published); 2 bad input (one line naming the field, file or column and the fix); 3 the run
-could not complete (e.g. Prefect's API did not start); nothing was published.
+could not complete (another release holds the warehouse, Prefect's API did not start, an
+unexpected error); nothing was published; 130 interrupted before publication, nothing was
+published. What it prints agrees with what is on disk: a run interrupted once its release is
+live says ``published`` and exits 0.
+
+A release or check takes the warehouse's writer lock before it starts Prefect (a second
+release waits ``--wait`` seconds, then exits 3), and runs against a temporary Prefect API
+server that this process owns and that dies with it (:mod:`sdcflow.flows.server`) unless
+``PREFECT_API_URL`` names one.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -19,9 +28,9 @@ from pathlib import Path
 
 import yaml
 
-from sdcflow.errors import ChecksFailed, InputError, Reason
+from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy
 
-EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR = 0, 1, 2, 3
+EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _fail(message: str, code: int) -> int:
@@ -29,32 +38,116 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _run_release(spec_path: str, *, publish: bool) -> int:
-    # The preflight runs before a flow run exists, so that bad input gives one clean line
-    # (and no failed run in the Prefect UI); the flow reuses its plan.
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
+def _one_line(text: str, limit: int = 300) -> str:
+    first = text.splitlines()[0] if text else ""
+    return first if len(first) <= limit else first[: limit - 3] + "..."
 
-    plan = plan_release(load_spec(spec_path))
 
-    from sdcflow.flows.release import release  # imports Prefect: after the preflight
+def _bounded(text: str, lines: int = 4, width: int = 1000) -> str:
+    """An error message as it is (a rule error quotes the rule and puts a caret under the
+    token), but never longer than ``lines`` lines of ``width`` characters."""
+    kept = [_one_line(line, width) for line in text.splitlines()[:lines]]
+    return "\n".join(kept)
 
-    try:
-        outcome = release(str(Path(spec_path).resolve()), publish=publish, plan=plan)
-    except ChecksFailed as e:
-        report = getattr(e.outcome, "report", None)
-        return _fail(f"refused: {e}" + (f"\nreport {report}" if report else ""), EXIT_REFUSED)
+
+def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-def]
     for o in outcome.checks:
-        verdict = "pass" if o.passed else "FAIL"
+        if not o.checked:
+            shown = f"{'not checked':>12} {o.rule} {o.threshold:<10.6g} {o.unit:<9} {o.verdict}"
+            print(f"  {o.key:<34} {shown}  ({o.note})")
+            continue
+        note = f"  ({o.note})" if o.note else ""
         print(
-            f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} {verdict}"
+            f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} "
+            f"{o.verdict}{note}"
         )
     if publish:
         print(f"published {outcome.published} (run {outcome.run_id})")
     else:
         print(f"all checks passed; nothing published (run {outcome.run_id})")
-    if outcome.report:
+    if getattr(outcome, "report", None):
         print(f"report {outcome.report}")
+
+
+class _WithoutTraceback(logging.Formatter):
+    """Formats a record as ``inner`` does, without its traceback: the console gets Prefect's
+    one-line messages, the run's failure one ``sdcflow:`` line (set SDCFLOW_DEBUG=1 for the
+    tracebacks; Prefect's API logs keep them)."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            return self.inner.format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def _console_without_tracebacks() -> None:
+    if os.environ.get("SDCFLOW_DEBUG"):
+        return
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    loggers = [logging.getLogger(), *map(logging.getLogger, ("prefect", "uvicorn", "fastapi"))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, PrefectConsoleHandler) and not isinstance(
+                handler.formatter, _WithoutTraceback
+            ):
+                handler.setFormatter(_WithoutTraceback(handler.formatter))
+
+
+def _published_here() -> dict:  # type: ignore[type-arg]
+    """Runs this process published: run id -> the flow's outcome when it got that far, else
+    the release folder the swap put in place (the publisher records every swap)."""
+    swapped = sys.modules.get("sdcflow.warehouse.publish")
+    module = sys.modules.get("sdcflow.flows.release")
+    return {
+        **dict(getattr(swapped, "SWAPPED_IN", {})),
+        **dict(getattr(module, "PUBLISHED", {}) if module else {}),
+    }
+
+
+def _signal_names(signals: list[int]) -> str:
+    return ", ".join(signal.Signals(s).name for s in dict.fromkeys(signals))
+
+
+def _run_release(spec_path: str, *, publish: bool, wait: float | None) -> int:
+    # The preflight runs before a flow run exists, so that bad input gives one clean line
+    # (and no failed run in the Prefect UI); the flow reuses its plan.
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.warehouse.ownership import take_pending_signals
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    plan = plan_release(load_spec(spec_path))
+    try:
+        # One writer per warehouse: wait for it before starting anything else.
+        with Warehouse(plan.spec.warehouse_path).lock(wait):
+            from sdcflow.flows.server import owned_prefect_api
+
+            with owned_prefect_api():
+                from sdcflow.flows.release import release  # imports Prefect: after preflight
+
+                _console_without_tracebacks()
+                outcome = release(
+                    str(Path(spec_path).resolve()), publish=publish, plan=plan, wait=wait
+                )
+    except ChecksFailed as e:
+        report = getattr(e.outcome, "report", None)
+        return _fail(f"refused: {e}" + (f"\nreport {report}" if report else ""), EXIT_REFUSED)
+    _print_outcome(outcome, publish)
+    pending = take_pending_signals()
+    if pending:
+        print(
+            f"sdcflow: {_signal_names(pending)} received during publication; the publication "
+            "was completed first",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
@@ -93,6 +186,12 @@ def _runs(
         path = load_spec(target).warehouse_path
     else:
         raise InputError("give a spec file or --warehouse PATH", code=Reason.SPEC_MISSING)
+    if not path.exists():
+        print(f"no runs recorded in {path}")
+        return EXIT_OK
+    from sdcflow.warehouse.warehouse import check_warehouse_file
+
+    check_warehouse_file(path)
     runs = Warehouse(path).runs(limit, release=release, status=status)
     if runs.empty:
         which = " ".join(f"{k} {v}" for k, v in (("release", release), ("status", status)) if v)
@@ -179,8 +278,12 @@ def _compare(
                 f"--param takes KEY=VALUE (e.g. m2=1.5), got {pair!r}", code=Reason.PARAMETER
             )
         params[key.strip()] = yaml.safe_load(value)
+    from sdcflow.flows.server import owned_prefect_api
+
+    _console_without_tracebacks()
     try:
-        table = compare(spec_path, methods, ks, params=params, intruder=intruder, out_dir=out)
+        with owned_prefect_api():
+            table = compare(spec_path, methods, ks, params=params, intruder=intruder, out_dir=out)
     except ChecksFailed as e:
         return _fail(f"refused: {e}", EXIT_REFUSED)
     print(table.drop(columns=["run_id"]).to_string(index=False, float_format="{:.4g}".format))
@@ -224,6 +327,16 @@ def _remap(spec_path: str, rules_file: str, run_id: str | None, integer: bool) -
     return EXIT_OK
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("give a finite number of seconds >= 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sdcflow import __version__
 
@@ -232,10 +345,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sdcflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    wait_help = (
+        "seconds to wait while another release holds the warehouse, then exit 3 (default: "
+        "$SDCFLOW_LOCK_WAIT or 60)"
+    )
     p = sub.add_parser("release", help="mask, check and publish the release a spec describes")
     p.add_argument("spec", help="release spec (YAML)")
+    p.add_argument("--wait", type=_seconds, metavar="SECONDS", help=wait_help)
     p = sub.add_parser("check", help="everything but publishing, with the same exit codes")
     p.add_argument("spec", help="release spec (YAML)")
+    p.add_argument("--wait", type=_seconds, metavar="SECONDS", help=wait_help)
     p = sub.add_parser("runs", help="list the runs recorded in the warehouse (audit.runs)")
     p.add_argument("spec", nargs="?", help="release spec whose warehouse to read")
     p.add_argument("--warehouse", help="path of a warehouse DuckDB file")
@@ -282,8 +401,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _after_publication(before: set[str], error: BaseException) -> int | None:
+    """When this command published a release before ``error`` ended it (an interrupt after
+    the swap, a warehouse busy when recording...), the release is live: say so, exit 0."""
+    fresh = {k: v for k, v in _published_here().items() if k not in before}
+    if not fresh:
+        return None
+    run_id, done = next(iter(fresh.items()))
+    if isinstance(done, Path):  # the swap happened, the flow did not get to its outcome
+        print(f"published {done} (run {run_id})")
+    else:
+        _print_outcome(done, publish=True)
+    interrupt = isinstance(error, KeyboardInterrupt) or type(error).__name__ == "TerminationSignal"
+    what = "an interrupt" if interrupt else f"{type(error).__name__}: {_one_line(str(error))}"
+    print(
+        f"sdcflow: {what} arrived after the release was published; it is live and recorded",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; return its exit code.
+
+    Called as the process's entry point (``argv`` None: the ``sdcflow`` script, ``python -m
+    sdcflow.flows.cli``), it ignores ``SIGINT`` and ``SIGTERM`` once the outcome is decided
+    and printed: Python restores the default handlers while the interpreter shuts down, and a
+    signal then would replace the exit code that was just reported by "killed".
+    """
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    before = set(_published_here())
     # The machine may have no internet: do not let Prefect's ephemeral server phone home;
     # and on a small, busy machine its start-up can take longer than the 20 s default.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -293,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command in ("release", "check"):
-            return _run_release(args.spec, publish=args.command == "release")
+            return _run_release(args.spec, publish=args.command == "release", wait=args.wait)
         if args.command == "runs":
             return _runs(
                 args.spec, args.warehouse, args.limit, args.release, args.status, args.full_ids
@@ -304,16 +460,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _remap(args.spec, args.rules_file, args.run_id, args.integer)
         if args.command == "compare":
             return _compare(args.spec, args.methods, args.ks, args.out, args.param, args.intruder)
-    except InputError as e:
-        return _fail(f"error [{e.code}]: {e}", EXIT_INPUT)
-    except KeyboardInterrupt:
-        return _fail("interrupted; nothing was published", 130)
-    except Exception as e:  # the run could not complete: say so in one line, keep the cause
+    except BaseException as e:
+        if isinstance(e, SystemExit):
+            raise
+        done = _after_publication(before, e)
+        if done is not None:
+            return done
+        if isinstance(e, InputError):
+            return _fail(f"error [{e.code}]: {_bounded(str(e))}", EXIT_INPUT)
+        if isinstance(e, WarehouseBusy):
+            return _fail(
+                f"could not complete: {_one_line(str(e))}; nothing was published", EXIT_ERROR
+            )
+        if isinstance(e, KeyboardInterrupt) or type(e).__name__ == "TerminationSignal":
+            # Prefect turns SIGTERM into TerminationSignal during a flow run
+            return _fail("interrupted; nothing was published", EXIT_INTERRUPTED)
         if os.environ.get("SDCFLOW_DEBUG"):
             raise
-        first = str(e).splitlines()[0] if str(e) else ""
+        # the run could not complete: say so in one line
         return _fail(
-            f"run failed: {type(e).__name__}: {first}; nothing was published "
+            f"run failed: {type(e).__name__}: {_one_line(str(e))}; nothing was published "
             "(set SDCFLOW_DEBUG=1 for the traceback)",
             EXIT_ERROR,
         )

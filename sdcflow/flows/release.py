@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from prefect import flow, get_run_logger
+from prefect.exceptions import ExternalSignal
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
@@ -30,7 +31,8 @@ from sdcflow.tasks.steps.plan import ReleasePlan, preflight
 from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
 from sdcflow.tasks.validation import check_random_state
-from sdcflow.warehouse.publish import recover
+from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
+from sdcflow.warehouse.publish import SWAPPED_IN, recover
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -76,10 +78,11 @@ def _edit_masked(
     edits: _Edits,
     released: pd.DataFrame,
     docs: Path,
-) -> dict[str, int] | None:
-    """Validate the released records against the rules they carry; per-rule counts."""
+) -> tuple[dict[str, int] | None, list[str]]:
+    """Validate the released records against the rules they carry: per-rule counts of the
+    error rules (None when none could be checked), and the error rules that could not be."""
     if not plan.rules or edits.summary is None:
-        return None
+        return None, []
     # a fuzzy-mapped column holds mapped values: its rules are not checked on them
     columns = [c for c in released.columns if c not in plan.spec.fuzzy_map]
     checkable, skipped = edit_steps.released_rules(plan.rules, columns)
@@ -88,7 +91,10 @@ def _edit_masked(
     )
     edits.summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
     edits.summary["masked_undetermined"] = {o.name: o.undetermined for o in post.outcomes}
-    return post.counts() if checkable else None
+    errors = {r.name for r in plan.rules if r.severity == "error"}
+    unchecked = [name for name in skipped if name in errors]
+    counted = any(r.severity == "error" for r in checkable)
+    return (post.counts() if counted else None), unchecked
 
 
 def _decision(failed: list[GateOutcome], publish: bool) -> str:
@@ -105,6 +111,11 @@ def _refused(outcome: ReleaseOutcome) -> State:
     return Failed(message=outcome.message, data=error)
 
 
+# Runs this process published, by run id: the command line reads it when an interrupt arrived
+# after the publication (the release is live; it must say so).
+PUBLISHED: dict[str, ReleaseOutcome] = {}
+
+
 @flow(name="sdc-release", persist_result=False, log_prints=False)
 def release(
     spec_path: str,
@@ -113,6 +124,7 @@ def release(
     figures: list[str] | None = None,
     measures: dict[str, Any] | None = None,
     plan: ReleasePlan | None = None,
+    wait: float | None = None,
     kind: str | None = None,
 ) -> ReleaseOutcome | State:
     """Release the file described by the spec at ``spec_path``.
@@ -126,29 +138,55 @@ def release(
     measures : optional updates of the spec's ``measures`` settings (comparisons).
     plan : the preflight's :class:`ReleasePlan` when the caller made one (the command line);
         without it the flow runs the preflight itself (a deployment).
+    wait : seconds to wait for another release holding the warehouse (default
+        ``$SDCFLOW_LOCK_WAIT`` or 60); then :class:`~sdcflow.errors.WarehouseBusy`.
     kind : what started the run, recorded in ``audit.runs.kind``: ``release`` (publishing),
         ``check`` (``publish=False``, the default then) or ``compare`` (a variant).
 
     Returns the :class:`ReleaseOutcome`. When a check or, under ``on_violation: fail``, an
     edit rule fails, the flow run ends Failed and the call raises ``ChecksFailed`` carrying
     the refused outcome; ``audit.runs`` records the run as ``refused``.
+
+    The run holds the warehouse's writer lock throughout (:meth:`Warehouse.lock`). ``SIGINT``
+    and ``SIGTERM`` arriving while it publishes are deferred until the swap and its audit
+    record are done (:func:`~sdcflow.warehouse.ownership.deferred_signals`); the run then
+    completes as published and the signal stays pending for the caller.
     """
     if plan is None:
         plan = preflight(load_spec(spec_path))
     if method or measures:
         plan = plan.variant(method, measures)
     spec = plan.spec
-    run_id = _run_id()
     warehouse = Warehouse(spec.warehouse_path)
-    rng = check_random_state(spec.seed)
-    report_dir = spec.reports_dir / spec.release / run_id
-    docs = report_dir / "data-docs"
+    with warehouse.lock(wait):
+        return _release(
+            plan, warehouse, publish, figures, kind or ("release" if publish else "check")
+        )
 
-    recover(spec.output_dir, spec.release)  # what a killed earlier run may have left
-    kind = kind or ("release" if publish else "check")
-    warehouse.start_run(run_id, spec.release, spec.sha256(), spec.method.name, kind=kind)
+
+def _release(
+    plan: ReleasePlan,
+    warehouse: Warehouse,
+    publish: bool,
+    figures: list[str] | None,
+    kind: str,
+) -> ReleaseOutcome | State:
+    spec = plan.spec
+    run_id = _run_id()
+    rng = check_random_state(spec.seed)
+    recover(spec.output_dir)  # what killed earlier runs left, for any release in that folder
+    sweep_incomplete(spec.reports_dir)  # their partial report folders
+    report_folder = IncompleteFolder(spec.reports_dir / spec.release / run_id)
+    report_dir = report_folder.path
+    docs = report_dir / "data-docs"
+    target = spec.release_dir.resolve() if publish else None
+    warehouse.start_run(
+        run_id, spec.release, spec.sha256(), spec.method.name, target=target, kind=kind
+    )
     status, message, published, n_rows = "failed", None, None, None
+    recorded = False
     try:
+        report_folder.create()
         frame = ingest(plan, warehouse, run_id)
         n_rows = len(frame)
         outcome = ReleaseOutcome(
@@ -168,6 +206,7 @@ def release(
                 spec, report_dir, run_id, outcome.message, edits.refused, edits.summary,
                 plan.rules, None, None, None,
             )  # fmt: skip
+            report_folder.complete()
             status, message = "refused", outcome.message
             return _refused(outcome)
 
@@ -177,18 +216,18 @@ def release(
         result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
         released = released_frame(spec, edits.frame, result)
         store_masked(warehouse, run_id, released)
-        edit_violations = _edit_masked(plan, warehouse, run_id, edits, released, docs)
+        edit_violations, unchecked = _edit_masked(plan, warehouse, run_id, edits, released, docs)
 
         checks, computed, evidence = check_steps.check_release(
-            spec, edits.frame, result, edit_violations, rng, figures or (), raw=frame
+            spec, edits.frame, result, edit_violations, rng, figures or (), frame, unchecked
         )
         warehouse.record_checks(run_id, [o.as_dict() for o in checks])
         failed = [o for o in checks if not o.passed]
         outcome.checks, outcome.figures = checks, computed
         outcome.method_details = result.details
+        outcome.edit_rules, outcome.edit_violations = edits.summary, edit_violations
         outcome.information_loss = evidence.information_loss
         outcome.record_risk = evidence.record_risk
-        outcome.edit_rules, outcome.edit_violations = edits.summary, edit_violations
         outcome.message = _decision(failed, publish)
         report_artifacts(spec, run_id, checks, outcome.message)
         outcome.report = run_report(
@@ -204,27 +243,49 @@ def release(
             evidence,
             fuzzy_map_steps.report_tables(mapped),
         )
+        report_folder.complete()
         if failed:
             status, message = "refused", outcome.message
             return _refused(outcome)
 
         if publish:
-            published = publish_release(spec, warehouse, run_id, released, outcome, rng)
-            outcome.published = published
-        outcome.status = status = "published" if publish else "checked"
+            # The swap and its audit record happen together: an interrupt waits for both.
+            with deferred_signals():
+                published = publish_release(spec, warehouse, run_id, released, outcome, rng)
+                outcome.published, outcome.status = published, "published"
+                status, message = "published", outcome.message
+                PUBLISHED[run_id] = outcome  # live from here on, whatever happens next
+                warehouse.finish_run(
+                    run_id, status, message=message, n_rows=n_rows, published_to=str(published)
+                )
+                recorded = True
+        else:
+            outcome.status = status = "checked"
         get_run_logger().info("decision: %s", outcome.message)
         return outcome
     except BaseException as e:
-        message = message or f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        if run_id in SWAPPED_IN:  # the swap happened: the release is live whatever came after
+            status, published = "published", SWAPPED_IN[run_id]
+            what = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            message = f"published; then {what}"
+        elif isinstance(e, (KeyboardInterrupt, ExternalSignal)):
+            status = "interrupted"
+            message = "interrupted by a signal before publication; nothing was published"
+        elif status == "failed":
+            message = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        if not recorded:
+            report_folder.discard()  # partial: the run did not finish writing it
         raise
     finally:
-        warehouse.finish_run(
-            run_id,
-            status,
-            message=message,
-            n_rows=n_rows,
-            published_to=str(published) if published else None,
-        )
+        if not recorded:
+            with deferred_signals():
+                warehouse.finish_run(
+                    run_id,
+                    status,
+                    message=message,
+                    n_rows=n_rows,
+                    published_to=str(published) if published else None,
+                )
 
 
 def publish_release(

@@ -7,9 +7,11 @@ tables (transparency covers the method and its parameters, not the draw).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +26,14 @@ from pydantic import (
 )
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.limits import (
+    MAX_COLUMNS,
+    MAX_RULES,
+    MAX_SPEC_BYTES,
+    check_count,
+    load_yaml,
+    read_bounded,
+)
 from sdcflow.tasks.fuzzy_mapping.params import FuzzyMapParams
 from sdcflow.tasks.gates import GATES, MeasureOptions
 from sdcflow.tasks.methods import METHODS, MethodParams
@@ -121,6 +131,33 @@ def _split_key_declarations(data: Any) -> Any:
     return {**data, "quasi_identifiers": names, "key_types": declared}
 
 
+class Acceptances(BaseModel):
+    """What a spec explicitly accepts that sdcflow refuses by default (``accept:``); the
+    manifest records it with the spec."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    looser_checks: list[str] = Field(
+        default_factory=list,
+        description="checks: keys whose threshold may be looser than the default gate or "
+        "what the method promises",
+    )
+    unchecked_rules: list[str] = Field(
+        default_factory=list,
+        description="names of error rules that may go unchecked on the released records "
+        "(their columns are not released)",
+    )
+
+    @field_validator("looser_checks")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(GATES))
+        if unknown:
+            known = ", ".join(sorted(GATES))
+            raise ValueError(f"unknown check(s) {unknown}; known checks: {known}")
+        return value
+
+
 class ReleaseSpec(BaseModel):
     """A release: where the data come from, how they are masked, checked and published."""
 
@@ -180,6 +217,10 @@ class ReleaseSpec(BaseModel):
         False, description="also publish the run's report.html with the release"
     )
     seed: int | None = Field(None, description="secret seed for reproducible randomness")
+    accept: Acceptances = Field(
+        default_factory=Acceptances,
+        description="explicit acceptance of looser gates or unchecked rules (in the manifest)",
+    )
     base_dir: Path = Field(Path("."), exclude=True)
 
     @model_validator(mode="before")
@@ -357,6 +398,8 @@ def _join_errors(error: ValidationError, prefix: str = "") -> str:
         where = f"{prefix}{loc}" if loc else prefix.rstrip(".")
         bad = err.get("input")
         shown = "" if isinstance(bad, dict | list) or bad is None else f" (got {bad!r})"
+        if len(shown) > 90:
+            shown = shown[:86] + "...)"
         parts.append(f"{where}: {msg}{shown}" if where else msg + shown)
     return "; ".join(parts)
 
@@ -381,19 +424,49 @@ def spec_from_dict(data: Any, base_dir: str | Path, where: str = "spec") -> Rele
             f"{where}: the spec must be a mapping of fields (release, source...)",
             code=Reason.SPEC_SYNTAX,
         )
+    edits = data.get("edits")
+    if isinstance(edits, list):
+        check_count(len(edits), MAX_RULES, where=f"{where}: edits", what="edit rules")
+    for role in ("quasi_identifiers", "keep", "sensitive"):
+        if isinstance(data.get(role), list):
+            check_count(len(data[role]), MAX_COLUMNS, where=f"{where}: {role}", what="columns")
     try:
         return ReleaseSpec.model_validate({**data, "base_dir": Path(base_dir).resolve()})
     except ValidationError as e:
         raise InputError(f"{where}: {_join_errors(e)}", code=Reason.SPEC_FIELD) from None
 
 
-def load_spec(path: str | Path) -> ReleaseSpec:
-    """Read and validate a release spec; raise ``InputError`` with one line per problem."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"spec file {path} does not exist", code=Reason.SPEC_MISSING)
+def _spec_file(path: Path) -> None:
+    """Refuse a spec path that is not a readable regular file, naming what it is."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        info = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"spec file {path} does not exist", code=Reason.SPEC_MISSING) from None
+    except OSError as e:
+        kind = "a symbolic link loop" if e.errno == errno.ELOOP else f"unreadable ({e.strerror})"
+        raise InputError(f"spec file {path} is {kind}", code=Reason.SPEC_MISSING) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(
+            f"spec file {path} is a folder; name the release YAML file", code=Reason.SPEC_MISSING
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"spec file {path} is not a regular file; name the release YAML file",
+            code=Reason.SPEC_MISSING,
+        )
+
+
+def load_spec(path: str | Path) -> ReleaseSpec:
+    """Read and validate a release spec; raise ``InputError`` with one line per problem.
+
+    The file and what it describes are bounded (:mod:`sdcflow.limits`): its size, YAML
+    aliases and nesting, string lengths, the number of rules and of named columns.
+    """
+    path = Path(path)
+    _spec_file(path)
+    try:
+        text = read_bounded(path, MAX_SPEC_BYTES, what="spec file")
+        data = load_yaml(text, where=str(path))
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: {_yaml_problem(e)}", code=Reason.SPEC_SYNTAX) from e
     return spec_from_dict(data, path.resolve().parent, str(path))

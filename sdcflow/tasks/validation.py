@@ -52,6 +52,31 @@ def check_matrix(
     return np.ascontiguousarray(arr)
 
 
+def check_magnitude(
+    X: np.ndarray,
+    limit: float,
+    *,
+    columns: Sequence[str] | None = None,
+    what: str = "this computation",
+) -> None:
+    """Refuse values beyond ``limit`` in magnitude (``DataError``, reason ``VALUES_RANGE``),
+    for computations that square or multiply the values themselves and cannot rescale.
+
+    The message names the column and the limit, never a value.
+    """
+    if X.size == 0:
+        return
+    big = np.abs(X).max(axis=0) > limit
+    if big.any():
+        j = int(np.flatnonzero(big)[0])
+        label = columns[j] if columns is not None else f"column {j}"
+        raise DataError(
+            f"{label!s} has values beyond {limit:.3g} in magnitude, where {what} would "
+            "overflow; express the column in larger units (thousands, millions) before release",
+            code=Reason.VALUES_RANGE,
+        )
+
+
 def check_pair(X: object, X_masked: object) -> tuple[np.ndarray, np.ndarray]:
     """Validate an original file and its masked version: same shape, numeric, finite.
 
@@ -97,15 +122,113 @@ def check_random_state(seed: int | np.random.Generator | None) -> np.random.Gene
     )
 
 
+def pow2_exponents(A: np.ndarray, axis: int | None = 0) -> np.ndarray:
+    """Exponents ``e`` with ``max |A| * 2**-e`` in [0.5, 1) along ``axis`` (0 where all zero).
+
+    Multiplying by ``2**-e`` (``np.ldexp(A, -e)``) is exact, so sums, means and variances of
+    the rescaled values, rescaled back, are bit for bit those of the plain computation
+    whenever it neither overflows nor underflows, and finite when it would overflow [1]_.
+
+    Shapes: A (n, d), axis 0 -> (d,) int; axis None -> scalar.
+
+    References
+    ----------
+    .. [1] N.J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., SIAM,
+       Philadelphia, 2002, Sec. 2.1 and 27.8 (scaling by powers of the base is exact;
+       avoiding overflow by scaling).
+    """
+    biggest = np.max(np.abs(A), axis=axis) if np.size(A) else np.zeros(())
+    _, e = np.frexp(biggest)  # [1] Sec. 2.1: biggest = f 2**e, f in [0.5, 1)
+    return e
+
+
+def safe_mean(values: np.ndarray) -> float:
+    """The mean of a 1-D array of finite values, computed on the power-of-two scale of
+    :func:`pow2_exponents` so that it is finite whenever the values are (bit for bit
+    ``values.mean()`` when that does not overflow). Shapes: (m,) with m >= 1 -> float."""
+    e = pow2_exponents(values, axis=None)
+    return float(np.ldexp(np.ldexp(values, -e).mean(), e))
+
+
 def standardize(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Standardize columns to zero mean and unit *population* variance (ddof = 0).
 
-    Returns ``(Z, mean, scale)`` with ``X = Z * scale + mean``. Constant columns get scale 1
-    (they carry no information and would otherwise divide by zero).
+    Returns ``(Z, mean, scale)`` with ``X = Z * scale + mean`` (:func:`destandardize`).
+    Constant columns get scale 1 (they carry no information and would otherwise divide by
+    zero).
+
+    Every finite input gives finite output: each column is first rescaled by an exact power
+    of two (:func:`pow2_exponents`) so that its largest magnitude lies in [0.5, 1), its mean
+    and deviation are computed there and scaled back; ``Z`` is the same on either scale. The
+    results are bit for bit those of ``(X - X.mean(0)) / X.std(0)`` whenever that computation
+    neither overflows nor underflows; for columns near the float limits (1e308, or 1e-308)
+    where it overflows to infinity or loses the values to underflow, they stay finite and
+    exact to rounding. The returned ``mean`` and ``scale`` are finite: ``|mean| <= max |x|``
+    and ``scale <= max |x|`` (a population variance of values in [-M, M] is at most M^2).
 
     Shapes: X (n, d) -> Z (n, d), mean (d,), scale (d,).
     """
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
+    e = pow2_exponents(X, axis=0)
+    Xs = np.ldexp(X, -e)  # [1] of pow2_exponents: exact
+    ms = Xs.mean(axis=0)
+    ss = Xs.std(axis=0)
+    varying = ss > 0
+    Z = (Xs - ms) / np.where(varying, ss, 1.0)
+    mean = np.ldexp(ms, e)
+    scale = np.where(varying, np.ldexp(ss, e), 1.0)
+    return Z, mean, scale
+
+
+def rescale_pair(X: np.ndarray, X_masked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both files multiplied, column by column, by the same exact power of two that puts the
+    column's largest magnitude (over both files) in [0.5, 1).
+
+    For measures that do not change when a column is multiplied by a positive constant (IL on
+    standardized data, relative and standardized generic losses, PIL, distances on
+    standardized data), computing on the rescaled files gives the same figure bit for bit when
+    the plain computation neither overflows nor underflows, and a finite one where it would
+    overflow (sums of values near 1e308, fourth powers of values beyond 1e77).
+
+    Shapes: X (n, d), X_masked (n, d) -> (n, d), (n, d).
+    """
+    e = np.maximum(pow2_exponents(X, axis=0), pow2_exponents(X_masked, axis=0))
+    return np.ldexp(X, -e), np.ldexp(X_masked, -e)
+
+
+def standardize_pair(X: np.ndarray, X_masked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both files standardized with the *original* mean and population sd (constant columns:
+    scale 1), overflow-safe as :func:`standardize`.
+
+    Shapes: X (n, d), X_masked (n, d) -> (n, d), (n, d).
+    """
+    Xs, Xms = rescale_pair(X, X_masked)
+    mean = Xs.mean(axis=0)
+    scale = Xs.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)
-    return (X - mean) / scale, mean, scale
+    return (Xs - mean) / scale, (Xms - mean) / scale
+
+
+def standardize_with(X: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``(X - mean) / scale`` for other records on the scale :func:`standardize` found,
+    computed on a power-of-two scale per column so that the difference cannot overflow.
+
+    Shapes: X (m, d) or (d,), mean (d,), scale (d,) -> like X.
+    """
+    mean = np.asarray(mean, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    rows = X.reshape(-1, mean.size)
+    e = pow2_exponents(np.vstack([rows, mean, scale]), axis=0)
+    return (np.ldexp(X, -e) - np.ldexp(mean, -e)) / np.ldexp(scale, -e)
+
+
+def destandardize(Z: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``Z * scale + mean`` (the inverse of :func:`standardize`), computed on a power-of-two
+    scale per column so that it overflows only when the result itself does.
+
+    Shapes: Z (n, d) or (d,), mean (d,), scale (d,) -> like Z.
+    """
+    mean = np.asarray(mean, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    e = pow2_exponents(np.vstack([mean, scale]), axis=0)
+    return np.ldexp(np.ldexp(mean, -e) + np.ldexp(scale, -e) * Z, e)

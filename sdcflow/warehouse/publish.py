@@ -1,12 +1,26 @@
-"""Atomic publication of a release directory.
+"""Atomic publication of a release directory, and what sdcflow may replace or remove.
 
-``<output>/<release>/`` holds ``data.parquet``, ``data.csv`` and ``manifest.json``. A new
-release is built in a temporary directory beside it, every file and the directory are
+``<output>/<release>/`` holds ``data.parquet``, ``data.csv``, ``manifest.json`` and the marker
+``.sdcflow-release`` (the release name, the run id and the sha256 of ``manifest.json``). A new
+release is built in a temporary directory beside it (``.<release>.tmp-<pid>-<uuid>``, marked
+from its first moment and ``flock``-ed by its run), every file and the directory are
 fsync'ed, and only then does it replace the old one: by an atomic exchange of the two
 directories (Linux ``renameat2(RENAME_EXCHANGE)``), or where that is unavailable by two
 renames whose crash window is repaired on the next run (:func:`recover`). A failed or
 interrupted run therefore leaves the previous release byte-for-byte as it was and never a
 partial one.
+
+sdcflow never removes or renames what it did not create:
+
+* ``<output>/<release>`` is replaced only when it is a previous sdcflow release: a folder (not
+  a link) whose marker names this release and matches its ``manifest.json``, holding nothing
+  but the files that manifest lists (:func:`previous_release_problem`). Anything else is
+  refused before the run (:func:`check_release_target`) and again just before the swap.
+* The source, the warehouse, the rules and the run reports can never be, or be inside, a
+  release target (:func:`check_release_paths`).
+* :func:`recover` removes only temporary directories of the strict sdcflow pattern whose run
+  is over (its process is gone and nobody holds the folder's ``flock``) and that carry an
+  sdcflow marker (or are empty).
 """
 
 from __future__ import annotations
@@ -16,9 +30,10 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +41,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sdcflow.warehouse.warehouse import process_alive
+from sdcflow.errors import InputError, Reason
+from sdcflow.warehouse.ownership import hold, locked_by_other, process_alive
 
 DATA_FILES = ("data.parquet", "data.csv")
+MARKER = ".sdcflow-release"
+MANIFEST = "manifest.json"
+# The releases this process has swapped in, by run id: from the swap on, a release is live
+# whatever happens next, and the callers (the flow, the command line) must say so.
+SWAPPED_IN: dict[str, Path] = {}
+
+_TEMP = re.compile(r"^\.(?P<release>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-(?P<key>[0-9a-f]{32})$")
 
 
 def _fsync_path(path: Path) -> None:
@@ -47,48 +70,223 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths; False when the platform cannot (caller falls back)."""
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
+
+
+def _renameat2(a: Path, b: Path, flags: int) -> bool:
+    """``renameat2(a, b, flags)``; False when the platform cannot (the caller falls back)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
     except (OSError, AttributeError):
         return False
-    at_fdcwd, rename_exchange = -100, 2
-    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    at_fdcwd = -100
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), flags)
     if rc == 0:
         return True
     err = ctypes.get_errno()
     if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
         return False
-    raise OSError(err, os.strerror(err), str(a))
+    raise OSError(err, os.strerror(err), str(b))
 
 
-def _owner_alive(path: Path) -> bool:
-    """Temporary directories are named ``.<release>.<kind>-<pid>-<uuid>``: is <pid> running?"""
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths; False when the platform cannot (caller falls back)."""
+    return _renameat2(a, b, _RENAME_EXCHANGE)
+
+
+# -- the marker ---------------------------------------------------------------------------------
+
+
+def _write_marker(folder: Path, body: Mapping[str, Any]) -> None:
+    """Write the marker atomically (a rename inside ``folder``) and fsync it."""
+    part = folder / f"{MARKER}.part"
+    part.write_text(json.dumps({"sdcflow": 1, **body}, sort_keys=True) + "\n")
+    _fsync_path(part)
+    part.replace(folder / MARKER)
+
+
+def read_marker(folder: Path) -> dict[str, Any] | None:
+    """The marker of ``folder`` as written by sdcflow, or None (absent, unreadable, foreign)."""
     try:
-        pid = int(path.name.rsplit("-", 2)[-2])
-    except (IndexError, ValueError):
-        return False
-    return process_alive(pid)
+        body = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or body.get("sdcflow") != 1:
+        return None
+    return body
 
 
-def recover(output: Path, release: str) -> None:
-    """Undo what an interrupted publication left: restore a set-aside release and drop the
-    temporary directories of runs that are no longer running (a concurrent run's are kept)."""
-    if not output.is_dir():
-        return
+def published_run(folder: Path, release: str | None = None) -> str | None:
+    """The run id of the sdcflow release in ``folder`` (checked against its manifest), or None.
+
+    With ``release``, the marker must also name that release.
+    """
+    if previous_release_problem(folder, release) is not None or not folder.exists():
+        return None
+    marker = read_marker(folder)
+    return str(marker["run_id"]) if marker else None
+
+
+def previous_release_problem(target: Path, release: str | None = None) -> str | None:
+    """Why ``target`` is not a previous sdcflow release that a new run may replace; None when
+    it is one, or when nothing is there.
+
+    A previous release is a folder, not a symbolic link, whose marker says ``published``,
+    names ``release`` (when given) and holds the sha256 of its ``manifest.json``, and which
+    holds nothing but the marker, the manifest and the files the manifest lists.
+    """
+    if not os.path.lexists(target):
+        return None
+    if target.is_symlink():
+        return "it is a symbolic link"
+    if not target.is_dir():
+        return "it is a file, not a folder"
+    marker = read_marker(target)
+    if marker is None:
+        return f"it has no sdcflow marker ({MARKER}): sdcflow did not publish it"
+    if marker.get("state") != "published":
+        return "its sdcflow marker is not that of a finished release"
+    if release is not None and marker.get("release") != release:
+        return "its sdcflow marker names another release"
+    try:
+        manifest_sha = _sha256(target / MANIFEST)
+        manifest = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"its {MANIFEST} is missing or unreadable"
+    if manifest_sha != marker.get("manifest_sha256"):
+        return f"its {MANIFEST} is not the one sdcflow wrote"
+    listed = set(manifest.get("files", {})) if isinstance(manifest, dict) else set()
+    allowed = {MARKER, MANIFEST, *listed}
+    foreign = sorted(p.name for p in target.iterdir() if p.name not in allowed or p.is_dir())
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        return f"it holds files sdcflow did not write ({shown})"
+    return None
+
+
+# -- preflight ----------------------------------------------------------------------------------
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if os.path.lexists(candidate):
+            return candidate
+    return Path("/")
+
+
+def check_release_target(output: Path, release: str) -> None:
+    """Refuse (``InputError``, reason ``OUTPUT``) an output folder that cannot take the release:
+    a file where the folder should be, a folder sdcflow cannot write, or a ``<release>`` entry
+    in it that is not a previous sdcflow release."""
+    output = Path(output)
+    if os.path.lexists(output) and not output.is_dir():
+        raise InputError(
+            f"output {output} is not a folder; point `output:` at a folder (it is created if "
+            "missing)",
+            code=Reason.OUTPUT,
+        )
+    base = _nearest_existing(output)
+    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+        raise InputError(
+            f"cannot write into {base} (to hold the output folder {output}); make it writable "
+            "or point `output:` elsewhere",
+            code=Reason.OUTPUT,
+        )
     target = output / release
-    for old in sorted(output.glob(f".{release}.old-*")):
-        if _owner_alive(old):
+    problem = previous_release_problem(target, release)
+    if problem is not None:
+        raise InputError(
+            f"{target} exists and sdcflow will not replace it: {problem}; choose another "
+            "`release:` name or `output:` folder (sdcflow replaces only a release it published)",
+            code=Reason.OUTPUT,
+        )
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _within(inner: Path, outer: Path) -> bool:
+    return inner == outer or outer in inner.parents
+
+
+def check_release_paths(target: Path, protected: Mapping[str, Path | None]) -> None:
+    """Refuse a release target that is, or contains, any ``protected`` path (the source, the
+    warehouse, the rules file...), or that overlaps the run reports: publication would replace
+    them. Paths are compared after resolving symbolic links.
+
+    ``protected`` maps a label ("the source file") to a path; the label ``reports`` marks the
+    reports folder of the release, which must not overlap the target in either direction.
+    """
+    real_target = _real(target)
+    for label, path in protected.items():
+        if path is None:
             continue
-        if not target.exists():
-            old.rename(target)
+        real = _real(path)
+        clash = _within(real, real_target)
+        if label == "reports":
+            clash = clash or _within(real_target, real)
+            label = f"the run reports ({path})"
         else:
-            shutil.rmtree(old, ignore_errors=True)
-    for tmp in output.glob(f".{release}.tmp-*"):
-        if not _owner_alive(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
+            label = f"{label} {path}"
+        if clash:
+            raise InputError(
+                f"the release would be published to {target}, which overlaps {label}; choose "
+                "another `output:` folder or `release:` name (or move the reports, the source "
+                "or the warehouse out of it)",
+                code=Reason.OUTPUT,
+            )
+
+
+# -- recovery -------------------------------------------------------------------------------------
+
+
+def _owned_by_sdcflow(folder: Path) -> bool:
+    try:
+        empty = not any(folder.iterdir())
+    except OSError:
+        return False
+    return empty or read_marker(folder) is not None
+
+
+def recover(output: Path, release: str | None = None) -> list[Path]:
+    """Undo what interrupted publications left in ``output``: restore a set-aside release and
+    remove the temporary directories of runs that are over. Returns what it removed or
+    restored.
+
+    Only entries named like sdcflow's temporary directories, holding an sdcflow marker (or
+    empty), whose process is gone and whose ``flock`` nobody holds are touched; a concurrent
+    run's are kept. ``release`` limits the sweep to one release (default: every release in
+    the folder).
+    """
+    if not output.is_dir():
+        return []
+    touched: list[Path] = []
+    entries = sorted(output.iterdir(), key=lambda p: p.name)
+    for entry in entries:
+        m = _TEMP.match(entry.name)
+        if m is None or (release is not None and m["release"] != release):
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            continue
+        if process_alive(int(m["pid"])) or locked_by_other(entry):
+            continue
+        if not _owned_by_sdcflow(entry):
+            continue
+        target = output / m["release"]
+        if m["kind"] == "old" and not os.path.lexists(target):
+            marker = read_marker(entry)
+            if marker and marker.get("state") == "published":
+                entry.rename(target)
+                touched.append(target)
+                continue
+        shutil.rmtree(entry, ignore_errors=True)
+        touched.append(entry)
+    return touched
+
+
+# -- publication ----------------------------------------------------------------------------------
 
 
 def write_release(
@@ -105,46 +303,105 @@ def write_release(
     ``extra_files`` (name -> bytes, e.g. the run report) are published beside the data and
     hashed in the manifest like them.
 
-    ``manifest`` is completed with the row and column counts and the sha256 of each data file.
+    ``manifest`` is completed with the row and column counts and the sha256 of each data file;
+    the marker records the run id (``manifest["run_id"]``) and the manifest's sha256.
     ``before_swap`` (tests only) runs on the finished temporary directory just before the swap.
+
+    Raises
+    ------
+    InputError
+        Reason ``OUTPUT``: ``output/release`` exists and is not a previous sdcflow release
+        (checked again just before the swap).
     """
     output.mkdir(parents=True, exist_ok=True)
-    recover(output, release)
+    recover(output)
     target = output / release
+    _refuse_foreign(target, release)
+    run_id = str(manifest.get("run_id", ""))
     tmp = output / f".{release}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp / "data.parquet")
-        frame.to_csv(tmp / "data.csv", index=False)
-        extra = dict(extra_files or {})
-        if set(extra) & {*DATA_FILES, "manifest.json"} or any("/" in n for n in extra):
-            raise ValueError(f"extra file names {sorted(extra)} clash with the release files")
-        for name, blob in extra.items():
-            (tmp / name).write_bytes(blob)
-        files = (*DATA_FILES, *extra)
-        manifest = {
-            **manifest,
-            "rows": len(frame),
-            "columns": list(map(str, frame.columns)),
-            "files": {name: {"sha256": _sha256(tmp / name)} for name in files},
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-        for name in (*files, "manifest.json"):
-            _fsync_path(tmp / name)
-        _fsync_path(tmp)
-        if before_swap is not None:
-            before_swap(tmp)
-        if not target.exists():
-            tmp.rename(target)
-        elif _exchange(tmp, target):
-            shutil.rmtree(tmp)  # tmp now holds the previous release
-        else:
-            old = output / f".{release}.old-{os.getpid()}-{uuid.uuid4().hex}"
-            target.rename(old)
-            tmp.rename(target)
-            shutil.rmtree(old)
-        _fsync_path(output)
+        with hold(tmp):
+            _write_marker(tmp, {"state": "building", "release": release, "run_id": run_id})
+            _write_files(tmp, frame, manifest, extra_files)
+            _write_marker(
+                tmp,
+                {
+                    "state": "published",
+                    "release": release,
+                    "run_id": run_id,
+                    "manifest_sha256": _sha256(tmp / MANIFEST),
+                },
+            )
+            _fsync_path(tmp)
+            if before_swap is not None:
+                before_swap(tmp)
+            _refuse_foreign(target, release)  # again: the folder may have changed meanwhile
+            previous = _swap(tmp, target, output, release)
+            if run_id:
+                SWAPPED_IN[run_id] = target
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    # The release is live: nothing below may turn the run into a failure. What cannot be
+    # tidied now (the previous release, set aside) is removed by the next run's recover().
+    if previous is not None:
+        shutil.rmtree(previous, ignore_errors=True)
+    try:
+        _fsync_path(output)
+    except OSError:
+        pass
     return target
+
+
+def _refuse_foreign(target: Path, release: str) -> None:
+    problem = previous_release_problem(target, release)
+    if problem is not None:
+        raise InputError(
+            f"{target} exists and sdcflow will not replace it: {problem}; nothing was published",
+            code=Reason.OUTPUT,
+        )
+
+
+def _write_files(
+    tmp: Path,
+    frame: pd.DataFrame,
+    manifest: dict[str, Any],
+    extra_files: dict[str, bytes] | None,
+) -> None:
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp / "data.parquet")
+    frame.to_csv(tmp / "data.csv", index=False)
+    extra = dict(extra_files or {})
+    reserved = {*DATA_FILES, MANIFEST, MARKER, f"{MARKER}.part"}
+    if set(extra) & reserved or any("/" in n or n.startswith(".") for n in extra):
+        raise ValueError(f"extra file names {sorted(extra)} clash with the release files")
+    for name, blob in extra.items():
+        (tmp / name).write_bytes(blob)
+    files = (*DATA_FILES, *extra)
+    full = {
+        **manifest,
+        "rows": len(frame),
+        "columns": list(map(str, frame.columns)),
+        "files": {name: {"sha256": _sha256(tmp / name)} for name in files},
+    }
+    (tmp / MANIFEST).write_text(json.dumps(full, indent=2, default=str) + "\n")
+    for name in (*files, MANIFEST):
+        _fsync_path(tmp / name)
+
+
+def _swap(tmp: Path, target: Path, output: Path, release: str) -> Path | None:
+    """Put ``tmp`` at ``target``; return where the previous release now is (None if none)."""
+    if not os.path.lexists(target):
+        # never onto something that appeared meanwhile (a plain rename would replace an
+        # empty folder)
+        if not _renameat2(tmp, target, _RENAME_NOREPLACE):
+            if os.path.lexists(target):
+                raise FileExistsError(errno.EEXIST, "appeared during publication", str(target))
+            tmp.rename(target)
+        return None
+    if _exchange(tmp, target):
+        return tmp  # tmp now holds the previous release
+    old = output / f".{release}.old-{os.getpid()}-{uuid.uuid4().hex}"
+    target.rename(old)
+    tmp.rename(target)
+    return old

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import csv
+import errno
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,15 +30,7 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
     wrong column).
     """
     source = Path(source)
-    if source.is_dir():
-        raise InputError(
-            f"source {source} is a folder; name a CSV or Parquet file", code=Reason.SOURCE_MISSING
-        )
-    if not source.is_file():
-        raise InputError(
-            f"source file {source} does not exist; check `source:` in the spec",
-            code=Reason.SOURCE_MISSING,
-        )
+    _check_is_file(source)
     suffix = source.suffix.lower()
     if suffix not in {".csv", ".parquet", ".pq"}:
         raise InputError(
@@ -66,13 +61,18 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
         if tokens and suffix != ".csv":
             data = _null_tokens(con, data, tokens)
     except duckdb.Error as e:
+        if suffix == ".csv":
+            _check_rectangular(source)  # names a ragged line, the usual cause
         first = str(e).splitlines()[0]
         raise InputError(
-            f"cannot read {source}: {first}; check that it is valid {suffix}",
+            f"cannot read {source}: {first[:200]}; check that it is valid {suffix}",
             code=Reason.SOURCE_FORMAT,
         ) from e
     finally:
         con.close()
+    if suffix == ".csv" and data.num_columns < len(header):
+        # The reader fell back to fewer columns than the header names: lines disagree.
+        _check_rectangular(source)
     if data.num_rows == 0:
         raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
     return data
@@ -93,6 +93,62 @@ def _null_tokens(con: duckdb.DuckDBPyConnection, data: pa.Table, tokens: list[st
     out = con.sql(f"SELECT {', '.join(exprs)} FROM src", params=[tokens] * n_text).to_arrow_table()
     con.unregister("src")
     return out
+
+
+def _check_is_file(source: Path) -> None:
+    """Refuse a source that is not a readable regular file, naming what it is instead."""
+    try:
+        info = source.stat()
+    except FileNotFoundError:
+        if source.is_symlink():
+            raise InputError(
+                f"source {source} is a symbolic link to nothing; point `source:` at the file",
+                code=Reason.SOURCE_MISSING,
+            ) from None
+        raise InputError(
+            f"source file {source} does not exist; check `source:` in the spec",
+            code=Reason.SOURCE_MISSING,
+        ) from None
+    except OSError as e:
+        what = "a symbolic link loop" if e.errno == errno.ELOOP else f"unreadable ({e.strerror})"
+        raise InputError(
+            f"source {source} is {what}; point `source:` at a CSV or Parquet file",
+            code=Reason.SOURCE_NOT_FILE,
+        ) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(
+            f"source {source} is a folder; name a CSV or Parquet file",
+            code=Reason.SOURCE_NOT_FILE,
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"source {source} is not a regular file (a device, pipe or socket); name a CSV or "
+            "Parquet file",
+            code=Reason.SOURCE_NOT_FILE,
+        )
+    if not os.access(source, os.R_OK):
+        raise InputError(
+            f"source {source} is not readable; fix its permissions", code=Reason.SOURCE_NOT_FILE
+        )
+
+
+def _check_rectangular(source: Path) -> None:
+    """Raise ``InputError`` naming the first line whose number of fields differs from the
+    header's (a ragged CSV); return when every line agrees. Counts only, never a value."""
+    try:
+        with source.open(encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, [])
+            for row in reader:
+                if row and len(row) != len(header):
+                    raise InputError(
+                        f"{source} is ragged: line {reader.line_num} has {len(row)} fields "
+                        f"where the header has {len(header)}; fix that line (a stray or missing "
+                        "comma, or an unquoted comma inside a value)",
+                        code=Reason.SOURCE_FORMAT,
+                    )
+    except (UnicodeDecodeError, csv.Error):
+        return
 
 
 def _header(source: Path, suffix: str) -> list[str]:

@@ -6,6 +6,13 @@ and ``audit`` (``runs``, ``checks``, and the edit-rule tables written by ``wareh
 
 Table names are never taken from user input: they are built from an allow-listed schema and a
 run id checked against a strict pattern, and every value travels as a ``?`` parameter.
+
+One writer at a time: a release holds :meth:`Warehouse.lock`, an exclusive ``flock(2)`` on
+``<warehouse>.lock``, for its whole run (the kernel releases it when the process ends, however
+it ends); a second release waits for it up to a set time and then stops (exit 3). DuckDB
+itself lets one process at a time open the file, readers included, so every connection
+retries for a while on a lock conflict (:meth:`Warehouse.connect`) and the read-only commands
+(:meth:`Warehouse.runs`) hold their connection for one query.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import json
 import os
 import re
 import socket
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -24,25 +32,91 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from sdcflow.errors import InputError, Reason
+from sdcflow.errors import InputError, Reason, WarehouseBusy
+from sdcflow.warehouse.ownership import FileLock, LockTimeout, process_alive
+from sdcflow.warehouse.publish import published_run
 
 SCHEMAS = ("raw", "edited", "masked", "published", "audit")
 ROW_ID = "sdc_row_id"
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _HOST = socket.gethostname()
+_MAGIC = b"DUCK"  # bytes 8..11 of every DuckDB database file
+
+# How long a release waits for another one to let go of the warehouse (``--wait``), and how
+# long any connection retries while another process has the file open (a reader, briefly).
+LOCK_WAIT_ENV, CONNECT_RETRY_ENV = "SDCFLOW_LOCK_WAIT", "SDCFLOW_CONNECT_RETRY"
+DEFAULT_LOCK_WAIT, DEFAULT_CONNECT_RETRY = 60.0, 30.0
+
+__all__ = [
+    "ROW_ID",
+    "SCHEMAS",
+    "Warehouse",
+    "check_warehouse_file",
+    "process_alive",
+    "table_name",
+]
 
 
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs on this host (a permission error means it does)."""
-    if pid == os.getpid():
-        return True
+def _seconds(env: str, default: float) -> float:
+    value = os.environ.get(env)
+    if value is None or value.strip() == "":
+        return default
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        seconds = float(value)
+    except ValueError:
+        raise InputError(
+            f"environment variable {env} must be a number of seconds", code=Reason.PARAMETER
+        ) from None
+    if not seconds >= 0:
+        raise InputError(f"environment variable {env} must be >= 0", code=Reason.PARAMETER)
+    return seconds
+
+
+def check_warehouse_file(path: Path) -> None:
+    """Refuse, before a run, a warehouse path that cannot be a DuckDB database: a folder, a
+    file that is not a DuckDB database (by its header, without opening it), or a place that
+    cannot be written. Raises ``InputError`` with reason ``WAREHOUSE``."""
+    path = Path(path)
+    if os.path.lexists(path):
+        if path.is_dir():
+            raise InputError(
+                f"warehouse {path} is a folder; point `warehouse:` at a DuckDB file",
+                code=Reason.WAREHOUSE,
+            )
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(12)
+        except OSError as e:
+            raise InputError(
+                f"cannot read warehouse {path} ({e.strerror}); fix its permissions or point "
+                "`warehouse:` elsewhere",
+                code=Reason.WAREHOUSE,
+            ) from e
+        if head[8:12] != _MAGIC:
+            raise InputError(
+                f"warehouse {path} is not a DuckDB database; point `warehouse:` at a DuckDB "
+                "file (a new path creates one)",
+                code=Reason.WAREHOUSE,
+            )
+        writable = path.parent
+        if not os.access(path, os.W_OK):
+            raise InputError(
+                f"warehouse {path} is read-only; make it writable or point `warehouse:` elsewhere",
+                code=Reason.WAREHOUSE,
+            )
+    else:
+        writable = next((p for p in path.parents if os.path.lexists(p)), Path("/"))
+    if not writable.is_dir() or not os.access(writable, os.W_OK | os.X_OK):
+        raise InputError(
+            f"cannot write into {writable} (for the warehouse {path} and its lock); make it "
+            "writable or point `warehouse:` elsewhere",
+            code=Reason.WAREHOUSE,
+        )
+
+
+def _lock_conflict(error: Exception) -> bool:
+    text = str(error)
+    return "Could not set lock" in text or "Conflicting lock" in text
 
 
 _DDL = """
@@ -72,6 +146,7 @@ ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS checks JSON;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS host VARCHAR;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS pid BIGINT;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS kind VARCHAR;
+ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS target VARCHAR;
 """
 
 
@@ -89,27 +164,87 @@ class Warehouse:
 
     Connections are short-lived (one per operation) so that the file is never held open
     between steps and a crashed step cannot leave a lock behind.
+
+    Parameters
+    ----------
+    path : the DuckDB file.
+    connect_retry : seconds a connection keeps trying while another process has the file
+        open; default ``$SDCFLOW_CONNECT_RETRY`` or 30.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, connect_retry: float | None = None) -> None:
         self.path = Path(path)
+        self.connect_retry = (
+            _seconds(CONNECT_RETRY_ENV, DEFAULT_CONNECT_RETRY)
+            if connect_retry is None
+            else float(connect_retry)
+        )
+
+    @property
+    def lock_path(self) -> Path:
+        """The lock file of the warehouse (``<warehouse>.lock``), created on first use."""
+        return self.path.with_name(self.path.name + ".lock")
+
+    @contextmanager
+    def lock(self, wait: float | None = None) -> Iterator[None]:
+        """Hold the warehouse's writer lock (``flock`` on :attr:`lock_path`) for the block.
+
+        Waits up to ``wait`` seconds (default ``$SDCFLOW_LOCK_WAIT`` or 60) for another
+        release to let go, then raises :class:`~sdcflow.errors.WarehouseBusy`. Re-entrant
+        within a process (the command line takes it before the flow, which takes it again).
+        """
+        wait = _seconds(LOCK_WAIT_ENV, DEFAULT_LOCK_WAIT) if wait is None else float(wait)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.lock_path, wait=wait)
+        try:
+            lock.acquire()
+        except LockTimeout as e:
+            holder = f" (process {e.holder})" if e.holder else ""
+            raise WarehouseBusy(
+                f"warehouse {self.path} is in use by another release{holder}; waited "
+                f"{e.waited:.0f} s; try again later or wait longer with --wait SECONDS"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @property
+    def locked_here(self) -> bool:
+        """Whether this process holds the writer lock."""
+        return FileLock(self.lock_path).held
 
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection for the duration of a ``with`` block, closed on exit.
 
-        Raises ``InputError`` (reason ``WAREHOUSE``) when the file is not a DuckDB database.
+        While another process has the file open (DuckDB allows one process per file) the
+        connection is retried for :attr:`connect_retry` seconds, then
+        :class:`~sdcflow.errors.WarehouseBusy` is raised. Raises ``InputError`` (reason
+        ``WAREHOUSE``) when the file is not a DuckDB database.
         """
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as e:
-            raise InputError(
-                f"cannot open warehouse {self.path}: {e}; remove or move the file if it is not "
-                "a DuckDB database",
-                code=Reason.WAREHOUSE,
-            ) from e
+        deadline = time.monotonic() + self.connect_retry
+        delay = 0.01
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=read_only)
+                break
+            except duckdb.Error as e:
+                if not _lock_conflict(e):
+                    raise InputError(
+                        f"cannot open warehouse {self.path}: {str(e).splitlines()[0]}; point "
+                        "`warehouse:` at a DuckDB file (a new path creates one)",
+                        code=Reason.WAREHOUSE,
+                    ) from e
+                if time.monotonic() >= deadline:
+                    raise WarehouseBusy(
+                        f"warehouse {self.path} stayed open in another process for "
+                        f"{self.connect_retry:.0f} s; try again when it has finished"
+                    ) from e
+                time.sleep(delay)
+                delay = min(0.25, delay * 2)
         try:
             yield con
         finally:
@@ -157,35 +292,77 @@ class Warehouse:
     # -- audit ----------------------------------------------------------------------------
 
     def start_run(
-        self, run_id: str, release: str, spec_sha256: str, method: str, kind: str = "release"
+        self,
+        run_id: str,
+        release: str,
+        spec_sha256: str,
+        method: str,
+        target: str | Path | None = None,
+        kind: str = "release",
     ) -> None:
-        """Record a run as ``running`` with this host and process id (after marking the runs of
-        dead processes ``interrupted``); ``kind``: what started it (``release``, ``check``,
-        ``compare``)."""
+        """Record a run as ``running`` with this host, process id, what started it (``kind``:
+        ``release``, ``check`` or ``compare``) and the folder it may publish to (``target``),
+        after settling the runs of processes that are gone (:meth:`resolve_ended_runs`)."""
         self.initialize()
-        self.mark_interrupted()
+        self.resolve_ended_runs()
         with self.connect() as con:
             con.execute(
                 "INSERT OR REPLACE INTO audit.runs (run_id, release, spec_sha256, method, "
-                "started_at, status, host, pid, kind) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)",
-                [run_id, release, spec_sha256, method, datetime.now(UTC), _HOST, os.getpid(), kind],
+                "started_at, status, host, pid, target, kind) "
+                "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                [
+                    run_id,
+                    release,
+                    spec_sha256,
+                    method,
+                    datetime.now(UTC),
+                    _HOST,
+                    os.getpid(),
+                    str(target) if target is not None else None,
+                    kind,
+                ],
             )
 
-    def mark_interrupted(self) -> None:
-        """Runs left ``running`` by a process of this host that no longer exists (killed,
-        machine restarted) become ``interrupted``."""
+    def _ended(self, pid: int | None, run_id: str, active: set[str]) -> bool:
+        if run_id in active:
+            return False
+        if pid is None:
+            return False
+        if pid == os.getpid():
+            return True  # a run of this process that is not active any more
+        # Holding the writer lock, no other release can be running on this warehouse.
+        return self.locked_here or not process_alive(pid)
+
+    def resolve_ended_runs(self, active: Sequence[str] = ()) -> list[tuple[str, str]]:
+        """Settle runs left ``running`` by a process of this host that has ended (killed,
+        crashed, machine restarted): ``published`` when the release folder the run was to
+        publish carries its run id (the process died after the swap: the release is live),
+        else ``interrupted``. Returns ``(run_id, status)`` of the runs settled.
+
+        ``active``: run ids of this process that are still running (left alone).
+        """
+        settled: list[tuple[str, str]] = []
         with self.connect() as con:
             rows = con.execute(
-                "SELECT run_id, pid FROM audit.runs WHERE status = 'running' AND host = ?",
+                "SELECT run_id, pid, target FROM audit.runs WHERE status = 'running' AND host = ?",
                 [_HOST],
             ).fetchall()
-            dead = [run_id for run_id, pid in rows if pid is not None and not process_alive(pid)]
-            for run_id in dead:
+            for run_id, pid, target in rows:
+                if not self._ended(pid, run_id, set(active)):
+                    continue
+                status, message, where = ended_status(run_id, target)
                 con.execute(
-                    "UPDATE audit.runs SET status = 'interrupted', ended_at = ?, "
-                    "message = 'the process ended before the run finished' WHERE run_id = ?",
-                    [datetime.now(UTC), run_id],
+                    "UPDATE audit.runs SET status = ?, ended_at = ?, message = ?, "
+                    "published_to = coalesce(?, published_to) WHERE run_id = ?",
+                    [status, datetime.now(UTC), message, where, run_id],
                 )
+                settled.append((run_id, status))
+        return settled
+
+    def mark_interrupted(self) -> None:
+        """Settle runs of ended processes (kept for callers of earlier versions; see
+        :meth:`resolve_ended_runs`)."""
+        self.resolve_ended_runs()
 
     def finish_run(
         self,
@@ -227,17 +404,65 @@ class Warehouse:
         self, limit: int = 50, *, release: str | None = None, status: str | None = None
     ) -> pd.DataFrame:
         """The latest runs (of one ``release`` and ``status`` when given), each with what
-        started it (``kind``; ``release`` for runs recorded before kinds were) and its
-        checks' figures and verdicts as one JSON column."""
+        started it (``kind``; ``release`` for runs recorded before kinds were) and its checks'
+        figures and verdicts as one JSON column.
+
+        Read-only: one read-only connection for one query, no write (a release running
+        meanwhile is not disturbed). A run whose process has ended without recording its end
+        is shown with the status the next release will record for it (``published`` if its
+        release folder carries its run id, else ``interrupted``), its message saying so; the
+        ``status`` filter applies to that status.
+        """
         if not self.path.exists():
             return pd.DataFrame()
-        self.initialize()
-        self.mark_interrupted()
         with self.connect(read_only=True) as con:
-            return con.execute(
-                "SELECT run_id, release, coalesce(kind, 'release') AS kind, method, status, "
-                "started_at, ended_at, n_rows, message, coalesce(checks, '{}') AS checks "
-                "FROM audit.runs WHERE (? IS NULL OR release = ?) AND (? IS NULL OR status = ?) "
+            present = con.execute(
+                "SELECT count(*) FROM information_schema.columns "
+                "WHERE table_schema = 'audit' AND table_name = 'runs'"
+            ).fetchone()[0]
+            if not present:
+                return pd.DataFrame()
+            columns = {
+                r[0]
+                for r in con.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = 'audit' AND table_name = 'runs'"
+                ).fetchall()
+            }
+            extra = ", ".join(
+                c if c in columns else f"NULL AS {c}" for c in ("host", "pid", "target")
+            )
+            kind = "coalesce(kind, 'release')" if "kind" in columns else "'release'"
+            frame = con.execute(
+                f"SELECT run_id, release, {kind} AS kind, method, status, started_at, ended_at, "
+                "n_rows, message, coalesce(checks, '{}') AS checks, published_to, "
+                f"{extra} FROM audit.runs WHERE (? IS NULL OR release = ?) "
                 "ORDER BY started_at DESC LIMIT ?",
-                [release, release, status, status, limit],
+                [release, release, limit if status is None else None],
             ).df()
+        for i, row in frame.iterrows():
+            if row["status"] != "running" or row["host"] != _HOST or pd.isna(row["pid"]):
+                continue
+            if process_alive(int(row["pid"])) and not self.locked_here:
+                continue
+            ended, message, where = ended_status(row["run_id"], row["target"])
+            frame.loc[i, "status"] = ended
+            frame.loc[i, "message"] = f"{message} (not yet recorded)"
+            if where:
+                frame.loc[i, "published_to"] = where
+        if status is not None:
+            frame = frame[frame["status"] == status].head(limit).reset_index(drop=True)
+        return frame.drop(columns=["host", "pid", "target"])
+
+
+def ended_status(run_id: str, target: str | None) -> tuple[str, str, str | None]:
+    """``(status, message, published_to)`` of a run whose process ended without recording its
+    end: ``published`` when ``target`` holds a release whose marker names the run."""
+    if target and published_run(Path(target)) == run_id:
+        return (
+            "published",
+            "published; the process ended after the swap, before recording it (recorded by "
+            "recovery)",
+            target,
+        )
+    return "interrupted", "the process ended before the run finished; nothing was published", None

@@ -88,6 +88,7 @@ from sdcflow.tasks.validation import (
     check_k,
     check_matrix,
     check_random_state,
+    destandardize,
     standardize,
 )
 
@@ -681,7 +682,7 @@ def fuzzy_partition(
     indptr = np.searchsorted(r, np.arange(n + 1))
     VZ = np.asarray(leaves)
     expected = np.asarray(expected_l)
-    centres = mean + VZ * scale
+    centres = destandardize(VZ, mean, scale)  # mean + VZ * scale, overflow-safe
     if cons is not None:
         centres = cons.snap_bounds(_polish(centres, cons, scale))
 

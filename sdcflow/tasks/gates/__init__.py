@@ -60,34 +60,119 @@ def options_model() -> type[BaseModel]:
 MeasureOptions = options_model()
 
 
-def wanted_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> dict[str, float]:
-    """The gates a release runs: the ones every release gets, what its method (or the
-    composition that masked it, ``MaskResult.promises``) promises, then the spec's
-    ``thresholds``, which override a default. With ``keep`` columns, ``keep_k_anonymity``
-    (k if the intruder also knew them) is gated at the promised k."""
-    if ctx.result.promises is not None:
-        promised = dict(ctx.result.promises)
+def default_gates(
+    method: MethodParams | None,
+    *,
+    blocked: bool,
+    edit_rules: bool,
+    promises: Mapping[str, float] | None = None,
+    keep: bool = False,
+) -> dict[str, float]:
+    """The gates a release gets without asking: the edit-rule gate when it has error rules,
+    and what its method (or the composition that masked it, ``MaskResult.promises``)
+    promises, per block when the quasi-identifiers are masked in blocks. With ``keep``
+    columns, ``keep_k_anonymity`` (k if the intruder also knew them) at the promised k.
+    """
+    if promises is not None:
+        promised = dict(promises)
     else:
-        promised = get_method(ctx.method.name).promises(ctx.method) if ctx.method else {}
+        promised = get_method(method.name).promises(method) if method else {}
     k = promised.get("k_anonymity")
-    if k is not None and ctx.keep is not None and ctx.keep.shape[1]:
+    if k is not None and keep:
         promised["keep_k_anonymity"] = k
-    if ctx.result.blocks and "k_anonymity" in promised:
+    if blocked and "k_anonymity" in promised:
         # Blocks masked separately promise k per block, not for the joint tuple (a record's
         # combination of block groups may be unique); the spec can still ask for the joint k.
         promised["block_k_anonymity"] = promised.pop("k_anonymity")
-    defaults = dict(ALWAYS)
-    if ctx.edit_violations is None:
-        # No edit rule could be evaluated on the release: the gate would pass vacuously.
-        defaults.pop("max_edit_violations")
-    return {**defaults, **promised, **thresholds}
+    defaults = dict(ALWAYS) if edit_rules else {}
+    return {**defaults, **promised}
+
+
+def _defaults(ctx: GateContext) -> dict[str, float]:
+    return default_gates(
+        ctx.method,
+        blocked=bool(ctx.result.blocks),
+        edit_rules=ctx.edit_violations is not None or bool(ctx.unchecked_rules),
+        promises=ctx.result.promises,
+        keep=ctx.keep is not None and ctx.keep.shape[1] > 0,
+    )
+
+
+def looser_thresholds(
+    defaults: Mapping[str, float], thresholds: Mapping[str, float]
+) -> dict[str, tuple[float, float]]:
+    """``{key: (default, threshold)}`` for every spec threshold that is looser than the
+    default gate of the same key (a lower minimum, a higher maximum)."""
+    out = {}
+    for key, value in thresholds.items():
+        if key not in defaults:
+            continue
+        default = float(defaults[key])
+        looser = value < default if GATES[key].direction == "min" else value > default
+        if looser:
+            out[key] = (default, float(value))
+    return out
+
+
+def wanted_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> dict[str, float]:
+    """The gates a release runs and their thresholds: the ones every release gets, what its
+    method promises, then the spec's ``thresholds``, which may tighten a default gate but
+    loosen it only when the spec accepts it explicitly (``ctx.accept_looser``); otherwise the
+    default threshold holds.
+
+    The edit-rule gate runs when an error rule was evaluated on the release or could not be
+    (then it reports "not checked"); without error rules it would pass vacuously and is left
+    out.
+    """
+    defaults = _defaults(ctx)
+    wanted = {**defaults, **thresholds}
+    for key, (default, _) in looser_thresholds(defaults, thresholds).items():
+        if key not in ctx.accept_looser:
+            wanted[key] = default
+    return wanted
+
+
+def threshold_notes(ctx: GateContext, thresholds: Mapping[str, float]) -> dict[str, str]:
+    """What the outcome of a gate says about a spec threshold looser than the default: that
+    the default applied, or that the spec accepted the looser one."""
+    defaults = _defaults(ctx)
+    notes = {}
+    for key, (default, value) in looser_thresholds(defaults, thresholds).items():
+        if key in ctx.accept_looser:
+            notes[key] = (
+                f"looser than the default {default:g}: accepted by the spec (accept.looser_checks)"
+            )
+        else:
+            notes[key] = (
+                f"the spec's {value:g} is looser than the default {default:g}, which applies "
+                "(loosening needs accept.looser_checks)"
+            )
+    return notes
 
 
 def run_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> list[GateOutcome]:
     """Evaluate the gates of :func:`wanted_gates` on ``ctx``."""
     outcomes = []
+    notes = threshold_notes(ctx, thresholds)
     for key, threshold in wanted_gates(ctx, thresholds).items():
         gate = GATES[key]
+        unchecked = gate.not_checked(ctx) if gate.not_checked is not None else None
+        if unchecked is not None:
+            note, accepted = unchecked
+            outcomes.append(
+                GateOutcome(
+                    key,
+                    float("nan"),
+                    float(threshold),
+                    gate.direction,
+                    accepted,
+                    gate.description,
+                    gate.unit,
+                    checked=False,
+                    note=note,
+                )
+            )
+            continue
         figure = float(gate.compute(ctx))
         outcomes.append(
             GateOutcome(
@@ -98,6 +183,7 @@ def run_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> list[GateOut
                 gate.passes(figure, float(threshold)),
                 gate.description,
                 gate.unit,
+                note=notes.get(key, ""),
             )
         )
     return outcomes
@@ -161,9 +247,12 @@ __all__ = [
     "MeasureOptions",
     "RecordRisk",
     "contradictions",
+    "default_gates",
     "gather_evidence",
+    "looser_thresholds",
     "measure",
     "options_model",
     "run_gates",
+    "threshold_notes",
     "wanted_gates",
 ]

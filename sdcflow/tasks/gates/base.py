@@ -60,6 +60,14 @@ class GateContext:
         The ``keep`` columns, released unchanged (an intruder may know them too).
     weights : ndarray of shape (n,) or None
         Sampling weights (``weight_column:``), for the risk per record.
+    unchecked_rules : tuple of str
+        Error rules that could not be evaluated on the released records (their columns are
+        not released).
+    accepted_unchecked : frozenset of str
+        Those of them the spec accepts unchecked (``accept: unchecked_rules``).
+    accept_looser : frozenset of str
+        Gate keys whose spec threshold may be looser than the default or what the method
+        promises (``accept: looser_checks``).
     """
 
     original: np.ndarray
@@ -73,6 +81,9 @@ class GateContext:
     raw: np.ndarray | None = None
     keep: pd.DataFrame | None = None
     weights: np.ndarray | None = None
+    unchecked_rules: tuple[str, ...] = ()
+    accepted_unchecked: frozenset[str] = frozenset()
+    accept_looser: frozenset[str] = frozenset()
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -125,6 +136,8 @@ class Gate:
     requires : spec fields it needs (``sensitive``), checked when the spec is loaded.
     only_for : the method parameter types whose releases it applies to (empty: every
         method); the preflight refuses it under any other method.
+    not_checked : when the figure cannot be established on the release, returns why and
+        whether the spec accepts that (the outcome is then "not checked", never a figure).
     """
 
     key: str
@@ -135,6 +148,7 @@ class Gate:
     option: GateOption | None = None
     requires: frozenset[str] = frozenset()
     only_for: tuple[type[MethodParams], ...] = ()
+    not_checked: Callable[[GateContext], tuple[str, bool] | None] | None = None
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):
@@ -144,7 +158,11 @@ class Gate:
 
 @dataclass(frozen=True)
 class GateOutcome:
-    """A gate's figure, threshold and verdict."""
+    """A gate's figure, threshold and verdict.
+
+    ``checked`` is False when the figure could not be established on the release (``figure``
+    is then NaN and ``note`` says why); such a gate passes only when the spec accepts it.
+    """
 
     key: str
     figure: float
@@ -153,18 +171,29 @@ class GateOutcome:
     passed: bool
     description: str
     unit: str = ""
+    checked: bool = True
+    note: str = ""
 
     @property
     def rule(self) -> str:
         return ">=" if self.direction == "min" else "<="
 
+    @property
+    def verdict(self) -> str:
+        if not self.checked:
+            return "not checked (accepted)" if self.passed else "not checked"
+        return "pass" if self.passed else "FAIL"
+
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "check": self.key,
-            "figure": self.figure,
+            "figure": self.figure if self.checked else None,
             "threshold": self.threshold,
             "rule": self.rule,
-            "verdict": "pass" if self.passed else "FAIL",
+            "verdict": self.verdict,
             "unit": self.unit,
             "description": self.description,
         }
+        if self.note:
+            out["note"] = self.note
+        return out

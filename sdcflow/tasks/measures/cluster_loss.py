@@ -55,7 +55,7 @@ from scipy.optimize import linear_sum_assignment
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy.fcm import FCMResult, fuzzy_c_means, memberships
-from sdcflow.tasks.validation import check_matrix, check_random_state
+from sdcflow.tasks.validation import check_matrix, check_random_state, standardize_pair
 
 ALPHAS: tuple[float, ...] = (0.9, 0.5, 0.1)
 
@@ -336,10 +336,7 @@ def standardize_like(X: np.ndarray, X_masked: np.ndarray) -> tuple[np.ndarray, n
     Xm = check_matrix(X_masked, name="masked")
     if X.shape != Xm.shape:
         raise ParameterError(f"original {X.shape} and masked {Xm.shape} must have the same shape")
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
-    return (X - mean) / scale, (Xm - mean) / scale
+    return standardize_pair(X, Xm)  # finite for any finite input
 
 
 def cluster_loss(

@@ -42,15 +42,13 @@ from scipy import sparse
 from scipy.spatial import cKDTree
 
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.validation import check_pair
+from sdcflow.tasks.validation import check_pair, standardize_pair
 
 
 def _standardize_pair(X: np.ndarray, Xm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Both files on the original's scale: zero mean, unit population sd (constant -> 1)."""
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
-    return (X - mean) / scale, (Xm - mean) / scale
+    """Both files on the original's scale: zero mean, unit population sd (constant -> 1);
+    :func:`~sdcflow.tasks.validation.standardize_pair` (finite for any finite input)."""
+    return standardize_pair(X, Xm)
 
 
 # --- distance-based record linkage ------------------------------------------------------------

@@ -49,7 +49,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.validation import check_pair
+from sdcflow.tasks.validation import check_pair, rescale_pair
 
 Statistic = Literal["means", "variances", "covariances", "correlations"]
 STATISTICS: tuple[Statistic, ...] = ("means", "variances", "covariances", "correlations")
@@ -65,7 +65,7 @@ def sse_sst_loss(X: np.ndarray, X_masked: np.ndarray) -> float:
 
     Shapes: X (n, d), X_masked (n, d) -> float in [0, inf) (0..100 for microaggregation).
     """
-    X, Xm = check_pair(X, X_masked)
+    X, Xm = rescale_pair(*check_pair(X, X_masked))  # exact; finite near the float limits
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
     live = scale > 0
@@ -155,7 +155,7 @@ def generic_loss(
         ``NaN`` when no entry is defined (one live variable and ``statistic="correlations"``,
         or all original entries 0 for ``kind="relative"``).
     """
-    X, Xm = check_pair(X, X_masked)
+    X, Xm = rescale_pair(*check_pair(X, X_masked))  # exact; every figure is scale-free
     statistic = _check_statistic(statistic)
     if kind not in ("absolute", "relative"):
         raise ParameterError(f"kind must be 'absolute' or 'relative', got {kind!r}")
@@ -271,7 +271,7 @@ def probabilistic_loss_entries(
     Shapes: X (n, d), X_masked (n, d) -> (e,) with e = d, d, d(d+1)/2, d(d-1)/2 live
     variables for means, variances, covariances, correlations.
     """
-    X, Xm = check_pair(X, X_masked)
+    X, Xm = rescale_pair(*check_pair(X, X_masked))  # exact; fourth powers stay finite
     statistic = _check_statistic(statistic)
     if X.shape[0] < 2:
         raise ParameterError("probabilistic information loss needs at least 2 records")

@@ -42,12 +42,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
-from sdcflow.errors import ParameterError
+from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.box.anonymize import box_anonymize
 from sdcflow.tasks.box.partition import default_grid
 from sdcflow.tasks.box.sensitivity import STAT_ARITY, Target, default_delta0
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams, k_gate
+from sdcflow.tasks.validation import check_magnitude, standardize
 
 StatName = Literal["mean", "variance", "std", "covariance", "correlation"]
 
@@ -203,6 +204,24 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> Box
         ``weight``; ``points`` the box centres (n, d); ``groups`` the box ids.
     """
     cols = list(columns)
+    # Variances and covariances of boxes multiply the values themselves, summed over the
+    # records ((2M)^2 * 4n), and local densities divide by box volumes ((4M)^d): both must
+    # stay below the largest double.
+    big = np.finfo(np.float64).max
+    n, d = X.shape
+    limit = float(min(np.sqrt(big / (16.0 * max(n, 1))), big ** (1.0 / max(d, 1)) / 8.0))
+    check_magnitude(X, limit, columns=cols, what="box anonymization's variances and box volumes")
+    # ... and volumes must not underflow to 0 either (densities would divide by zero).
+    spread = standardize(X)[2]
+    floor = float(np.finfo(np.float64).tiny ** (1.0 / max(d, 1)) * 8.0)
+    small = (spread < floor) & (np.ptp(X, axis=0) > 0)
+    if small.any():
+        raise DataError(
+            f"{cols[int(np.flatnonzero(small)[0])]} varies by less than {floor:.3g}, where "
+            "box anonymization's box volumes would underflow; express the column in smaller "
+            "units before release",
+            code=Reason.VALUES_RANGE,
+        )
     unknown = sorted((set(params.epsilon) | set(params.grid)) - set(cols))
     if unknown:
         raise ParameterError(

@@ -34,7 +34,7 @@ from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation, fuzzy_p
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.measures.disclosure_risk import fuzzy_membership_rows
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
-from sdcflow.tasks.validation import standardize
+from sdcflow.tasks.validation import standardize, standardize_with
 
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 
@@ -164,7 +164,7 @@ class FuzzyIntruder:
         Z, mean, scale = standardize(X)
         labels, first = np.unique(groups, return_index=True)
         released = np.zeros((int(labels.max()) + 1, X.shape[1]))
-        released[labels] = (result.points[first] - mean) / scale
+        released[labels] = standardize_with(result.points[first], mean, scale)
         if self.mode == "manifest":
             m = self.draw_fuzziness.get("m", self.params.m2)
             lam = self.draw_fuzziness.get("lambda", self.params.lambda2)

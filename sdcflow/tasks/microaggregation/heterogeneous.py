@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sdcflow.errors import DataError, ParameterError
-from sdcflow.tasks.validation import check_k
+from sdcflow.tasks.validation import check_k, safe_mean
 
 
 @dataclass(frozen=True)
@@ -112,10 +112,16 @@ def _scaled(keys: MixedKeys) -> tuple[np.ndarray, np.ndarray]:
     divided by the number of categories [1]. Shapes: (n, p), (n, q)."""
     num = keys.numeric
     if num.shape[1]:
-        mean = np.nanmean(np.where(np.isnan(num).all(axis=0), 0.0, num), axis=0)
-        sd = np.nanstd(num, axis=0)
+        # Exact power-of-two rescaling per column first (as validation.standardize), so that
+        # keys near the float limits give finite z-scores.
+        present = ~np.isnan(num)
+        biggest = np.max(np.where(present, np.abs(num), 0.0), axis=0)
+        num = np.ldexp(num, -np.frexp(biggest)[1])
+        empty = ~present.any(axis=0)
+        mean = np.nanmean(np.where(empty, 0.0, num), axis=0)
+        sd = np.nanstd(np.where(empty, 0.0, num), axis=0)
         sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
-        num = (num - np.nan_to_num(mean)) / sd
+        num = (num - mean) / sd
     ordn = np.where(keys.ordinal >= 0, keys.ordinal / keys.levels[None, :], np.nan)
     return num, ordn
 
@@ -165,7 +171,7 @@ def _aggregate_cont(block: np.ndarray, numeric: int) -> np.ndarray:
         if col.size == 0:
             continue
         if j < numeric:
-            out[j] = col.mean()  # [1] continuous keys: the mean
+            out[j] = safe_mean(col)  # [1] continuous keys: the mean
         else:
             out[j] = np.sort(col)[(col.size - 1) // 2]  # [1] ordinal keys: the (lower) median
     return out
@@ -266,7 +272,7 @@ def group_representatives(keys: MixedKeys, labels: np.ndarray) -> Representative
             col = keys.numeric[rows, j]
             has = ~np.isnan(col)
             if has.any():
-                num[rows[has], j] = col[has].mean()  # [1] mean
+                num[rows[has], j] = safe_mean(col[has])  # [1] mean
         for j in range(keys.ordinal.shape[1]):
             col = keys.ordinal[rows, j]
             has = col >= 0

@@ -695,12 +695,20 @@ def mdav_groups(
 def group_means(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Replace every record by the mean of its group.
 
+    Each group's column is summed on an exact power-of-two scale that puts its largest
+    magnitude in [0.5, 1) (as :func:`~sdcflow.tasks.validation.pow2_exponents`), then scaled
+    back: the means are bit for bit the plain ``sum / count`` whenever that does not overflow,
+    and finite when it would (two values of 1e308 in a group).
+
     Shapes: X (n, d), labels (n,) with values 0..g-1 -> (n, d).
     """
     counts = np.bincount(labels)
+    biggest = np.zeros((counts.size, X.shape[1]))
+    np.maximum.at(biggest, labels, np.abs(X))
+    _, e = np.frexp(biggest)  # the exponents of pow2_exponents, per group and column
     sums = np.zeros((counts.size, X.shape[1]))
-    np.add.at(sums, labels, X)
-    return (sums / counts[:, None])[labels]
+    np.add.at(sums, labels, np.ldexp(X, -e[labels]))
+    return np.ldexp(sums / counts[:, None], e)[labels]
 
 
 def mdav(

@@ -29,6 +29,7 @@ def gate_context(
     edit_violations: Mapping[str, int] | None,
     rng: np.random.Generator,
     raw: pd.DataFrame | None = None,
+    unchecked_rules: Sequence[str] = (),
 ) -> GateContext:
     """``frame``: the records that went into masking; ``raw``: the same records as ingested
     (before any repair), when the caller has them."""
@@ -45,6 +46,9 @@ def gate_context(
         keep=keep_columns(spec, frame),
         weights=weights(spec, frame),
         raw=(raw[columns].to_numpy(dtype=np.float64, na_value=np.nan) if raw is not None else None),
+        unchecked_rules=tuple(unchecked_rules),
+        accepted_unchecked=frozenset(spec.accept.unchecked_rules),
+        accept_looser=frozenset(spec.accept.looser_checks),
     )
 
 
@@ -57,15 +61,20 @@ def check_release(
     rng: np.random.Generator,
     figures: Sequence[str] = (),
     raw: pd.DataFrame | None = None,
+    unchecked_rules: Sequence[str] = (),
 ) -> tuple[list[GateOutcome], dict[str, float], Evidence]:
     """The release's gates (the spec's, what the method promises, the defaults), the
     figures of the gates ``figures`` without thresholds (for comparisons), and the
     :class:`~sdcflow.tasks.gates.Evidence` the report shows (IL against the raw and the
-    repaired records, per-record risk). ``raw``: the records as ingested, before repair."""
-    ctx = gate_context(spec, frame, result, edit_violations, rng, raw)
+    repaired records, per-record risk). ``raw``: the records as ingested, before repair;
+    ``unchecked_rules``: error rules that could not be evaluated on the released records."""
+    ctx = gate_context(spec, frame, result, edit_violations, rng, raw, unchecked_rules)
     outcomes = run_gates(ctx, spec.checks)
     logger = get_run_logger()
     for o in outcomes:
+        if not o.checked:
+            logger.info("check %s: %s -> %s", o.key, o.note, o.verdict)
+            continue
         logger.info(
             "check %s: %.6g %s %.6g %s -> %s",
             o.key,
@@ -73,7 +82,7 @@ def check_release(
             o.rule,
             o.threshold,
             o.unit,
-            "pass" if o.passed else "FAIL",
+            o.verdict,
         )
     extra = measure(ctx, [k for k in figures if k not in {o.key for o in outcomes}])
     evidence = gather_evidence(ctx)

@@ -35,6 +35,7 @@ from sdcflow.expectations.rules import (
     load_rules_file,
     parse_rules,
 )
+from sdcflow.limits import MAX_RULES, MAX_SOURCE_COLUMNS, check_count
 from sdcflow.tasks.gates import GATES, contradictions
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import get_method
@@ -50,6 +51,7 @@ from sdcflow.tasks.spec import RecodeSpec, ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
 from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
+from sdcflow.warehouse.publish import check_release_paths, check_release_target
 from sdcflow.warehouse.sources import (
     is_integer_type,
     is_numeric_type,
@@ -57,7 +59,7 @@ from sdcflow.warehouse.sources import (
     profile_table,
     read_source,
 )
-from sdcflow.warehouse.warehouse import ROW_ID
+from sdcflow.warehouse.warehouse import ROW_ID, check_warehouse_file
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,11 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         a gate the method cannot meet (:func:`check_contradictions`).
     """
     check_contradictions(spec)
+    check_destinations(spec)
     data = read_source(spec.source_path, spec.missing_values)
+    check_count(
+        data.num_columns, MAX_SOURCE_COLUMNS, where=str(spec.source), what="columns in the file"
+    )
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
@@ -160,6 +166,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         rules, feasibility = load_edit_rules(spec, profile.types)
         hard = [r for r in rules if r.severity == "error"]
         constraints = linear_constraints(hard, numeric_keys(keys))
+        check_rules_checkable(spec, rules)
     return ReleasePlan(
         spec=spec,
         profile=profile,
@@ -178,6 +185,57 @@ def check_contradictions(spec: ReleaseSpec) -> None:
     found = contradictions(spec.method, spec.checks)
     if found:
         raise InputError(found[0], code=Reason.SPEC_CONTRADICTION)
+
+
+def check_destinations(spec: ReleaseSpec) -> None:
+    """Where the run writes, checked before it starts (``InputError``, exit 2): the output
+    folder can take the release (a previous sdcflow release or nothing at ``<output>/<release>``),
+    the release target holds neither the source, the warehouse, the rules nor the spec's folder
+    and does not overlap the run reports, and the warehouse is a DuckDB file or a new path."""
+    target = spec.release_dir
+    check_release_paths(
+        target,
+        {
+            "the source file": spec.source_path,
+            "the warehouse": spec.warehouse_path,
+            "the rules file": spec.path(spec.rules_file) if spec.rules_file else None,
+            "the folder of the spec": spec.base_dir,
+            "reports": spec.reports_dir / spec.release,
+        },
+    )
+    check_release_target(spec.output_dir, spec.release)
+    check_warehouse_file(spec.warehouse_path)
+
+
+def check_rules_checkable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
+    """Every error rule must be checkable on the released records: all its columns released
+    (quasi-identifiers, ``keep``, ``sensitive``), unless the spec accepts it unchecked
+    (``accept: unchecked_rules``); reason ``RULE_NOT_CHECKABLE``."""
+    names = {r.name for r in rules}
+    unknown = sorted(set(spec.accept.unchecked_rules) - names)
+    if unknown:
+        raise RuleError(
+            f"accept.unchecked_rules names unknown rule(s) {', '.join(unknown)}; use the rule "
+            "names (R1, R2... for unnamed rules)",
+            code=Reason.RULE_OPTION,
+        )
+    # a fuzzy-mapped column holds mapped values: rules on it cannot be checked after mapping
+    released = {*spec.quasi_identifiers, *spec.keep, *spec.sensitive} - set(spec.fuzzy_map)
+    for rule in rules:
+        if rule.severity != "error" or rule.name in spec.accept.unchecked_rules:
+            continue
+        hidden = sorted(set(rule.columns) - released)
+        if hidden:
+            raise RuleError(
+                f"the rule reads column(s) {', '.join(hidden)}, which are not released, so it "
+                "cannot be checked on the released records",
+                rule=rule.text,
+                name=rule.name,
+                hint="release the column(s) (quasi_identifiers, keep or sensitive), give the "
+                "rule severity: warning, or accept it unchecked with `accept: "
+                f"{{unchecked_rules: [{rule.name}]}}`",
+                code=Reason.RULE_NOT_CHECKABLE,
+            )
 
 
 def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearConstraints:
@@ -301,8 +359,12 @@ def load_edit_rules(
     rules = parse_rules(spec.edits, known_columns=known, source="edits")
     if spec.rules_file is not None:
         path = spec.path(spec.rules_file)
+        items = load_rules_file(path)
+        check_count(
+            len(spec.edits) + len(items), MAX_RULES, where=str(path), what="edit rules in all"
+        )
         more = parse_rules(
-            load_rules_file(path),
+            items,
             known_columns=known,
             source=str(spec.rules_file),
             first_index=len(rules) + 1,

@@ -96,6 +96,15 @@ def publish(
     manifest = {**manifest, "rows_shuffled": True, "published_at": datetime.now(UTC).isoformat()}
     extra = {"report.html": report.read_bytes()} if report is not None else None
     path = write_release(spec.output_dir, spec.release, public, manifest, extra_files=extra)
-    warehouse.write_frame("published", run_id, public)
-    get_run_logger().info("published %d records to %s", len(public), path)
+    logger = get_run_logger()
+    try:
+        warehouse.write_frame("published", run_id, public)
+    except Exception as e:  # the release is live: a missing warehouse copy must not hide that
+        logger.warning(
+            "published, but its copy in the warehouse's published schema could not be stored "
+            "(%s: %s)",
+            type(e).__name__,
+            str(e).splitlines()[0][:200] if str(e) else "",
+        )
+    logger.info("published %d records to %s", len(public), path)
     return path

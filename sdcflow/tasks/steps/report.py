@@ -72,6 +72,10 @@ def run_report(
     return path
 
 
+def _figure(value: float | None) -> str:
+    return "not checked" if value is None else f"{value:.6g}"
+
+
 @task(name="report-artifacts", **STEP)
 def report_artifacts(
     spec: ReleaseSpec, run_id: str, outcomes: Sequence[GateOutcome], decision: str
@@ -86,7 +90,7 @@ def report_artifacts(
         "| check | figure | rule | threshold | unit | verdict |",
         "|---|---:|:-:|---:|---|:-:|",
         *(
-            f"| {r['check']} | {r['figure']:.6g} | {r['rule']} | {r['threshold']:.6g} | "
+            f"| {r['check']} | {_figure(r['figure'])} | {r['rule']} | {r['threshold']:.6g} | "
             f"{r['unit']} | {r['verdict']} |"
             for r in rows
         ),

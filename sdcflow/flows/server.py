@@ -1,0 +1,211 @@
+"""A temporary Prefect API server that the command line owns, and that dies with it.
+
+Without ``PREFECT_API_URL``, Prefect starts an "ephemeral" API server the first time a flow
+runs: a ``python -m uvicorn`` child process that it stops at exit. A process killed with
+``SIGKILL`` never reaches its exit handlers, so that server lives on as an orphan. Here the
+command line starts the same server itself (the command Prefect uses, see
+``prefect.server.api.server.SubprocessASGIServer``) through a two-line launcher that asks the
+kernel, with ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, to kill it when the command line's process
+ends, however it ends, and then ``exec``'s uvicorn (the setting survives ``execve``). The
+launcher checks that its parent is still the command line after setting it (the parent may
+have died in between). Prefect's client is pointed at the server with ``PREFECT_API_URL``
+for the duration of the command.
+
+On systems without ``prctl`` (not Linux) the server is still stopped on every exit Python
+sees (errors, ``SIGINT``, ``SIGTERM``); only ``SIGKILL`` could orphan it there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+
+__all__ = ["ServerError", "owned_prefect_api"]
+
+_LAUNCHER = (
+    "import ctypes, os, signal, sys\n"
+    "try:\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)\n"
+    "except (OSError, AttributeError):\n"
+    "    pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(1)\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n"
+)
+
+
+class ServerError(RuntimeError):
+    """Prefect's API server did not start (the run could not complete: exit 3)."""
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _configured_url() -> str | None:
+    from prefect.settings import get_current_settings
+
+    return get_current_settings().api.url
+
+
+@contextlib.contextmanager
+def owned_prefect_api(timeout: float | None = None) -> Iterator[str]:
+    """Yield the Prefect API URL to run flows against.
+
+    When ``PREFECT_API_URL`` is configured (a real server, or a test harness), that one is
+    used and nothing is started. Otherwise a temporary server is started as a child that dies
+    with this process (see the module docstring), and stopped when the block ends.
+
+    Raises
+    ------
+    ServerError
+        The server did not answer ``/health`` within ``timeout`` seconds (default
+        ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``).
+    """
+    configured = _configured_url()
+    if configured:
+        yield configured
+        return
+    import httpx
+    import prefect
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        get_current_settings,
+        temporary_settings,
+    )
+
+    wait = float(timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    env = {
+        **os.environ,
+        **get_current_settings().to_environment_variables(exclude_unset=True),
+        "PREFECT_UI_ENABLED": "0",
+        "PREFECT__SERVER_EPHEMERAL": "1",
+        "PREFECT__SERVER_FINAL": "1",
+    }
+    env.pop("PREFECT_API_URL", None)
+    args = [
+        "-m",
+        "uvicorn",
+        "--app-dir",
+        str(prefect.__module_path__.parent),
+        "--factory",
+        "prefect.server.api.server:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+        "--lifespan",
+        "on",
+    ]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, str(os.getpid()), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+        before = os.environ.get("PREFECT_API_URL")
+        try:
+            _wait_healthy(process, url, wait, log, httpx)
+            # The environment too: Prefect's background threads read settings afresh.
+            os.environ["PREFECT_API_URL"] = url
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(temporary_settings(updates={PREFECT_API_URL: url}))
+                _global_settings(stack)
+                try:
+                    yield url
+                finally:
+                    _drain_workers()
+        finally:
+            if before is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = before
+            _stop(process)
+
+
+def _global_settings(stack: contextlib.ExitStack) -> None:
+    """Also make the settings process-global, for threads whose context was copied before
+    (as Prefect's own test harness does; a private helper, used only when present)."""
+    import prefect.context
+
+    helper = getattr(prefect.context, "_temporary_global_settings_context", None)
+    if helper is not None:
+        stack.enter_context(helper(prefect.context.get_settings_context()))
+
+
+def _drain_workers() -> None:
+    """Send the logs and events still queued before the server stops (else Prefect's workers
+    retry against a closed port at exit)."""
+    import inspect
+
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.utilities.asyncutils import run_coro_as_sync
+
+    async def drain() -> None:
+        try:
+            result = APILogWorker.instance().drain()
+            if inspect.isawaitable(result):
+                await result
+        except RuntimeError:
+            pass  # never started
+        result = EventsWorker.drain_all()
+        if inspect.isawaitable(result):
+            await result
+
+    try:
+        run_coro_as_sync(drain())
+    except Exception:  # a failing drain must not turn a finished run into an error
+        pass
+
+
+def _wait_healthy(process: subprocess.Popen, url: str, wait: float, log, httpx) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + wait
+    with httpx.Client(timeout=5) as client:
+        while True:
+            if process.poll() is not None:
+                log.seek(0)
+                tail = log.read()[-300:].decode(errors="replace").strip().splitlines()
+                last = tail[-1] if tail else ""
+                raise ServerError(
+                    f"Prefect's API server exited with code {process.returncode} while "
+                    f"starting{': ' + last if last else ''}"
+                )
+            try:
+                if client.get(f"{url}/health").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() >= deadline:
+                raise ServerError(
+                    f"Prefect's API server did not start within {wait:.0f} s (raise "
+                    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, or set PREFECT_API_URL "
+                    "to a running server)"
+                )
+            time.sleep(0.2)
+
+
+def _stop(process: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

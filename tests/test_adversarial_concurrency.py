@@ -1,0 +1,134 @@
+"""One writer per warehouse; readers never make a release fail (issue #11, defect 3).
+
+The lock is an exclusive ``flock(2)`` on ``<warehouse>.lock``; DuckDB's own file lock (one
+process per file, readers included) is met by connections that retry. Every test here uses
+real processes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import duckdb
+import pytest
+from adversarial import alive, spawn
+from survey import write_release
+
+from sdcflow.errors import WarehouseBusy
+from sdcflow.flows.cli import main
+from sdcflow.warehouse.warehouse import Warehouse
+
+HOLD_LOCK = """
+import sys, time
+from sdcflow.warehouse.warehouse import Warehouse
+with Warehouse(sys.argv[1]).lock(0):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+HOLD_FILE = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+print("open", flush=True)
+time.sleep(float(sys.argv[2]))
+con.close()
+"""
+
+
+def test_a_second_writer_waits_then_gives_up_in_one_line(tmp_path):
+    path = tmp_path / "w.duckdb"
+    holder = spawn(HOLD_LOCK, path, 1.5)
+    assert holder.stdout.readline().strip() == "held"
+    held_at = t0 = time.monotonic()
+    with pytest.raises(WarehouseBusy) as e, Warehouse(path).lock(wait=0.3):
+        pass
+    assert 0.3 <= time.monotonic() - t0 < 1.4
+    assert str(holder.pid) in str(e.value) and "\n" not in str(e.value)
+    with Warehouse(path).lock(wait=30):  # waits for the holder to let go
+        assert time.monotonic() - held_at >= 1.4
+    holder.wait()
+
+
+def test_a_killed_writer_releases_the_lock_at_once(tmp_path):
+    path = tmp_path / "w.duckdb"
+    holder = spawn(HOLD_LOCK, path, 60)
+    assert holder.stdout.readline().strip() == "held"
+    holder.kill()  # SIGKILL: no cleanup runs, the kernel drops the flock
+    holder.wait()
+    t0 = time.monotonic()
+    with Warehouse(path).lock(wait=5):
+        assert time.monotonic() - t0 < 1.0
+
+
+def test_connections_wait_while_another_process_has_the_file_open(tmp_path):
+    path = tmp_path / "w.duckdb"
+    Warehouse(path).initialize()
+    other = spawn(HOLD_FILE, path, 1.0)
+    assert other.stdout.readline().strip() == "open"
+    with pytest.raises(WarehouseBusy), Warehouse(path, connect_retry=0.2).connect():
+        pass  # not an InputError: nothing is wrong with the input, and no "remove the file"
+    with Warehouse(path, connect_retry=30).connect(read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM audit.runs").fetchone() == (0,)
+    other.wait()
+
+
+def test_a_reader_in_a_loop_never_makes_the_writer_fail(tmp_path):
+    """A real reader process polls ``runs`` while this process writes run after run."""
+    path = tmp_path / "w.duckdb"
+    writer = Warehouse(path)
+    writer.initialize()
+    reader = spawn(
+        """
+        import sys, time
+        from sdcflow.warehouse.warehouse import Warehouse
+        wh, ok = Warehouse(sys.argv[1]), 0
+        deadline = time.monotonic() + float(sys.argv[2])
+        while time.monotonic() < deadline:
+            wh.runs()
+            ok += 1
+        print(ok)
+        """,
+        path,
+        1.5,
+    )
+    done = 0
+    with writer.lock(0):
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            run_id = f"{done:032x}"
+            writer.start_run(run_id, "r", "0" * 64, "mdav")
+            writer.record_checks(run_id, [])
+            writer.finish_run(run_id, "checked")
+            done += 1
+    out, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0, err
+    assert int(out) > 0 and done > 0
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert (
+            con.execute("SELECT count(*) FROM audit.runs WHERE status = 'checked'").fetchone()[0]
+            == done
+        )
+
+
+def test_a_release_behind_another_exits_3_in_one_line_before_starting_anything(tmp_path, capsys):
+    spec = write_release(tmp_path, rows=60)
+    holder = spawn(HOLD_LOCK, tmp_path / "warehouse.duckdb", 30)
+    assert holder.stdout.readline().strip() == "held"
+    try:
+        assert main(["release", str(spec), "--wait", "0.5"]) == 3
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "nothing was published" in err
+    assert "remove" not in err
+    assert not (tmp_path / "published").exists() and not (tmp_path / "reports").exists()
+    assert not alive(holder.pid)
+
+
+def test_wait_must_be_a_number_of_seconds(tmp_path, capsys):
+    spec = write_release(tmp_path, rows=60)
+    with pytest.raises(SystemExit) as e:
+        main(["release", str(spec), "--wait", "soon"])
+    assert e.value.code == 2
+    assert "--wait" in capsys.readouterr().err

@@ -1,0 +1,336 @@
+"""Hostile specs, files and values: bounded, named, never a crash (issue #11, defects 4, 6,
+9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from adversarial import spawn
+from survey import write_release
+
+from sdcflow.errors import InfeasibleRulesError, InputError, Reason
+from sdcflow.expectations.compile import compile_rule
+from sdcflow.expectations.feasibility import check_feasible
+from sdcflow.expectations.rules import parse_rules
+from sdcflow.expectations.suite import validate_frame
+from sdcflow.flows.cli import main
+from sdcflow.limits import MAX_RULES
+from sdcflow.tasks.gates import GATES, GateContext
+from sdcflow.tasks.methods import METHODS
+from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.microaggregation.mdav import group_means
+from sdcflow.tasks.validation import destandardize, standardize, standardize_with
+from sdcflow.warehouse.edits import evaluate_rules, record_violations
+from sdcflow.warehouse.sources import read_source
+from sdcflow.warehouse.warehouse import Warehouse
+
+# -- the spec -------------------------------------------------------------------------------------
+
+BOMB = """release: bomb
+source: data.csv
+quasi_identifiers: [employees]
+method: {name: mdav, k: 5}
+l0: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+l1: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+l2: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+l3: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+l4: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+l5: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+l6: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+l7: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+edits: [{rule: employees >= 0, description: *h}]
+"""
+
+
+def _hostile(tmp, kind: str) -> str:
+    if kind == "anchor-bomb":
+        return BOMB  # 1 KB that expands to 43 million strings
+    if kind == "recursive-alias":
+        return "release: r\nsource: data.csv\nx: &a [*a]\n"
+    if kind == "deep-nesting":
+        return "release: " + "[" * 5000 + "]" * 5000 + "\n"
+    if kind == "long-string":
+        return "release: r" + "x" * 20_000 + "\n"
+    if kind == "many-aliases":
+        return "a: &a 1\nb: [" + ", ".join(["*a"] * 200) + "]\n"
+    if kind == "large-file":
+        return "release: r\n" + "# padding\n" * 120_000
+    if kind == "many-rules":
+        return yaml.safe_dump({"release": "r", "edits": ["employees >= 0"] * (MAX_RULES + 1)})
+    if kind == "many-columns":
+        return yaml.safe_dump({"release": "r", "keep": [f"c{i}" for i in range(1001)]})
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "anchor-bomb",
+        "recursive-alias",
+        "deep-nesting",
+        "long-string",
+        "many-aliases",
+        "large-file",
+        "many-rules",
+        "many-columns",
+    ],
+)
+def test_hostile_specs_are_refused_in_one_short_line(tmp_path, capsys, kind):
+    spec = tmp_path / "release.yaml"
+    spec.write_text(_hostile(tmp_path, kind))
+    t0 = time.process_time()
+    assert main(["check", str(spec)]) == 2
+    assert time.process_time() - t0 < 5  # CPU seconds: nothing was expanded
+    err = capsys.readouterr().err
+    assert f"[{Reason.SPEC_LIMIT}]" in err and err.count("\n") == 1 and len(err) < 400
+
+
+def test_a_rules_file_is_bounded_too(tmp_path, capsys):
+    spec = write_release(tmp_path, rows=60, rules_file="rules.yaml")
+    (tmp_path / "rules.yaml").write_text(BOMB)
+    assert main(["check", str(spec)]) == 2
+    assert f"[{Reason.SPEC_LIMIT}]" in capsys.readouterr().err
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(["employees >= 0"] * (MAX_RULES + 1)))
+    assert main(["check", str(spec)]) == 2
+    assert f"[{Reason.SPEC_LIMIT}]" in capsys.readouterr().err
+
+
+def test_a_long_bad_value_is_not_echoed_whole(tmp_path, capsys):
+    spec = write_release(tmp_path, rows=60, on_violation="x" * 5000)
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"[{Reason.SPEC_FIELD}]" in err and len(err) < 600
+
+
+# -- the source -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("a,b,c\n1,2,3\n4,5\n6,7,8\n", Reason.SOURCE_FORMAT),  # a short line
+        ("a,b,c\n1,2,3\n4,5,6,7\n6,7,8\n", Reason.SOURCE_FORMAT),  # a long line
+    ],
+    ids=["short-line", "long-line"],
+)
+def test_a_ragged_csv_is_named_as_ragged(tmp_path, text, code):
+    (tmp_path / "r.csv").write_text(text)
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "r.csv")
+    assert e.value.code == code  # before: "column not in the file" (the wrong cause)
+
+
+def test_a_link_loop_a_folder_and_a_pipe_are_not_reported_missing(tmp_path):
+    (tmp_path / "a.csv").symlink_to(tmp_path / "b.csv")
+    (tmp_path / "b.csv").symlink_to(tmp_path / "a.csv")
+    (tmp_path / "folder.csv").mkdir()
+    os.mkfifo(tmp_path / "pipe.csv")
+    for name in ("a.csv", "folder.csv", "pipe.csv"):
+        with pytest.raises(InputError) as e:
+            read_source(tmp_path / name)
+        assert e.value.code == Reason.SOURCE_NOT_FILE, name
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "absent.csv")
+    assert e.value.code == Reason.SOURCE_MISSING
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rules", "feasible"),
+    [
+        (["a == 1e15*b + c", "b >= 1", "c >= 0", "a <= 1e16"], True),  # a = 1e15, b = 1, c = 0
+        (["x >= 1e15", "x <= 2e15", "y == 1e16 * x"], True),
+        (["1e-15*x >= 1", "x <= 1e16"], True),  # x = 1e15
+        (["a == 1e20*b", "b >= 1e-3", "a <= 1e18"], True),  # b = 1e-3, a = 1e17
+        (["a >= 1e300", "a <= 2e300"], True),
+        (["1e18*x + 1e-18*y == 1", "x >= 0", "y >= 0"], True),
+        (["a == 1e20*b", "b >= 1", "a <= 1e19"], False),  # a >= 1e20
+        (["1e-15*x >= 1", "x <= 1e14"], False),  # x >= 1e15
+        (["a >= 3e300", "a <= 2e300"], False),
+    ],
+)
+def test_huge_and_tiny_coefficients_do_not_change_the_verdict(rules, feasible):
+    parsed = parse_rules(rules)
+    if feasible:
+        check_feasible(parsed)
+    else:
+        with pytest.raises(InfeasibleRulesError):
+            check_feasible(parsed)
+
+
+def test_ge_in_chunks_gives_the_counts_of_one_batch_and_of_numpy(tmp_path):
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(rng.normal(size=(200, 4)), columns=list("abcd"))
+    texts = [f"{c} >= {t:.2f}" for t in np.linspace(-2, 2, 75) for c in "abcd"]  # 300 rules
+    rules = parse_rules(texts)
+    compiled = [compile_rule(r) for r in rules]
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    run = "e" * 32
+    wh.ingest(pa_table(frame), run)
+    checks = evaluate_rules(wh, "raw", run, compiled)
+    stored = record_violations(wh, "raw", run, compiled)  # > 256 rules: two scans
+    expected = {
+        r.name: int((frame[t.split()[0]] < float(t.split()[-1])).sum())
+        for r, t in zip(rules, texts, strict=True)
+    }
+    assert {k: v["violations"] for k, v in stored.items()} == expected
+    some = compiled[::6]  # 50 rules through GE, in one batch and in chunks of 7
+    one = validate_frame(checks, some, chunk=len(some))
+    chunked = validate_frame(checks, some, chunk=7, docs_dir=tmp_path / "docs")
+    assert chunked.counts() == one.counts() == {c.name: expected[c.name] for c in some}
+    assert (tmp_path / "docs" / "index.html").is_file()
+
+
+def pa_table(frame: pd.DataFrame):
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+# -- values near the limits of a double -----------------------------------------------------------
+
+
+def test_standardizing_is_exact_and_finite_at_the_limits():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4)) * [1e-3, 1.0, 1e5, 1e12]
+    Z, mean, scale = standardize(X)
+    np.testing.assert_array_equal(Z, (X - X.mean(0)) / X.std(0))  # bit for bit
+    np.testing.assert_array_equal(destandardize(Z, mean, scale), Z * scale + mean)
+    np.testing.assert_array_equal(standardize_with(X, mean, scale), Z)
+    # by hand: 1e308 and -1e308 have mean 0 and population sd 1e308
+    Z, mean, scale = standardize(np.array([[1e308], [-1e308]]))
+    assert Z.ravel().tolist() == [1.0, -1.0] and mean[0] == 0 and scale[0] == 1e308
+    Z, mean, scale = standardize(np.array([[1e308], [1e308], [0.0], [0.0]]))
+    assert mean[0] == 1e308 / 2 and scale[0] == 1e308 / 2 and Z.ravel().tolist() == [1, 1, -1, -1]
+    Z, mean, scale = standardize(np.array([[1e-308], [3e-308]]))  # below the normal range
+    np.testing.assert_allclose([mean[0], scale[0]], [2e-308, 1e-308], rtol=1e-14)
+    np.testing.assert_allclose(Z.ravel(), [-1.0, 1.0], rtol=1e-14)
+
+
+def test_group_means_are_exact_and_finite_at_the_limits():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1000, 3)) * 1e6
+    labels = rng.permutation(np.arange(1000) % 200)
+    counts = np.bincount(labels)
+    sums = np.zeros((counts.size, 3))
+    np.add.at(sums, labels, X)
+    np.testing.assert_array_equal(group_means(X, labels), (sums / counts[:, None])[labels])
+    huge = np.array([[1e308, 1.0], [1e308, 2.0], [-1e308, 1e-308], [1e308, 3e-308]])
+    out = group_means(huge, np.array([0, 0, 1, 1]))  # the plain sum overflows to inf
+    assert out[:, 0].tolist() == [1e308, 1e308, 0.0, 0.0] and out[:2, 1].tolist() == [1.5, 1.5]
+    np.testing.assert_allclose(out[2:, 1], 2e-308, rtol=1e-14)
+
+
+def _extreme(kind: str, n: int = 60) -> np.ndarray:
+    rng = np.random.default_rng({"huge": 0, "tiny": 1, "mixed": 2}[kind])
+    X = rng.normal(size=(n, 3)) * [1.0, 100.0, 1e4]
+    if kind == "huge":
+        X[:2, 0], X[2, 0], X[3:6, 1] = 1e308, -1e308, 1.7e308
+    elif kind == "tiny":
+        X[:, 0] = rng.normal(size=n) * 1e-308
+    else:
+        X[:2, 0], X[2:6, 0], X[6, 2] = 1e308, 1e-308, -1e308
+    return X
+
+
+PARAMS = {
+    "mdav": {"k": 3},
+    "ps": {"k": 3},
+    "box": {"k": 3},
+    "fuzzy": {"k": 3, "restarts": 1, "m1": 1.1, "m2": 1.1},
+    "constrained_fuzzy": {"k": 3, "restarts": 1, "m1": 1.1, "m2": 1.1},
+    "heterogeneous": {"k": 3},
+    "univariate": {"k": 3},  # one variable per block: the test masks column by column
+    "local_suppression": {"k": 3},  # categorical keys only: refused on numbers
+}
+
+
+def _finite_figures(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(_finite_figures(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_finite_figures(v) for v in value)
+    if isinstance(value, float):
+        return bool(np.isfinite(value))
+    return True
+
+
+@pytest.mark.parametrize("kind", ["huge", "tiny", "mixed"])
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_method_and_gate_gives_finite_figures_or_a_clear_error(kind, name):
+    X, cols = _extreme(kind), ["a", "b", "c"]
+    params = METHODS[name].params.model_validate({"name": name, **PARAMS[name]})
+    sensitive = pd.DataFrame({"s": np.random.default_rng(3).integers(0, 3, len(X))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow warning is a failure here
+        blocks = [[c] for c in cols] if name == "univariate" else None
+        try:
+            result = mask_quasi_identifiers(X, cols, params, np.random.default_rng(1), None, blocks)
+        except InputError as e:
+            assert (name, e.code) in {
+                ("box", Reason.VALUES_RANGE),
+                ("local_suppression", Reason.PARAMETER),
+            }
+            return
+        assert np.isfinite(result.points).all()
+        assert _finite_figures(result.details)
+        for key, gate in GATES.items():
+            if key == "max_edit_violations" or (key.startswith("box_") and name != "box"):
+                continue
+            ctx = GateContext(
+                X, cols, result, params, sensitive=sensitive, rng=np.random.default_rng(2)
+            )
+            assert np.isfinite(gate.compute(ctx)), key
+
+
+def test_box_keeps_working_just_inside_its_range():
+    n, big = 60, np.finfo(np.float64).max
+    limit = min(np.sqrt(big / (16.0 * n)), big ** (1 / 3) / 8.0)
+    X = np.random.default_rng(4).normal(size=(n, 3))
+    X[:2, 0], X[2, 0] = 0.99 * limit, -0.99 * limit
+    params = METHODS["box"].params.model_validate({"name": "box", "k": 3})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = mask_quasi_identifiers(X, ["a", "b", "c"], params, np.random.default_rng(1))
+    assert np.isfinite(result.points).all()
+
+
+def test_two_keys_of_1e308_do_not_crash_mdav_in_a_real_process():
+    child = spawn(
+        """
+        import numpy as np
+        from sdcflow.tasks.methods.microaggregation import MDAV, MdavParams
+        X = np.random.default_rng(0).normal(size=(50, 3))
+        X[:2, 0] = 1e308
+        res = MDAV.mask(X, ["a", "b", "c"], MdavParams(k=5), np.random.default_rng(0), None)
+        assert np.isfinite(res.points).all()
+        print("ok")
+        """
+    )
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err[-500:]  # before: exit -11 (segfault in the kernel)
+    assert out.strip() == "ok"
+
+
+@pytest.mark.flow
+def test_a_release_with_keys_of_1e308_publishes_finite_figures(tmp_path, prefect_api):
+    spec = write_release(tmp_path, rows=120, seed=4)
+    frame = pd.read_csv(tmp_path / "data.csv")
+    frame["turnover"] = frame["turnover"].astype(float)
+    frame.loc[[3, 50], "turnover"] = 1e308  # before: the column mean overflowed, exit 139
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(["release", str(spec)]) == 0
+    manifest = json.loads((tmp_path / "published" / "survey" / "manifest.json").read_text())
+    assert _finite_figures(manifest["checks"]) and _finite_figures(manifest["method_details"])
+    published = pd.read_parquet(tmp_path / "published" / "survey" / "data.parquet")
+    assert np.isfinite(published.select_dtypes("number").to_numpy(dtype=np.float64)).all()

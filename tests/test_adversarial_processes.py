@@ -1,0 +1,168 @@
+"""The real command line under real signals, real concurrency and a real full disk (issue
+#11, defects 2, 3, 4, 8).
+
+Every test starts ``sdcflow`` processes that each start and own their Prefect API server
+(10-40 s apiece on a small machine): they are marked ``slow`` and run with
+``SDCFLOW_SLOW_TESTS=1 pytest -m slow tests/test_adversarial_processes.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import signal
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from adversarial import alive, children, cli, small_disk, spawn, wait_for
+from survey import write_release
+
+from sdcflow.warehouse.publish import published_run
+
+pytestmark = pytest.mark.slow
+
+RELEASE = "survey"
+
+
+def _spec(tmp: Path, **overrides) -> Path:
+    return write_release(tmp, rows=400, seed=1, **overrides)
+
+
+def _server_of(pid: int, timeout: float = 240) -> int:
+    """The Prefect API server the command line ``pid`` started (its uvicorn child)."""
+    found: list[int] = []
+
+    def look() -> bool:
+        for child in children(pid):
+            try:
+                cmd = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"uvicorn" in cmd:
+                found.append(child)
+                return True
+        return False
+
+    assert wait_for(look, timeout=timeout, poll=0.05), "no Prefect server was started"
+    return found[0]
+
+
+def _audit(tmp: Path) -> dict[str, tuple[str, str | None]]:
+    with duckdb.connect(str(tmp / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute("SELECT run_id, status, published_to FROM audit.runs").fetchall()
+    return {r: (s, p) for r, s, p in rows}
+
+
+def _whole(folder: Path) -> bool:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return all(
+        hashlib.sha256((folder / name).read_bytes()).hexdigest() == entry["sha256"]
+        for name, entry in manifest["files"].items()
+    )
+
+
+def test_sigkill_of_the_command_line_leaves_no_prefect_server(tmp_path):
+    spec = _spec(tmp_path)
+    proc = cli("release", str(spec), cwd=tmp_path)
+    server = _server_of(proc.pid)
+    proc.kill()  # SIGKILL: no exit handler of the command line runs
+    proc.wait()
+    assert wait_for(lambda: not alive(server), timeout=15, poll=0.1), "orphaned Prefect server"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_at_the_publish_step_completes_the_publication_and_says_so(tmp_path, sig):
+    spec = _spec(tmp_path)
+    proc = cli("release", str(spec), cwd=tmp_path)
+    server = _server_of(proc.pid)
+    published = tmp_path / "published"
+    assert wait_for(lambda: any(published.glob(f".{RELEASE}.tmp-*")), timeout=300, poll=0.001)
+    proc.send_signal(sig)  # while the release is being written
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    (line,) = [x for x in out.splitlines() if x.startswith("published")]
+    run_id = line.rsplit("run ", 1)[1].rstrip(")")
+    assert published_run(published / RELEASE, RELEASE) == run_id and _whole(published / RELEASE)
+    assert _audit(tmp_path)[run_id] == ("published", str((published / RELEASE).resolve()))
+    assert signal.Signals(sig).name in err and "interrupted; nothing" not in err
+    assert wait_for(lambda: not alive(server), timeout=15, poll=0.1)
+
+
+def test_kills_at_random_moments_never_leave_disk_and_audit_disagreeing(tmp_path):
+    spec = _spec(tmp_path)
+    first = cli("release", str(spec), cwd=tmp_path)
+    assert first.wait(timeout=600) == 0
+    rng = random.Random(11)
+    seen = []
+    for _ in range(4):
+        before = published_run(tmp_path / "published" / RELEASE, RELEASE)
+        proc = cli("release", str(spec), cwd=tmp_path)
+        _server_of(proc.pid)
+        time.sleep(rng.uniform(0.0, 12.0))  # anywhere in the run, publication included
+        sig = rng.choice([signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=300)
+        reader = cli("runs", str(spec), cwd=tmp_path)  # read-only: settles nothing on disk
+        shown, _ = reader.communicate(timeout=120)
+        assert reader.returncode == 0
+        live = published_run(tmp_path / "published" / RELEASE, RELEASE)
+        assert live is not None and _whole(tmp_path / "published" / RELEASE)
+        said_published = "published " in out
+        if live != before:  # the swap happened: the run must be, or be shown as, published
+            assert sig == signal.SIGKILL or said_published
+            assert f"{live}" in shown and "published" in shown.split(live, 1)[1].splitlines()[0]
+        else:
+            assert not said_published
+        seen.append((sig.name, live != before))
+    # the next run settles what the killed ones left, from what is on disk
+    final = cli("release", str(spec), cwd=tmp_path)
+    assert final.wait(timeout=600) == 0
+    audit = _audit(tmp_path)
+    assert not [r for r, (s, _) in audit.items() if s == "running"]
+    for run_id, (status, where) in audit.items():
+        assert (status == "published") == (where is not None), (run_id, status, where, seen)
+
+
+def test_two_releases_and_a_reader_on_one_warehouse(tmp_path):
+    spec = _spec(tmp_path)
+    first = cli("release", str(spec), cwd=tmp_path)
+    time.sleep(1)
+    second = cli("release", str(spec), "--wait", "600", cwd=tmp_path)
+    reader = spawn(
+        """
+        import subprocess, sys, time
+        ok = bad = 0
+        deadline = time.monotonic() + float(sys.argv[2])
+        while time.monotonic() < deadline:
+            done = subprocess.run([sys.executable, "-m", "sdcflow.flows.cli", "runs", sys.argv[1]],
+                                  capture_output=True)
+            ok, bad = ok + (done.returncode == 0), bad + (done.returncode != 0)
+        print(ok, bad)
+        """,
+        spec,
+        40,
+    )
+    assert first.wait(timeout=600) == 0
+    assert second.wait(timeout=600) == 0
+    out, _ = reader.communicate(timeout=120)
+    ok, bad = map(int, out.split())
+    assert ok > 0 and bad == 0
+    statuses = [s for s, _ in _audit(tmp_path).values()]
+    assert statuses == ["published", "published"]
+
+
+def test_an_unexpected_error_exits_3_in_one_line_and_stops_the_server(tmp_path):
+    with small_disk(tmp_path / "out", "16k"):  # the release needs ~50 KB
+        spec = _spec(tmp_path, output="out")
+        proc = cli("release", str(spec), cwd=tmp_path)
+        server = _server_of(proc.pid)
+        _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 3
+    lines = [x for x in err.splitlines() if x.startswith("sdcflow:")]
+    assert len(lines) == 1 and "No space left on device" in lines[0]
+    assert "Traceback" not in err
+    assert [s for s, _ in _audit(tmp_path).values()] == ["failed"]
+    assert wait_for(lambda: not alive(server), timeout=15, poll=0.1)

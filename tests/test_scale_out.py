@@ -4,6 +4,7 @@ Dask cluster, the same release as the local runner, the gates over the whole rel
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -149,8 +150,13 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
     )
 
 
-def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path):
-    """benchmarks/scale.py at a tiny n (structure only, never a timed assertion)."""
+@pytest.mark.flow
+def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefect_api):
+    """benchmarks/scale.py at a tiny n (structure only, never a timed assertion); its release
+    process uses the session's Prefect API instead of starting its own."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
     out = subprocess.run(
         [
             sys.executable,
@@ -170,6 +176,7 @@ def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path):
         text=True,
         timeout=600,
         cwd=ROOT,
+        env=env,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads((tmp_path / "scale.json").read_text())

@@ -178,6 +178,18 @@ def _sq_dist(R: np.ndarray, p: int, q: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
+def _sq_dist_to(R: np.ndarray, p: int, Q: np.ndarray, b: int) -> float:
+    """:func:`_sq_dist` of row ``p`` of ``R`` to row ``b`` of ``Q``: the same operations in the
+    same order, without the view ``Q[b]`` (every array view costs two atomic updates of a
+    reference count, a sixth of the run time when they were taken in the sweeps)."""
+    acc = 0.0
+    for j in range(Q.shape[1]):
+        t = R[p, j] - Q[b, j]
+        acc += t * t
+    return acc
+
+
+@numba.njit(cache=True, nogil=True)
 def _furthest_sorted(
     P: np.ndarray,
     pn: np.ndarray,
@@ -212,128 +224,6 @@ def _furthest_sorted(
 
 
 _SEED = 128  # records of a sweep's first block whose filter bounds seed its thresholds
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _dots_first(Fb: np.ndarray, c: int, nb: int, Q: np.ndarray, t: int, acc: np.ndarray) -> None:
-    """``acc[i] = Fb[d, i] + Fb[0, i] q_0 + ... + Fb[c-1, i] q_{c-1}`` for ``i < nb``.
-
-    The first pass of :func:`_filter` for the query ``q = Q[t]`` of d columns: each record's
-    stored offset (row ``d`` of the block ``Fb``) and its first ``c`` (1..5) columns, summed
-    left to right.
-    """
-    d = Q.shape[1]
-    q0 = Q[t, 0]
-    if c == 1:
-        for i in range(nb):
-            acc[i] = Fb[d, i] + Fb[0, i] * q0
-        return
-    q1 = Q[t, 1]
-    if c == 2:
-        for i in range(nb):
-            acc[i] = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1
-        return
-    q2 = Q[t, 2]
-    if c == 3:
-        for i in range(nb):
-            acc[i] = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2
-        return
-    q3 = Q[t, 3]
-    if c == 4:
-        for i in range(nb):
-            acc[i] = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2 + Fb[3, i] * q3
-        return
-    q4 = Q[t, 4]
-    for i in range(nb):
-        v = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2 + Fb[3, i] * q3
-        acc[i] = v + Fb[4, i] * q4
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _dots5(Fb: np.ndarray, j: int, nb: int, Q: np.ndarray, t: int, acc: np.ndarray) -> None:
-    """``acc[i] += Fb[j, i] q_j + ... + Fb[j+4, i] q_{j+4}`` for ``i < nb``: a middle pass."""
-    q0, q1, q2, q3, q4 = Q[t, j], Q[t, j + 1], Q[t, j + 2], Q[t, j + 3], Q[t, j + 4]
-    for i in range(nb):
-        v = acc[i] + Fb[j, i] * q0 + Fb[j + 1, i] * q1 + Fb[j + 2, i] * q2
-        acc[i] = v + Fb[j + 3, i] * q3 + Fb[j + 4, i] * q4
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _dots5_mark(
-    Fb: np.ndarray,
-    j: int,
-    nb: int,
-    Q: np.ndarray,
-    t: int,
-    acc: np.ndarray,
-    tn: float,
-    tf: float,
-    hit: np.ndarray,
-) -> int:
-    """The last pass: :func:`_dots5`, then the test of :func:`_mark` on the finished values."""
-    d = Q.shape[1]
-    q0, q1, q2, q3, q4 = Q[t, j], Q[t, j + 1], Q[t, j + 2], Q[t, j + 3], Q[t, j + 4]
-    hits = 0
-    for i in range(nb):
-        v = acc[i] + Fb[j, i] * q0 + Fb[j + 1, i] * q1 + Fb[j + 2, i] * q2
-        v = v + Fb[j + 3, i] * q3 + Fb[j + 4, i] * q4
-        acc[i] = v
-        h = (v >= tn) | (v - Fb[d + 1, i] <= tf)
-        hit[i] = h
-        hits += h
-    return hits
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _mark(
-    Fb: np.ndarray, d: int, nb: int, acc: np.ndarray, tn: float, tf: float, hit: np.ndarray
-) -> int:
-    """``hit[i] = acc[i] >= tn or acc[i] - w2_i <= tf`` for ``i < nb``; returns how many.
-
-    ``w2`` is row ``d + 1`` of the block ``Fb``. Vectorized: the test of a whole block in the
-    filter's precision (fused into the last pass of :func:`_filter` when d > 5).
-    """
-    hits = 0
-    for i in range(nb):
-        h = (acc[i] >= tn) | (acc[i] - Fb[d + 1, i] <= tf)
-        hit[i] = h
-        hits += h
-    return hits
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _filter(
-    Fb: np.ndarray,
-    nb: int,
-    Q: np.ndarray,
-    t: int,
-    acc: np.ndarray,
-    tn: float,
-    tf: float,
-    hit: np.ndarray,
-) -> int:
-    """Filter values of the ``nb`` records of the block ``Fb`` for the query ``Q[t]``, tested.
-
-    ``acc[i] = Fb[d, i] + sum_j Fb[j, i] q_j``, i.e. ``x'.q' - ||x'||^2/2 + delta_x`` in the
-    filter's precision (layout: see :func:`_multi_sweep`), summed left to right in passes over
-    at most five columns: the first ``d - 5 floor((d - 1) / 5)`` (1..5) with the offset, then
-    five at a time, the test (:func:`_mark`) fused into the last. Returns the number of
-    records marked in ``hit``.
-
-    The passes are inlined and vectorized across records, the running sums in registers
-    within a pass and updated in place. Two things measured here cost as much as the
-    arithmetic itself: a function call per block and query (array arguments), and array
-    views created per block and query (their reference counts, which branches keep the
-    compiler from pruning); hence the inlining and the plain 2-D indexing of one block.
-    """
-    d = Q.shape[1]
-    c = d - 5 * ((d - 1) // 5)
-    _dots_first(Fb, c, nb, Q, t, acc)
-    if c == d:
-        return _mark(Fb, d, nb, acc, tn, tf, hit)
-    for j in range(c, d - 5, 5):
-        _dots5(Fb, j, nb, Q, t, acc)
-    return _dots5_mark(Fb, d - 5, nb, Q, t, acc, tn, tf, hit)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -443,25 +333,97 @@ def _multi_sweep(
     for b in range(lo, hi):
         near_cnt[b] = 0
         far_cnt[b] = 0
-    n_seed = min(_SEED, m)
-    if n_seed >= k_near:  # seed the thresholds from the filter values of the first records
-        Fb = F[0]
-        for b in range(lo, hi):
-            _filter(Fb, n_seed, Qf, b, acc, ft(np.inf), ft(-np.inf), hit)
-            w2 = Fb[d + 1]
-            thr_n[b - lo] = qn[b] - 2.0 * _seed(acc, w2, n_seed, k_near, False, buf) + 2.0 * dq[b]
-            if k_far > 0:
-                thr_f[b - lo] = qn[b] - 2.0 * _seed(acc, w2, n_seed, k_far, True, buf) - 2.0 * dq[b]
+    c = d - 5 * ((d - 1) // 5)  # columns of the first pass (1..5), then five at a time
+    n_seed = min(_SEED, m) if m >= k_near else 0
     for blk in range((m + _BLOCK - 1) // _BLOCK):
         b0 = blk * _BLOCK
         nb = min(_BLOCK, m - b0)
         Fb = F[blk]
         for t in range(nq):
             b = lo + t
-            tn = (qn[b] - thr_n[t]) * 0.5 - dq[b]  # near: s >= tn
-            tf = (qn[b] - thr_f[t]) * 0.5 + dq[b] if k_far > 0 else -np.inf  # far: s - w2 <= tf
-            if _filter(Fb, nb, Qf, b, acc, _round_down(ft, tn), _round_up(ft, tf), hit) == 0:
+            tn = ft(np.inf)  # block 0: thresholds after the seed, below
+            tf = ft(-np.inf)
+            if blk > 0 or n_seed == 0:
+                tn = _round_down(ft, (qn[b] - thr_n[t]) * 0.5 - dq[b])  # near: s >= tn
+                if k_far > 0:
+                    tf = _round_up(ft, (qn[b] - thr_f[t]) * 0.5 + dq[b])  # far: s - w2 <= tf
+            # the filter values acc[i] = Fb[d, i] + sum_j Fb[j, i] q_j, vectorized across
+            # records, in passes over at most five columns: written out here, since a
+            # function call per block and query, or numba's inlining (reference counts of
+            # its array arguments), costs about as much as the arithmetic
+            q0 = Qf[b, 0]
+            if c == 1:
+                for i in range(nb):
+                    acc[i] = Fb[d, i] + Fb[0, i] * q0
+            elif c == 2:
+                q1 = Qf[b, 1]
+                for i in range(nb):
+                    acc[i] = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1
+            elif c == 3:
+                q1, q2 = Qf[b, 1], Qf[b, 2]
+                for i in range(nb):
+                    acc[i] = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2
+            elif c == 4:
+                q1, q2, q3 = Qf[b, 1], Qf[b, 2], Qf[b, 3]
+                for i in range(nb):
+                    v = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2
+                    acc[i] = v + Fb[3, i] * q3
+            else:
+                q1, q2, q3, q4 = Qf[b, 1], Qf[b, 2], Qf[b, 3], Qf[b, 4]
+                for i in range(nb):
+                    v = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2
+                    acc[i] = v + Fb[3, i] * q3 + Fb[4, i] * q4
+            hits = 0
+            if c == d:  # the test alone
+                for i in range(nb):
+                    h = (acc[i] >= tn) | (acc[i] - Fb[d + 1, i] <= tf)
+                    hit[i] = h
+                    hits += h
+            else:
+                for j in range(c, d - 5, 5):
+                    q0, q1, q2, q3, q4 = (
+                        Qf[b, j],
+                        Qf[b, j + 1],
+                        Qf[b, j + 2],
+                        Qf[b, j + 3],
+                        Qf[b, j + 4],
+                    )
+                    for i in range(nb):
+                        v = acc[i] + Fb[j, i] * q0 + Fb[j + 1, i] * q1 + Fb[j + 2, i] * q2
+                        acc[i] = v + Fb[j + 3, i] * q3 + Fb[j + 4, i] * q4
+                j = d - 5  # the last five columns, and the test
+                q0, q1, q2, q3, q4 = (
+                    Qf[b, j],
+                    Qf[b, j + 1],
+                    Qf[b, j + 2],
+                    Qf[b, j + 3],
+                    Qf[b, j + 4],
+                )
+                for i in range(nb):
+                    v = acc[i] + Fb[j, i] * q0 + Fb[j + 1, i] * q1 + Fb[j + 2, i] * q2
+                    v = v + Fb[j + 3, i] * q3 + Fb[j + 4, i] * q4
+                    acc[i] = v
+                    h = (v >= tn) | (v - Fb[d + 1, i] <= tf)
+                    hit[i] = h
+                    hits += h
+            if blk == 0 and n_seed > 0:
+                # seed the thresholds from the first records, then test the block with them
+                w2 = Fb[d + 1]
+                thr_n[t] = qn[b] - 2.0 * _seed(acc, w2, n_seed, k_near, False, buf) + 2.0 * dq[b]
+                tn = _round_down(ft, (qn[b] - thr_n[t]) * 0.5 - dq[b])
+                if k_far > 0:
+                    thr_f[t] = qn[b] - 2.0 * _seed(acc, w2, n_seed, k_far, True, buf) - 2.0 * dq[b]
+                    tf = _round_up(ft, (qn[b] - thr_f[t]) * 0.5 + dq[b])
+                hits = 0
+                for i in range(nb):
+                    h = (acc[i] >= tn) | (acc[i] - Fb[d + 1, i] <= tf)
+                    hit[i] = h
+                    hits += h
+            if hits == 0:
                 continue
+            # the marked records: re-tested with the current thresholds, measured exactly
+            tn64 = (qn[b] - thr_n[t]) * 0.5 - dq[b]
+            tf64 = (qn[b] - thr_f[t]) * 0.5 + dq[b] if k_far > 0 else -np.inf
             for wi in range((nb + 7) // 8):
                 if words[wi] == 0:
                     continue
@@ -469,23 +431,59 @@ def _multi_sweep(
                     if hit[i] == 0:
                         continue
                     a = np.float64(acc[i])
-                    near = a >= tn
-                    further = a - np.float64(Fb[d + 1, i]) <= tf
+                    near = a >= tn64
+                    further = a - np.float64(Fb[d + 1, i]) <= tf64
                     if not (near or further):
                         continue
                     p = b0 + i
                     row = rows[p]
-                    d2 = _sq_dist(R, p, Q[b])
-                    if near and d2 <= thr_n[t]:
-                        near_cnt[b] = _insert(near_rows[b], near_d[b], near_cnt[b], k_near, d2, row)
+                    d2 = _sq_dist_to(R, p, Q, b)
+                    # insertions into the sorted lists, written out: a function taking
+                    # the lists would update their reference counts (atomically) per call
+                    if near and d2 <= thr_n[t]:  # (d2, row) into the K smallest
+                        u = near_cnt[b]
+                        if u == k_near:
+                            u = k_near - 1
+                            last = near_d[b, u]
+                            if d2 > last or (d2 == last and row > near_rows[b, u]):
+                                u = -1
+                        else:
+                            near_cnt[b] = u + 1
+                        if u >= 0:
+                            while u > 0 and (
+                                near_d[b, u - 1] > d2
+                                or (near_d[b, u - 1] == d2 and near_rows[b, u - 1] > row)
+                            ):
+                                near_d[b, u] = near_d[b, u - 1]
+                                near_rows[b, u] = near_rows[b, u - 1]
+                                u -= 1
+                            near_d[b, u] = d2
+                            near_rows[b, u] = row
                         if near_cnt[b] == k_near and near_d[b, k_near - 1] < thr_n[t]:
                             thr_n[t] = near_d[b, k_near - 1]
-                            tn = (qn[b] - thr_n[t]) * 0.5 - dq[b]
-                    if further and d2 >= thr_f[t]:
-                        far_cnt[b] = _insert(far_rows[b], far_negd[b], far_cnt[b], k_far, -d2, row)
+                            tn64 = (qn[b] - thr_n[t]) * 0.5 - dq[b]
+                    if further and d2 >= thr_f[t]:  # (-d2, row) into the K2 smallest
+                        u = far_cnt[b]
+                        if u == k_far:
+                            u = k_far - 1
+                            last = far_negd[b, u]
+                            if -d2 > last or (-d2 == last and row > far_rows[b, u]):
+                                u = -1
+                        else:
+                            far_cnt[b] = u + 1
+                        if u >= 0:
+                            while u > 0 and (
+                                far_negd[b, u - 1] > -d2
+                                or (far_negd[b, u - 1] == -d2 and far_rows[b, u - 1] > row)
+                            ):
+                                far_negd[b, u] = far_negd[b, u - 1]
+                                far_rows[b, u] = far_rows[b, u - 1]
+                                u -= 1
+                            far_negd[b, u] = -d2
+                            far_rows[b, u] = row
                         if far_cnt[b] == k_far and -far_negd[b, k_far - 1] > thr_f[t]:
                             thr_f[t] = -far_negd[b, k_far - 1]
-                            tf = (qn[b] - thr_f[t]) * 0.5 + dq[b]
+                            tf64 = (qn[b] - thr_f[t]) * 0.5 + dq[b]
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

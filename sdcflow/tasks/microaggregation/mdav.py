@@ -424,12 +424,16 @@ def _multi_sweep(
             # the marked records: re-tested with the current thresholds, measured exactly
             tn64 = (qn[b] - thr_n[t]) * 0.5 - dq[b]
             tf64 = (qn[b] - thr_f[t]) * 0.5 + dq[b] if k_far > 0 else -np.inf
-            for wi in range((nb + 7) // 8):
-                if words[wi] == 0:
+            left = hits  # marks not yet seen: the scan stops at the last one
+            wi = -1
+            while left > 0:
+                wi += 1
+                if words[wi] == 0:  # eight flags at a time
                     continue
                 for i in range(8 * wi, min(8 * wi + 8, nb)):
                     if hit[i] == 0:
                         continue
+                    left -= 1
                     a = np.float64(acc[i])
                     near = a >= tn64
                     further = a - np.float64(Fb[d + 1, i]) <= tf64

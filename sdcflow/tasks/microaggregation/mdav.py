@@ -674,7 +674,9 @@ def mdav_groups(
     """
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     if precision not in ("float32", "float64"):
-        raise ParameterError(f'precision must be "float32" or "float64", got {precision!r}')
+        raise ParameterError(
+            f'precision must be "float32" or "float64", got {precision!r}', field="precision"
+        )
     n, d = Z.shape
     if precision == "float32" and np.abs(Z).max() <= 1e15:  # float32 squares cannot overflow
         dtype, err_coef, err_abs = np.float32, (4 * d + 32) * 2.0**-24, 1e-20 * d
@@ -685,7 +687,7 @@ def mdav_groups(
     # per-record allowance w >= 2 err_coef ||x||^2 (the 1.01 absorbs the rounding of w itself)
     F[d] = 2.01 * err_coef * np.einsum("ij,ij->i", Z, Z)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
-        raise ParameterError(f"batch must be an integer >= 0, got {batch!r}")
+        raise ParameterError(f"batch must be an integer >= 0, got {batch!r}", field="batch")
     if stats is None:
         stats = np.zeros(4, dtype=np.int64)
     u_f = float(np.finfo(dtype).eps / 2)
@@ -751,7 +753,7 @@ def mdav(
         Non-numeric or non-finite values, k not an integer in 2..n, unknown ``kernel``.
     """
     if kernel not in ("numba", "numpy"):
-        raise ParameterError(f'kernel must be "numba" or "numpy", got {kernel!r}')
+        raise ParameterError(f'kernel must be "numba" or "numpy", got {kernel!r}', field="kernel")
     X = check_matrix(X, columns=columns)
     k = check_k(k, X.shape[0])
     Z = working_scale(X, standardize)

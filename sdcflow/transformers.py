@@ -41,7 +41,7 @@ from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.spec import _join_errors
+from sdcflow.tasks.spec import _join_errors, error_field
 from sdcflow.tasks.validation import check_random_state
 
 __all__ = ["MDAV", "PS", "Box", "ConstrainedFuzzy", "Fuzzy", "MethodTransformer"]
@@ -104,7 +104,9 @@ class MethodTransformer:
         try:
             return METHODS[self.method].params.model_validate({"name": self.method, **block})
         except ValidationError as e:
-            raise ParameterError(f"{type(self).__name__}: {_join_errors(e)}") from None
+            raise ParameterError(
+                f"{type(self).__name__}: {_join_errors(e)}", field=error_field(e)
+            ) from None
 
     # -- fit / transform ----------------------------------------------------------------------
 

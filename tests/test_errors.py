@@ -147,6 +147,35 @@ def test_a_rule_error_names_the_rule_unless_told_otherwise() -> None:
     assert RuleError("bad").field is None
 
 
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"method": {"name": "mdav", "k": 1}}, "method.k"),  # nested in the method's model
+        ({"method": {"name": "nosuch", "k": 5}}, "method"),
+        (
+            {
+                "method": {
+                    "name": "box",
+                    "k": 3,
+                    "targets": [{"stat": "mean", "vars": ["a"], "delta0": 0}],
+                }
+            },
+            "method.targets[0].delta0",
+        ),
+        ({"measures": {"cluster_loss": {"clusters": 3}}}, "measures.cluster_loss.clusters"),
+        ({"quasi_identifiers": "a"}, "quasi_identifiers"),
+    ],
+)
+def test_a_spec_error_names_its_field(tmp_path, change: dict, field: str) -> None:
+    from sdcflow.tasks.spec import spec_from_dict
+
+    spec = {"release": "r", "source": "data.csv", "quasi_identifiers": ["a", "b"]}
+    spec["method"] = {"name": "mdav", "k": 5}
+    with pytest.raises(InputError) as e:
+        spec_from_dict({**spec, **change}, tmp_path)
+    assert e.value.code is Reason.SPEC_FIELD and e.value.field == field
+
+
 def test_the_command_line_prints_code_and_field() -> None:
     from sdcflow.flows.cli import _input_error
 

@@ -9,9 +9,9 @@ Usage::
 
 Data: ``numpy.random.default_rng(seed).standard_normal((n, d))`` (independent standard
 normal keys ``x0..x{d-1}``, seed 0 by default) and an ``id`` column, written as Parquet. The
-spec: ``mdav`` with ``k`` and ``cell_size``, one edit rule (``x0 >= -1000``, true of every
-record, so that the validation step runs on every record), gates ``k_anonymity: k`` and
-``max_information_loss: 100``.
+spec: ``mdav`` with ``k`` and ``cell_size`` (``constrained_fuzzy``: ``guarantee: both``),
+one edit rule (``x0 >= -1000``, true of every record, so that the validation step runs on
+every record), gates ``k_anonymity: k`` and ``max_information_loss: 100``.
 
 Each run is one ``sdcflow release SPEC --runner dask --dask-workers W`` process (its own
 temporary Prefect API, an embedded LocalCluster), so the figures are those a user gets:
@@ -81,6 +81,8 @@ def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
     method: dict = {"name": args.method, "k": args.k}
     if args.method in ("mdav", "ps"):
         method["cell_size"] = args.cell_size
+    else:  # constrained_fuzzy: gated on crisp k as well as on its expected group size
+        method["guarantee"] = "both"
     spec = {
         "release": "scale",
         "source": "data.parquet",

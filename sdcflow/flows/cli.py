@@ -259,10 +259,11 @@ def _utc(value: object):  # type: ignore[no-untyped-def]
 
 def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     from sdcflow.flows.release import release
+    from sdcflow.flows.runners import with_runner
     from sdcflow.tasks.spec import load_spec
 
     spec = load_spec(spec_path)
-    release.serve(
+    with_runner(release, spec).serve(
         name=name or spec.release,
         cron=cron,
         parameters={"spec_path": str(Path(spec_path).resolve()), "publish": True},

@@ -51,6 +51,7 @@ def check_runner(spec: ReleaseSpec) -> None:
             f"into independent cells); use runner: local, or one of {', '.join(dask_methods())}"
             " with cell_size",
             code=Reason.RUNNER,
+            field="runner",
         )
 
 

@@ -107,9 +107,13 @@ def _task_runs(flow_run_hex: str) -> list[str]:
 
 @pytest.mark.flow
 def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_path, prefect_api):
-    """Two worker processes of an embedded LocalCluster group the cells; the published files
-    are byte for byte those of the local runner; k and IL in the manifest are those of the
-    assembled release (k over the published file, IL over every record of the file)."""
+    """Two Dask workers group the cells; the published files are byte for byte those of the
+    local runner; k and IL in the manifest are those of the assembled release (k over the
+    published file, IL over every record of the file). The workers are threads of a cluster
+    in this process (``--dask-address``), which starts in a second; the embedded cluster of
+    worker processes (``--dask-workers``) is exercised by the benchmark script's test."""
+    from distributed import LocalCluster
+
     rows, k = 600, 5
     common = {
         "quasi_identifiers": QIS,
@@ -120,7 +124,10 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
     local = write_release(tmp_path, rows=rows, spec_name="local.yaml", output="local", **common)
     dask = write_release(tmp_path, rows=rows, spec_name="dask.yaml", output="dask", **common)
     assert main(["release", str(local)]) == 0
-    assert main(["release", str(dask), "--runner", "dask", "--dask-workers", "2"]) == 0
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        assert main(["release", str(dask), "--dask-address", cluster.scheduler_address]) == 0
     a, b = tmp_path / "local" / "survey", tmp_path / "dask" / "survey"
     for name in ("data.parquet", "data.csv"):
         assert (a / name).read_bytes() == (b / name).read_bytes()
@@ -152,8 +159,9 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
 
 @pytest.mark.flow
 def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefect_api):
-    """benchmarks/scale.py at a tiny n (structure only, never a timed assertion); its release
-    process uses the session's Prefect API instead of starting its own."""
+    """benchmarks/scale.py at a tiny n (structure only, never a timed assertion): one
+    ``sdcflow release --runner dask --dask-workers 1`` process, an embedded LocalCluster of
+    worker processes; it uses the session's Prefect API instead of starting its own."""
     from prefect.settings import PREFECT_API_URL
 
     env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}

@@ -132,6 +132,7 @@ def test_mixed_release_end_to_end(tmp_path, prefect_api):
     assert set(suppressed) == {"age", "sex", "region", "education"}
     report = next((tmp_path / "reports" / "people").glob("*/report.html")).read_text()
     assert "re-identification risk" in report and "values suppressed" in report
+    assert ", ".join(keys) in report  # the summary names every key, not the numeric ones only
     con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
     assert con.execute("SELECT status FROM audit.runs").fetchone()[0] == "published"
     con.close()

@@ -17,7 +17,12 @@ from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.report.html import check_usage, write_report
 from sdcflow.tasks.report.plots import class_size_figure, safe_bins
-from sdcflow.tasks.report.release import ReleaseFacts, RuleFacts, release_sections
+from sdcflow.tasks.report.release import (
+    ReleaseFacts,
+    RuleFacts,
+    release_sections,
+    summary_section,
+)
 from sdcflow.tasks.report.sections import Section, Table, fmt
 
 GATES = [
@@ -304,3 +309,14 @@ def test_missing_numeric_values_are_left_out_of_moments_bins_and_correlations(tm
     assert kinds.count("plot") == 1  # the histograms are drawn from the values present
     assert "mean absolute change" in sections["Correlations"].blocks[0].text.lower()
     write_report(tmp_path, list(sections.values()))
+
+
+def test_the_summary_names_every_quasi_identifier_categorical_ones_too():
+    """QA: with categorical keys the summary's `quasi-identifiers` listed the numeric keys only
+    (``facts.columns``), while k and the risk are counted over all of them."""
+    facts = _facts()
+    assert dict(summary_section(facts).blocks[0].rows)["quasi-identifiers"] == "a, b, c"
+    kinds = {"a": "numeric", "b": "numeric", "c": "numeric", "région": "nominal", "size": "ordinal"}
+    facts.result.details = {**facts.result.details, "disclosure": {"keys": kinds}}
+    rows = dict(summary_section(facts).blocks[0].rows)
+    assert rows["quasi-identifiers"] == "a, b, c, région, size"

@@ -123,7 +123,7 @@ def summary_section(facts: ReleaseFacts) -> Section:
         "run id": facts.run_id,
         "method": f"{facts.method.name}: {get_method(facts.method.name).summary}",
         "records": int(facts.original.shape[0]) if facts.original is not None else None,
-        "quasi-identifiers": ", ".join(facts.columns) if facts.columns else None,
+        "quasi-identifiers": ", ".join(_all_keys(facts)) or None,
         "decision": facts.decision,
     }
     return (
@@ -135,6 +135,16 @@ def summary_section(facts: ReleaseFacts) -> Section:
             "note",
         )
     )
+
+
+def _all_keys(facts: ReleaseFacts) -> list[str]:
+    """Every quasi-identifier as released: with categorical or missing keys the release's
+    ``details['disclosure']['keys']`` (numeric and categorical), else the numeric keys
+    (``facts.columns``, which alone would leave the categorical keys out of the summary)."""
+    details = facts.result.details if facts.result is not None else None
+    disclosure = details.get("disclosure") if isinstance(details, Mapping) else None
+    keys = disclosure.get("keys") if isinstance(disclosure, Mapping) else None
+    return list(keys) if keys else list(facts.columns)
 
 
 def checks_section(checks: Sequence[Mapping[str, Any]]) -> Section:

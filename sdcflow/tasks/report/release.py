@@ -223,6 +223,13 @@ def edits_section(facts: ReleaseFacts) -> Section:
     )
 
 
+def _records_missing_a_number(original: np.ndarray | None) -> int:
+    """Records with a missing numeric key (NaN), which loss and linkage leave out."""
+    if original is None or np.size(original) == 0:
+        return 0
+    return int(np.isnan(np.asarray(original, dtype=np.float64)).any(axis=1).sum())
+
+
 def loss_section(facts: ReleaseFacts) -> Section:
     section = Section("Information loss")
     il = facts.evidence.information_loss if facts.evidence else {}
@@ -246,6 +253,15 @@ def loss_section(facts: ReleaseFacts) -> Section:
         "every record by the mean.",
         "note",
     )
+    gaps = _records_missing_a_number(facts.original)
+    if gaps:
+        kept = int(np.shape(facts.original)[0]) - gaps
+        section.text(
+            f"IL is measured on the {kept} records that have every numeric key; the {gaps} "
+            "records missing one are left out of it (the gates' convention for loss and "
+            "linkage; their missing values stay missing in the release).",
+            "note",
+        )
     if "repaired" in il:
         section.text(
             "A repair moved records onto the edit rules before masking: the first figure "

@@ -83,13 +83,17 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _stop(process: subprocess.Popen, timeout: float) -> tuple[int, float, int]:  # type: ignore[type-arg]
-    """SIGTERM ``process`` by its pid once; return (exit code, seconds taken, signals sent).
-    A second SIGTERM is sent after ``timeout`` seconds, then SIGKILL, so that a failing test
-    leaves nothing behind."""
+def _stop(
+    process: subprocess.Popen,  # type: ignore[type-arg]
+    timeout: float,
+    first: signal.Signals = signal.SIGTERM,
+) -> tuple[int, float, int]:
+    """Send ``first`` (SIGTERM) to ``process`` by its pid once; return (exit code, seconds
+    taken, signals sent). A second one is sent after ``timeout`` seconds, then SIGKILL, so
+    that a failing test leaves nothing behind."""
     start = time.monotonic()
     sent = 0
-    for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGKILL):
+    for sig in (first, first, signal.SIGKILL):
         if process.poll() is not None:
             break
         process.send_signal(sig)
@@ -257,6 +261,7 @@ def test_the_scheduler_creates_the_cron_deployments_runs(server: Server, deploye
         minute, hour = _cron_fields(wanted[deployment_id]["schedules"][0]["schedule"]["cron"])
         for run in scheduled:
             assert run["state"]["type"] == "SCHEDULED"
+            assert run["created_by"]["type"] == "SCHEDULE"
             when = run["expected_start_time"]  # e.g. 2026-11-23T03:00:00Z
             assert when[11:16] == f"{hour:02d}:{minute:02d}", (name, when)
     assert "InvalidRequestError" not in server.log.read_text()
@@ -355,9 +360,12 @@ def test_a_process_worker_runs_a_deployment_and_the_cli_reads_it_back(
     assert "published" in artifacts["business-survey-summary"]["data"]
 
 
-def test_sdcflow_serve_registers_and_stops_on_one_sigterm(server: Server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sdcflow_serve_registers_and_stops_on_one_signal(
+    server: Server, tmp_path: Path, sig: signal.Signals
+) -> None:
     spec = _example(tmp_path)
-    name = "serve-under-test"
+    name = f"serve-under-test-{sig.name.lower()}"
     process = subprocess.Popen(
         [_exe("sdcflow"), "serve", str(spec), "--cron", "0 3 * * *", "--name", name],
         env=server.env,
@@ -366,6 +374,8 @@ def test_sdcflow_serve_registers_and_stops_on_one_sigterm(server: Server, tmp_pa
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a shell's background job would start it with SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 120
@@ -383,7 +393,7 @@ def test_sdcflow_serve_registers_and_stops_on_one_sigterm(server: Server, tmp_pa
         time.sleep(3)
         below = _descendants(process.pid)
     finally:
-        code, took, signals = _stop(process, timeout=10)
+        code, took, signals = _stop(process, timeout=10, first=sig)
     out, err = process.communicate()
     _no_child_left(below)
     assert signals == 1 and took < 10, f"{signals} signal(s), {took:.1f} s; {err[-2000:]}"

@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 import pytest
 from adversarial import read_only_disk, spawn, tree, wait_for
+from errorline import cli_error
 from survey import write_release
 
 from sdcflow.errors import InputError, Reason
@@ -31,7 +32,7 @@ def _spec(tmp: Path, **overrides) -> Path:
 
 def _refused(capsys, code: Reason) -> str:
     err = capsys.readouterr().err
-    assert f"[{code}]" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert cli_error(err)[0] is code and err.count("\n") == 1 and "Traceback" not in err
     return err
 
 
@@ -176,6 +177,24 @@ def test_recovery_removes_only_its_own_leftovers(tmp_path):
     assert sorted(removed) == sorted([ours, other_release])
     assert foreign.exists() and (foreign / "thesis.tex").read_text() == "mine"
     assert odd.exists() and in_use.exists()
+
+
+def test_a_run_killed_while_writing_its_first_marker_leaves_nothing_behind(tmp_path):
+    """QA: SIGKILL between the first marker's write and its rename left a temporary folder
+    holding only `.sdcflow-release.part`, which recovery never removed (it counted as not
+    sdcflow's): the one state of a killed run's folder recovery did not recognise, and the
+    likely cause of a failure of the SIGKILL test below under load (a `.r.tmp-*` left)."""
+    out = tmp_path / "out"
+    _previous(out)
+    killed = out / f".r.tmp-{DEAD}-{uuid.uuid4().hex}"
+    killed.mkdir()
+    (killed / f"{publish_mod.MARKER}.part").write_text('{"sdcflow": 1, "sta')
+    foreign = out / f".r.tmp-{DEAD}-{uuid.uuid4().hex}"
+    foreign.mkdir()
+    (foreign / f"{publish_mod.MARKER}.part").write_text("x")
+    (foreign / "notes.txt").write_text("mine")
+    assert publish_mod.recover(out) == [killed]
+    assert not killed.exists() and (foreign / "notes.txt").read_text() == "mine"
 
 
 def test_partial_report_folders_of_ended_runs_are_swept(tmp_path):
@@ -355,7 +374,7 @@ def test_runs_is_read_only_and_never_creates_what_is_missing(tmp_path, capsys):
     assert not (tmp_path / "absent.duckdb").exists()
     (tmp_path / "data.csv").write_text("a,b\n1,2\n")
     assert main(["runs", "--warehouse", str(tmp_path / "data.csv")]) == 2
-    assert f"[{Reason.WAREHOUSE}]" in capsys.readouterr().err
+    assert cli_error(capsys.readouterr().err)[0] is Reason.WAREHOUSE
 
 
 def test_the_lock_file_is_the_only_thing_a_held_lock_adds(tmp_path):

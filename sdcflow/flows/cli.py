@@ -50,7 +50,14 @@ def _bounded(text: str, lines: int = 4, width: int = 1000) -> str:
     return "\n".join(kept)
 
 
-def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-def]
+def _input_error(e: InputError) -> str:
+    """``error [<code> <field>]: <message>`` (``error [<code>]: ...`` when no field is at
+    fault): the code and the field a script may match, then the message for the person."""
+    where = f"{e.code} {_one_line(e.field, 120)}" if e.field else str(e.code)
+    return f"error [{where}]: {_bounded(str(e))}"
+
+
+def _print_outcome(outcome, publish: bool, *, checks_only: bool = False) -> None:  # type: ignore[no-untyped-def]
     for o in outcome.checks:
         if not o.checked:
             shown = f"{'not checked':>12} {o.rule} {o.threshold:<10.6g} {o.unit:<9} {o.verdict}"
@@ -61,6 +68,8 @@ def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-d
             f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} "
             f"{o.verdict}{note}"
         )
+    if checks_only:  # a refusal: its one line goes to stderr
+        return
     if publish:
         print(f"published {outcome.published} (run {outcome.run_id})")
     else:
@@ -138,6 +147,8 @@ def _run_release(spec_path: str, *, publish: bool, wait: float | None) -> int:
                     str(Path(spec_path).resolve()), publish=publish, plan=plan, wait=wait
                 )
     except ChecksFailed as e:
+        if getattr(e.outcome, "checks", None):  # a refusal shows every figure too
+            _print_outcome(e.outcome, publish, checks_only=True)
         report = getattr(e.outcome, "report", None)
         return _fail(f"refused: {e}" + (f"\nreport {report}" if report else ""), EXIT_REFUSED)
     _print_outcome(outcome, publish)
@@ -470,7 +481,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if done is not None:
             return done
         if isinstance(e, InputError):
-            return _fail(f"error [{e.code}]: {_bounded(str(e))}", EXIT_INPUT)
+            return _fail(_input_error(e), EXIT_INPUT)
         if isinstance(e, WarehouseBusy):
             return _fail(
                 f"could not complete: {_one_line(str(e))}; nothing was published", EXIT_ERROR

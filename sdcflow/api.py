@@ -70,8 +70,9 @@ def release(
     plan = plan_release(loaded)
 
     from sdcflow.flows.release import release as release_flow
+    from sdcflow.flows.runners import with_runner  # runner: dask -- prefect-dask
 
     try:
-        return release_flow(str(where), publish=publish, plan=plan)
+        return with_runner(release_flow, plan.spec)(str(where), publish=publish, plan=plan)
     except ChecksFailed as e:
         return e.outcome

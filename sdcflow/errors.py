@@ -84,6 +84,7 @@ class Reason(StrEnum):
     # where the run writes
     WAREHOUSE = "warehouse"  # not a DuckDB file, unreadable
     OUTPUT = "output"  # the output folder cannot hold a release
+    RUNNER = "runner"  # the task runner cannot run this release (runner: dask)
     # fuzzy mapping (sdcflow remap)
     MAPPING_MISSING = "mapping-missing"  # no stored fuzzy mapping for that release / run
     REMAP_INPUT = "remap-input"  # the rules file is missing or names no mapped interval

@@ -264,14 +264,17 @@ def _utc(value: object):  # type: ignore[no-untyped-def]
 def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     from sdcflow.flows.release import release
     from sdcflow.flows.runners import with_runner
+    from sdcflow.flows.server import serve_flow
     from sdcflow.tasks.spec import load_spec
 
     spec = load_spec(spec_path)
-    with_runner(release, spec).serve(
+    serve_flow(
+        with_runner(release, spec),
         name=name or spec.release,
         cron=cron,
         parameters={"spec_path": str(Path(spec_path).resolve()), "publish": True},
     )
+    print("stopped; the deployment's schedule is paused")
     return EXIT_OK
 
 

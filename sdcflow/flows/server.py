@@ -13,6 +13,15 @@ for the duration of the command.
 
 On systems without ``prctl`` (not Linux) the server is still stopped on every exit Python
 sees (errors, ``SIGINT``, ``SIGTERM``); only ``SIGKILL`` could orphan it there.
+
+:func:`serve_flow` is ``sdcflow serve``: Prefect's ``Flow.serve`` with a runner that stops on
+one ``SIGTERM``. Prefect 3.8's ``Runner.handle_sigterm`` calls the sync/async dispatching
+``Runner.stop()`` from a signal handler while the runner's event loop runs, which returns the
+``astop()`` coroutine unawaited ("coroutine 'Runner.astop' was never awaited") and then exits
+with ``sys.exit`` in the middle of the loop, so the polling loop was never stopped the way
+Prefect intends. Here the handler schedules ``astop()`` on the runner's loop instead: polling
+stops, runs in flight are cancelled, the deployment's schedule is paused, and the process
+exits 0.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-__all__ = ["ServerError", "owned_prefect_api"]
+__all__ = ["ServerError", "owned_prefect_api", "serve_flow"]
 
 _LAUNCHER = (
     "import ctypes, os, signal, sys\n"
@@ -209,3 +218,56 @@ def _stop(process: subprocess.Popen) -> None:  # type: ignore[type-arg]
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def serve_flow(
+    flow,  # type: ignore[no-untyped-def]
+    *,
+    name: str,
+    cron: str | None,
+    parameters: dict,  # type: ignore[type-arg]
+) -> str:
+    """Register ``flow`` as the deployment ``name`` and run its scheduled and triggered runs
+    in this process until ``SIGTERM`` or ``SIGINT``; then pause its schedule and return.
+
+    Parameters
+    ----------
+    flow : the Prefect flow to serve (``sdcflow.flows.release.release``).
+    name : deployment name.
+    cron : cron schedule, or None for runs started by hand (``prefect deployment run``).
+    parameters : the flow's parameters for every run of the deployment.
+
+    Returns
+    -------
+    str
+        The id of the deployment, which stays registered (paused) after the return.
+    """
+    import asyncio
+
+    from prefect.runner import Runner
+
+    class _Runner(Runner):
+        def handle_sigterm(self, *args: object, **kwargs: object) -> None:
+            # Runs in the main thread, between two steps of the runner's own event loop:
+            # schedule the stop on that loop rather than calling it from here.
+            self._logger.info("SIGTERM received, stopping: no new runs, the schedule paused")
+            if self._loop is None or not self.started:
+                raise KeyboardInterrupt
+            self._loop.call_soon_threadsafe(self._begin_stop)
+
+        def _begin_stop(self) -> None:
+            if self.started:
+                self._stopping_task = asyncio.ensure_future(self.astop())
+
+    runner = _Runner(name=name, pause_on_shutdown=True)
+    deployment_id = runner.add_flow(flow, name=name, cron=cron, parameters=parameters)
+    print(
+        f"serving {flow.name}/{name} (deployment {deployment_id}); start a run with "
+        f"`prefect deployment run '{flow.name}/{name}'`; stop with SIGTERM or Ctrl-C",
+        flush=True,
+    )
+    try:
+        asyncio.run(runner.start())
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: asyncio cancelled the runner, whose exit paused the schedule
+    return str(deployment_id)

@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy
+from sdcflow.flows import prune
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -61,7 +62,13 @@ def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-d
             f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} "
             f"{o.verdict}{note}"
         )
-    if publish:
+    if getattr(outcome, "status", None) == "unchanged":
+        print(
+            f"already published as run {outcome.previous_run} from the same input and spec: "
+            f"{outcome.published}; nothing new published (--force to publish again; run "
+            f"{outcome.run_id})"
+        )
+    elif publish:
         print(f"published {outcome.published} (run {outcome.run_id})")
     else:
         print(f"all checks passed; nothing published (run {outcome.run_id})")
@@ -116,7 +123,7 @@ def _signal_names(signals: list[int]) -> str:
     return ", ".join(signal.Signals(s).name for s in dict.fromkeys(signals))
 
 
-def _run_release(spec_path: str, *, publish: bool, wait: float | None) -> int:
+def _run_release(spec_path: str, *, publish: bool, wait: float | None, force: bool = False) -> int:
     # The preflight runs before a flow run exists, so that bad input gives one clean line
     # (and no failed run in the Prefect UI); the flow reuses its plan.
     from sdcflow.tasks.spec import load_spec
@@ -135,7 +142,11 @@ def _run_release(spec_path: str, *, publish: bool, wait: float | None) -> int:
 
                 _console_without_tracebacks()
                 outcome = release(
-                    str(Path(spec_path).resolve()), publish=publish, plan=plan, wait=wait
+                    str(Path(spec_path).resolve()),
+                    publish=publish,
+                    plan=plan,
+                    wait=wait,
+                    force=force,
                 )
     except ChecksFailed as e:
         report = getattr(e.outcome, "report", None)
@@ -211,8 +222,8 @@ def _runs(
         collapse_padding=True,
     )
     for name in ("run", "release", "kind", "method", "status", "started", "took", "rows",
-                 "checks"):  # fmt: skip
-        fixed = name in ("run", "kind", "status", "started", "took", "rows")
+                 "checks", "copies"):  # fmt: skip
+        fixed = name in ("run", "kind", "status", "started", "took", "rows", "copies")
         table.add_column(name, overflow="fold", no_wrap=fixed)
     colours = {"published": "green", "refused": "red", "failed": "red", "checked": "green"}
     for r in runs.itertuples(index=False):
@@ -229,12 +240,23 @@ def _runs(
             took,
             "—" if pd.isna(r.n_rows) else f"{int(r.n_rows)}",
             _checks_cell(r.checks),
+            _copies_cell(r.status, r.copies_pruned_at),
         )
     if not full_ids:
         table.caption = "run ids cut to 8 characters; --full-ids prints them whole"
         table.caption_justify = "left"
     Console(soft_wrap=False).print(table)
     return EXIT_OK
+
+
+def _copies_cell(status: str, pruned_at: object) -> str:
+    """Whether the run's raw, edited and masked copies are in the warehouse: ``kept``,
+    ``pruned MM-DD`` (dropped by retention; the figures stay), or ``—`` (a run that makes
+    none: ``unchanged``, or one still running)."""
+    when = _utc(pruned_at)
+    if when is not None:
+        return f"pruned {when:%m-%d}"
+    return "—" if status in ("unchanged", "running") else "kept"
 
 
 def _utc(value: object):  # type: ignore[no-untyped-def]
@@ -352,6 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("release", help="mask, check and publish the release a spec describes")
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--wait", type=_seconds, metavar="SECONDS", help=wait_help)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="publish even when the live release came from the same input and spec",
+    )
     p = sub.add_parser("check", help="everything but publishing, with the same exit codes")
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--wait", type=_seconds, metavar="SECONDS", help=wait_help)
@@ -362,10 +389,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--release", help="only the runs of this release")
     p.add_argument(
         "--status",
-        choices=["running", "published", "checked", "refused", "failed", "interrupted"],
+        choices=[
+            "running",
+            "published",
+            "checked",
+            "unchanged",
+            "refused",
+            "failed",
+            "interrupted",
+        ],
         help="only the runs that ended so",
     )
     p.add_argument("--full-ids", action="store_true", help="print whole run ids")
+    prune.add_parser(sub, wait_help, _seconds)
     p = sub.add_parser("serve", help="serve the release as a Prefect deployment (long-running)")
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--cron", help='schedule, e.g. "0 3 * * *"')
@@ -449,7 +485,14 @@ def _main(argv: Sequence[str] | None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command in ("release", "check"):
-            return _run_release(args.spec, publish=args.command == "release", wait=args.wait)
+            return _run_release(
+                args.spec,
+                publish=args.command == "release",
+                wait=args.wait,
+                force=getattr(args, "force", False),
+            )
+        if args.command == "prune":
+            return prune.prune(args)
         if args.command == "runs":
             return _runs(
                 args.spec, args.warehouse, args.limit, args.release, args.status, args.full_ids

@@ -6,6 +6,7 @@ Run it with ``sdcflow release SPEC`` (``sdcflow check SPEC`` stops before publis
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from prefect import flow, get_run_logger
-from prefect.exceptions import ExternalSignal
+from prefect.exceptions import ExternalSignal, MissingContextError
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
@@ -32,7 +33,8 @@ from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
 from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
-from sdcflow.warehouse.publish import SWAPPED_IN, recover
+from sdcflow.warehouse.publish import SWAPPED_IN, published_run, recover
+from sdcflow.warehouse.retention import Policy, apply_policy
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -126,6 +128,7 @@ def release(
     plan: ReleasePlan | None = None,
     wait: float | None = None,
     kind: str | None = None,
+    force: bool = False,
 ) -> ReleaseOutcome | State:
     """Release the file described by the spec at ``spec_path``.
 
@@ -142,6 +145,9 @@ def release(
         ``$SDCFLOW_LOCK_WAIT`` or 60); then :class:`~sdcflow.errors.WarehouseBusy`.
     kind : what started the run, recorded in ``audit.runs.kind``: ``release`` (publishing),
         ``check`` (``publish=False``, the default then) or ``compare`` (a variant).
+    force : publish even when the live release was published from the same input (sha256 of
+        the source file) and the same spec (:meth:`ReleaseSpec.sha256`); without it such a
+        run publishes nothing and returns status ``unchanged`` (:func:`already_published`).
 
     Returns the :class:`ReleaseOutcome`. When a check or, under ``on_violation: fail``, an
     edit rule fails, the flow run ends Failed and the call raises ``ChecksFailed`` carrying
@@ -160,7 +166,12 @@ def release(
     warehouse = Warehouse(spec.warehouse_path)
     with warehouse.lock(wait):
         return _release(
-            plan, warehouse, publish, figures, kind or ("release" if publish else "check")
+            plan,
+            warehouse,
+            publish,
+            figures,
+            kind or ("release" if publish else "check"),
+            force,
         )
 
 
@@ -170,6 +181,7 @@ def _release(
     publish: bool,
     figures: list[str] | None,
     kind: str,
+    force: bool = False,
 ) -> ReleaseOutcome | State:
     spec = plan.spec
     run_id = _run_id()
@@ -181,11 +193,34 @@ def _release(
     docs = report_dir / "data-docs"
     target = spec.release_dir.resolve() if publish else None
     warehouse.start_run(
-        run_id, spec.release, spec.sha256(), spec.method.name, target=target, kind=kind
+        run_id,
+        spec.release,
+        spec.sha256(),
+        spec.method.name,
+        target=target,
+        kind=kind,
+        input_sha256=plan.source_sha256 or None,
     )
     status, message, published, n_rows = "failed", None, None, None
     recorded = False
     try:
+        previous = already_published(plan, warehouse) if publish and not force else None
+        if previous is not None:
+            status, published = "unchanged", previous["published_to"]
+            message = (
+                f"already published as run {previous['run_id']} from the same input and "
+                "spec; nothing new published (--force to publish again)"
+            )
+            get_run_logger().info("decision: %s", message)
+            return ReleaseOutcome(
+                run_id=run_id,
+                release=spec.release,
+                status="unchanged",
+                message=message,
+                method=spec.method.model_dump(mode="json"),
+                published=Path(previous["published_to"]),
+                previous_run=previous["run_id"],
+            )
         report_folder.create()
         frame = ingest(plan, warehouse, run_id)
         n_rows = len(frame)
@@ -286,6 +321,59 @@ def _release(
                     n_rows=n_rows,
                     published_to=str(published) if published else None,
                 )
+        if status != "interrupted":  # after a signal, the next run or `sdcflow prune` does it
+            retain(spec, warehouse)
+
+
+def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any] | None:
+    """The live release's run when it was published from the same input and spec, else None.
+
+    Same input: the sha256 of the source file's bytes (``plan.source_sha256``); same spec:
+    :meth:`ReleaseSpec.sha256` (the public spec, canonical JSON; ``retention`` aside). Live:
+    the latest ``published`` run of the release in ``audit.runs`` is the one whose marker
+    the release folder carries now (a folder removed or replaced since is published again).
+    """
+    if not plan.source_sha256:
+        return None
+    last = warehouse.latest_published(plan.spec.release)
+    if last is None or last["input_sha256"] != plan.source_sha256:
+        return None
+    if last["spec_sha256"] != plan.spec.sha256() or not last["published_to"]:
+        return None
+    folder = Path(last["published_to"])
+    if published_run(folder) != last["run_id"]:
+        return None
+    return last
+
+
+def retain(spec: ReleaseSpec, warehouse: Warehouse) -> None:
+    """Apply the spec's ``retention:`` to the release's runs (end of every run). A failure
+    here never changes the run's outcome: it is logged, and the next run or ``sdcflow
+    prune`` drops what is left."""
+    policy = Policy(**spec.retention.model_dump())
+    try:
+        dropped = apply_policy(warehouse, policy, spec.release)
+    except Exception as e:
+        _logger().warning(
+            "retention: the expired copies could not be dropped (%s); the next run or "
+            "`sdcflow prune` drops them",
+            type(e).__name__,
+        )
+        return
+    for run in dropped:
+        _logger().info(
+            "retention: dropped the %s copies of run %s (%s)",
+            "/".join(run.schemas),
+            run.run_id,
+            run.why,
+        )
+
+
+def _logger() -> logging.Logger | logging.LoggerAdapter:  # type: ignore[type-arg]
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger("sdcflow")
 
 
 def publish_release(

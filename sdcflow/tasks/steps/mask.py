@@ -24,6 +24,7 @@ from sdcflow.tasks.methods.keys import Key, SuppressionSettings
 from sdcflow.tasks.methods.mixed import mask_keys
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.steps.retry import IO_RETRY
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
 
@@ -144,6 +145,6 @@ def released_frame(spec: ReleaseSpec, frame: pd.DataFrame, result: MaskResult) -
     return out
 
 
-@task(name="store-masked", **STEP)
+@task(name="store-masked", **IO_RETRY, **STEP)
 def store_masked(warehouse: Warehouse, run_id: str, released: pd.DataFrame) -> str:
     return warehouse.write_frame("masked", run_id, released)

@@ -135,9 +135,10 @@ def _run_release(spec_path: str, *, publish: bool, wait: float | None, force: bo
     try:
         # One writer per warehouse: wait for it before starting anything else.
         with Warehouse(plan.spec.warehouse_path).lock(wait):
+            from sdcflow.flows.progress_bar import terminal_progress
             from sdcflow.flows.server import owned_prefect_api
 
-            with owned_prefect_api():
+            with owned_prefect_api(), terminal_progress():
                 from sdcflow.flows.release import release  # imports Prefect: after preflight
 
                 _console_without_tracebacks()

@@ -29,6 +29,7 @@ from sdcflow.tasks.steps import fuzzy_map as fuzzy_map_steps
 from sdcflow.tasks.steps.ingest import ingest
 from sdcflow.tasks.steps.mask import mask, released_frame, store_masked
 from sdcflow.tasks.steps.plan import ReleasePlan, preflight
+from sdcflow.tasks.steps.progress import Progress
 from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
 from sdcflow.tasks.validation import check_random_state
@@ -112,6 +113,18 @@ def _refused(outcome: ReleaseOutcome) -> State:
     error = ChecksFailed(f"check(s) failed: {names}; nothing was published", outcome)
     return Failed(message=outcome.message, data=error)
 
+
+# The steps a run's progress counts (the release's Prefect progress artifact, the command
+# line's bar); ``sdcflow check`` stops before the last.
+STEPS = (
+    "ingest",
+    "edit rules on the raw records",
+    "mask",
+    "edit rules on the released records",
+    "checks",
+    "report",
+    "publish",
+)
 
 # Runs this process published, by run id: the command line reads it when an interrupt arrived
 # after the publication (the release is live; it must say so).
@@ -222,7 +235,9 @@ def _release(
                 previous_run=previous["run_id"],
             )
         report_folder.create()
-        frame = ingest(plan, warehouse, run_id)
+        steps = Progress(spec.release, "release", STEPS[: len(STEPS) - (not publish)], run_id)
+        with steps.step("ingest"):
+            frame = ingest(plan, warehouse, run_id)
         n_rows = len(frame)
         outcome = ReleaseOutcome(
             run_id=run_id,
@@ -232,7 +247,8 @@ def _release(
             method=spec.method.model_dump(mode="json"),
         )
 
-        edits = _edit_raw(plan, warehouse, run_id, frame, docs)
+        with steps.step("edit rules on the raw records"):
+            edits = _edit_raw(plan, warehouse, run_id, frame, docs)
         if edits.refused:
             outcome.message = "REFUSED: raw records violate edit rules (on_violation: fail)"
             outcome.checks, outcome.edit_rules = edits.refused, edits.summary
@@ -245,17 +261,21 @@ def _release(
             status, message = "refused", outcome.message
             return _refused(outcome)
 
-        edits.frame, mapped = fuzzy_map_steps.map_sensitive(
-            spec, warehouse, run_id, edits.frame, rng
-        )
-        result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
-        released = released_frame(spec, edits.frame, result)
-        store_masked(warehouse, run_id, released)
-        edit_violations, unchecked = _edit_masked(plan, warehouse, run_id, edits, released, docs)
-
-        checks, computed, evidence = check_steps.check_release(
-            spec, edits.frame, result, edit_violations, rng, figures or (), frame, unchecked
-        )
+        with steps.step("mask"):
+            edits.frame, mapped = fuzzy_map_steps.map_sensitive(
+                spec, warehouse, run_id, edits.frame, rng
+            )
+            result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
+            released = released_frame(spec, edits.frame, result)
+            store_masked(warehouse, run_id, released)
+        with steps.step("edit rules on the released records"):
+            edit_violations, unchecked = _edit_masked(
+                plan, warehouse, run_id, edits, released, docs
+            )
+        with steps.step("checks"):
+            checks, computed, evidence = check_steps.check_release(
+                spec, edits.frame, result, edit_violations, rng, figures or (), frame, unchecked
+            )
         warehouse.record_checks(run_id, [o.as_dict() for o in checks])
         failed = [o for o in checks if not o.passed]
         outcome.checks, outcome.figures = checks, computed
@@ -264,20 +284,21 @@ def _release(
         outcome.information_loss = evidence.information_loss
         outcome.record_risk = evidence.record_risk
         outcome.message = _decision(failed, publish)
-        report_artifacts(spec, run_id, checks, outcome.message)
-        outcome.report = run_report(
-            spec,
-            report_dir,
-            run_id,
-            outcome.message,
-            checks,
-            edits.summary,
-            plan.rules,
-            frame,
-            result,
-            evidence,
-            fuzzy_map_steps.report_tables(mapped),
-        )
+        with steps.step("report"):
+            report_artifacts(spec, run_id, checks, outcome.message)
+            outcome.report = run_report(
+                spec,
+                report_dir,
+                run_id,
+                outcome.message,
+                checks,
+                edits.summary,
+                plan.rules,
+                frame,
+                result,
+                evidence,
+                fuzzy_map_steps.report_tables(mapped),
+            )
         report_folder.complete()
         if failed:
             status, message = "refused", outcome.message
@@ -285,7 +306,7 @@ def _release(
 
         if publish:
             # The swap and its audit record happen together: an interrupt waits for both.
-            with deferred_signals():
+            with steps.step("publish"), deferred_signals():
                 published = publish_release(spec, warehouse, run_id, released, outcome, rng)
                 outcome.published, outcome.status = published, "published"
                 status, message = "published", outcome.message

@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 import yaml
 from survey import write_release
-from test_release_flow import read_artifacts
 
 import sdcflow
 from sdcflow.errors import InputError, Reason
@@ -47,9 +46,30 @@ def _last_run(path: Path) -> dict[str, Any]:
     return dict(zip(cols, row, strict=True))
 
 
-def _flow_run_logs(run_id: str) -> list[str]:
+def _progress(keys: list[str]) -> dict[str, float]:
+    """The latest progress artifact of each key, from the REST API (no flow-run or task-run
+    filter: the release's own progress artifact belongs to the flow run, not to a task)."""
     import httpx
     from prefect.settings import PREFECT_API_URL
+
+    body = {"artifacts": {"key": {"any_": keys}}, "limit": 50, "offset": 0,
+            "sort": "CREATED_DESC"}  # fmt: skip
+    response = httpx.post(f"{PREFECT_API_URL.value()}/artifacts/filter", json=body, timeout=30)
+    response.raise_for_status()
+    out: dict[str, float] = {}
+    for item in response.json():
+        if item["type"] == "progress":
+            out.setdefault(item["key"], float(item["data"]))
+    return out
+
+
+def _flow_run_logs(run_id: str) -> list[str]:
+    """The flow run's log messages as the Prefect API stored them (its log worker drained)."""
+    import httpx
+    from prefect.logging.handlers import APILogHandler
+    from prefect.settings import PREFECT_API_URL
+
+    APILogHandler().flush()
 
     body = {"logs": {"flow_run_id": {"any_": [str(__import__("uuid").UUID(run_id))]}},
             "limit": 200, "offset": 0, "sort": "TIMESTAMP_ASC"}  # fmt: skip
@@ -85,7 +105,7 @@ def scenario(tmp_path_factory, prefect_api) -> dict[str, Any]:
     out["api"] = sdcflow.release(spec)
     out["C"] = run("--force")
     out["tables_after_C"] = _tables(wh)
-    out["artifacts_after_C"] = read_artifacts(["survey-progress", "survey-mask-progress"])
+    out["artifacts_after_C"] = _progress(["survey-progress", "survey-mask-progress"])
     out["logs_C"] = _flow_run_logs(out["C"][1]["run_id"])
     data = pd.read_csv(tmp / "data.csv")
     data.loc[0, "employees"] += 1  # one value changed: another input
@@ -172,8 +192,9 @@ def test_audit_keeps_the_figures_and_records_the_pruning(scenario, capsys, monke
     monkeypatch.setenv("COLUMNS", "250")  # rich's table: every column whole
     assert main(["runs", "--warehouse", str(wh), "--full-ids"]) == 0
     shown = capsys.readouterr().out
-    line_a = next(line for line in shown.splitlines() if line.startswith(a))
-    assert "published" in line_a and "pruned" in line_a
+    lines = shown.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith(a))
+    assert "published" in lines[i] and lines[i + 1].split() == ["pruned"]  # under its status
     assert "unchanged" in shown
 
 
@@ -184,5 +205,4 @@ def test_step_times_and_progress_artifacts_exist_for_a_run(scenario):
         assert line is not None, step
         assert " s wall, " in line and line.endswith(" s CPU")
     artifacts = scenario["artifacts_after_C"]
-    assert float(artifacts["survey-progress"]) == 100.0
-    assert float(artifacts["survey-mask-progress"]) == 100.0
+    assert artifacts == {"survey-progress": 100.0, "survey-mask-progress": 100.0}

@@ -223,9 +223,10 @@ def _runs(
         collapse_padding=True,
     )
     for name in ("run", "release", "kind", "method", "status", "started", "took", "rows",
-                 "checks", "copies"):  # fmt: skip
-        fixed = name in ("run", "kind", "status", "started", "took", "rows", "copies")
-        table.add_column(name, overflow="fold", no_wrap=fixed)
+                 "checks"):  # fmt: skip
+        fixed = name in ("run", "kind", "status", "started", "took", "rows")
+        width = len("3/3 pass") if name == "checks" else None
+        table.add_column(name, overflow="fold", no_wrap=fixed, min_width=width)
     colours = {"published": "green", "refused": "red", "failed": "red", "checked": "green"}
     for r in runs.itertuples(index=False):
         started = _utc(r.started_at)
@@ -236,28 +237,27 @@ def _runs(
             r.release,
             f"[magenta]{r.kind}[/]" if r.kind == "compare" else r.kind,
             r.method or "—",
-            f"[{colours.get(r.status, 'yellow')}]{r.status}[/]",
+            f"[{colours.get(r.status, 'yellow')}]{r.status}[/]" + _pruned_mark(r.copies_pruned_at),
             started.strftime("%m-%d %H:%M") if started else "—",
             took,
             "—" if pd.isna(r.n_rows) else f"{int(r.n_rows)}",
             _checks_cell(r.checks),
-            _copies_cell(r.status, r.copies_pruned_at),
         )
+    notes = []
     if not full_ids:
-        table.caption = "run ids cut to 8 characters; --full-ids prints them whole"
+        notes.append("run ids cut to 8 characters; --full-ids prints them whole")
+    if runs["copies_pruned_at"].notna().any():
+        notes.append("pruned: the run's raw, edited and masked copies were dropped by retention")
+    if notes:
+        table.caption = "\n".join(notes)
         table.caption_justify = "left"
     Console(soft_wrap=False).print(table)
     return EXIT_OK
 
 
-def _copies_cell(status: str, pruned_at: object) -> str:
-    """Whether the run's raw, edited and masked copies are in the warehouse: ``kept``,
-    ``pruned MM-DD`` (dropped by retention; the figures stay), or ``—`` (a run that makes
-    none: ``unchanged``, or one still running)."""
-    when = _utc(pruned_at)
-    if when is not None:
-        return f"pruned {when:%m-%d}"
-    return "—" if status in ("unchanged", "running") else "kept"
+def _pruned_mark(pruned_at: object) -> str:
+    """A second line under the status of a run whose copies retention dropped."""
+    return "" if _utc(pruned_at) is None else "\n[dim]pruned[/]"
 
 
 def _utc(value: object):  # type: ignore[no-untyped-def]

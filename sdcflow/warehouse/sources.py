@@ -91,6 +91,7 @@ def read_source_hashed(
     is refused (reason ``source-changed``) rather than recorded.
     """
     source = Path(source)
+    _check_is_file(source)  # a missing or odd source is named as such, before its identity
     before = _identity(source)
     data = read_source(source, missing_values)
     with source.open("rb") as fh:

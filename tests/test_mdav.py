@@ -118,6 +118,18 @@ def test_compiled_distances_are_bit_equal_to_the_reference() -> None:
     np.testing.assert_array_equal(compiled, _sq_dist_rows(P, q))
 
 
+def test_compiled_distances_to_query_rows_are_bit_equal_to_the_reference() -> None:
+    # the sweeps measure against a row of the query matrix (no view): same arithmetic
+    from sdcflow.tasks.microaggregation.mdav import _sq_dist_rows, _sq_dist_to
+
+    rng = np.random.default_rng(12)
+    P = rng.standard_normal((400, 9)) * rng.lognormal(size=9)
+    Q = rng.standard_normal((3, 9))
+    for b in range(3):
+        compiled = np.array([_sq_dist_to(P, i, Q, b) for i in range(P.shape[0])])
+        np.testing.assert_array_equal(compiled, _sq_dist_rows(P, Q[b]))
+
+
 def datasets() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(7)
     base = rng.integers(0, 4, size=(400, 3)).astype(float)
@@ -176,6 +188,15 @@ def test_kernel_equals_reference_property(X: np.ndarray, k: int) -> None:
     ref = mdav_groups_reference(X, k)
     np.testing.assert_array_equal(mdav_groups(X, k), ref)
     np.testing.assert_array_equal(mdav_groups(X, k, batch=1), ref)
+
+
+@pytest.mark.parametrize("d,k", [(10, 5), (3, 3), (12, 2)])
+def test_threads_give_the_reference_labels(d: int, k: int) -> None:
+    # beyond 4096 remaining records a speculative pass is shared by the threads
+    Z, _, _ = standardize(np.random.default_rng(d + k).standard_normal((5000, d)))
+    ref = mdav_groups_reference(Z, k)
+    np.testing.assert_array_equal(mdav_groups(Z, k, threads=2), ref)
+    np.testing.assert_array_equal(mdav_groups(Z, k, threads=2, batch=5), ref)
 
 
 def test_large_values_use_float64_filter() -> None:
@@ -244,7 +265,12 @@ def test_unknown_kernel() -> None:
 
 @pytest.mark.parametrize(
     "option,message",
-    [({"precision": "float16"}, r"precision must be"), ({"batch": -1}, r"batch must be")],
+    [
+        ({"precision": "float16"}, r"precision must be"),
+        ({"batch": -1}, r"batch must be"),
+        ({"threads": 0}, r"threads must be"),
+        ({"threads": 1.5}, r"threads must be"),
+    ],
 )
 def test_bad_kernel_option(option: dict, message: str) -> None:
     with pytest.raises(InputError, match=message):

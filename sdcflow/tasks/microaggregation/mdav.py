@@ -140,6 +140,9 @@ _BLOCK = 512  # records per block of a sweep: the block's distances stay in L1 f
 # Re-sort by distance to the centroid once it is this far from the pivot (times the largest
 # remaining norm): the bound ||x-o|| + ||c-o|| [3] loosens by ||c-o||.
 _REPIVOT = 0.02
+# Passes over fewer remaining records than this run in one thread (a parallel region's start
+# costs more than it saves).
+_PARALLEL_MIN = 4096
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -170,6 +173,18 @@ def _sq_dist(R: np.ndarray, p: int, q: np.ndarray) -> float:
     acc = 0.0
     for j in range(q.shape[0]):
         t = R[p, j] - q[j]
+        acc += t * t
+    return acc
+
+
+@numba.njit(cache=True, nogil=True)
+def _sq_dist_to(R: np.ndarray, p: int, Q: np.ndarray, b: int) -> float:
+    """:func:`_sq_dist` of row ``p`` of ``R`` to row ``b`` of ``Q``: the same operations in the
+    same order, without the view ``Q[b]`` (every array view costs two atomic updates of a
+    reference count, a sixth of the run time when they were taken in the sweeps)."""
+    acc = 0.0
+    for j in range(Q.shape[1]):
+        t = R[p, j] - Q[b, j]
         acc += t * t
     return acc
 
@@ -208,15 +223,65 @@ def _furthest_sorted(
     return cnt
 
 
+_SEED = 128  # records of a sweep's first block whose filter bounds seed its thresholds
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _round_down(ft: type, v: float) -> float:
+    """The largest value of type ``ft`` (the filter's) that is <= ``v``."""
+    t = ft(v)
+    if np.float64(t) > v:
+        t = np.nextafter(t, ft(-np.inf))
+    return t
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _round_up(ft: type, v: float) -> float:
+    """The smallest value of type ``ft`` (the filter's) that is >= ``v``."""
+    t = ft(v)
+    if np.float64(t) < v:
+        t = np.nextafter(t, ft(np.inf))
+    return t
+
+
+@numba.njit(cache=True, nogil=True)
+def _seed(
+    acc: np.ndarray, w2: np.ndarray, n_seed: int, k: int, far: bool, buf: np.ndarray
+) -> float:
+    """The k-th largest of ``acc[i] - w2[i]`` (``far``: the k-th smallest of ``acc[i]``).
+
+    Over ``i < n_seed`` (>= k), in float64. With it a sweep starts from thresholds that k
+    records are proven to meet (:func:`_multi_sweep`) instead of from infinity.
+    """
+    cnt = 0
+    for i in range(n_seed):
+        v = -np.float64(acc[i]) if far else np.float64(acc[i]) - np.float64(w2[i])
+        if cnt == k:
+            if v <= buf[k - 1]:
+                continue
+            t = k - 1
+        else:
+            t = cnt
+            cnt += 1
+        while t > 0 and buf[t - 1] < v:
+            buf[t] = buf[t - 1]
+            t -= 1
+        buf[t] = v
+    return -buf[k - 1] if far else buf[k - 1]
+
+
 @numba.njit(cache=True, nogil=True)
 def _multi_sweep(
     F: np.ndarray,
     R: np.ndarray,
     m: int,
     rows: np.ndarray,
+    Qf: np.ndarray,
     Q: np.ndarray,
-    err_q: np.ndarray,
-    u_f: float,
+    qn: np.ndarray,
+    dq: np.ndarray,
+    lo: int,
+    hi: int,
     near_rows: np.ndarray,
     near_d: np.ndarray,
     near_cnt: np.ndarray,
@@ -224,72 +289,236 @@ def _multi_sweep(
     far_negd: np.ndarray,
     far_cnt: np.ndarray,
 ) -> None:
-    """:func:`_sweep` for B queries ``Q`` (B, d) at once, keeping K nearest and K2 furthest.
+    """One pass over the m remaining records for the queries ``lo .. hi-1``: K nearest, K2 furthest.
 
-    Each block of records is read from memory once and scanned for every query while it sits
-    in L1, so a batch of B queries costs one pass of memory traffic instead of B. For query b,
-    ``near_rows[b]``/``near_d[b]`` (K = ``near_rows.shape[1]``) receive the K smallest
-    ``(d2, row)`` and ``far_rows[b]``/``far_negd[b]`` (K2 = ``far_rows.shape[1]``, may be 0)
-    the K2 smallest ``(-d2, row)``; ``near_cnt[b]``/``far_cnt[b]`` their lengths (< K only when
-    fewer records remain). Exactness as in :func:`_sweep`.
+    ``F`` (blocks, d + 2, ``_BLOCK``) is the filter copy (float32, or float64) in blocks of
+    ``_BLOCK`` records, position p at ``F[p // _BLOCK, :, p % _BLOCK]``: rows ``0..d-1`` the
+    record minus the centre o, row ``d`` the value ``-||x'||^2/2 + delta_x`` and row ``d + 1``
+    the allowance ``w2 >= 2 delta_x`` of each record x' = x - o; ``R`` (n, d) holds the
+    float64 records at the same positions, ``rows`` their row numbers. Query b is ``Q[b]``
+    (float64, as the records), ``Qf[b]`` its centred copy in the filter's precision,
+    ``qn[b] = ||q'||^2`` and ``dq[b] = delta_q`` its allowance.
+
+    The filter value of x is ``s = x'.q' - ||x'||^2/2 + delta_x`` (:func:`_filter`); the exact
+    squared distance is ``||q'||^2 - 2 (x'.q' - ||x'||^2/2)``, and ``s`` is within
+    ``delta_x + delta_q`` of ``x'.q' - ||x'||^2/2 + delta_x`` with room for the rounding of the
+    float64 distance (``mdav_groups``, Notes). So x can be among the nearest (squared distance
+    at most ``thr``) only if ``s >= (||q'||^2 - thr)/2 - delta_q``, and among the furthest (at
+    least ``thr_f``) only if ``s - w2 <= (||q'||^2 - thr_f)/2 + delta_q``. A block is tested
+    in the filter's precision with the thresholds rounded outward; only the records it marks
+    are re-tested with the current thresholds and, if still candidates, measured exactly
+    (``R``, the reference's arithmetic) and inserted.
+
+    Each block of records is read once and scanned for every query while it sits in L1. The
+    thresholds start from the first records: the K-th largest ``s - w2`` among them proves
+    that K records are within ``||q'||^2 - 2 (s - w2) + 2 delta_q`` (:func:`_seed`), and the
+    K2-th smallest ``s`` that K2 are beyond ``||q'||^2 - 2 s - 2 delta_q``.
+
+    For query b, ``near_rows[b]``/``near_d[b]`` (K = ``near_rows.shape[1]``) receive the K
+    smallest ``(d2, row)`` and ``far_rows[b]``/``far_negd[b]`` (K2 = ``far_rows.shape[1]``,
+    0 <= K2 <= K) the K2 smallest ``(-d2, row)``; ``near_cnt[b]``/``far_cnt[b]`` their lengths
+    (< K only when fewer records remain): exactly the lists a full exact sweep gives.
     """
-    nq = Q.shape[0]
-    d = F.shape[0] - 1
+    d = R.shape[1]
     k_near = near_rows.shape[1]
     k_far = far_rows.shape[1]
     ft = F.dtype.type
-    Qf = Q.astype(F.dtype)
     acc = np.empty(_BLOCK, dtype=F.dtype)
-    zero = ft(0)
-    kth = np.full(nq, np.inf)
-    far = np.full(nq, -np.inf)
-    for b in range(nq):
+    hit = np.zeros(_BLOCK, dtype=np.uint8)
+    words = hit.view(np.uint64)
+    buf = np.empty(max(k_near, 1))
+    nq = hi - lo
+    thr_n = np.full(nq, np.inf)  # the K-th nearest is at most this far
+    thr_f = np.full(nq, -np.inf)  # the K2-th furthest is at least this far
+    for b in range(lo, hi):
         near_cnt[b] = 0
         far_cnt[b] = 0
-    for b0 in range(0, m, _BLOCK):
+    c = d - 5 * ((d - 1) // 5)  # columns of the first pass (1..5), then five at a time
+    n_seed = min(_SEED, m) if m >= k_near else 0
+    for blk in range((m + _BLOCK - 1) // _BLOCK):
+        b0 = blk * _BLOCK
         nb = min(_BLOCK, m - b0)
-        w = F[d, b0 : b0 + nb]
-        for b in range(nq):
-            for i in range(nb):
-                acc[i] = zero
-            for j in range(d):
-                qj = Qf[b, j]
-                col = F[j, b0 : b0 + nb]
+        Fb = F[blk]
+        for t in range(nq):
+            b = lo + t
+            tn = ft(np.inf)  # block 0: thresholds after the seed, below
+            tf = ft(-np.inf)
+            if blk > 0 or n_seed == 0:
+                tn = _round_down(ft, (qn[b] - thr_n[t]) * 0.5 - dq[b])  # near: s >= tn
+                if k_far > 0:
+                    tf = _round_up(ft, (qn[b] - thr_f[t]) * 0.5 + dq[b])  # far: s - w2 <= tf
+            # the filter values acc[i] = Fb[d, i] + sum_j Fb[j, i] q_j, vectorized across
+            # records, in passes over at most five columns: written out here, since a
+            # function call per block and query, or numba's inlining (reference counts of
+            # its array arguments), costs about as much as the arithmetic
+            q0 = Qf[b, 0]
+            if c == 1:
                 for i in range(nb):
-                    t = col[i] - qj
-                    acc[i] += t * t
-            e = err_q[b]
-            lo = ft((kth[b] + e) * (1.0 + 2.0 * u_f))
-            if np.float64(lo) < (kth[b] + e) * (1.0 + 2.0 * u_f):
-                lo = np.nextafter(lo, ft(np.inf))
-            hi = ft(-np.inf) if k_far > 0 else ft(np.inf)
-            if k_far > 0 and far[b] - e > 0.0:
-                hi = ft((far[b] - e) * (1.0 - 2.0 * u_f))
-                if np.float64(hi) > (far[b] - e) * (1.0 - 2.0 * u_f):
-                    hi = np.nextafter(hi, ft(-np.inf))
+                    acc[i] = Fb[d, i] + Fb[0, i] * q0
+            elif c == 2:
+                q1 = Qf[b, 1]
+                for i in range(nb):
+                    acc[i] = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1
+            elif c == 3:
+                q1, q2 = Qf[b, 1], Qf[b, 2]
+                for i in range(nb):
+                    acc[i] = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2
+            elif c == 4:
+                q1, q2, q3 = Qf[b, 1], Qf[b, 2], Qf[b, 3]
+                for i in range(nb):
+                    v = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2
+                    acc[i] = v + Fb[3, i] * q3
+            else:
+                q1, q2, q3, q4 = Qf[b, 1], Qf[b, 2], Qf[b, 3], Qf[b, 4]
+                for i in range(nb):
+                    v = Fb[d, i] + Fb[0, i] * q0 + Fb[1, i] * q1 + Fb[2, i] * q2
+                    acc[i] = v + Fb[3, i] * q3 + Fb[4, i] * q4
             hits = 0
-            for i in range(nb):
-                hits += (acc[i] <= lo + w[i]) | (acc[i] >= hi - w[i])
+            if c == d:  # the test alone
+                for i in range(nb):
+                    h = (acc[i] >= tn) | (acc[i] - Fb[d + 1, i] <= tf)
+                    hit[i] = h
+                    hits += h
+            else:
+                for j in range(c, d - 5, 5):
+                    q0, q1, q2, q3, q4 = (
+                        Qf[b, j],
+                        Qf[b, j + 1],
+                        Qf[b, j + 2],
+                        Qf[b, j + 3],
+                        Qf[b, j + 4],
+                    )
+                    for i in range(nb):
+                        v = acc[i] + Fb[j, i] * q0 + Fb[j + 1, i] * q1 + Fb[j + 2, i] * q2
+                        acc[i] = v + Fb[j + 3, i] * q3 + Fb[j + 4, i] * q4
+                j = d - 5  # the last five columns, and the test
+                q0, q1, q2, q3, q4 = (
+                    Qf[b, j],
+                    Qf[b, j + 1],
+                    Qf[b, j + 2],
+                    Qf[b, j + 3],
+                    Qf[b, j + 4],
+                )
+                for i in range(nb):
+                    v = acc[i] + Fb[j, i] * q0 + Fb[j + 1, i] * q1 + Fb[j + 2, i] * q2
+                    v = v + Fb[j + 3, i] * q3 + Fb[j + 4, i] * q4
+                    acc[i] = v
+                    h = (v >= tn) | (v - Fb[d + 1, i] <= tf)
+                    hit[i] = h
+                    hits += h
+            if blk == 0 and n_seed > 0:
+                # seed the thresholds from the first records, then test the block with them
+                w2 = Fb[d + 1]
+                thr_n[t] = qn[b] - 2.0 * _seed(acc, w2, n_seed, k_near, False, buf) + 2.0 * dq[b]
+                tn = _round_down(ft, (qn[b] - thr_n[t]) * 0.5 - dq[b])
+                if k_far > 0:
+                    thr_f[t] = qn[b] - 2.0 * _seed(acc, w2, n_seed, k_far, True, buf) - 2.0 * dq[b]
+                    tf = _round_up(ft, (qn[b] - thr_f[t]) * 0.5 + dq[b])
+                hits = 0
+                for i in range(nb):
+                    h = (acc[i] >= tn) | (acc[i] - Fb[d + 1, i] <= tf)
+                    hit[i] = h
+                    hits += h
             if hits == 0:
                 continue
-            q = Q[b]
-            for i in range(nb):
-                a = np.float64(acc[i])
-                err = e + np.float64(w[i])
-                near = a <= kth[b] + err
-                further = k_far > 0 and a >= far[b] - err
-                if near or further:
+            # the marked records: re-tested with the current thresholds, measured exactly
+            tn64 = (qn[b] - thr_n[t]) * 0.5 - dq[b]
+            tf64 = (qn[b] - thr_f[t]) * 0.5 + dq[b] if k_far > 0 else -np.inf
+            left = hits  # marks not yet seen: the scan stops at the last one
+            wi = -1
+            while left > 0:
+                wi += 1
+                if words[wi] == 0:  # eight flags at a time
+                    continue
+                for i in range(8 * wi, min(8 * wi + 8, nb)):
+                    if hit[i] == 0:
+                        continue
+                    left -= 1
+                    a = np.float64(acc[i])
+                    near = a >= tn64
+                    further = a - np.float64(Fb[d + 1, i]) <= tf64
+                    if not (near or further):
+                        continue
                     p = b0 + i
                     row = rows[p]
-                    d2 = _sq_dist(R, p, q)
-                    if near and d2 <= kth[b]:
-                        near_cnt[b] = _insert(near_rows[b], near_d[b], near_cnt[b], k_near, d2, row)
-                        if near_cnt[b] == k_near:
-                            kth[b] = near_d[b, k_near - 1]
-                    if further and d2 >= far[b]:
-                        far_cnt[b] = _insert(far_rows[b], far_negd[b], far_cnt[b], k_far, -d2, row)
-                        if far_cnt[b] == k_far:
-                            far[b] = -far_negd[b, k_far - 1]
+                    d2 = _sq_dist_to(R, p, Q, b)
+                    # insertions into the sorted lists, written out: a function taking
+                    # the lists would update their reference counts (atomically) per call
+                    if near and d2 <= thr_n[t]:  # (d2, row) into the K smallest
+                        u = near_cnt[b]
+                        if u == k_near:
+                            u = k_near - 1
+                            last = near_d[b, u]
+                            if d2 > last or (d2 == last and row > near_rows[b, u]):
+                                u = -1
+                        else:
+                            near_cnt[b] = u + 1
+                        if u >= 0:
+                            while u > 0 and (
+                                near_d[b, u - 1] > d2
+                                or (near_d[b, u - 1] == d2 and near_rows[b, u - 1] > row)
+                            ):
+                                near_d[b, u] = near_d[b, u - 1]
+                                near_rows[b, u] = near_rows[b, u - 1]
+                                u -= 1
+                            near_d[b, u] = d2
+                            near_rows[b, u] = row
+                        if near_cnt[b] == k_near and near_d[b, k_near - 1] < thr_n[t]:
+                            thr_n[t] = near_d[b, k_near - 1]
+                            tn64 = (qn[b] - thr_n[t]) * 0.5 - dq[b]
+                    if further and d2 >= thr_f[t]:  # (-d2, row) into the K2 smallest
+                        u = far_cnt[b]
+                        if u == k_far:
+                            u = k_far - 1
+                            last = far_negd[b, u]
+                            if -d2 > last or (-d2 == last and row > far_rows[b, u]):
+                                u = -1
+                        else:
+                            far_cnt[b] = u + 1
+                        if u >= 0:
+                            while u > 0 and (
+                                far_negd[b, u - 1] > -d2
+                                or (far_negd[b, u - 1] == -d2 and far_rows[b, u - 1] > row)
+                            ):
+                                far_negd[b, u] = far_negd[b, u - 1]
+                                far_rows[b, u] = far_rows[b, u - 1]
+                                u -= 1
+                            far_negd[b, u] = -d2
+                            far_rows[b, u] = row
+                        if far_cnt[b] == k_far and -far_negd[b, k_far - 1] > thr_f[t]:
+                            thr_f[t] = -far_negd[b, k_far - 1]
+                            tf64 = (qn[b] - thr_f[t]) * 0.5 + dq[b]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _multi_sweep_threads(
+    F: np.ndarray,
+    R: np.ndarray,
+    m: int,
+    rows: np.ndarray,
+    Qf: np.ndarray,
+    Q: np.ndarray,
+    qn: np.ndarray,
+    dq: np.ndarray,
+    nq: int,
+    parts: int,
+    near_rows: np.ndarray,
+    near_d: np.ndarray,
+    near_cnt: np.ndarray,
+    far_rows: np.ndarray,
+    far_negd: np.ndarray,
+    far_cnt: np.ndarray,
+) -> None:
+    """:func:`_multi_sweep` for queries ``0 .. nq-1`` split into ``parts`` threads' shares.
+
+    The queries' lists are independent, so each thread sweeps all records for its share of
+    the queries; the result is that of one sweep for all.
+    """
+    for t in numba.prange(parts):
+        _multi_sweep(
+            F, R, m, rows, Qf, Q, qn, dq, t * nq // parts, (t + 1) * nq // parts,
+            near_rows, near_d, near_cnt, far_rows, far_negd, far_cnt,
+        )  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
@@ -317,78 +546,59 @@ def _sweep(
     R: np.ndarray,
     m: int,
     rows: np.ndarray,
-    q: np.ndarray,
-    err_q: float,
-    u_f: float,
+    Z: np.ndarray,
+    row: int,
+    centre: np.ndarray,
+    err_coef: float,
+    err_abs: float,
     k: int,
     out_rows: np.ndarray,
-    out_d: np.ndarray,
     want_far: bool,
 ) -> int:
-    """One fused pass over the ``m`` remaining records: the k nearest of ``q`` and the furthest.
+    """One exact sweep for the record ``row`` of ``Z``: its k nearest into ``out_rows``.
 
-    ``F`` (d + 1, n) is the filter copy (float32, or float64 itself) in column layout: rows
-    ``0..d-1`` the coordinates, row ``d`` a per-record error allowance ``w``; ``R`` (n, d) holds
-    the float64 records in the same order. The filter distance of record x differs from its
-    exact one by at most ``err_q + w_x / 2`` (``mdav_groups``, Notes); ``u_f`` is the filter's
-    unit roundoff. Filter distances of a block are accumulated column by column, vectorized
-    across records; a record is measured exactly (``R``, the reference's arithmetic) only when
-    its filter distance could reach the current k nearest or the furthest. So the result is that
-    of an exact sweep: the k smallest ``(d2, row)`` sorted into ``out_rows``/``out_d``, and the
-    row of the largest ``(d2, -row)`` returned when ``want_far``.
+    Nearest first, ties to the lowest row; returns the row of the furthest record (largest
+    ``(d2, -row)``) when ``want_far``, else -1. :func:`_multi_sweep` with one query.
     """
-    d = F.shape[0] - 1
-    ft = F.dtype.type
-    qf = q.astype(F.dtype)
-    acc = np.empty(_BLOCK, dtype=F.dtype)
-    zero = ft(0)
-    cnt = 0
-    kth = np.inf
-    far = -np.inf
-    far_row = -1
-    for b0 in range(0, m, _BLOCK):
-        nb = min(_BLOCK, m - b0)
-        for i in range(nb):
-            acc[i] = zero
-        for j in range(d):
-            qj = qf[j]
-            col = F[j, b0 : b0 + nb]  # a 1-D view: unit stride, so the loop vectorizes
-            for i in range(nb):
-                t = col[i] - qj
-                acc[i] += t * t
-        # Block test in the filter's precision, thresholds widened by 2 u_f so that the
-        # rounding of lo + w and hi - w cannot make it stricter than the float64 test below.
-        lo = ft((kth + err_q) * (1.0 + 2.0 * u_f))
-        if np.float64(lo) < (kth + err_q) * (1.0 + 2.0 * u_f):
-            lo = np.nextafter(lo, ft(np.inf))
-        hi = ft(-np.inf) if want_far else ft(np.inf)  # -inf: every record may be further
-        if want_far and far - err_q > 0.0:
-            hi = ft((far - err_q) * (1.0 - 2.0 * u_f))
-            if np.float64(hi) > (far - err_q) * (1.0 - 2.0 * u_f):
-                hi = np.nextafter(hi, ft(-np.inf))
-        w = F[d, b0 : b0 + nb]
-        hits = 0
-        for i in range(nb):  # vectorized: does this block hold any candidate?
-            hits += (acc[i] <= lo + w[i]) | (acc[i] >= hi - w[i])
-        if hits == 0:
-            continue
-        for i in range(nb):
-            a = np.float64(acc[i])
-            err = err_q + np.float64(w[i])
-            near = a <= kth + err
-            further = want_far and a >= far - err
-            if near or further:
-                p = b0 + i
-                row = rows[p]
-                d2 = _sq_dist(R, p, q)
-                if near and d2 <= kth:
-                    cnt = _insert(out_rows, out_d, cnt, k, d2, row)
-                    if cnt == k:
-                        kth = out_d[k - 1]
-                if further and (d2 > far or (d2 == far and row < far_row)):
-                    far = d2
-                    far_row = row
-    return far_row
+    Qf = np.empty((1, Z.shape[1]), dtype=F.dtype)
+    qn = np.empty(1)
+    dq = np.empty(1)
+    _query(Z, row, centre, err_coef, err_abs, Qf, qn, dq, 0)
+    near_rows = np.empty((1, k), dtype=np.int64)
+    near_d = np.empty((1, k))
+    near_cnt = np.zeros(1, dtype=np.int64)
+    k_far = 1 if want_far else 0
+    far_rows = np.empty((1, k_far), dtype=np.int64)
+    far_negd = np.empty((1, k_far))
+    far_cnt = np.zeros(1, dtype=np.int64)
+    _multi_sweep(
+        F, R, m, rows, Qf, Z[row : row + 1], qn, dq, 0, 1,
+        near_rows, near_d, near_cnt, far_rows, far_negd, far_cnt,
+    )  # fmt: skip
+    out_rows[:] = near_rows[0, : out_rows.shape[0]]
+    return far_rows[0, 0] if want_far else -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _query(
+    Z: np.ndarray,
+    row: int,
+    centre: np.ndarray,
+    err_coef: float,
+    err_abs: float,
+    Qf: np.ndarray,
+    qn: np.ndarray,
+    dq: np.ndarray,
+    t: int,
+) -> None:
+    """Query slot ``t`` for the record ``row``: centred copy ``Qf[t]``, ``qn[t]``, ``dq[t]``."""
+    s = 0.0
+    for j in range(Z.shape[1]):
+        v = Z[row, j] - centre[j]
+        Qf[t, j] = v
+        s += v * v
+    qn[t] = s
+    dq[t] = err_coef * s + err_abs
 
 
 @numba.njit(cache=True, nogil=True)
@@ -416,8 +626,10 @@ def _take(
         if p != last:
             for j in range(d):
                 R[p, j] = R[last, j]
-            for j in range(F.shape[0]):
-                F[j, p] = F[j, last]
+            pb, pi = divmod(p, _BLOCK)
+            lb, li = divmod(last, _BLOCK)
+            for j in range(F.shape[1]):
+                F[pb, j, pi] = F[lb, j, li]
             moved = rows[last]
             rows[p] = moved
             pos_of[moved] = p
@@ -426,22 +638,56 @@ def _take(
 
 
 @numba.njit(cache=True, nogil=True)
+def _pass(
+    F: np.ndarray,
+    R: np.ndarray,
+    m: int,
+    rows: np.ndarray,
+    Qf: np.ndarray,
+    Q: np.ndarray,
+    qn: np.ndarray,
+    dq: np.ndarray,
+    nq: int,
+    parts: int,
+    near_rows: np.ndarray,
+    near_d: np.ndarray,
+    near_cnt: np.ndarray,
+    far_rows: np.ndarray,
+    far_negd: np.ndarray,
+    far_cnt: np.ndarray,
+) -> None:
+    """A speculative pass for queries ``0 .. nq-1``: in this thread, or shared by ``parts``."""
+    if parts > 1 and nq > 1:
+        _multi_sweep_threads(
+            F, R, m, rows, Qf, Q, qn, dq, nq, min(parts, nq),
+            near_rows, near_d, near_cnt, far_rows, far_negd, far_cnt,
+        )  # fmt: skip
+    else:
+        _multi_sweep(
+            F, R, m, rows, Qf, Q, qn, dq, 0, nq,
+            near_rows, near_d, near_cnt, far_rows, far_negd, far_cnt,
+        )  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True)
 def _mdav_kernel(
     Z: np.ndarray,
     F: np.ndarray,
+    centre: np.ndarray,
     err_coef: float,
     err_abs: float,
-    u_f: float,
     k: int,
     batch: int,
+    threads: int,
     stats: np.ndarray,
 ) -> np.ndarray:
     """Compiled MDAV-generic; see :func:`mdav_groups`.
 
-    ``Z`` (n, d) float64 C-contiguous; ``F`` (d + 1, n) its filter copy and error allowances
-    (consumed, see :func:`_sweep`), ``u_f`` the filter's unit roundoff. The filter distance of
-    record x to query q is within ``err_coef * (||x||^2 + ||q||^2) + err_abs`` of the exact one.
-    ``batch``: queries per speculative pass (0: one sweep per search). ``stats`` (4,) receives
+    ``Z`` (n, d) float64 C-contiguous; ``F`` (blocks, d + 2, ``_BLOCK``) its filter copy,
+    centred on ``centre``, with each record's filter offset and allowance (consumed, see
+    :func:`_multi_sweep`); a query q's allowance is ``err_coef * ||q - centre||^2 + err_abs``.
+    ``batch``: queries per speculative pass (0: one sweep per search); ``threads``: threads
+    that share a speculative pass's queries (1: no parallel region). ``stats`` (4,) receives
     the number of batch passes, of single sweeps, and of r and s answered from a batch.
     """
     n, d = Z.shape
@@ -449,7 +695,6 @@ def _mdav_kernel(
     R = Z.copy()  # float64 records, compacted by swap-removal together with F
     rows = np.arange(n)  # position -> row
     pos_of = np.arange(n)  # row -> position
-    origin = np.zeros(d)
 
     # records sorted by decreasing distance to the pivot o (column means), for the
     # furthest-from-centroid search
@@ -478,7 +723,6 @@ def _mdav_kernel(
         for j in range(d):
             total[j] += Z[i, j]
     grp = np.empty(k, dtype=np.int64)
-    grp_d = np.empty(k)
     c = np.empty(d)
     r_buf = np.empty(1, dtype=np.int64)
     r_negd = np.empty(1)
@@ -501,7 +745,9 @@ def _mdav_kernel(
     q_rows = np.empty(nb_q, dtype=np.int64)
     q_negd = np.empty(nb_q)
     Q = np.empty((nb_q, d))
-    err_q = np.empty(nb_q)
+    Qf = np.empty((nb_q, d), dtype=F.dtype)
+    qn = np.empty(nb_q)
+    dq = np.empty(nb_q)
 
     m = n
     group = 0
@@ -555,11 +801,12 @@ def _mdav_kernel(
                 )
                 for t in range(nq):
                     Q[t] = Z[q_rows[t]]
-                    err_q[t] = err_coef * _sq_dist(Z, q_rows[t], origin) + err_abs
+                    _query(Z, q_rows[t], centre, err_coef, err_abs, Qf, qn, dq, t)
                     slot[q_rows[t]] = t
                     slot_row[t] = q_rows[t]
-                _multi_sweep(
-                    F, R, m, rows, Q[:nq], err_q[:nq], u_f,
+                parts = threads if m >= _PARALLEL_MIN else 1
+                _pass(
+                    F, R, m, rows, Qf, Q, qn, dq, nq, parts,
                     near_rows[:nq], near_d[:nq], near_cnt[:nq],
                     far_rows[:nq], far_negd[:nq], far_cnt[:nq],
                 )  # fmt: skip
@@ -568,12 +815,12 @@ def _mdav_kernel(
                     s_row = far_rows[t, 0]
                     if slot[s_row] < 0:
                         Q[ns] = Z[s_row]
-                        err_q[ns] = err_coef * _sq_dist(Z, s_row, origin) + err_abs
+                        _query(Z, s_row, centre, err_coef, err_abs, Qf, qn, dq, ns)
                         slot[s_row] = batch + ns
                         slot_row[batch + ns] = s_row
                         ns += 1
-                _multi_sweep(
-                    F, R, m, rows, Q[:ns], err_q[:ns], u_f,
+                _pass(
+                    F, R, m, rows, Qf, Q, qn, dq, ns, parts,
                     near_rows[batch : batch + ns], near_d[batch : batch + ns],
                     near_cnt[batch : batch + ns],
                     far_rows[:ns, :0], far_negd[:ns, :0], no_far[:ns],
@@ -587,8 +834,7 @@ def _mdav_kernel(
             s = s_buf[0]
         else:
             stats[1] += 1
-            err = err_coef * _sq_dist(Z, r, origin) + err_abs
-            s = _sweep(F, R, m, rows, Z[r], err, u_f, k, grp, grp_d, two)
+            s = _sweep(F, R, m, rows, Z, r, centre, err_coef, err_abs, k, grp, two)
         m = _take(F, R, m, rows, pos_of, labels, total, grp, group)
         group += 1
         if not two:
@@ -600,8 +846,7 @@ def _mdav_kernel(
             stats[3] += 1
         else:
             stats[1] += 1
-            err = err_coef * _sq_dist(Z, s, origin) + err_abs
-            _sweep(F, R, m, rows, Z[s], err, u_f, k, grp, grp_d, False)
+            _sweep(F, R, m, rows, Z, s, centre, err_coef, err_abs, k, grp, False)
         m = _take(F, R, m, rows, pos_of, labels, total, grp, group)
         group += 1
     for p in range(m):  # fewer than 2k left (or the rest after the 2k..3k-1 step): one group
@@ -615,6 +860,7 @@ def mdav_groups(
     *,
     precision: Literal["float32", "float64"] = "float32",
     batch: int = 32,
+    threads: int = 1,
     stats: np.ndarray | None = None,
 ) -> np.ndarray:
     """Compiled MDAV-generic on already-validated data: the labels of the reference, faster.
@@ -627,12 +873,18 @@ def mdav_groups(
         Minimum group size, 2 <= k <= n.
     precision : {"float32", "float64"}, default "float32"
         Precision of the copy that the sweeps stream through. ``"float32"`` halves the memory
-        traffic; a record whose float32 distance is within the proven rounding bound of a
-        decision is re-measured in float64, so the labels do not depend on this choice.
-        Values beyond 1e15 in magnitude always use ``"float64"``.
+        traffic and doubles the records per vector instruction; a record whose float32 filter
+        value is within the proven rounding bound of a decision is measured in float64, so
+        the labels do not depend on this choice. Centred values beyond 1e15 in magnitude
+        always use ``"float64"``.
     batch : int, default 32
         Number of predicted queries answered per speculative pass (see Notes); 0 turns the
         speculation off (two sweeps per pair of groups). The labels do not depend on it.
+    threads : int, default 1
+        Threads that share the queries of a speculative pass (numba's thread pool: at most
+        ``NUMBA_NUM_THREADS``, and the pool's current size, ``numba.get_num_threads()``,
+        unless this is larger). 1 runs everything in the calling thread. The labels do not
+        depend on it.
     stats : ndarray of shape (4,), int64, optional
         If given, receives the number of speculative passes, of single sweeps, and of r's and
         s's answered from speculative lists.
@@ -653,43 +905,59 @@ def mdav_groups(
     n x n matrix. Every distance that decides anything is computed in float64 with the
     reference's operations in the reference's order, and ties go to the lowest row.
 
-    A sweep is memory-bound once the file outgrows the cache (about ``n^2 d / 2k`` element
-    reads in all). Speculation shares the reads between steps: the next r's are, with few
+    Speculation shares the reads of the records between steps: the next r's are, with few
     exceptions, among the records now furthest from the centroid, and the next s's among the
     records furthest from those. One pass computes, for the B records furthest from the
     centroid, their ``k + 2`` nearest and 4 furthest records, and a second pass the ``k + 2``
-    nearest of each one's furthest record. A later step whose r (or s) has such a list takes its k
-    nearest (and s) from the list's entries still unassigned: a list of the K nearest, built
-    when more records remained, still starts with the nearest of those that remain (no record
-    was added since), so this is exact whenever k entries are left; otherwise the step falls
-    back to a sweep, and a miss for r starts a new batch.
+    nearest of each one's furthest record. A later step whose r (or s) has such a list takes
+    its k nearest (and s) from the list's entries still unassigned: a list of the K nearest,
+    built when more records remained, still starts with the nearest of those that remain (no
+    record was added since), so this is exact whenever k entries are left; otherwise the step
+    falls back to a sweep, and a miss for r starts a new batch.
 
-    The float32 filter bound: with ``u = 2**-24``, ``a_j = x_j - q_j``, ``b_j = |x_j| + |q_j|``,
-    rounding x, q and the difference gives ``|t_j - a_j| <= 3.1 u b_j``, hence
-    ``|t_j^2 - a_j^2| <= 6.6 u b_j^2``; squaring and d additions add ``<= 1.2 (d + 1) u sum b_j^2``,
-    and ``sum b_j^2 <= 2 (||x||^2 + ||q||^2)``: the filter distance is within
-    ``(15.6 + 2.4 d) u (||x||^2 + ||q||^2)`` of the float64 one. The kernel uses twice that
-    coefficient, ``(4 d + 32) u``, plus ``1e-20 d`` for underflow; each record's share is
-    stored beside its coordinates, so the vectorized block test needs no extra pass.
+    The filter. Records and queries are centred on the column means o (x' = x - o, in
+    float64, then rounded to the filter's precision with unit roundoff u). A sweep computes,
+    in that precision, ``s = -||x'||^2/2 + delta_x + sum_j x'_j q'_j`` (one multiply-add per
+    column and record, vectorized), which approximates ``A + delta_x`` with
+    ``A = x'.q' - ||x'||^2/2 = (||q'||^2 - ||x - q||^2) / 2``. Rounding x', q' and the stored
+    offset, the products and d additions (fused or not) make
+    ``|s - (A + delta_x)| <= (1.01 d + 3.1) u (||x'||^2 + ||q'||^2)`` (each partial sum is at
+    most ``||x'||^2/2 + ||x'|| ||q'|| <= ||x'||^2 + ||q'||^2``). The float64 distance that
+    decides is within ``(2 d + 4.1) u64 (||x'||^2 + ||q'||^2)`` of ``||x - q||^2``, plus
+    ``4 u64 (...)`` for the centring. The allowances ``delta_x = e ||x'||^2 + a`` and
+    ``delta_q = e ||q'||^2 + a``, ``e = (4 d + 16) u``, exceed the sum of these errors and the
+    rounding of the tests for either precision (``a``, ``1e-30 (d + 1)`` in float32, covers
+    underflow), so that the tests of :func:`_multi_sweep` can only let through records that
+    an exact sweep could select, never hold one back. Each record's offset and its share
+    ``w2 >= 2 delta_x`` are stored beside its coordinates.
     """
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     if precision not in ("float32", "float64"):
         raise ParameterError(f'precision must be "float32" or "float64", got {precision!r}')
-    n, d = Z.shape
-    if precision == "float32" and np.abs(Z).max() <= 1e15:  # float32 squares cannot overflow
-        dtype, err_coef, err_abs = np.float32, (4 * d + 32) * 2.0**-24, 1e-20 * d
-    else:  # float64 filter: bit-identical to the exact distance, no margin needed
-        dtype, err_coef, err_abs = np.float64, 0.0, 0.0
-    F = np.empty((d + 1, n), dtype=dtype)
-    F[:d] = Z.T
-    # per-record allowance w >= 2 err_coef ||x||^2 (the 1.01 absorbs the rounding of w itself)
-    F[d] = 2.01 * err_coef * np.einsum("ij,ij->i", Z, Z)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
         raise ParameterError(f"batch must be an integer >= 0, got {batch!r}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ParameterError(f"threads must be an integer >= 1, got {threads!r}")
+    n, d = Z.shape
+    centre = Z.mean(axis=0)
+    X = Z - centre  # x' = x - o, the filter's coordinates
+    if precision == "float32" and np.abs(X).max() <= 1e15:  # float32 squares cannot overflow
+        dtype, err_abs = np.float32, 1e-30 * (d + 1)
+    else:
+        dtype, err_abs = np.float64, 1e-290 * (d + 1)
+    err_coef = (4 * d + 16) * float(np.finfo(dtype).eps / 2)
+    sq = np.einsum("ij,ij->i", X, X)
+    delta = err_coef * sq + err_abs
+    F = np.zeros((-(-n // _BLOCK) * _BLOCK, d + 2), dtype=dtype)  # records in blocks
+    F[:n, :d] = X
+    F[:n, d] = delta - 0.5 * sq
+    F[:n, d + 1] = 2.02 * delta  # >= 2 delta_x after rounding
+    F = np.ascontiguousarray(F.reshape(-1, _BLOCK, d + 2).transpose(0, 2, 1))
     if stats is None:
         stats = np.zeros(4, dtype=np.int64)
-    u_f = float(np.finfo(dtype).eps / 2)
-    return _mdav_kernel(Z, F, err_coef, err_abs, u_f, int(k), batch, stats)
+    if threads > 1:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    return _mdav_kernel(Z, F, centre, err_coef, err_abs, int(k), batch, threads, stats)
 
 
 def group_means(X: np.ndarray, labels: np.ndarray) -> np.ndarray:

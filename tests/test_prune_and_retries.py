@@ -227,3 +227,31 @@ def test_ingest_retries_a_transient_error_and_never_bad_input(tmp_path, prefect_
     with pytest.raises(InputError) as e:
         just_ingest("b" * 32)
     assert e.value.code == Reason.SOURCE_COLUMNS and len(calls) == 1
+
+
+def test_progress_tells_listeners_each_step_and_the_bar_stays_off_without_a_terminal(
+    monkeypatch,
+):
+    import io
+
+    from sdcflow.flows.progress_bar import wanted
+    from sdcflow.tasks.steps.progress import Progress, listening
+
+    events: list[tuple[str, str, int, int]] = []
+    with listening(lambda *event: events.append(event)):
+        progress = Progress("survey", "release", ["ingest", "publish"])
+        with progress.step("ingest"):
+            pass
+        progress.skip("publish")
+    assert events == [
+        ("release", "ingest", 0, 2), ("release", "ingest", 1, 2), ("release", "publish", 2, 2),
+    ]  # fmt: skip
+    assert progress.artifact is None  # outside a Prefect run: no artifact, no error
+    wall, cpu = progress.seconds["ingest"]  # logged as "step ingest done in ... s CPU"
+    assert wall >= 0 and cpu >= 0 and "publish" not in progress.seconds
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert not wanted()  # captured or piped: never drawn
+    monkeypatch.setattr("sys.stderr", type("Tty", (io.StringIO,), {"isatty": lambda s: True})())
+    assert wanted()
+    monkeypatch.setenv("SDCFLOW_PROGRESS", "0")
+    assert not wanted()

@@ -255,3 +255,23 @@ def test_progress_tells_listeners_each_step_and_the_bar_stays_off_without_a_term
     assert wanted()
     monkeypatch.setenv("SDCFLOW_PROGRESS", "0")
     assert not wanted()
+
+
+def test_compact_removes_the_dropped_bytes_from_the_file_and_keeps_the_rest(warehouse, capsys):
+    wh, runs = warehouse
+    secret = uuid.uuid4().hex
+    run_id = uuid.uuid4().hex
+    wh.start_run(run_id, "survey", "s" * 64, "mdav")
+    wh.ingest(pa.table({"s": [f"{secret}-{i}" for i in range(2000)]}), run_id)
+    wh.finish_run(run_id, "refused")
+    with wh.connect() as con:
+        con.execute("CHECKPOINT")
+    assert secret.encode() in wh.path.read_bytes()
+    assert main(["prune", "--warehouse", str(wh.path), "--yes"]) == 0
+    assert secret.encode() in wh.path.read_bytes()  # DuckDB left the dropped blocks in place
+    assert main(["prune", "--warehouse", str(wh.path), "--yes", "--compact"]) == 0
+    assert "compacted" in capsys.readouterr().out
+    assert secret.encode() not in wh.path.read_bytes()
+    assert "raw.mine" in _tables(wh) and len(wh.read_frame("raw", runs["new"])) == 2
+    assert set(wh.runs(limit=50)["run_id"]) == {*runs.values(), run_id}
+    assert [p.name for p in wh.path.parent.iterdir() if "compact" in p.name] == []

@@ -8,8 +8,9 @@ a person types by hand shows first; the policy that runs unattended is the spec'
 
 With ``--yes`` it takes the warehouse's writer lock (waiting ``--wait`` seconds for a
 release, like a release does; exit 3 after), settles runs whose process has ended, lists
-again under the lock and drops (:mod:`sdcflow.warehouse.retention`). Imports are deferred so
-that ``sdcflow --help`` stays quick.
+again under the lock and drops (:mod:`sdcflow.warehouse.retention`); ``--compact`` then
+rewrites the warehouse file so that the dropped tables' bytes leave the disk. Imports are
+deferred so that ``sdcflow --help`` stays quick.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ def add_parser(sub: Any, wait_help: str, seconds: Any) -> None:
         help="keep the copies of refused, failed and interrupted runs too",
     )
     p.add_argument("--yes", action="store_true", help="drop them (default: only list them)")
+    p.add_argument(
+        "--compact",
+        action="store_true",
+        help="with --yes: then rewrite the warehouse file so that the dropped tables' bytes "
+        "leave the disk",
+    )
     p.add_argument("--wait", type=seconds, metavar="SECONDS", help=wait_help)
 
 
@@ -68,7 +75,7 @@ def _positive_days(text: str) -> float:
 
 def prune(args: argparse.Namespace) -> int:
     """Run ``sdcflow prune``; return the exit code (0)."""
-    from sdcflow.warehouse.retention import Policy, drop_copies, expired
+    from sdcflow.warehouse.retention import Policy, compact, drop_copies, expired
     from sdcflow.warehouse.warehouse import Warehouse, check_warehouse_file
 
     release = args.release
@@ -104,18 +111,23 @@ def prune(args: argparse.Namespace) -> int:
             if runs
             else "nothing to prune"
         )
+        if args.compact:
+            print("nothing compacted (dry run): --compact acts with --yes")
         return 0
     with warehouse.lock(args.wait):
         warehouse.initialize()
         warehouse.resolve_ended_runs()  # holding the lock, every running run here has ended
         runs = expired(warehouse, policy, release=release)
         dropped = drop_copies(warehouse, runs)
+        sizes = compact(warehouse) if args.compact else None
     _print(runs, "dropped")
     print(
         f"dropped {dropped} table(s) of {len(runs)} run(s); their figures stay in audit.runs"
         if runs
         else "nothing to prune"
     )
+    if sizes is not None:
+        print(f"compacted {path}: {sizes[0]} -> {sizes[1]} bytes; dropped tables' bytes removed")
     return 0
 
 

@@ -16,20 +16,22 @@ dropped. Dropping marks the table's row in ``audit.run_tables`` and the run's
 warehouse's writer lock (a release holds it for its whole run; ``sdcflow prune`` takes it).
 
 DuckDB reuses the space of a dropped table after a checkpoint (run here after every drop);
-it does not overwrite it at once, so until then the bytes may remain inside the database file
-(see the README, "Retention and re-runs").
+it does not overwrite it at once, so until then the bytes remain inside the database file.
+:func:`compact` (``sdcflow prune --yes --compact``) rewrites the file without them.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from sdcflow.warehouse.sql import quote_identifier
 from sdcflow.warehouse.warehouse import Warehouse, table_name
 
-__all__ = ["CONFIDENTIAL", "ENDED_BADLY", "Expired", "Policy", "apply_policy", "drop_copies",
-           "expired"]  # fmt: skip
+__all__ = ["CONFIDENTIAL", "ENDED_BADLY", "Expired", "Policy", "apply_policy", "compact",
+           "drop_copies", "expired"]  # fmt: skip
 
 CONFIDENTIAL = ("raw", "edited", "masked")
 ENDED_BADLY = ("refused", "failed", "interrupted")
@@ -165,3 +167,44 @@ def apply_policy(
     runs = expired(warehouse, policy, release=release, now=now)
     drop_copies(warehouse, runs, now)
     return runs
+
+
+def compact(warehouse: Warehouse) -> tuple[int, int]:
+    """Rewrite the warehouse file with its live contents only, so that the blocks of dropped
+    tables (their bytes) leave the disk; return the file's size before and after (bytes).
+
+    Every schema, table, view and constraint is copied (``COPY FROM DATABASE``) into a new
+    file beside it (``.<name>.compact-<pid>``), which is flushed to disk and then renamed
+    over the warehouse (``os.replace``: a reader sees the old file or the new one). The
+    caller holds the writer lock, so no release writes meanwhile; a file of that temporary
+    name that already exists is left alone and the compaction refused (``FileExistsError``).
+    """
+    path = warehouse.path
+    tmp = path.with_name(f".{path.name}.compact-{os.getpid()}")
+    if os.path.lexists(tmp):
+        raise FileExistsError(f"{tmp} exists; remove it if no compaction is running")
+    before = path.stat().st_size
+    literal = "'" + str(tmp).replace("'", "''") + "'"
+    try:
+        with warehouse.connect() as con:
+            con.execute("CHECKPOINT")
+            name = con.execute("SELECT current_database()").fetchone()[0]
+            con.execute(f"ATTACH {literal} AS sdc_compacted")
+            try:
+                con.execute(f"COPY FROM DATABASE {quote_identifier(name)} TO sdc_compacted")
+            finally:
+                con.execute("DETACH sdc_compacted")
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            if leftover.exists():  # made by this call, never completed
+                leftover.unlink()
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    return before, path.stat().st_size

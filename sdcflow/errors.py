@@ -1,9 +1,26 @@
 """Every error sdcflow raises on purpose, each with a reason code.
 
 Bad input, which the user must fix, is an :class:`InputError` (command line: exit 2, one
-line). Each carries a :class:`Reason`, so that callers and tests branch on the code, never on
-the message text (as pandera's ``SchemaErrorReason``). Messages name the field, file, column
-or parameter and the fix; they never carry a data value (values may be confidential).
+line). As pandera's ``SchemaError`` carries a ``SchemaErrorReason`` and the failing check,
+each carries two structured attributes, so that callers and tests branch on them, never on
+the message text:
+
+``code``
+    A :class:`Reason`: which kind of problem (``parameter``, ``spec-field``,
+    ``rule-column``...).
+``field``
+    What is at fault, or None when nothing narrower than the input as a whole is: the spec
+    field (``method.k``, ``measures.cluster_loss.clusters``, ``edits[2].severity``), the
+    argument of a function of the numerical core (``k``, ``n_clusters``, ``alpha``), the column
+    (``turnover``, or ``column 3`` when the array has no column names) or the edit rule's name
+    (``R2``). Never a data value.
+
+A :class:`RuleError` also says where in the rule: ``rule`` (its text), ``name`` and
+``column`` (the caret's 0-based position). The command line prints
+``error [<code> <field>]: <message>`` (``error [<code>]: ...`` without a field).
+
+Messages, for people, name the field, file, column or parameter and the fix; they never carry
+a data value (values may be confidential).
 
 A release that ran but did not pass its checks is not an error of the input: it ends with a
 refused outcome (command line: exit 1), see :class:`ChecksFailed`.
@@ -79,7 +96,8 @@ class SdcflowError(Exception):
 
 
 class InputError(SdcflowError, ValueError):
-    """Bad input that the user must fix; ``code`` says which kind (a :class:`Reason`).
+    """Bad input that the user must fix; ``code`` says which kind (a :class:`Reason`),
+    ``field`` what is at fault.
 
     Parameters
     ----------
@@ -87,16 +105,38 @@ class InputError(SdcflowError, ValueError):
         What is wrong and how to fix it, without any data value.
     code : Reason
         Required unless the subclass has a default.
+    field : str, optional
+        The spec field, function argument, column or rule name at fault (never a data value).
+
+    Attributes
+    ----------
+    code : Reason
+    field : str or None
     """
 
     default_code: ClassVar[Reason | None] = None
 
-    def __init__(self, message: str, *, code: Reason | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: Reason | None = None, field: str | None = None
+    ) -> None:
         code = code or self.default_code
         if code is None:
             raise TypeError(f"{type(self).__name__} needs a reason code")
         super().__init__(message)
         self.code = Reason(code)
+        self.field = None if field is None else str(field)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the keyword-only arguments are not in ``args``: rebuild from the attributes
+        return (_restore, (type(self), self.args, self.__dict__))
+
+
+def _restore(cls: type[InputError], args: tuple[Any, ...], state: dict[str, Any]) -> InputError:
+    """Unpickle an :class:`InputError` (or subclass) without calling its ``__init__``."""
+    err = cls.__new__(cls, *args)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
 
 
 class ParameterError(InputError):
@@ -124,6 +164,9 @@ class RuleError(InputError):
         The rule's name when known.
     column : int or None
         0-based position of the offending token in ``rule``.
+    field : str or None
+        The rule's name by default; for an option of a rule item, that option
+        (``edits[0].severity``); for a rules file, ``rules_file``.
     """
 
     default_code = Reason.RULE_SYNTAX
@@ -138,6 +181,7 @@ class RuleError(InputError):
         width: int = 1,
         hint: str = "",
         code: Reason | None = None,
+        field: str | None = None,
     ) -> None:
         self.rule = rule
         self.name = name
@@ -150,11 +194,12 @@ class RuleError(InputError):
                 lines.append("    " + " " * column + "^" * max(1, width))
         if hint:
             lines.append(hint)
-        super().__init__("\n".join(lines), code=code)
+        super().__init__("\n".join(lines), code=code, field=name if field is None else field)
 
 
 class InfeasibleRulesError(RuleError):
-    """No record can satisfy the rule set; ``rules`` names a conflicting subset."""
+    """No record can satisfy the rule set; ``rules`` names a conflicting subset (``field`` is
+    None: no one rule is at fault)."""
 
     default_code = Reason.RULES_INFEASIBLE
 

@@ -41,7 +41,7 @@ from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.spec import _join_errors
+from sdcflow.tasks.spec import _join_errors, error_field
 from sdcflow.tasks.validation import check_random_state
 
 __all__ = ["MDAV", "PS", "Box", "ConstrainedFuzzy", "Fuzzy", "MethodTransformer"]
@@ -86,7 +86,8 @@ class MethodTransformer:
         if unknown:
             raise ParameterError(
                 f"{type(self).__name__}: unknown parameter(s) {unknown}; the parameters are "
-                f"{', '.join(self._param_names())}"
+                f"{', '.join(self._param_names())}",
+                field=unknown[0],
             )
         for name, value in params.items():
             setattr(self, name, value)
@@ -103,7 +104,9 @@ class MethodTransformer:
         try:
             return METHODS[self.method].params.model_validate({"name": self.method, **block})
         except ValidationError as e:
-            raise ParameterError(f"{type(self).__name__}: {_join_errors(e)}") from None
+            raise ParameterError(
+                f"{type(self).__name__}: {_join_errors(e)}", field=error_field(e)
+            ) from None
 
     # -- fit / transform ----------------------------------------------------------------------
 
@@ -139,7 +142,8 @@ class MethodTransformer:
                 f"{type(self).__name__}.transform takes only the records it was fitted on: a "
                 "masking method releases those records, and new records masked with the fitted "
                 "groups would not have the k-anonymity of their own; call fit_transform on the "
-                "new records"
+                "new records",
+                field="X",
             )
         return self._output(not isinstance(X, pd.DataFrame))
 
@@ -158,7 +162,8 @@ def _as_frame(X: Any) -> pd.DataFrame:
     if array.ndim != 2:
         raise ParameterError(
             f"X must be 2-dimensional (records x quasi-identifiers), got {array.ndim} "
-            "dimension(s); pass a DataFrame of the columns to mask"
+            "dimension(s); pass a DataFrame of the columns to mask",
+            field="X",
         )
     return pd.DataFrame(array, columns=[f"x{j}" for j in range(array.shape[1])])
 
@@ -187,7 +192,8 @@ class _Edits(MethodTransformer):
         if isinstance(given, str) or not isinstance(given, Sequence):
             raise ParameterError(
                 f"{type(self).__name__}: constraints must be a list of edit rules such as "
-                "['total_costs == wages + other_costs'], or a LinearConstraints"
+                "['total_costs == wages + other_costs'], or a LinearConstraints",
+                field="constraints",
             )
         from sdcflow.expectations.rules import parse_rules
         from sdcflow.tasks.steps.plan import linear_constraints  # Prefect: only when used
@@ -197,7 +203,8 @@ class _Edits(MethodTransformer):
         if nonlinear:
             raise ParameterError(
                 f"{type(self).__name__}: constraints {nonlinear} are not linear; the method "
-                "keeps linear edit rules only (==, <=, >= of sums of columns)"
+                "keeps linear edit rules only (==, <=, >= of sums of columns)",
+                field="constraints",
             )
         return linear_constraints(rules, columns)
 

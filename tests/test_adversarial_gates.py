@@ -10,6 +10,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from errorline import cli_error
 from survey import EXAMPLE, write_release
 
 from sdcflow.errors import Reason
@@ -82,13 +83,13 @@ def test_a_rule_on_a_column_not_released_is_refused_before_the_run(tmp_path, cap
     spec = _unreleased_rule_spec(tmp_path)
     assert main(["check", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert f"[{Reason.RULE_NOT_CHECKABLE}]" in err and "sector_code" in err
+    assert cli_error(err) == (Reason.RULE_NOT_CHECKABLE, "sector_code")
     assert not (tmp_path / "warehouse.duckdb").exists()
     accepted = _unreleased_rule_spec(tmp_path, accept={"unchecked_rules": ["sector_code"]})
     assert plan_release(load_spec(accepted)).rules  # accepted explicitly: the run may go on
     unknown = _unreleased_rule_spec(tmp_path, accept={"unchecked_rules": ["nope"]})
     assert main(["check", str(unknown)]) == 2
-    assert f"[{Reason.RULE_OPTION}]" in capsys.readouterr().err
+    assert cli_error(capsys.readouterr().err)[0] is Reason.RULE_OPTION
 
 
 @pytest.mark.flow

@@ -14,6 +14,7 @@ import duckdb
 import pandas as pd
 import pytest
 from adversarial import read_only_disk, spawn, tree, wait_for
+from errorline import cli_error
 from survey import write_release
 
 from sdcflow.errors import InputError, Reason
@@ -31,7 +32,7 @@ def _spec(tmp: Path, **overrides) -> Path:
 
 def _refused(capsys, code: Reason) -> str:
     err = capsys.readouterr().err
-    assert f"[{code}]" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert cli_error(err)[0] is code and err.count("\n") == 1 and "Traceback" not in err
     return err
 
 
@@ -355,7 +356,7 @@ def test_runs_is_read_only_and_never_creates_what_is_missing(tmp_path, capsys):
     assert not (tmp_path / "absent.duckdb").exists()
     (tmp_path / "data.csv").write_text("a,b\n1,2\n")
     assert main(["runs", "--warehouse", str(tmp_path / "data.csv")]) == 2
-    assert f"[{Reason.WAREHOUSE}]" in capsys.readouterr().err
+    assert cli_error(capsys.readouterr().err)[0] is Reason.WAREHOUSE
 
 
 def test_the_lock_file_is_the_only_thing_a_held_lock_adds(tmp_path):

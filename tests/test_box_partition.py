@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.box.partition import bounding_boxes, box_partition, distinct_counts
 
 # x = 0..7; y a permutation of 0..7
@@ -70,8 +70,9 @@ def test_distinct_counts_eq29_by_hand():
 
 def test_l_impossible_names_the_fix():
     X = np.array([[0.0, 1.0], [0.0, 2.0], [0.0, 3.0]])
-    with pytest.raises(InputError, match="lower l or that variable's epsilon"):
+    with pytest.raises(InputError) as e:
         box_partition(X, np.ones_like(X), 2, ell=2)
+    assert e.value.code is Reason.PARAMETER and e.value.field == "ell"
 
 
 @pytest.mark.parametrize("ell", [None, 2, 3])

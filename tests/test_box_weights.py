@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.box.weights import (
     crisp_weights,
     equal_weights,
@@ -101,7 +101,9 @@ def test_a_zero_keeps_the_cheapest_points():
 
 
 def test_bad_input():
-    with pytest.raises(InputError, match="finite values >= 0"):
+    with pytest.raises(InputError) as e:
         fuzzy_weights(np.array([-1.0]), 1.0, 1)
-    with pytest.raises(InputError, match="A must be finite"):
+    assert e.value.code is Reason.PARAMETER and e.value.field == "c"
+    with pytest.raises(InputError) as e:
         crisp_weights(np.array([1.0]), -1.0, 1)
+    assert e.value.code is Reason.PARAMETER and e.value.field == "A"

@@ -10,6 +10,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from errorline import cli_error
 from survey import QIS, write_release
 
 import sdcflow
@@ -33,7 +34,7 @@ def test_yaml_error_names_line_and_column(tmp_path, capsys):
     spec.write_text(text)
     assert main(["check", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert f"[{Reason.SPEC_SYNTAX}]" in err and "line " in err and ", column " in err
+    assert cli_error(err)[0] is Reason.SPEC_SYNTAX and "line " in err and ", column " in err
     assert err.count("\n") == 1
 
 
@@ -44,7 +45,8 @@ def test_hyphenated_column_hint_says_backticks(tmp_path, capsys):
     frame.to_csv(tmp_path / "data.csv", index=False)
     assert main(["check", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert f"[{Reason.RULE_COLUMN}]" in err and "backticks, e.g. `net-profit`" in err
+    assert cli_error(err) == (Reason.RULE_COLUMN, "R1")
+    assert "backticks, e.g. `net-profit`" in err  # the hint: the point of this test
     # quoted as the hint says, the rule reads the column
     write_release(tmp_path, rows=30, quasi_identifiers=qis, edits=["`net-profit` >= -1e9"])
     frame.to_csv(tmp_path / "data.csv", index=False)
@@ -66,7 +68,7 @@ def test_contradictions_exit_2_before_any_work(tmp_path, capsys, method, checks,
     spec = write_release(tmp_path, rows=30, method=method, checks=checks)
     assert main(["release", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert f"[{Reason.SPEC_CONTRADICTION}]" in err and named in err and err.count("\n") == 1
+    assert cli_error(err)[0] is Reason.SPEC_CONTRADICTION and named in err and err.count("\n") == 1
     assert not (tmp_path / "warehouse.duckdb").exists() and not (tmp_path / "reports").exists()
     # the same spec with the guarantee it meant is accepted by the preflight
     if method["name"] != "mdav":

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from errorline import cli_error
 
 from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
@@ -83,7 +84,7 @@ def test_compare_rejects_an_unknown_method(tmp_path, capsys):
     code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "nosuch", "--k", "3"])
     assert code == 2
     err = capsys.readouterr().err
-    assert f"[{Reason.PARAMETER}]" in err and "nosuch" in err
+    assert cli_error(err)[0] is Reason.PARAMETER and "nosuch" in err
 
 
 def test_compare_measures_il_against_the_raw_file_and_refuses_raw_errors(

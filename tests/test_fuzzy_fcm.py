@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.fuzzy.fcm import (
     Fuzziness,
     fcm_objective,
@@ -120,12 +120,14 @@ def test_projection_matches_a_generic_qp_solver() -> None:
 
 
 def test_infeasible_rules_are_an_input_error() -> None:
-    with pytest.raises(InputError, match="infeasible"):
+    with pytest.raises(InputError) as e:  # x >= 1 and x <= -1
         PolyhedronProjector(np.zeros((0, 2)), np.zeros(0), np.array([[1.0, 0], [-1.0, 0]]),
                             np.array([-1.0, -1.0]))  # fmt: skip
-    with pytest.raises(InputError, match="inconsistent"):
+    assert e.value.code is Reason.RULES_INFEASIBLE and e.value.field is None
+    with pytest.raises(InputError) as e:  # x == 1 and 2 x == 1: inconsistent equalities
         PolyhedronProjector(np.array([[1.0, 0], [2.0, 0]]), np.array([1.0, 1.0]),
                             np.zeros((0, 2)), np.zeros(0))  # fmt: skip
+    assert e.value.code is Reason.RULES_INFEASIBLE and e.value.field is None
 
 
 # --- memberships, coincidence, restarts, sizes ----------------------------------------------------
@@ -160,22 +162,24 @@ def test_same_generator_seed_same_result(gauss: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
+    ("kwargs", "field"),
     [
-        ({"m": 1.0}, "m must be"),
-        ({"m": 2.0, "lam": 1.0}, "exactly one"),
-        ({}, "exactly one"),
-        ({"lam": -1.0}, "lambda must be"),
+        ({"m": 1.0}, "m"),
+        ({"m": 2.0, "lam": 1.0}, "m"),  # exactly one of m and lam
+        ({}, "m"),
+        ({"lam": -1.0}, "lam"),
     ],
 )
-def test_bad_fuzziness_is_named(gauss: np.ndarray, kwargs, match: str) -> None:
-    with pytest.raises(InputError, match=match):
+def test_bad_fuzziness_is_named(gauss: np.ndarray, kwargs, field: str) -> None:
+    with pytest.raises(InputError) as e:
         fuzzy_c_means(gauss, 3, **kwargs)
+    assert e.value.code is Reason.PARAMETER and e.value.field == field
 
 
 def test_too_many_clusters_is_named(gauss: np.ndarray) -> None:
-    with pytest.raises(InputError, match="n_clusters"):
+    with pytest.raises(InputError) as e:
         fuzzy_c_means(gauss, 401, m=1.5)
+    assert e.value.code is Reason.PARAMETER and e.value.field == "n_clusters"
 
 
 # --- truncation --------------------------------------------------------------------------------
@@ -249,8 +253,9 @@ def test_screened_restarts_continue_the_best_one(gauss: np.ndarray) -> None:
     assert len(res.objectives) == 4
     assert res.objective <= min(res.objectives) + 1e-9
     assert res.n_iter > 3
-    with pytest.raises(InputError, match="screen"):
+    with pytest.raises(InputError) as e:
         fuzzy_c_means(gauss, 12, m=1.5, restarts=2, screen=0)
+    assert e.value.code is Reason.PARAMETER and e.value.field == "screen"
 
 
 @pytest.mark.parametrize("kw", [{"m": 1.5}, {"lam": 1.0}])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from errorline import cli_error
 from survey import QIS, write_release
 
 from sdcflow.errors import Reason
@@ -67,6 +68,6 @@ def test_rule_spanning_two_blocks_exits_2_naming_it(tmp_path, capsys):
     assert main(["release", str(spec)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    assert f"[{Reason.RULE_NOT_KEEPABLE}]" in err and "costs_add_up" in err
+    assert cli_error(err) == (Reason.RULE_NOT_KEEPABLE, "costs_add_up")
     assert not (tmp_path / "warehouse.duckdb").exists()
     assert not (tmp_path / "published").exists()

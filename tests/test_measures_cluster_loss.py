@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.fuzzy.fcm import FCMResult, memberships
 from sdcflow.tasks.measures.cluster_loss import (
     adjusted_rand_index,
@@ -127,12 +127,15 @@ def test_fcm_finds_two_obvious_clusters_and_identical_files_lose_nothing():
 
 def test_bad_parameters_are_input_errors():
     Z = np.zeros((5, 2))
-    with pytest.raises(InputError, match="c "):
+    with pytest.raises(InputError) as e:
         fuzzy_cmeans(Z, 6)
-    with pytest.raises(InputError, match="m "):
+    assert e.value.code is Reason.PARAMETER and e.value.field == "c"
+    with pytest.raises(InputError) as e:
         fuzzy_cmeans(Z, 2, m=1.0)
-    with pytest.raises(InputError, match="alpha"):
+    assert e.value.code is Reason.PARAMETER and e.value.field == "m"
+    with pytest.raises(InputError) as e:
         alpha_cut(np.ones((2, 1)), 1.0)
+    assert e.value.code is Reason.PARAMETER and e.value.field == "alpha"
 
 
 @pytest.mark.data

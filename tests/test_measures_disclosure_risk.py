@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.gates import GateContext, run_gates
 from sdcflow.tasks.measures.disclosure_risk import (
     interval_disclosure,
@@ -74,8 +74,9 @@ def test_interval_disclosure_per_variable_and_default_percentages():
     assert per_var[0] == 100.0
     # a random permutation: the share inside a window of p % averages about p % (1..10 -> 5.5)
     assert 2.0 < per_var[1] < 12.0
-    with pytest.raises(InputError, match="percentages"):
+    with pytest.raises(InputError) as e:
         interval_disclosure(X, Xm, p=0)
+    assert e.value.code is Reason.PARAMETER and e.value.field == "p"
 
 
 def test_transparency_crisp_is_groups_over_n():

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.measures.information_loss import (
     _sampling_sd,
     generic_loss,
@@ -129,10 +129,12 @@ def test_covariance_sampling_variance_matches_monte_carlo():
 
 
 def test_shape_mismatch_is_input_error():
-    with pytest.raises(InputError, match="same shape"):
+    with pytest.raises(InputError) as e:
         sse_sst_loss(X, XM[:3])
-    with pytest.raises(InputError, match="statistic"):
+    assert e.value.code is Reason.DATA and e.value.field == "X_masked"
+    with pytest.raises(InputError) as e:
         generic_loss(X, XM, "medians")  # type: ignore[arg-type]
+    assert e.value.code is Reason.PARAMETER and e.value.field == "statistic"
 
 
 def test_correlation_sampling_sd_matches_monte_carlo_on_skewed_data():

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.measures.information_loss import sse_sst_loss
 from sdcflow.tasks.methods import METHODS, PsParams
 from sdcflow.tasks.microaggregation.mdav import group_means
@@ -75,17 +75,18 @@ def test_eia_il(eia: pd.DataFrame, k: int, il: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "X,k,message",
+    "X,k,code,field",
     [
-        (np.array([[1.0, np.nan], [2.0, 3.0]]), 2, r"column 1 has 1 missing"),
-        (np.ones((5, 2)), 1, r"k must be >= 2"),
-        (np.ones((5, 2)), 6, r"larger than the number of records"),
-        (np.array([["a"], ["b"]], dtype=object), 2, r"must be numeric"),
+        (np.array([[1.0, np.nan], [2.0, 3.0]]), 2, Reason.VALUES_NONFINITE, "column 1"),
+        (np.ones((5, 2)), 1, Reason.PARAMETER, "k"),
+        (np.ones((5, 2)), 6, Reason.TOO_FEW_RECORDS, "k"),
+        (np.array([["a"], ["b"]], dtype=object), 2, Reason.DATA, "X"),
     ],
 )
-def test_bad_input(X: np.ndarray, k: int, message: str) -> None:
-    with pytest.raises(InputError, match=message):
+def test_bad_input(X: np.ndarray, k: int, code: Reason, field: str) -> None:
+    with pytest.raises(InputError) as e:
         ps(X, k)
+    assert e.value.code is code and e.value.field == field
 
 
 # On the centred, unstandardized values, measured on that scale, PS gives figures close to the

@@ -64,13 +64,13 @@ def test_params_as_in_scikit_learn_and_errors_as_in_the_cli(survey):
     assert "constraints" in ConstrainedFuzzy().get_params()
     with pytest.raises(InputError) as unknown:
         MDAV(kk=5)
-    assert unknown.value.code == Reason.PARAMETER and "kk" in str(unknown.value)
+    assert unknown.value.code == Reason.PARAMETER and unknown.value.field == "kk"
     with pytest.raises(InputError) as missing:
         MDAV().fit(survey)
-    assert missing.value.code == Reason.PARAMETER and "k" in str(missing.value)
+    assert missing.value.code == Reason.PARAMETER and missing.value.field == "k"
     with pytest.raises(InputError) as small:
         PS(k=1).fit(survey)
-    assert small.value.code == Reason.PARAMETER
+    assert small.value.code == Reason.PARAMETER and small.value.field == "k"
     with pytest.raises(InputError) as bad:
         MDAV(k=5).fit(survey.assign(turnover=np.inf))
     assert bad.value.code == Reason.VALUES_NONFINITE  # as the preflight says it
@@ -83,9 +83,9 @@ def test_transform_means_the_fitted_release_only(survey):
     assert unfitted.value.code == Reason.PARAMETER
     released = model.fit_transform(survey)
     pd.testing.assert_frame_equal(model.transform(survey.copy()), released)
-    with pytest.raises(InputError, match="fitted on") as other:
+    with pytest.raises(InputError) as other:
         model.transform(survey.head(50))
-    assert other.value.code == Reason.PARAMETER
+    assert other.value.code == Reason.PARAMETER and other.value.field == "X"
 
 
 def test_constrained_fuzzy_takes_edit_rules_as_text(survey):

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from errorline import cli_error
 from survey import EXAMPLE, QIS, write_release
 
 from sdcflow.errors import Reason
@@ -267,7 +268,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, kind, code, named):
         _bad_source(tmp_path, kind)
     assert main(["release", str(spec_path)]) == 2
     err = capsys.readouterr().err
-    assert f"[{code}]" in err and named in err
+    assert cli_error(err)[0] is code and named in err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "published").exists()
     assert not (tmp_path / "warehouse.duckdb").exists()
@@ -299,7 +300,7 @@ def test_unknown_measure_setting_is_a_clear_error(tmp_path, capsys):
     spec = make_release(tmp_path, rows=50, measures={"cluster_loss": {"clusters": 3}})
     assert main(["check", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert f"[{Reason.SPEC_FIELD}]" in err and "measures.cluster_loss.clusters" in err
+    assert cli_error(err) == (Reason.SPEC_FIELD, "measures.cluster_loss.clusters")
 
 
 def test_a_killed_run_is_listed_as_interrupted(tmp_path):
@@ -324,7 +325,7 @@ def test_a_killed_run_is_listed_as_interrupted(tmp_path):
 def test_more_bad_specs_exit_2(tmp_path, capsys, change, code):
     spec = make_release(tmp_path, rows=50, **change)
     assert main(["check", str(spec)]) == 2
-    assert f"[{code}]" in capsys.readouterr().err
+    assert cli_error(capsys.readouterr().err)[0] is code
 
 
 def test_infinite_quasi_identifier_is_caught_before_the_run(tmp_path, capsys):
@@ -335,5 +336,7 @@ def test_infinite_quasi_identifier_is_caught_before_the_run(tmp_path, capsys):
     frame.to_csv(tmp_path / "data.csv", index=False)
     assert main(["release", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert f"[{Reason.VALUES_NONFINITE}]" in err and "turnover" in err and err.count("\n") == 1
+    assert (
+        cli_error(err)[0] is Reason.VALUES_NONFINITE and "turnover" in err and err.count("\n") == 1
+    )
     assert not (tmp_path / "warehouse.duckdb").exists()

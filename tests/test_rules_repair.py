@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import LinearConstraint, minimize
 
-from sdcflow.errors import InputError
+from sdcflow.errors import InputError, Reason
 from sdcflow.expectations.rules import Rule, parse_rules
 from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
@@ -153,27 +153,28 @@ def test_group_means_keep_equalities_and_convex_inequalities() -> None:
 
 def test_infeasible_constraints_raise() -> None:
     lc = constraints(["x >= 5", "x <= 3"], ["x"])
-    with pytest.raises(InputError, match="admit no record"):
+    with pytest.raises(InputError) as e:
         minimal_adjustment(np.array([[4.0]]), lc)
+    assert e.value.code is Reason.RULES_INFEASIBLE
     lc = constraints(["x == y", "x == y + 1"], ["x", "y"])
-    with pytest.raises(InputError, match="inconsistent"):
+    with pytest.raises(InputError) as e:
         minimal_adjustment(np.array([[4.0, 0.0]]), lc)
+    assert e.value.code is Reason.RULES_INFEASIBLE
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [({"weights": [1.0, -1.0]}, "weights must be 2 positive"), ({"tol": -1.0}, "tol must be")],
-)
-def test_bad_parameters(kwargs, message: str) -> None:
+@pytest.mark.parametrize("kwargs", [{"weights": [1.0, -1.0]}, {"tol": -1.0}])
+def test_bad_parameters(kwargs) -> None:
     lc = constraints(["x <= y"], ["x", "y"])
-    with pytest.raises(InputError, match=message):
+    with pytest.raises(InputError) as e:
         minimal_adjustment(np.array([[1.0, 0.0]]), lc, **kwargs)
+    assert e.value.code is Reason.PARAMETER and e.value.field == next(iter(kwargs))
 
 
 def test_wrong_width_is_an_input_error() -> None:
     lc = constraints(["x <= y"], ["x", "y"])
-    with pytest.raises(InputError, match="pass the columns in that order"):
+    with pytest.raises(InputError) as e:
         minimal_adjustment(np.ones((2, 3)), lc)
+    assert e.value.code is Reason.PARAMETER and e.value.field == "X"
 
 
 def test_conditional_consequent_binds_only_where_the_condition_holds() -> None:
@@ -208,7 +209,9 @@ def test_conditional_consequent_binds_only_where_the_condition_holds() -> None:
 def test_conditional_rows_are_validated() -> None:
     lc = constraints(["x <= y"], ["x", "y"])
     other = constraints(["x >= 0"], ["y", "x"])
-    with pytest.raises(InputError, match="boolean array"):
+    with pytest.raises(InputError) as e:  # a mask of integers
         minimal_adjustment(np.ones((2, 2)), lc, conditional=[(np.array([1, 0]), lc)])
-    with pytest.raises(InputError, match="must be over x, y"):
+    assert e.value.code is Reason.PARAMETER and e.value.field == "conditional[0]"
+    with pytest.raises(InputError) as e:  # rows over (y, x), not (x, y)
         minimal_adjustment(np.ones((2, 2)), lc, conditional=[(np.array([True, False]), other)])
+    assert e.value.code is Reason.PARAMETER and e.value.field == "conditional[0]"

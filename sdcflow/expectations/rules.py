@@ -649,7 +649,9 @@ def parse_rules(
         return []
     if isinstance(items, (str, Mapping)) or not isinstance(items, Sequence):
         raise RuleError(
-            f"{source} must be a list of rules, got {type(items).__name__}", code=Reason.RULE_OPTION
+            f"{source} must be a list of rules, got {type(items).__name__}",
+            code=Reason.RULE_OPTION,
+            field=source,
         )
     specs = [_item_spec(item, i, source) for i, item in enumerate(items)]
     taken = {s["name"] for s in specs if s["name"] is not None}
@@ -671,6 +673,7 @@ def parse_rules(
                 name=name,
                 hint="give every rule its own name",
                 code=Reason.RULE_OPTION,
+                field=f"{source}[{i}].name",
             )
         seen.add(name)
         node = parse_rule(spec["text"], name=name, known_columns=known_columns)
@@ -703,17 +706,21 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
             f"{where} must be a rule string or a mapping with a 'rule' key, "
             f"got {type(item).__name__}",
             code=Reason.RULE_OPTION,
+            field=where,
         )
     unknown = sorted(set(map(str, item)) - set(ITEM_KEYS))
     if unknown:
         raise RuleError(
             f"{where} has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(ITEM_KEYS)}",
             code=Reason.RULE_OPTION,
+            field=f"{where}.{unknown[0]}",
         )
     text = item.get("rule")
     if not isinstance(text, str) or not text.strip():
         raise RuleError(
-            f"{where} needs a 'rule' string, e.g. rule: total == a + b", code=Reason.RULE_OPTION
+            f"{where} needs a 'rule' string, e.g. rule: total == a + b",
+            code=Reason.RULE_OPTION,
+            field=f"{where}.rule",
         )
     name = item.get("name")
     if name is not None:
@@ -725,6 +732,7 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
                 hint="a name starts with a letter or '_' and has up to 63 letters, digits, "
                 "'_', '.' or '-' (and is not sdc_row_id)",
                 code=Reason.RULE_OPTION,
+                field=f"{where}.name",
             )
     severity = item.get("severity", "error")
     if severity not in SEVERITIES:
@@ -733,6 +741,7 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
             rule=text,
             name=name,
             code=Reason.RULE_OPTION,
+            field=f"{where}.severity",
         )
     tolerance = item.get("tolerance", DEFAULT_TOLERANCE)
     if (
@@ -746,6 +755,7 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
             rule=text,
             name=name,
             code=Reason.RULE_OPTION,
+            field=f"{where}.tolerance",
         )
     description = item.get("description", "")
     return {
@@ -772,16 +782,21 @@ def load_rules_file(path: str | Path) -> list[str | dict[str, Any]]:
         raw = read_bounded(path, MAX_RULES_FILE_BYTES, what="rules file")
     except UnicodeDecodeError as e:
         raise RuleError(
-            f"rules file {str(path)!r} is not UTF-8 text; convert it", code=Reason.RULE_OPTION
+            f"rules file {str(path)!r} is not UTF-8 text; convert it",
+            code=Reason.RULE_OPTION,
+            field="rules_file",
         ) from e
     except FileNotFoundError as e:
         raise RuleError(
             f"rules file {str(path)!r} not found; fix rules_file (relative to the spec file)",
             code=Reason.RULE_OPTION,
+            field="rules_file",
         ) from e
     except OSError as e:
         raise RuleError(
-            f"rules file {str(path)!r} cannot be read: {e.strerror}", code=Reason.RULE_OPTION
+            f"rules file {str(path)!r} cannot be read: {e.strerror}",
+            code=Reason.RULE_OPTION,
+            field="rules_file",
         ) from e
     try:
         data = load_yaml(raw, where=f"rules file {path}")
@@ -791,6 +806,7 @@ def load_rules_file(path: str | Path) -> list[str | dict[str, Any]]:
         raise RuleError(
             f"rules file {str(path)!r} is not valid YAML{at}; fix its syntax",
             code=Reason.RULE_OPTION,
+            field="rules_file",
         ) from e
     if isinstance(data, Mapping):
         extra = sorted(set(map(str, data)) - {"rules"})
@@ -799,6 +815,7 @@ def load_rules_file(path: str | Path) -> list[str | dict[str, Any]]:
                 f"rules file {str(path)!r} must be a list of rules or a mapping with only a "
                 f"'rules:' list" + (f" (unknown keys: {', '.join(extra)})" if extra else ""),
                 code=Reason.RULE_OPTION,
+                field="rules_file",
             )
         data = data["rules"]
     if not isinstance(data, list):
@@ -806,6 +823,7 @@ def load_rules_file(path: str | Path) -> list[str | dict[str, Any]]:
             f"rules file {str(path)!r} must hold a list of rules (strings or mappings with a "
             "'rule' key)",
             code=Reason.RULE_OPTION,
+            field="rules_file",
         )
     return data
 

@@ -51,6 +51,13 @@ def _bounded(text: str, lines: int = 4, width: int = 1000) -> str:
     return "\n".join(kept)
 
 
+def _input_error(e: InputError) -> str:
+    """``error [<code> <field>]: <message>`` (``error [<code>]: ...`` when no field is at
+    fault): the code and the field a script may match, then the message for the person."""
+    where = f"{e.code} {_one_line(e.field, 120)}" if e.field else str(e.code)
+    return f"error [{where}]: {_bounded(str(e))}"
+
+
 def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-def]
     for o in outcome.checks:
         if not o.checked:
@@ -511,7 +518,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if done is not None:
             return done
         if isinstance(e, InputError):
-            return _fail(f"error [{e.code}]: {_bounded(str(e))}", EXIT_INPUT)
+            return _fail(_input_error(e), EXIT_INPUT)
         if isinstance(e, WarehouseBusy):
             return _fail(
                 f"could not complete: {_one_line(str(e))}; nothing was published", EXIT_ERROR

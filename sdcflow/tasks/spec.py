@@ -268,7 +268,7 @@ class ReleaseSpec(BaseModel):
         try:
             return METHODS[name].params.model_validate(value)
         except ValidationError as e:
-            raise ValueError(_join_errors(e)) from None
+            raise _NestedError(_join_errors(e), error_field(e)) from None
 
     @field_validator("checks")
     @classmethod
@@ -421,6 +421,29 @@ def _check_fuzzy_map_roles(spec: ReleaseSpec) -> None:
         )
 
 
+class _NestedError(ValueError):
+    """A validator's error that knows the nested field at fault (``k`` of ``method``), so that
+    :func:`error_field` can name ``method.k`` although pydantic locates it at ``method``."""
+
+    def __init__(self, message: str, field: str | None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def error_field(error: ValidationError) -> str | None:
+    """The spec field of the first error, as the ``field`` of the :class:`InputError` it
+    becomes: ``measures.cluster_loss.clusters``, ``edits[2]``, ``method.k``; None when the
+    error is about the model as a whole."""
+    first = error.errors()[0]
+    loc = "".join(
+        f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"] if p != "__root__"
+    ).lstrip(".")
+    inner = getattr((first.get("ctx") or {}).get("error"), "field", None)
+    if inner:
+        loc = f"{loc}.{inner}" if loc else inner
+    return loc or None
+
+
 def _join_errors(error: ValidationError, prefix: str = "") -> str:
     parts = []
     for err in error.errors():
@@ -464,7 +487,9 @@ def spec_from_dict(data: Any, base_dir: str | Path, where: str = "spec") -> Rele
     try:
         return ReleaseSpec.model_validate({**data, "base_dir": Path(base_dir).resolve()})
     except ValidationError as e:
-        raise InputError(f"{where}: {_join_errors(e)}", code=Reason.SPEC_FIELD) from None
+        raise InputError(
+            f"{where}: {_join_errors(e)}", code=Reason.SPEC_FIELD, field=error_field(e)
+        ) from None
 
 
 def _spec_file(path: Path) -> None:

@@ -15,29 +15,41 @@ from sdcflow.errors import DataError, ParameterError, Reason
 
 
 def check_matrix(
-    X: object, *, name: str = "X", columns: Sequence[str] | None = None, min_rows: int = 1
+    X: object,
+    *,
+    name: str = "X",
+    columns: Sequence[str] | None = None,
+    min_rows: int = 1,
+    field: str | None = None,
 ) -> np.ndarray:
     """Return ``X`` as a C-contiguous float64 array of shape (n, d), or raise ``DataError``.
 
     Rejects non-numeric data, missing values (NaN) and infinities, naming the offending column
-    when ``columns`` is given (never the offending value: values may be confidential).
+    when ``columns`` is given (never the offending value: values may be confidential). The
+    error's ``field`` is the offending column (its name, or ``column j``) for missing values,
+    else ``field`` (default ``name``): the caller's argument.
     """
+    field = name if field is None else field
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raise DataError(
-            f"{name} must be numeric; convert or drop non-numeric columns before masking"
+            f"{name} must be numeric; convert or drop non-numeric columns before masking",
+            field=field,
         ) from e
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
-        raise DataError(f"{name} must be 2-dimensional (n records, d variables), got {arr.ndim}-D")
+        raise DataError(
+            f"{name} must be 2-dimensional (n records, d variables), got {arr.ndim}-D", field=field
+        )
     if arr.shape[1] == 0:
-        raise DataError(f"{name} has no columns; name at least one quasi-identifier")
+        raise DataError(f"{name} has no columns; name at least one quasi-identifier", field=field)
     if arr.shape[0] < min_rows:
         raise DataError(
             f"{name} has {arr.shape[0]} rows; at least {min_rows} are needed",
             code=Reason.TOO_FEW_RECORDS,
+            field=field,
         )
     bad = ~np.isfinite(arr)
     if bad.any():
@@ -48,6 +60,7 @@ def check_matrix(
             f"{name}: {label!s} has {count} missing or infinite value(s); drop those records "
             "or declare the missing-value tokens before masking",
             code=Reason.VALUES_NONFINITE,
+            field=str(label),
         )
     return np.ascontiguousarray(arr)
 
@@ -74,20 +87,26 @@ def check_magnitude(
             f"{label!s} has values beyond {limit:.3g} in magnitude, where {what} would "
             "overflow; express the column in larger units (thousands, millions) before release",
             code=Reason.VALUES_RANGE,
+            field=str(label),
         )
 
 
-def check_pair(X: object, X_masked: object) -> tuple[np.ndarray, np.ndarray]:
+def check_pair(
+    X: object, X_masked: object, fields: tuple[str, str] = ("X", "X_masked")
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate an original file and its masked version: same shape, numeric, finite.
+
+    ``fields`` are the caller's names of the two arguments (the errors' ``field``).
 
     Shapes: X (n, d), X_masked (n, d) -> both as float64 arrays.
     """
-    X = check_matrix(X, name="original")
-    Xm = check_matrix(X_masked, name="masked")
+    X = check_matrix(X, name="original", field=fields[0])
+    Xm = check_matrix(X_masked, name="masked", field=fields[1])
     if X.shape != Xm.shape:
         raise DataError(
             f"original {X.shape} and masked {Xm.shape} must have the same shape "
-            "(same records in the same order, same variables)"
+            "(same records in the same order, same variables)",
+            field=fields[1],
         )
     return X, Xm
 
@@ -95,14 +114,15 @@ def check_pair(X: object, X_masked: object) -> tuple[np.ndarray, np.ndarray]:
 def check_k(k: object, n: int, *, name: str = "k") -> int:
     """Validate a minimum group size ``k`` for ``n`` records: an integer with 2 <= k <= n."""
     if isinstance(k, bool) or not isinstance(k, Integral):
-        raise ParameterError(f"{name} must be an integer >= 2, got {k!r}")
+        raise ParameterError(f"{name} must be an integer >= 2, got {k!r}", field=name)
     k = int(k)
     if k < 2:
-        raise ParameterError(f"{name} must be >= 2 (k = 1 protects nothing), got {k}")
+        raise ParameterError(f"{name} must be >= 2 (k = 1 protects nothing), got {k}", field=name)
     if k > n:
         raise ParameterError(
             f"{name} = {k} is larger than the number of records ({n}); lower {name} or add records",
             code=Reason.TOO_FEW_RECORDS,
+            field=name,
         )
     return k
 
@@ -118,7 +138,8 @@ def check_random_state(seed: int | np.random.Generator | None) -> np.random.Gene
     if isinstance(seed, np.random.Generator):
         return seed
     raise ParameterError(
-        f"random_state must be None, an int or a numpy.random.Generator, got {seed!r}"
+        f"random_state must be None, an int or a numpy.random.Generator, got {seed!r}",
+        field="random_state",
     )
 
 

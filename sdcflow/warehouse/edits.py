@@ -87,6 +87,7 @@ def _explain(
                 "check that the rule's columns have the right type (numbers for arithmetic, text "
                 "for quoted values)",
                 code=Reason.RULE_EVALUATION,
+                field=c.name,
             ) from e
     raise InputError(
         f"the edit rules cannot be evaluated on {table} ({type(e).__name__}); check the types "

@@ -220,7 +220,8 @@ def box_anonymize(
             bad = [names[v] for v in t.vars if constant[v]]
             raise ParameterError(
                 f"target {t.stat} of {[names[v] for v in t.vars]}: {bad} is constant, so the "
-                "statistic is undefined; drop the target or the variable"
+                "statistic is undefined; drop the target or the variable",
+                field="targets",
             )
     eps_arr = np.broadcast_to(np.asarray(0.0 if eps is None else eps, float), (d,)).copy()
     if weights not in ("equal", "crisp", "fuzzy"):

@@ -81,7 +81,8 @@ def optimal_half_widths(
     if not (np.isfinite(a).all() and (a > 0).all()):
         raise ParameterError(
             "a must be finite and > 0; drop variables with zero sensitivity (their side is "
-            "free) and pass the density of the remaining ones"
+            "free) and pass the density of the remaining ones",
+            field="a",
         )
     if not (np.isfinite(rho).all() and (rho > 0).all()) or not k > 0:
         raise ParameterError("rho must be finite and > 0 for every point, and k > 0")

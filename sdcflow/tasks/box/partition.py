@@ -259,7 +259,8 @@ def box_partition(
             label = columns[j] if columns is not None else f"variable {j}"
             raise ParameterError(
                 f"{label} has only {int(total[j])} distinct value(s) in the whole file, "
-                f"fewer than l = {ell}; lower l or that variable's epsilon"
+                f"fewer than l = {ell}; lower l or that variable's epsilon",
+                field="ell",
             )
     if tiebreak is None:
         sd = X.std(axis=0)

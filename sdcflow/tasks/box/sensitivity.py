@@ -58,20 +58,28 @@ def check_targets(targets: Sequence[Target], d: int) -> list[Target]:
     """Validate targets against a data set with ``d`` columns; raise ``InputError``."""
     out = list(targets)
     if not out:
-        raise ParameterError("targets is empty; name at least one target statistic")
+        raise ParameterError(
+            "targets is empty; name at least one target statistic", field="targets"
+        )
     for t in out:
         if t.stat not in STAT_ARITY:
             raise ParameterError(
-                f"target stat {t.stat!r} is unknown; use one of {sorted(STAT_ARITY)}"
+                f"target stat {t.stat!r} is unknown; use one of {sorted(STAT_ARITY)}",
+                field="targets",
             )
         if len(t.vars) != STAT_ARITY[t.stat] or len(set(t.vars)) != len(t.vars):
             raise ParameterError(
-                f"target {t.stat} needs {STAT_ARITY[t.stat]} distinct variable(s), got {t.vars}"
+                f"target {t.stat} needs {STAT_ARITY[t.stat]} distinct variable(s), got {t.vars}",
+                field="targets",
             )
         if any(not 0 <= v < d for v in t.vars):
-            raise ParameterError(f"target {t.stat} refers to column {t.vars} outside 0..{d - 1}")
+            raise ParameterError(
+                f"target {t.stat} refers to column {t.vars} outside 0..{d - 1}", field="targets"
+            )
         if not (t.p > 0 and np.isfinite(t.p)) or not (t.delta0 > 0 and np.isfinite(t.delta0)):
-            raise ParameterError(f"target {t.stat}{t.vars}: p and delta0 must be finite and > 0")
+            raise ParameterError(
+                f"target {t.stat}{t.vars}: p and delta0 must be finite and > 0", field="targets"
+            )
     return out
 
 

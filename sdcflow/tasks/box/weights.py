@@ -67,9 +67,12 @@ class Weights:
 def _check(c: np.ndarray, A: float, n: int) -> np.ndarray:
     c = np.asarray(c, dtype=float).ravel()
     if c.size == 0 or not np.isfinite(c).all() or (c < 0).any():
-        raise ParameterError("c must be a non-empty array of finite values >= 0")
+        raise ParameterError("c must be a non-empty array of finite values >= 0", field="c")
     if not (np.isfinite(A) and A >= 0) or int(n) < 1:
-        raise ParameterError(f"A must be finite and >= 0 and n >= 1, got A={A!r}, n={n!r}")
+        raise ParameterError(
+            f"A must be finite and >= 0 and n >= 1, got A={A!r}, n={n!r}",
+            field="A" if not (np.isfinite(A) and A >= 0) else "n",
+        )
     return c
 
 

@@ -113,16 +113,21 @@ def check_fuzziness(m: float | None, lam: float | None, *, suffix: str = "") -> 
     if (m is None) == (lam is None):
         raise ParameterError(
             f"give exactly one of m{suffix} (fuzzy c-means, > 1) or lambda{suffix} "
-            f"(entropy fuzzy c-means, > 0); got m{suffix}={m!r}, lambda{suffix}={lam!r}"
+            f"(entropy fuzzy c-means, > 0); got m{suffix}={m!r}, lambda{suffix}={lam!r}",
+            field=f"m{suffix}",
         )
     if m is not None:
         if not np.isfinite(m) or m <= 1.0:
             raise ParameterError(
-                f"m{suffix} must be a finite number > 1 (m -> 1 is k-means), got {m!r}"
+                f"m{suffix} must be a finite number > 1 (m -> 1 is k-means), got {m!r}",
+                field=f"m{suffix}",
             )
         return Fuzziness(m=float(m))
     if not np.isfinite(lam) or lam <= 0.0:  # type: ignore[arg-type]
-        raise ParameterError(f"lambda{suffix} must be a finite number > 0, got {lam!r}")
+        raise ParameterError(
+            f"lambda{suffix} must be a finite number > 0, got {lam!r}",
+            field=f"lambda{suffix}" if suffix else "lam",
+        )
     return Fuzziness(lam=float(lam))  # type: ignore[arg-type]
 
 
@@ -404,14 +409,19 @@ def fuzzy_c_means(
     fz = check_fuzziness(m, lam)
     npos = int(np.count_nonzero(w))
     if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)):
-        raise ParameterError(f"n_clusters must be an integer, got {n_clusters!r}")
+        raise ParameterError(
+            f"n_clusters must be an integer, got {n_clusters!r}", field="n_clusters"
+        )
     if not 1 <= n_clusters <= npos:
         raise ParameterError(
             f"n_clusters must be between 1 and the {npos} records with positive weight, "
-            f"got {n_clusters}"
+            f"got {n_clusters}",
+            field="n_clusters",
         )
     if screen is not None and not 1 <= int(screen):
-        raise ParameterError(f"screen must be a positive number of iterations, got {screen!r}")
+        raise ParameterError(
+            f"screen must be a positive number of iterations, got {screen!r}", field="screen"
+        )
     if int(restarts) < 1 or int(max_iter) < 1 or not tol > 0:
         raise ParameterError(
             f"restarts and max_iter must be >= 1 and tol > 0, got restarts={restarts}, "

@@ -109,7 +109,9 @@ class PolyhedronProjector:
             )
         w = np.ones(d) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
         if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
-            raise ParameterError(f"weights must be {d} positive finite numbers, one per column")
+            raise ParameterError(
+                f"weights must be {d} positive finite numbers, one per column", field="weights"
+            )
         self.d, self.n_eq, self.n_ineq = d, A.shape[0], G.shape[0]
         self.A, self.b = np.ascontiguousarray(A), np.ascontiguousarray(b)
         self.G, self.h = np.ascontiguousarray(G), np.ascontiguousarray(h)

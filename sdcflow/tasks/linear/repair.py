@@ -98,25 +98,32 @@ def minimal_adjustment(
     if d != len(constraints.columns):
         raise ParameterError(
             f"X has {d} columns but the constraints are over {len(constraints.columns)} "
-            f"({', '.join(constraints.columns)}); pass the columns in that order"
+            f"({', '.join(constraints.columns)}); pass the columns in that order",
+            field="X",
         )
     if weights is None:
         w = np.ones(d)
     else:
         w = np.asarray(weights, dtype=np.float64).reshape(-1)
         if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
-            raise ParameterError(f"weights must be {d} positive finite numbers, one per column")
+            raise ParameterError(
+                f"weights must be {d} positive finite numbers, one per column", field="weights"
+            )
     if not np.isfinite(tol) or tol < 0:
-        raise ParameterError(f"tol must be a number >= 0, got {tol!r}")
+        raise ParameterError(f"tol must be a number >= 0, got {tol!r}", field="tol")
     n = X.shape[0]
     masks = np.zeros((n, len(conditional)), dtype=bool)
     for i, (mask, extra) in enumerate(conditional):
         mask = np.asarray(mask)
         if mask.shape != (n,) or mask.dtype != bool:
-            raise ParameterError(f"conditional mask {i} must be a boolean array of shape ({n},)")
+            raise ParameterError(
+                f"conditional mask {i} must be a boolean array of shape ({n},)",
+                field=f"conditional[{i}]",
+            )
         if tuple(extra.columns) != tuple(constraints.columns):
             raise ParameterError(
-                f"conditional rows {i} must be over {', '.join(constraints.columns)}"
+                f"conditional rows {i} must be over {', '.join(constraints.columns)}",
+                field=f"conditional[{i}]",
             )
         masks[:, i] = mask
     # One projection problem per pattern of binding conditional rows.

@@ -246,7 +246,8 @@ def _sensitive_frame(
         raise ParameterError(
             f"sensitive columns have {sens.shape[0]} rows but the released file has "
             f"{codes.shape[0]}; pass the sensitive values of the released records, in the "
-            "same order"
+            "same order",
+            field="sensitive",
         )
     if sens.shape[1] == 0:
         raise ParameterError("name at least one sensitive column for l-diversity")

@@ -103,7 +103,9 @@ def fuzzy_cmeans(
     Z = check_matrix(Z, name="data")
     n = Z.shape[0]
     if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 2 <= c <= n:
-        raise ParameterError(f"c (number of clusters) must be an integer in [2, {n}], got {c!r}")
+        raise ParameterError(
+            f"c (number of clusters) must be an integer in [2, {n}], got {c!r}", field="c"
+        )
     fit = fuzzy_c_means(
         Z,
         int(c),
@@ -170,7 +172,7 @@ def alpha_cut(U: np.ndarray, alpha: float) -> np.ndarray:
     Shapes: U (n, c) -> bool (n, c).
     """
     if not 0.0 <= alpha < 1.0:
-        raise ParameterError(f"alpha must lie in [0, 1), got {alpha!r}")
+        raise ParameterError(f"alpha must lie in [0, 1), got {alpha!r}", field="alpha")
     return np.asarray(U) > alpha  # [1] section 3.1, alpha-cut
 
 

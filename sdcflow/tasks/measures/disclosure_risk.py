@@ -104,7 +104,7 @@ def record_linkage(
 def _percent_list(p: float | Sequence[float]) -> np.ndarray:
     ps = np.atleast_1d(np.asarray(p, dtype=np.float64))
     if ps.size == 0 or not np.all((ps > 0) & (ps <= 100)):
-        raise ParameterError(f"interval percentages p must lie in (0, 100], got {p!r}")
+        raise ParameterError(f"interval percentages p must lie in (0, 100], got {p!r}", field="p")
     return ps
 
 
@@ -353,7 +353,7 @@ def release_reidentification_probabilities(
 
     Shapes: X (n, d), points (n, d), groups (n,) -> (n,) in [0, 1].
     """
-    X, P = check_pair(X, points)
+    X, P = check_pair(X, points, ("X", "points"))
     if groups is None:
         groups = np.unique(P, axis=0, return_inverse=True)[1].reshape(-1)
     groups = np.asarray(groups)

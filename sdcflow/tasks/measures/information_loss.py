@@ -111,7 +111,10 @@ def _entries(stat: Statistic, mom: dict[str, np.ndarray], live: np.ndarray) -> n
 
 def _check_statistic(statistic: str) -> Statistic:
     if statistic not in STATISTICS:
-        raise ParameterError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
+        raise ParameterError(
+            f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}",
+            field="statistic",
+        )
     return statistic  # type: ignore[return-value]
 
 

@@ -105,7 +105,9 @@ def resolve_targets(
         if unknown:
             raise ParameterError(
                 f"method.targets[{i}].vars: {unknown} not among the quasi-identifiers "
-                f"{cols}; name quasi-identifiers only"
+                f"{cols}; name quasi-identifiers only",
+                code=Reason.SPEC_CONTRADICTION,
+                field=f"method.targets[{i}].vars",
             )
         idx = tuple(cols.index(v) for v in t.vars)
         p = t.p if t.p is not None else 1.0 / len(specs)
@@ -226,7 +228,9 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> Box
     if unknown:
         raise ParameterError(
             f"method.epsilon/grid: {unknown} not among the quasi-identifiers {cols}; "
-            "give resolutions for quasi-identifiers only"
+            "give resolutions for quasi-identifiers only",
+            code=Reason.SPEC_CONTRADICTION,
+            field="method.epsilon" if set(unknown) & set(params.epsilon) else "method.grid",
         )
     targets = resolve_targets(X, cols, params.targets)
     eps = np.array([float(params.epsilon.get(c, 0.0)) for c in cols])

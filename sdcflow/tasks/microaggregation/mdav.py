@@ -933,11 +933,13 @@ def mdav_groups(
     """
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     if precision not in ("float32", "float64"):
-        raise ParameterError(f'precision must be "float32" or "float64", got {precision!r}')
+        raise ParameterError(
+            f'precision must be "float32" or "float64", got {precision!r}', field="precision"
+        )
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
-        raise ParameterError(f"batch must be an integer >= 0, got {batch!r}")
+        raise ParameterError(f"batch must be an integer >= 0, got {batch!r}", field="batch")
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ParameterError(f"threads must be an integer >= 1, got {threads!r}")
+        raise ParameterError(f"threads must be an integer >= 1, got {threads!r}", field="threads")
     n, d = Z.shape
     centre = Z.mean(axis=0)
     X = Z - centre  # x' = x - o, the filter's coordinates
@@ -1019,7 +1021,7 @@ def mdav(
         Non-numeric or non-finite values, k not an integer in 2..n, unknown ``kernel``.
     """
     if kernel not in ("numba", "numpy"):
-        raise ParameterError(f'kernel must be "numba" or "numpy", got {kernel!r}')
+        raise ParameterError(f'kernel must be "numba" or "numpy", got {kernel!r}', field="kernel")
     X = check_matrix(X, columns=columns)
     k = check_k(k, X.shape[0])
     Z = working_scale(X, standardize)

@@ -13,6 +13,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 from adversarial import spawn
+from errorline import cli_error
 from survey import write_release
 
 from sdcflow.errors import InputError, Reason, WarehouseBusy
@@ -141,7 +142,7 @@ def test_prune_refuses_bad_options(tmp_path, capsys):
         main(["prune", "--warehouse", str(tmp_path / "w.duckdb"), "--keep-last", "0"])
     assert e.value.code == 2
     assert main(["prune"]) == 2
-    assert "[spec-missing]" in capsys.readouterr().err
+    assert cli_error(capsys.readouterr().err)[0] == Reason.SPEC_MISSING
 
 
 def test_a_warehouse_of_an_earlier_version_gains_the_columns_and_keeps_its_tables(tmp_path):

@@ -130,6 +130,9 @@ def test_a_rerun_on_the_same_input_and_spec_publishes_nothing_new(scenario, caps
     assert (code_b, b["status"]) == (0, "unchanged")
     assert f"already published as run {a['run_id']}" in b["message"]
     assert (a["input_sha256"], a["spec_sha256"]) == (b["input_sha256"], b["spec_sha256"])
+    wh = scenario["warehouse"]
+    sql = "SELECT published_to FROM audit.runs WHERE run_id = ?"
+    assert _rows(wh, sql, [b["run_id"]]) == [(None,)]  # it published nothing itself
     # the copies of an unchanged run: none made
     assert not any(b["run_id"] in t for t in scenario["tables_end"])
 

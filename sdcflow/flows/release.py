@@ -219,7 +219,7 @@ def _release(
     try:
         previous = already_published(plan, warehouse) if publish and not force else None
         if previous is not None:
-            status, published = "unchanged", previous["published_to"]
+            status = "unchanged"  # its published_to stays empty: this run published nothing
             message = (
                 f"already published as run {previous['run_id']} from the same input and "
                 "spec; nothing new published (--force to publish again)"

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -116,7 +117,8 @@ def attack(
         capture_output=True,
         text=True,
     )
-    latest = [*shown.stdout.splitlines(), "", ""][1]
+    # the first row of the table: it starts with the (cut) run id
+    latest = next((x for x in shown.stdout.splitlines() if re.match(r"[0-9a-f]{8} ", x)), "")
     entry = {
         "mode": mode,
         "delay": round(delay, 3),

@@ -168,8 +168,16 @@ def _survey_with_email(tmp: Path, **fields) -> Path:
 def test_a_unique_keep_column_blocks_publication(tmp_path, prefect_api, capsys):
     spec = _survey_with_email(tmp_path)
     assert main(["release", str(spec)]) == 1
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     assert "keep_k_anonymity" in err and "nothing was published" in err
+    # QA: a refusal printed only the failed check's name; the table of every check (figure,
+    # threshold, unit, verdict) is printed as for a publication
+    rows = {m[1]: m[2].split() for m in re.finditer(r"(?m)^  (\w+) +(.*)$", captured.out)}
+    assert (
+        rows["keep_k_anonymity"][:3] == ["1", ">=", "5"] and rows["keep_k_anonymity"][-1] != "pass"
+    )
+    assert rows["k_anonymity"][-1] == "pass"
     assert not (tmp_path / "published").exists()
     report = next((tmp_path / "reports" / "r").glob("*/report.html")).read_text()
     assert "if the intruder also knew the keep columns" in report

@@ -113,7 +113,8 @@ def test_kills_at_random_moments_never_leave_disk_and_audit_disagreeing(tmp_path
         said_published = "published " in out
         if live != before:  # the swap happened: the run must be, or be shown as, published
             assert sig == signal.SIGKILL or said_published
-            assert f"{live}" in shown and "published" in shown.split(live, 1)[1].splitlines()[0]
+            row = next(x for x in shown.splitlines() if x.startswith(live[:8]))  # ids cut to 8
+            assert "published" in row
         else:
             assert not said_published
         seen.append((sig.name, live != before))

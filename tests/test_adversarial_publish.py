@@ -179,6 +179,24 @@ def test_recovery_removes_only_its_own_leftovers(tmp_path):
     assert odd.exists() and in_use.exists()
 
 
+def test_a_run_killed_while_writing_its_first_marker_leaves_nothing_behind(tmp_path):
+    """QA: SIGKILL between the first marker's write and its rename left a temporary folder
+    holding only `.sdcflow-release.part`, which recovery never removed (it counted as not
+    sdcflow's): the one state of a killed run's folder recovery did not recognise, and the
+    likely cause of a failure of the SIGKILL test below under load (a `.r.tmp-*` left)."""
+    out = tmp_path / "out"
+    _previous(out)
+    killed = out / f".r.tmp-{DEAD}-{uuid.uuid4().hex}"
+    killed.mkdir()
+    (killed / f"{publish_mod.MARKER}.part").write_text('{"sdcflow": 1, "sta')
+    foreign = out / f".r.tmp-{DEAD}-{uuid.uuid4().hex}"
+    foreign.mkdir()
+    (foreign / f"{publish_mod.MARKER}.part").write_text("x")
+    (foreign / "notes.txt").write_text("mine")
+    assert publish_mod.recover(out) == [killed]
+    assert not killed.exists() and (foreign / "notes.txt").read_text() == "mine"
+
+
 def test_partial_report_folders_of_ended_runs_are_swept(tmp_path):
     child = spawn(
         """

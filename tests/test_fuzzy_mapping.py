@@ -20,7 +20,7 @@ from sdcflow.tasks.fuzzy_mapping import (
     preimage,
     uniform_sets,
 )
-from sdcflow.tasks.fuzzy_mapping.remap import remap_rule_text
+from sdcflow.tasks.fuzzy_mapping.remap import parse_intervals, remap_rule_text
 from sdcflow.tasks.fuzzy_mapping.rules import equal_width_bins, rule_counts
 from sdcflow.tasks.fuzzy_mapping.similarity import (
     cosine,
@@ -256,6 +256,30 @@ def test_rule_text_is_rewritten_in_the_original_domain():
     assert exact == "age in [17, 44.375] ==> x"
     # other columns' intervals are left alone
     assert remap_rule_text("hours='(25.5-50]'", {"age": (sets, "maximum")}) == "hours='(25.5-50]'"
+
+
+def test_mapped_columns_with_spaces_hyphens_or_accents_are_found():
+    """QA: a mapped `net income`, `hours-per-week` or `âge` was not recognised (the item
+    pattern only read ASCII identifiers), so `sdcflow remap` refused every rule on it."""
+    sets = uniform_sets(3, (17, 90), "modified")
+    same = remap_rule_text("age in [2, 2.5] ==> x", {"age": (sets, "maximum")})
+    assert same == "age in [17, 44.375] ==> x"
+    for name in ("net income", "hours-per-week", "âge"):
+        mapping = {name: (sets, "maximum")}
+        expected = f"`{name}` in [17, 44.375] ==> x" if not name.isidentifier() else None
+        expected = expected or f"{name} in [17, 44.375] ==> x"
+        for written in (f"`{name}`", f"'{name}'", f'"{name}"', name):
+            assert remap_rule_text(f"{written} in [2, 2.5] ==> x", mapping) == expected
+            weka = remap_rule_text(f"{written}='[2-2.5]' ==> x", mapping)
+            assert weka == expected
+        assert parse_intervals(f"{name}='(1-2]' a=b", {name}) != []
+    # bounds keep their digits: an income's preimage is not rounded to six of them
+    income = custom_sets([[0, 31337.625], [20000, 77777.375]], (0, 1234567.875), "triangular")
+    out = remap_rule_text("`net income` in [2, 2.5] ==> x", {"net income": (income, "maximum")})
+    assert "77777.375" in out and "e+" not in out
+    # a name inside a longer one is another column and stays as it is
+    for other in ("wage='(1-2]'", "age-group in (1, 2]", "net incomes='(1-2]'"):
+        assert parse_intervals(other, {"age", "net income"}) == []
 
 
 def test_equal_width_bins_are_wekas():

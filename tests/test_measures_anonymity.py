@@ -153,3 +153,16 @@ def test_matches_pycanon_on_an_mdav_release(pycanon_anonymity):
     assert l_diversity(released[qi], released["s"]) == pycanon_anonymity.l_diversity(
         released, qi, ["s"]
     )
+
+
+def test_the_k_anonymity_gate_says_which_convention_its_figure_counts():
+    """QA: the gate's description (manifest, report, console) said "identical released rows"
+    while its figure counts a missing value as matching any value; on this file the two
+    differ (1 against 3), so the label contradicted the figure beside it."""
+    from sdcflow.tasks.gates.anonymity import GATES
+
+    released = pd.DataFrame({"a": [1.0, 1.0, np.nan], "s": ["x", None, "x"]})
+    assert k_anonymity(released) == 3  # every record matches all three
+    assert released.groupby(["a", "s"], dropna=False).size().min() == 1
+    gate = next(g for g in GATES if g.key == "k_anonymity")
+    assert "identical" not in gate.description and "missing" in gate.description

@@ -133,6 +133,7 @@ def test_mixed_release_end_to_end(tmp_path, prefect_api):
     assert set(suppressed) == {"age", "sex", "region", "education"}
     report = next((tmp_path / "reports" / "people").glob("*/report.html")).read_text()
     assert "re-identification risk" in report and "values suppressed" in report
+    assert ", ".join(keys) in report  # the summary names every key, not the numeric ones only
     con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
     assert con.execute("SELECT status FROM audit.runs").fetchone()[0] == "published"
     con.close()
@@ -209,3 +210,36 @@ def test_an_ordinal_text_key_without_order(tmp_path, capsys):
     qis = ["age", "sex", {"name": "region", "type": "ordinal"}, "salary"]
     spec = write_spec(tmp_path, quasi_identifiers=qis, recode={}, edits=[], suppression={})
     _one_line_refusal(capsys, spec, Reason.COLUMN_TYPE, "region")
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        {"name": "box", "k": 5},
+        {"name": "fuzzy", "k": 5},
+        {"name": "ps", "k": 5},
+        {"name": "mdav", "k": 5, "refine": True},
+    ],
+)
+def test_a_method_not_applied_to_missing_numbers_is_refused(tmp_path, capsys, method):
+    """QA: with numeric keys only, some missing, every method was replaced by MDAV on the
+    values present while the manifest and the report named the spec's method (box published
+    points and no boxes, and none of box's gates ran)."""
+    table = pa.table(
+        {
+            "age": [None if i % 9 == 0 else 20 + i % 37 for i in range(60)],
+            "income": [1000.0 + 37 * i for i in range(60)],
+        }
+    )
+    pq.write_table(table, tmp_path / "people.parquet")
+    spec = tmp_path / "release.yaml"
+    fields = {"release": "p", "source": "people.parquet", "quasi_identifiers": ["age", "income"]}
+    fields["missing_values"] = [""]
+    spec.write_text(yaml.safe_dump({**fields, "method": method}))
+    _one_line_refusal(capsys, spec, Reason.SPEC_CONTRADICTION, "age (7 missing)")
+    # plain mdav is what runs, so it is allowed (preflight only: no flow here)
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.tasks.steps.plan import plan_release
+
+    spec.write_text(yaml.safe_dump({**fields, "method": {"name": "mdav", "k": 5}}))
+    assert plan_release(load_spec(spec)).resolved_keys

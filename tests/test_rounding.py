@@ -82,3 +82,30 @@ def test_integer_keys_are_published_as_integers_and_satisfy_the_rules():
     # MDAV's group means moved by at most half a unit per rounded column (one per rule
     # is derived: at most the sum of the others' rounding)
     assert result.details["precision"]["off_precision"] == {}
+
+
+def test_unsigned_integer_keys_beyond_int64_are_published_as_unsigned_integers():
+    """QA: a Parquet UBIGINT key with values past 2**63 ended the run with exit 3 ('cannot
+    safely cast non-equivalent float64 to int64'): the group means were cast to Int64."""
+    rng = np.random.default_rng(0)
+    n = 60
+    frame = pd.DataFrame(
+        {
+            "big": rng.integers(2**62, 2**63, n, dtype=np.uint64) * np.uint64(2),
+            "small": rng.integers(0, 100, n),
+            "s": rng.choice(["x", "y"], n),
+        }
+    )
+    keys = [
+        Key("big", "numeric", decimals=0, integer=True),
+        Key("small", "numeric", decimals=0, integer=True),
+        Key("s", "nominal"),
+    ]
+    released = mask_keys(
+        frame, keys, MdavParams.model_validate({"name": "mdav", "k": 5}), rng
+    ).masked
+    assert str(released["big"].dtype) == "UInt64" and str(released["small"].dtype) == "Int64"
+    assert (
+        released["big"].min() >= frame["big"].min() and released["big"].max() <= frame["big"].max()
+    )
+    assert released.groupby(list(released.columns)).size().min() >= 5

@@ -58,7 +58,7 @@ def _input_error(e: InputError) -> str:
     return f"error [{where}]: {_bounded(str(e))}"
 
 
-def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-def]
+def _print_outcome(outcome, publish: bool, *, checks_only: bool = False) -> None:  # type: ignore[no-untyped-def]
     for o in outcome.checks:
         if not o.checked:
             shown = f"{'not checked':>12} {o.rule} {o.threshold:<10.6g} {o.unit:<9} {o.verdict}"
@@ -69,6 +69,8 @@ def _print_outcome(outcome, publish: bool) -> None:  # type: ignore[no-untyped-d
             f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} "
             f"{o.verdict}{note}"
         )
+    if checks_only:  # a refusal: its one line goes to stderr
+        return
     if getattr(outcome, "status", None) == "unchanged":
         print(
             f"already published as run {outcome.previous_run} from the same input and spec: "
@@ -157,6 +159,8 @@ def _run_release(spec_path: str, *, publish: bool, wait: float | None, force: bo
                     force=force,
                 )
     except ChecksFailed as e:
+        if getattr(e.outcome, "checks", None):  # a refusal shows every figure too
+            _print_outcome(e.outcome, publish, checks_only=True)
         report = getattr(e.outcome, "report", None)
         return _fail(f"refused: {e}" + (f"\nreport {report}" if report else ""), EXIT_REFUSED)
     _print_outcome(outcome, publish)

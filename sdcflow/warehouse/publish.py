@@ -243,11 +243,14 @@ def check_release_paths(target: Path, protected: Mapping[str, Path | None]) -> N
 
 
 def _owned_by_sdcflow(folder: Path) -> bool:
+    """Empty, marked, or holding nothing but the marker's ``.part``: a run killed while it
+    wrote its first marker (between ``write_text`` and the rename, an fsync apart) left
+    that, which nobody else writes."""
     try:
-        empty = not any(folder.iterdir())
+        names = {p.name for p in folder.iterdir()}
     except OSError:
         return False
-    return empty or read_marker(folder) is not None
+    return not names or names == {f"{MARKER}.part"} or read_marker(folder) is not None
 
 
 def recover(output: Path, release: str | None = None) -> list[Path]:

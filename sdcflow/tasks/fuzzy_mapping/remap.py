@@ -64,9 +64,11 @@ class Interval:
 
 
 def _fmt(v: float) -> str:
+    """A bound of a preimage, to 12 significant digits: six (as before) moved the bounds of an
+    income of a million by up to 5 and showed `1.23457e+06` for 1234567.875."""
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
-    return f"{v:.6g}"
+    return f"{v:.12g}"
 
 
 def _real_roots(coef: np.ndarray, p: float, q: float) -> list[float]:
@@ -208,20 +210,19 @@ def integer_hull(intervals: list[Interval]) -> tuple[int, int] | None:
 # --- rules -----------------------------------------------------------------------------------
 
 _NUM = r"-?inf|-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|-?\.\d+(?:[eE][-+]?\d+)?"
-_WEKA = re.compile(
-    r"(?P<col>[A-Za-z_][\w.-]*?)\s*=\s*'?(?P<lb>[(\[])\s*(?P<a>"
-    + _NUM
-    + r")\s*-\s*(?P<b>"
-    + _NUM
-    + r")\s*(?P<rb>[)\]])'?"
-)
-_IN = re.compile(
-    r"(?P<col>[A-Za-z_][\w.-]*?)\s+in\s+(?P<lb>[(\[])\s*(?P<a>"
-    + _NUM
-    + r")\s*,\s*(?P<b>"
-    + _NUM
-    + r")\s*(?P<rb>[)\]])"
-)
+_BOUNDS = r"(?P<lb>[(\[])\s*(?P<a>" + _NUM + r")\s*{sep}\s*(?P<b>" + _NUM + r")\s*(?P<rb>[)\]])"
+
+
+def _column(columns: set[str]) -> str:
+    """A mapped column's name as a rule can write it: bare (not inside a longer name), in
+    backticks as in the rule language, or in quotes as Weka quotes a name with a space
+    (``'net income'='(1.5-2.5]'``). Built from the mapped names themselves, so names with
+    spaces, hyphens or non-ASCII letters are found too."""
+    alt = "|".join(re.escape(c) for c in sorted(columns, key=len, reverse=True))
+    return (
+        rf"(?:`(?P<c1>{alt})`|'(?P<c2>{alt})'|\"(?P<c3>{alt})\"|(?<![\w.`'\"-])(?P<c4>{alt})"
+        r"(?![\w.`'\"-]))"
+    )
 
 
 def parse_intervals(
@@ -229,14 +230,18 @@ def parse_intervals(
 ) -> list[tuple[str, float, float, bool, bool, tuple[int, int]]]:
     """Interval items on ``columns`` in a rule: ``(column, lo, hi, lo_closed, hi_closed,
     span)`` with ``span`` the item's position in ``text``."""
+    if not columns:
+        return []
+    col = _column(columns)
+    weka = re.compile(col + r"\s*=\s*'?" + _BOUNDS.format(sep="-") + "'?")
+    within = re.compile(col + r"\s+in\s+" + _BOUNDS.format(sep=","))
     found = []
-    for pattern in (_WEKA, _IN):
+    for pattern in (weka, within):
         for mt in pattern.finditer(text):
-            if mt.group("col") not in columns:
-                continue
+            name = next(mt.group(g) for g in ("c1", "c2", "c3", "c4") if mt.group(g) is not None)
             found.append(
                 (
-                    mt.group("col"),
+                    name,
                     float(mt.group("a")),
                     float(mt.group("b")),
                     mt.group("lb") == "[",
@@ -246,6 +251,11 @@ def parse_intervals(
             )
     found.sort(key=lambda t: t[-1])
     return found
+
+
+def _shown(col: str) -> str:
+    """The column as the rule language writes it: in backticks unless an identifier."""
+    return col if col.isidentifier() else f"`{col}`"
 
 
 def remap_rule_text(
@@ -264,9 +274,10 @@ def remap_rule_text(
         pieces = preimage((a, b), sets, combiner, lo_closed=lc, hi_closed=rc)
         if integer:
             ih = integer_hull(pieces)
-            shown = f"{col} in {ih[0]}..{ih[1]}" if ih else f"{col} in {{}}"
+            shown = f"{_shown(col)} in {ih[0]}..{ih[1]}" if ih else f"{_shown(col)} in {{}}"
         else:
-            shown = f"{col} in " + (" or ".join(str(p) for p in pieces) if pieces else "{}")
+            joined = " or ".join(str(p) for p in pieces) if pieces else "{}"
+            shown = f"{_shown(col)} in {joined}"
         out += [text[last:s], shown]
         last = e
     out.append(text[last:])

@@ -196,7 +196,8 @@ GATES = [
         "k_anonymity",
         "min",
         _k_anonymity,
-        "smallest group of identical released rows over every released key",
+        "smallest number of released records matching a record over every released key (a "
+        "missing or suppressed value matches any value)",
         "records",
     ),
     Gate(

@@ -143,6 +143,19 @@ def _strata(
     return EncodedRelease(released, codes[:, :c].astype(np.int64), details=details)
 
 
+def _as_integers(series: pd.Series) -> pd.Series:
+    """Rounded values as nullable integers: ``Int64`` where they fit, ``UInt64`` for an
+    unsigned key beyond 2**63 (a DuckDB UBIGINT), floats where no integer type holds them
+    (casting those to Int64 raised, ending the run with exit 3)."""
+    rounded = series.round()
+    lo, hi = rounded.min(), rounded.max()  # NaN skipped; both NaN when every value is missing
+    if pd.isna(lo) or (lo >= -(2.0**63) and hi < 2.0**63):
+        return rounded.astype("Int64")
+    if lo >= 0 and hi < 2.0**64:
+        return rounded.astype("UInt64")
+    return rounded
+
+
 def _assemble(
     enc: EncodedKeys, rel: EncodedRelease, keys: Sequence[Key], source: pd.DataFrame
 ) -> pd.DataFrame:
@@ -156,7 +169,7 @@ def _assemble(
             values = rel.numeric[:, num[key.name]]
             series = pd.Series(values)
             if key.integer and (key.decimals is not None and key.decimals <= 0):
-                series = series.round().astype("Int64")
+                series = _as_integers(series)
             cols[key.name] = series
         else:
             j = cat[key.name]

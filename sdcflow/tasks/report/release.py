@@ -123,7 +123,7 @@ def summary_section(facts: ReleaseFacts) -> Section:
         "run id": facts.run_id,
         "method": f"{facts.method.name}: {get_method(facts.method.name).summary}",
         "records": int(facts.original.shape[0]) if facts.original is not None else None,
-        "quasi-identifiers": ", ".join(facts.columns) if facts.columns else None,
+        "quasi-identifiers": ", ".join(_all_keys(facts)) or None,
         "decision": facts.decision,
     }
     return (
@@ -135,6 +135,16 @@ def summary_section(facts: ReleaseFacts) -> Section:
             "note",
         )
     )
+
+
+def _all_keys(facts: ReleaseFacts) -> list[str]:
+    """Every quasi-identifier as released: with categorical or missing keys the release's
+    ``details['disclosure']['keys']`` (numeric and categorical), else the numeric keys
+    (``facts.columns``, which alone would leave the categorical keys out of the summary)."""
+    details = facts.result.details if facts.result is not None else None
+    disclosure = details.get("disclosure") if isinstance(details, Mapping) else None
+    keys = disclosure.get("keys") if isinstance(disclosure, Mapping) else None
+    return list(keys) if keys else list(facts.columns)
 
 
 def checks_section(checks: Sequence[Mapping[str, Any]]) -> Section:
@@ -213,6 +223,13 @@ def edits_section(facts: ReleaseFacts) -> Section:
     )
 
 
+def _records_missing_a_number(original: np.ndarray | None) -> int:
+    """Records with a missing numeric key (NaN), which loss and linkage leave out."""
+    if original is None or np.size(original) == 0:
+        return 0
+    return int(np.isnan(np.asarray(original, dtype=np.float64)).any(axis=1).sum())
+
+
 def loss_section(facts: ReleaseFacts) -> Section:
     section = Section("Information loss")
     il = facts.evidence.information_loss if facts.evidence else {}
@@ -236,6 +253,15 @@ def loss_section(facts: ReleaseFacts) -> Section:
         "every record by the mean.",
         "note",
     )
+    gaps = _records_missing_a_number(facts.original)
+    if gaps:
+        kept = int(np.shape(facts.original)[0]) - gaps
+        section.text(
+            f"IL is measured on the {kept} records that have every numeric key; the {gaps} "
+            "records missing one are left out of it (the gates' convention for loss and "
+            "linkage; their missing values stay missing in the release).",
+            "note",
+        )
     if "repaired" in il:
         section.text(
             "A repair moved records onto the edit rules before masking: the first figure "

@@ -119,6 +119,7 @@ class ReleasePlan(BaseModel):
         spec = self.spec.variant(method, measures)
         _check_columns(spec, self.profile)
         check_keys_fit_method(spec, self.resolved_keys, self.profile.rows)
+        check_missing_numbers_fit_method(spec, self.resolved_keys, self.profile.missing)
         return self.model_copy(update={"spec": spec})
 
     @model_serializer
@@ -160,6 +161,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     check_missing_tokens(spec)
     keys = resolve_keys(spec, profile, data)
     check_keys_fit_method(spec, keys, profile.rows)
+    check_missing_numbers_fit_method(spec, keys, profile.missing)
     check_weights(spec, profile, data)
     rules: list[Rule] = []
     constraints = feasibility = None
@@ -630,6 +632,38 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
         wrong = sorted(set(spec.checks) & _LOSS_GATES)
         if wrong:
             refuse(f"check(s) {wrong} measure numeric keys and this release has none; remove them")
+
+
+def check_missing_numbers_fit_method(
+    spec: ReleaseSpec, keys: Sequence[Key], missing: Mapping[str, int]
+) -> None:
+    """Numeric keys only, some with missing values: the release groups the records with
+    MDAV-generic on the values they have (``mixed.mask_keys``), whatever the method, so a
+    method or an option that would not be applied is refused rather than named in the
+    manifest and the report (``box`` published points, not boxes). Raises ``InputError``
+    (SPEC_CONTRADICTION)."""
+    binned = {k.name for k in keys if k.recoding is not None and k.recoding.kind == "bins"}
+    numeric = [k.name for k in keys if k.kind == "numeric" and k.name not in binned]
+    if len(numeric) < len(keys) or get_method(spec.method.name).mask_keys is not None:
+        return  # categorical keys (strata) or a method that masks the keys itself
+    gaps = [f"{c} ({missing[c]} missing)" for c in numeric if missing.get(c)]
+    if not gaps:
+        return
+    method = spec.method
+    unused = [
+        option
+        for option, off in (("refine", None), ("cell_size", None), ("standardize", True))
+        if getattr(method, option, off) != off
+    ]
+    if method.name == "mdav" and not unused:
+        return
+    what = f"method {method.name}" if method.name != "mdav" else f"mdav's {', '.join(unused)}"
+    raise InputError(
+        f"numeric key(s) {', '.join(gaps)} have missing values, which sdcflow masks with "
+        f"MDAV-generic on the values each record has; {what} would not be applied: use "
+        "`method: {name: mdav, k: ...}` without those options, or heterogeneous",
+        code=Reason.SPEC_CONTRADICTION,
+    )
 
 
 def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> None:

@@ -243,3 +243,28 @@ def test_a_method_not_applied_to_missing_numbers_is_refused(tmp_path, capsys, me
 
     spec.write_text(yaml.safe_dump({**fields, "method": {"name": "mdav", "k": 5}}))
     assert plan_release(load_spec(spec)).resolved_keys
+
+
+@pytest.mark.parametrize(
+    "method", [{"name": "fuzzy", "k": 3, "guarantee": "both"}, {"name": "ps", "k": 3}]
+)
+def test_a_method_not_applied_to_missing_numbers_in_strata_is_refused(tmp_path, capsys, method):
+    """QA: with categorical keys too, the strata where a number is missing were masked with
+    MDAV-generic while `strategy` said the spec's method masked the numeric keys."""
+    table = pa.table(
+        {
+            "age": [None if i % 9 == 0 else 20 + i % 37 for i in range(60)],
+            "income": [1000.0 + 37 * i for i in range(60)],
+            "sex": ["F" if i % 2 else "M" for i in range(60)],
+        }
+    )
+    pq.write_table(table, tmp_path / "people.parquet")
+    spec = tmp_path / "release.yaml"
+    fields = {
+        "release": "p",
+        "source": "people.parquet",
+        "quasi_identifiers": ["age", "income", "sex"],
+        "missing_values": [""],
+    }
+    spec.write_text(yaml.safe_dump({**fields, "method": method}))
+    _one_line_refusal(capsys, spec, Reason.SPEC_CONTRADICTION, "age (7 missing)")

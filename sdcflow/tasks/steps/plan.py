@@ -637,15 +637,15 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
 def check_missing_numbers_fit_method(
     spec: ReleaseSpec, keys: Sequence[Key], missing: Mapping[str, int]
 ) -> None:
-    """Numeric keys only, some with missing values: the release groups the records with
-    MDAV-generic on the values they have (``mixed.mask_keys``), whatever the method, so a
-    method or an option that would not be applied is refused rather than named in the
-    manifest and the report (``box`` published points, not boxes). Raises ``InputError``
-    (SPEC_CONTRADICTION)."""
+    """Numeric keys with missing values: the release groups those records with MDAV-generic
+    on the values they have (``mixed.mask_keys``; with categorical keys, in every stratum
+    where a number is missing), whatever the method, so a method or an option that would
+    not be applied is refused rather than named in the manifest and the report (``box``
+    published points, not boxes). Raises ``InputError`` (SPEC_CONTRADICTION)."""
     binned = {k.name for k in keys if k.recoding is not None and k.recoding.kind == "bins"}
     numeric = [k.name for k in keys if k.kind == "numeric" and k.name not in binned]
-    if len(numeric) < len(keys) or get_method(spec.method.name).mask_keys is not None:
-        return  # categorical keys (strata) or a method that masks the keys itself
+    if get_method(spec.method.name).mask_keys is not None:
+        return  # a method that masks the keys itself (heterogeneous)
     gaps = [f"{c} ({missing[c]} missing)" for c in numeric if missing.get(c)]
     if not gaps:
         return

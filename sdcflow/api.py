@@ -76,8 +76,11 @@ def release(
     plan = plan_release(loaded)
 
     from sdcflow.flows.release import release as release_flow
+    from sdcflow.flows.runners import with_runner  # runner: dask -- prefect-dask
 
     try:
-        return release_flow(str(where), publish=publish, plan=plan, force=force)
+        return with_runner(release_flow, plan.spec)(
+            str(where), publish=publish, plan=plan, force=force
+        )
     except ChecksFailed as e:
         return e.outcome

@@ -86,6 +86,7 @@ class Reason(StrEnum):
     WAREHOUSE = "warehouse"  # not a DuckDB file, unreadable
     OUTPUT = "output"  # the output folder cannot hold a release
     COPY_PRUNED = "copy-pruned"  # a run's warehouse copy was dropped by the retention policy
+    RUNNER = "runner"  # the task runner cannot run this release (runner: dask)
     # fuzzy mapping (sdcflow remap)
     MAPPING_MISSING = "mapping-missing"  # no stored fuzzy mapping for that release / run
     REMAP_INPUT = "remap-input"  # the rules file is missing or names no mapped interval

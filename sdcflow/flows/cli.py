@@ -132,15 +132,23 @@ def _signal_names(signals: list[int]) -> str:
     return ", ".join(signal.Signals(s).name for s in dict.fromkeys(signals))
 
 
-def _run_release(spec_path: str, *, publish: bool, wait: float | None, force: bool = False) -> int:
+def _run_release(
+    spec_path: str,
+    *,
+    publish: bool,
+    wait: float | None,
+    runner: dict | None = None,
+    force: bool = False,
+) -> int:
     # The preflight runs before a flow run exists, so that bad input gives one clean line
     # (and no failed run in the Prefect UI); the flow reuses its plan.
+    from sdcflow.flows.runners import with_cli_options, with_runner
     from sdcflow.tasks.spec import load_spec
     from sdcflow.tasks.steps.plan import plan_release
     from sdcflow.warehouse.ownership import take_pending_signals
     from sdcflow.warehouse.warehouse import Warehouse
 
-    plan = plan_release(load_spec(spec_path))
+    plan = plan_release(with_cli_options(load_spec(spec_path), **(runner or {})))
     try:
         # One writer per warehouse: wait for it before starting anything else.
         with Warehouse(plan.spec.warehouse_path).lock(wait):
@@ -151,7 +159,7 @@ def _run_release(spec_path: str, *, publish: bool, wait: float | None, force: bo
                 from sdcflow.flows.release import release  # imports Prefect: after preflight
 
                 _console_without_tracebacks()
-                outcome = release(
+                outcome = with_runner(release, plan.spec)(
                     str(Path(spec_path).resolve()),
                     publish=publish,
                     plan=plan,
@@ -283,10 +291,11 @@ def _utc(value: object):  # type: ignore[no-untyped-def]
 
 def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     from sdcflow.flows.release import release
+    from sdcflow.flows.runners import with_runner
     from sdcflow.tasks.spec import load_spec
 
     spec = load_spec(spec_path)
-    release.serve(
+    with_runner(release, spec).serve(
         name=name or spec.release,
         cron=cron,
         parameters={"spec_path": str(Path(spec_path).resolve()), "publish": True},
@@ -371,6 +380,36 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of workers: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("give at least 1 worker")
+    return value
+
+
+def _runner_options(p: argparse.ArgumentParser) -> None:
+    """--runner, --dask-workers, --dask-address (README, Scale-out); they override the
+    spec's ``runner:`` and ``dask:``."""
+    p.add_argument(
+        "--runner",
+        choices=["local", "dask"],
+        help="local: one process; dask: the mask's cells on a Dask cluster (default: the spec's)",
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--dask-workers",
+        type=_workers,
+        metavar="N",
+        help="worker processes of the embedded Dask LocalCluster (default: the CPU count)",
+    )
+    group.add_argument(
+        "--dask-address", metavar="ADDRESS", help="scheduler of an existing Dask cluster"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sdcflow import __version__
 
@@ -391,9 +430,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="publish even when the live release came from the same input and spec",
     )
+    _runner_options(p)
     p = sub.add_parser("check", help="everything but publishing, with the same exit codes")
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--wait", type=_seconds, metavar="SECONDS", help=wait_help)
+    _runner_options(p)
     p = sub.add_parser("runs", help="list the runs recorded in the warehouse (audit.runs)")
     p.add_argument("spec", nargs="?", help="release spec whose warehouse to read")
     p.add_argument("--warehouse", help="path of a warehouse DuckDB file")
@@ -497,10 +538,16 @@ def _main(argv: Sequence[str] | None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command in ("release", "check"):
+            runner = {
+                "runner": args.runner,
+                "workers": args.dask_workers,
+                "address": args.dask_address,
+            }
             return _run_release(
                 args.spec,
                 publish=args.command == "release",
                 wait=args.wait,
+                runner=runner,
                 force=getattr(args, "force", False),
             )
         if args.command == "prune":

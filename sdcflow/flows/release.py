@@ -32,6 +32,7 @@ from sdcflow.tasks.steps.plan import ReleasePlan, preflight
 from sdcflow.tasks.steps.progress import Progress
 from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
+from sdcflow.tasks.steps.scale import scaled_out
 from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
 from sdcflow.warehouse.publish import SWAPPED_IN, published_run, recover
@@ -265,7 +266,8 @@ def _release(
             edits.frame, mapped = fuzzy_map_steps.map_sensitive(
                 spec, warehouse, run_id, edits.frame, rng
             )
-            result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
+            with scaled_out():  # runner: dask -- the mask's cells as task runs on the cluster
+                result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
             released = released_frame(spec, edits.frame, result)
             store_masked(warehouse, run_id, released)
         with steps.step("edit rules on the released records"):

@@ -154,6 +154,33 @@ class RetentionSpec(BaseModel):
     )
 
 
+class DaskSettings(BaseModel):
+    """``dask:`` -- where ``runner: dask`` runs the mask's cells (README, "Scale-out")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="worker processes of the embedded LocalCluster (default: the CPU count)",
+    )
+    address: str | None = Field(
+        None,
+        min_length=1,
+        description="scheduler of an existing Dask cluster, e.g. tcp://10.0.0.5:8786 "
+        "(instead of an embedded LocalCluster)",
+    )
+
+    @model_validator(mode="after")
+    def _one_cluster(self) -> DaskSettings:
+        if self.workers is not None and self.address is not None:
+            raise ValueError(
+                "give either dask.workers (an embedded LocalCluster) or dask.address (an "
+                "existing cluster, whose size is its own), not both"
+            )
+        return self
+
+
 class Acceptances(BaseModel):
     """What a spec explicitly accepts that sdcflow refuses by default (``accept:``); the
     manifest records it with the spec."""
@@ -240,6 +267,14 @@ class ReleaseSpec(BaseModel):
         False, description="also publish the run's report.html with the release"
     )
     seed: int | None = Field(None, description="secret seed for reproducible randomness")
+    runner: Literal["local", "dask"] = Field(
+        "local",
+        description="local: one process; dask: the mask's cells as Prefect tasks on a Dask "
+        "cluster (prefect-dask's DaskTaskRunner; README, Scale-out)",
+    )
+    dask: DaskSettings = Field(
+        default_factory=DaskSettings, description="the Dask cluster of runner: dask"
+    )
     accept: Acceptances = Field(
         default_factory=Acceptances,
         description="explicit acceptance of looser gates or unchecked rules (in the manifest)",

@@ -178,6 +178,10 @@ class Method:
         ``mask_keys(encoded keys, params, rng, suppression settings) -> EncodedRelease``
         (:mod:`sdcflow.tasks.methods.mixed`); None: the method masks numeric keys, and
         categorical ones are handled around it.
+    scale_out : how the Dask runner spreads the method's work: ``"cells"`` (its grouping
+        runs cell by cell on the workers, ``cell_size`` records each), ``"one pass"`` (cheap
+        enough for one process at any size the warehouse holds), or None: the method does
+        not run under ``runner: dask`` (the preflight refuses it, reason ``runner``).
     """
 
     params: type[MethodParams]
@@ -187,6 +191,7 @@ class Method:
     summary: str = ""
     conflicts: Callable[[Any, Mapping[str, float]], list[str]] = no_conflicts
     mask_keys: Callable[..., Any] | None = None
+    scale_out: Literal["cells", "one pass"] | None = None
 
 
 def transparency_probabilities(

@@ -33,7 +33,7 @@ from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.measures.information_loss import sse_sst_loss
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
-from sdcflow.tasks.microaggregation.blocked import blocked_mdav
+from sdcflow.tasks.microaggregation.blocked import blocked_groups, blocked_mdav
 from sdcflow.tasks.microaggregation.bound import sse_lower_bound
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav_groups
 from sdcflow.tasks.microaggregation.ps import ps_groups
@@ -92,6 +92,12 @@ class MdavParams(CrispParams):
 
 class PsParams(CrispParams):
     name: Literal["ps"] = "ps"
+    cell_size: int | None = Field(
+        None,
+        ge=2,
+        description="records per spatial cell: PS within cells, refined across their "
+        "borders (large files); none: PS on the whole file",
+    )
 
 
 class UnivariateParams(CrispParams):
@@ -257,7 +263,13 @@ def _mask_ps(
     rng: np.random.Generator,
     constraints: LinearConstraints | None,
 ) -> MaskResult:
-    return _mask_crisp(X, columns, params, rng, ps_groups, "ps")
+    if params.cell_size is None:
+        return _mask_crisp(X, columns, params, rng, ps_groups, "ps")
+
+    def cells(Z: np.ndarray, k: int) -> np.ndarray:
+        return blocked_groups(Z, k, params.cell_size, ps_groups)
+
+    return _mask_crisp(X, columns, params, rng, cells, f"ps in cells of {params.cell_size}")
 
 
 def _mask_univariate(
@@ -275,8 +287,11 @@ def _mask_univariate(
     return _mask_crisp(X, columns, params, rng, None, "univariate (optimal)")
 
 
-MDAV = Method(MdavParams, _mask_mdav, summary="MDAV-generic microaggregation")
-PS = Method(PsParams, _mask_ps, summary="pairwise systematic microaggregation")
+MDAV = Method(MdavParams, _mask_mdav, summary="MDAV-generic microaggregation", scale_out="cells")
+PS = Method(PsParams, _mask_ps, summary="pairwise systematic microaggregation", scale_out="cells")
 UNIVARIATE = Method(
-    UnivariateParams, _mask_univariate, summary="optimal univariate microaggregation"
+    UnivariateParams,
+    _mask_univariate,
+    summary="optimal univariate microaggregation",
+    scale_out="one pass",
 )

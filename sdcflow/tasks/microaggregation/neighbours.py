@@ -27,6 +27,7 @@ from scipy.spatial import cKDTree
 EXACT_NEIGHBOURS = 8192  # files up to this size get exact neighbour lists for refinement
 CELL = 1024  # records per cell of the approximate neighbour lists
 _CHUNK = 8192  # queries per KD-tree call, between two looks at the clock
+PROJECTION = 1.5  # give up once the queries so far project the search beyond 1.5 x budget
 
 
 class BudgetExceeded(Exception):
@@ -44,7 +45,9 @@ def exact_neighbours(
     K : int, 1 <= K <= n - 1
     seconds : float, optional
         CPU budget; :class:`BudgetExceeded` is raised once the queries answered so far took
-        longer (checked every ``_CHUNK`` queries).
+        longer, or as soon as the queries answered so far project the whole search
+        beyond ``PROJECTION`` times the budget (checked every ``_CHUNK`` queries): a
+        search that cannot finish gives up early instead of spending its budget first.
 
     Returns
     -------
@@ -58,6 +61,7 @@ def exact_neighbours(
     n = Z.shape[0]
     t0 = time.process_time()
     tree = cKDTree(Z)
+    built = time.process_time()
     idx = np.empty((n, K), dtype=np.int64)
     for lo in range(0, n, _CHUNK):
         hi = min(lo + _CHUNK, n)
@@ -71,8 +75,16 @@ def exact_neighbours(
         keep = np.ones_like(got, dtype=bool)
         keep[np.arange(hi - lo), drop] = False
         idx[lo:hi] = got[keep].reshape(hi - lo, K)
-        if seconds is not None and time.process_time() - t0 > seconds and hi < n:
-            raise BudgetExceeded(f"exact neighbour search exceeded {seconds:g} CPU s")
+        if seconds is not None and hi < n:
+            now = time.process_time()
+            if now - t0 > seconds:
+                raise BudgetExceeded(f"exact neighbour search exceeded {seconds:g} CPU s")
+            projected = (built - t0) + (now - built) * n / hi
+            if projected > PROJECTION * seconds:
+                raise BudgetExceeded(
+                    f"exact neighbour search projected to {projected:.3g} CPU s, over the "
+                    f"budget of {seconds:g} CPU s"
+                )
     d2 = ((Z[:, None, :] - Z[idx]) ** 2).sum(axis=2) if n * K * Z.shape[1] < 5e7 else None
     if d2 is None:  # large: row blocks, to bound the temporary
         d2 = np.empty((n, K))

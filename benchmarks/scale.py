@@ -1,0 +1,395 @@
+"""Scale-out benchmark: a large release end to end on the Dask runner; prints every figure
+beside its target.
+
+Usage::
+
+    python benchmarks/scale.py                      # 1M records x 10 keys, k = 5, 1 and 2 workers
+    python benchmarks/scale.py --n 200000 --cell-size 50000
+    python benchmarks/scale.py --method constrained_fuzzy   # runner: local (see README)
+
+Data: ``numpy.random.default_rng(seed).standard_normal((n, d))`` (independent standard
+normal keys ``x0..x{d-1}``, seed 0 by default) and an ``id`` column, written as Parquet. The
+spec: ``mdav`` with ``k`` and ``cell_size`` (``constrained_fuzzy``: ``guarantee: both``),
+one edit rule (``x0 >= -1000``, true of every record, so that the validation step runs on
+every record), gates ``k_anonymity: k`` and ``max_information_loss: 100``.
+
+Each run is one ``sdcflow release SPEC --runner dask --dask-workers W`` process (its own
+temporary Prefect API, an embedded LocalCluster), so the figures are those a user gets:
+
+* ``wall_seconds`` of the command; the machine is shared, so ``load`` (``/proc/loadavg``)
+  is printed beside them;
+* ``steps``: seconds of each step from Prefect's log timestamps, as the time from the end of
+  the step before (the flow's start for the first) to the step's end -- the steps run one
+  after the other;
+* ``peak_rss_mb``: the largest sum of the resident set sizes of the process and all its
+  children (the Prefect server and the Dask workers included), sampled every 0.2 s;
+* ``il``: the information loss the release's manifest records, and ``il_over_unpartitioned``
+  its relative excess (%) over exact (unpartitioned) MDAV on the same data, the baseline
+  computed in this process in the same run (``unpartitioned_cpu_seconds``: its CPU time).
+
+``--json PATH`` also writes every figure as JSON. Figures and the commands: ``benchmarks/
+README.md``, section "Scale-out".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psutil
+import yaml
+
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.tasks.microaggregation.blocked import blocked_mdav, cell_map, serial_cells
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.tasks.microaggregation.neighbours import spatial_cells
+from sdcflow.tasks.microaggregation.scaling import working_scale
+
+TARGETS = {  # issue #13, item 7, for this 2-core machine
+    "wall_seconds_1m": 180.0,
+    "il_over_unpartitioned_pct": 3.0,
+    "speedup_2_over_1": 1.7,
+    "peak_rss_mb": 4096.0,
+    "constrained_fuzzy_wall_seconds_1m": 300.0,
+}
+_LOG = re.compile(r"^(\d\d:\d\d:\d\d\.\d\d\d) \| \w+ +\| (.*)$")
+_TASK = re.compile(r"Task run '([a-z-]+)-[0-9a-f]+' - Finished in state (\w+)")
+
+
+def make_data(folder: Path, n: int, d: int, seed: int) -> tuple[Path, np.ndarray]:
+    X = np.random.default_rng(seed).standard_normal((n, d))
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(d)])
+    frame.insert(0, "id", np.arange(n))
+    path = folder / "data.parquet"
+    frame.to_parquet(path, index=False)
+    return path, X
+
+
+def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
+    method: dict = {"name": args.method, "k": args.k}
+    if args.method in ("mdav", "ps"):
+        method["cell_size"] = args.cell_size
+    else:  # constrained_fuzzy: gated on crisp k as well as on its expected group size
+        method["guarantee"] = "both"
+    spec = {
+        "release": "scale",
+        "source": "data.parquet",
+        "id_column": "id",
+        "quasi_identifiers": [f"x{j}" for j in range(args.d)],
+        "edits": ["x0 >= -1000"],
+        "method": method,
+        "checks": {"k_anonymity": args.k, "max_information_loss": 100},
+        "output": f"published-{name}",
+        "warehouse": f"warehouse-{name}.duckdb",
+        "reports": f"reports-{name}",
+        "seed": args.seed,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def step_seconds(log: str) -> dict[str, float]:
+    """Seconds of each flow step from the console log (see the module docstring)."""
+    steps: dict[str, float] = {}
+    last: datetime | None = None
+    for line in log.splitlines():
+        m = _LOG.match(line.strip())
+        if not m:
+            continue
+        stamp = datetime.strptime(m.group(1), "%H:%M:%S.%f")
+        if last is None and "Beginning flow run" in m.group(2):
+            last = stamp
+        t = _TASK.search(m.group(2))
+        if t and last is not None and t.group(1) != "mask-cell":
+            seconds = (stamp - last).total_seconds() % 86400
+            steps[t.group(1)] = steps.get(t.group(1), 0.0) + round(seconds, 2)
+            last = stamp
+    return steps
+
+
+def run_release(spec: Path, workers: int | None) -> dict:
+    cmd = [sys.executable, "-m", "sdcflow.flows.cli", "release", str(spec)]
+    if workers is not None:
+        cmd += ["--runner", "dask", "--dask-workers", str(workers)]
+    env = {**os.environ, "PREFECT_LOGGING_LEVEL": "INFO", "COLUMNS": "200"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=spec.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        ps = psutil.Process(proc.pid)
+        while not done.is_set():
+            try:
+                peak[0] = max(peak[0], _tree_rss(ps))
+            except psutil.Error:
+                break
+            done.wait(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    manifest_path = next(spec.parent.glob(f"published-{spec.stem}/scale/manifest.json"), None)
+    manifest = json.loads(manifest_path.read_text()) if manifest_path else {}
+    checks = {c["check"]: c["figure"] for c in manifest.get("checks", [])}
+    return {
+        "workers": workers,
+        "runner": "dask" if workers is not None else "local",
+        "exit_code": proc.returncode,
+        "status": "published" if proc.returncode == 0 and manifest else "failed",
+        "wall_seconds": round(wall, 2),
+        "steps": step_seconds(err + out),
+        "peak_rss_mb": round(peak[0] / 2**20, 1),
+        "il": checks.get("max_information_loss"),
+        "k": checks.get("k_anonymity"),
+        "stderr_tail": err[-1500:] if proc.returncode else "",
+    }
+
+
+def unpartitioned(X: np.ndarray, k: int) -> tuple[float, float]:
+    """IL of exact MDAV on the whole file, and its CPU seconds (this process)."""
+    t0 = time.process_time()
+    labels = mdav(X, k)
+    cpu = time.process_time() - t0
+    return sse_sst_loss(X, group_means(X, labels)), cpu
+
+
+def border_split(X: np.ndarray, k: int, cell_size: int) -> dict:
+    """Where the CPU time of MDAV in cells goes, in this process: grouping the cells (what
+    the Dask workers do), the border search on the assembled file (what the flow's process
+    does), and the IL before and after the border search."""
+    Z = working_scale(X, True)
+    spent = {"cells": 0.0}
+    parts: list[np.ndarray] = []
+
+    def timed(partition, cells, kk):  # a CellMap
+        t = time.process_time()
+        out = serial_cells(partition, cells, kk)
+        spent["cells"] += time.process_time() - t
+        parts.extend(out)
+        return out
+
+    t0 = time.process_time()
+    with cell_map(timed):
+        labels = blocked_mdav(Z, k, cell_size)
+    total = time.process_time() - t0
+    order, bounds = spatial_cells(Z, cell_size)
+    before = np.empty(X.shape[0], dtype=np.int64)
+    offset = 0
+    for i, part in enumerate(parts):
+        before[order[bounds[i] : bounds[i + 1]]] = part + offset
+        offset += int(part.max()) + 1
+    return {
+        "cells": len(parts),
+        "cells_cpu_seconds": round(spent["cells"], 2),
+        "rest_cpu_seconds": round(total - spent["cells"], 2),
+        "il_cells_only": sse_sst_loss(X, group_means(X, before)),
+        "il_refined": sse_sst_loss(X, group_means(X, labels)),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--n", type=int, default=1_000_000)
+    p.add_argument("--d", type=int, default=10)
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cell-size", type=int, default=125_000)
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--method", default="mdav", choices=["mdav", "ps", "constrained_fuzzy"])
+    p.add_argument("--no-baseline", action="store_true", help="skip unpartitioned MDAV")
+    p.add_argument(
+        "--border", action="store_true", help="also split MDAV in cells: cells / border search"
+    )
+    p.add_argument(
+        "--lever",
+        type=int,
+        nargs="+",
+        metavar="CELL_SIZE",
+        help="only the lever, in this process: IL of MDAV in cells of each size over "
+        "unpartitioned MDAV, before and after the border search (no release)",
+    )
+    p.add_argument("--json", type=Path, help="also write every figure here")
+    p.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
+    args = p.parse_args(argv)
+
+    if args.lever:
+        return lever(args)
+    work = args.work or Path(tempfile.mkdtemp(prefix="sdcflow-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        _, X = make_data(work, args.n, args.d, args.seed)
+        load_before = Path("/proc/loadavg").read_text().split()[:3]
+        runs = []
+        plans = [None] if args.method == "constrained_fuzzy" else args.workers
+        for workers in plans:
+            name = "local" if workers is None else f"dask{workers}"
+            runs.append(run_release(write_spec(work, args, name), workers))
+        load_after = Path("/proc/loadavg").read_text().split()[:3]
+        il0, cpu0 = (None, None) if args.no_baseline else unpartitioned(X, args.k)
+        border = border_split(X, args.k, args.cell_size) if args.border else None
+        del X
+        for run in runs:
+            if run["il"] is not None and il0:
+                run["il_over_unpartitioned"] = round(100.0 * (run["il"] / il0 - 1.0), 3)
+        result = {
+            "n": args.n,
+            "d": args.d,
+            "k": args.k,
+            "seed": args.seed,
+            "method": args.method,
+            "cell_size": args.cell_size if args.method in ("mdav", "ps") else None,
+            "data": "standard normal, independent keys",
+            "load": {"before": load_before, "after": load_after, "cpus": os.cpu_count()},
+            "il_unpartitioned": il0,
+            "unpartitioned_cpu_seconds": round(cpu0, 2) if cpu0 is not None else None,
+            "runs": runs,
+            "border": border,
+        }
+        result["targets"] = targets(result)
+        report(result)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2))
+        return 0 if all(r["status"] == "published" for r in runs) else 1
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def lever(args: argparse.Namespace) -> int:
+    """IL of MDAV in cells of each ``--lever`` size over unpartitioned MDAV (same data)."""
+    X = np.random.default_rng(args.seed).standard_normal((args.n, args.d))
+    il0, cpu0 = unpartitioned(X, args.k)
+    print(
+        f"n={args.n} d={args.d} k={args.k} seed={args.seed}: unpartitioned MDAV IL "
+        f"{il0:.4f} % ({cpu0:.2f} CPU s)"
+    )
+    rows = []
+    for size in args.lever:
+        b = border_split(X, args.k, size)
+        b["cell_size"] = size
+        b["cells_only_over_unpartitioned"] = round(100 * (b["il_cells_only"] / il0 - 1), 3)
+        b["refined_over_unpartitioned"] = round(100 * (b["il_refined"] / il0 - 1), 3)
+        rows.append(b)
+        print(
+            f"cell_size {size:>7}: {b['cells']:>4} cells; IL over unpartitioned "
+            f"{b['cells_only_over_unpartitioned']:+.2f} % cells only, "
+            f"{b['refined_over_unpartitioned']:+.2f} % after the border search; CPU s: cells "
+            f"{b['cells_cpu_seconds']}, cuts + border search {b['rest_cpu_seconds']}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"il_unpartitioned": il0, "lever": rows}, indent=2))
+    return 0
+
+
+def targets(result: dict) -> list[dict]:
+    """Every figure beside its target (the time targets are for 1M records)."""
+    out = []
+    scale = result["n"] / 1e6
+    fuzzy = result["method"] == "constrained_fuzzy"
+    for run in result["runs"]:
+        who = f"{run['runner']}" + (f" {run['workers']} worker(s)" if run["workers"] else "")
+        limit = TARGETS["constrained_fuzzy_wall_seconds_1m" if fuzzy else "wall_seconds_1m"]
+        out.append(
+            {
+                "figure": f"wall seconds, {who}",
+                "value": run["wall_seconds"],
+                "target": f"< {limit:g} at 1M"
+                + ("" if scale == 1 else f" (this run: n={result['n']})"),
+                "met": run["wall_seconds"] < limit if scale == 1 else None,
+            }
+        )
+        out.append(
+            {
+                "figure": f"peak RSS MB, {who}",
+                "value": run["peak_rss_mb"],
+                "target": f"< {TARGETS['peak_rss_mb']:g}",
+                "met": run["peak_rss_mb"] < TARGETS["peak_rss_mb"],
+            }
+        )
+        if "il_over_unpartitioned" in run:
+            out.append(
+                {
+                    "figure": f"IL over unpartitioned MDAV %, {who}",
+                    "value": run["il_over_unpartitioned"],
+                    "target": f"<= {TARGETS['il_over_unpartitioned_pct']:g}",
+                    "met": run["il_over_unpartitioned"] <= TARGETS["il_over_unpartitioned_pct"],
+                }
+            )
+    by = {r["workers"]: r["wall_seconds"] for r in result["runs"] if r["status"] == "published"}
+    if 1 in by and 2 in by:
+        speedup = by[1] / by[2]
+        out.append(
+            {
+                "figure": "speed-up, 2 workers over 1 (wall)",
+                "value": round(speedup, 3),
+                "target": f">= {TARGETS['speedup_2_over_1']:g}",
+                "met": speedup >= TARGETS["speedup_2_over_1"],
+            }
+        )
+    return out
+
+
+def report(result: dict) -> None:
+    print(
+        f"n={result['n']} d={result['d']} k={result['k']} seed={result['seed']} "
+        f"method={result['method']} cell_size={result['cell_size']} ({result['data']}); "
+        f"load before {' '.join(result['load']['before'])}, after "
+        f"{' '.join(result['load']['after'])} on {result['load']['cpus']} CPUs"
+    )
+    if result["il_unpartitioned"] is not None:
+        print(
+            f"unpartitioned MDAV: IL {result['il_unpartitioned']:.4f} % "
+            f"({result['unpartitioned_cpu_seconds']} CPU s, the baseline)"
+        )
+    if result["border"]:
+        b = result["border"]
+        print(
+            f"MDAV in {b['cells']} cells, one process: cells {b['cells_cpu_seconds']} CPU s, "
+            f"spatial cuts + border search {b['rest_cpu_seconds']} CPU s; IL "
+            f"{b['il_cells_only']:.4f} % before the border search, {b['il_refined']:.4f} % after"
+        )
+    for run in result["runs"]:
+        steps = ", ".join(f"{k} {v:.1f}" for k, v in run["steps"].items())
+        print(
+            f"{run['runner']} workers={run['workers']}: {run['status']} (exit "
+            f"{run['exit_code']}), IL {run['il']}, k {run['k']}; steps (s): {steps}"
+        )
+        if run["stderr_tail"]:
+            print(run["stderr_tail"], file=sys.stderr)
+    print(f"{'figure':<48} {'value':>10}  {'target':<28} met")
+    for t in result["targets"]:
+        met = {True: "yes", False: "NO", None: "-"}[t["met"]]
+        print(f"{t['figure']:<48} {t['value']!s:>10}  {t['target']:<28} {met}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

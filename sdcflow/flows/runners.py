@@ -1,0 +1,66 @@
+"""The task runner a release flow runs with: ``local`` (Prefect's default) or ``dask``.
+
+``runner: dask`` in the spec, or ``--runner dask`` on the command line, runs the release flow
+with prefect-dask's ``DaskTaskRunner``: an embedded ``distributed.LocalCluster`` of
+``dask.workers`` (``--dask-workers``) single-threaded worker processes, or the existing
+cluster whose scheduler is at ``dask.address`` (``--dask-address``). What runs there is
+described in :mod:`sdcflow.tasks.steps.scale`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from sdcflow.tasks.spec import DaskSettings, ReleaseSpec
+
+if TYPE_CHECKING:
+    from prefect import Flow
+    from prefect.task_runners import TaskRunner
+
+
+def with_cli_options(
+    spec: ReleaseSpec,
+    runner: str | None = None,
+    workers: int | None = None,
+    address: str | None = None,
+) -> ReleaseSpec:
+    """The spec with the command line's ``--runner``, ``--dask-workers`` and
+    ``--dask-address`` in place of its own (``--dask-*`` imply ``--runner dask``)."""
+    if runner is None and workers is None and address is None:
+        return spec
+    if workers is not None or address is not None:
+        dask = DaskSettings(workers=workers, address=address)
+        runner = runner or "dask"
+    else:
+        dask = spec.dask
+    return spec.model_copy(update={"runner": runner, "dask": dask})
+
+
+def cluster_kwargs(settings: DaskSettings) -> dict[str, Any]:
+    """Arguments of the embedded ``LocalCluster``: one single-threaded process per worker
+    (the cells' grouping is numba code holding one core), no dashboard."""
+    workers = settings.workers or os.cpu_count() or 1
+    return {
+        "n_workers": workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": None,
+    }
+
+
+def task_runner(spec: ReleaseSpec) -> TaskRunner | None:
+    """prefect-dask's ``DaskTaskRunner`` for ``runner: dask``; None for the local runner."""
+    if spec.runner != "dask":
+        return None
+    from prefect_dask import DaskTaskRunner
+
+    if spec.dask.address is not None:
+        return DaskTaskRunner(address=spec.dask.address)
+    return DaskTaskRunner(cluster_kwargs=cluster_kwargs(spec.dask))
+
+
+def with_runner(flow: Flow, spec: ReleaseSpec) -> Flow:
+    """``flow`` with the task runner the spec asks for."""
+    runner = task_runner(spec)
+    return flow if runner is None else flow.with_options(task_runner=runner)

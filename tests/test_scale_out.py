@@ -1,0 +1,238 @@
+"""Scale-out (issue #13, items 6 and 7): the mask's spatial cells as Prefect task runs on a
+Dask cluster, the same release as the local runner, the gates over the whole release."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from survey import EXAMPLE, QIS, write_release
+
+from sdcflow.errors import InputError, Reason
+from sdcflow.flows.cli import main
+from sdcflow.flows.runners import cluster_kwargs, with_cli_options
+from sdcflow.tasks.measures.anonymity import k_anonymity
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.tasks.microaggregation.blocked import blocked_groups, blocked_mdav, cell_map
+from sdcflow.tasks.microaggregation.mdav import mdav_groups
+from sdcflow.tasks.microaggregation.ps import ps_groups
+from sdcflow.tasks.spec import load_spec
+from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.warehouse.warehouse import ROW_ID, table_name
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _records(n: int = 3000, d: int = 4, seed: int = 3) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, d))
+
+
+@pytest.mark.parametrize("partition", [mdav_groups, ps_groups])
+def test_a_cell_map_sees_one_cell_at_a_time_and_changes_no_label(partition):
+    Z, k, size = _records(), 5, 400
+    seen: list[int] = []
+
+    def backwards(part, cells, kk):  # another "cluster": cells in reverse order
+        seen.extend(c.shape[0] for c in cells)
+        return [part(c, kk) for c in cells[::-1]][::-1]
+
+    serial = blocked_groups(Z, k, size, partition)
+    with cell_map(backwards):
+        mapped = blocked_groups(Z, k, size, partition)
+    np.testing.assert_array_equal(mapped, serial)
+    # every call got its own cell's keys only: at most cell_size records, all of them once
+    assert max(seen) <= size and sum(seen) == Z.shape[0] and len(seen) >= Z.shape[0] // size
+    sizes = np.bincount(serial)
+    assert sizes.min() >= k and sizes.max() <= 2 * k - 1
+    # outside the block the default (serial) map is back
+    np.testing.assert_array_equal(blocked_groups(Z, k, size, partition), serial)
+
+
+def test_blocked_mdav_is_blocked_groups_with_mdav():
+    Z = _records(1200)
+    np.testing.assert_array_equal(blocked_mdav(Z, 3, 200), blocked_groups(Z, 3, 200, mdav_groups))
+
+
+def test_runner_dask_refuses_a_method_without_cells(tmp_path):
+    spec = write_release(
+        tmp_path,
+        rows=60,
+        quasi_identifiers=QIS,
+        method={"name": "constrained_fuzzy", "k": 5},
+        runner="dask",
+    )
+    with pytest.raises(InputError) as e:
+        plan_release(load_spec(spec))
+    assert e.value.code == Reason.RUNNER
+    # the same method on the local runner passes the preflight
+    plan_release(with_cli_options(load_spec(spec), runner="local"))
+    # and the command line says so with exit 2, before any flow run
+    assert main(["check", str(spec)]) == 2
+
+
+def test_runner_options(tmp_path):
+    spec = load_spec(write_release(tmp_path, rows=20))
+    assert spec.runner == "local"
+    # --dask-workers implies --runner dask; it replaces the spec's dask settings
+    dask = with_cli_options(spec, workers=3)
+    assert (dask.runner, dask.dask.workers, dask.dask.address) == ("dask", 3, None)
+    assert cluster_kwargs(dask.dask)["n_workers"] == 3
+    assert with_cli_options(spec) is spec
+    # a spec cannot ask for both an embedded cluster and an existing one
+    both = write_release(
+        tmp_path, rows=20, spec_name="both.yaml", dask={"workers": 2, "address": "tcp://x:1"}
+    )
+    with pytest.raises(InputError) as e:
+        load_spec(both)
+    assert e.value.code == Reason.SPEC_FIELD
+
+
+def _task_runs(flow_run_hex: str) -> list[str]:
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    body = {"flow_runs": {"id": {"any_": [str(uuid.UUID(flow_run_hex))]}}, "limit": 200}
+    response = httpx.post(f"{PREFECT_API_URL.value()}/task_runs/filter", json=body, timeout=30)
+    response.raise_for_status()
+    return [item["name"] for item in response.json()]
+
+
+@pytest.mark.flow
+def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_path, prefect_api):
+    """Two Dask workers group the cells; the published files are byte for byte those of the
+    local runner; k and IL in the manifest are those of the assembled release (k over the
+    published file, IL over every record of the file). The workers are threads of a cluster
+    in this process (``--dask-address``), which starts in a second; the embedded cluster of
+    worker processes (``--dask-workers``) is exercised by the benchmark script's test."""
+    from distributed import LocalCluster
+
+    rows, k = 600, 5
+    common = {
+        "quasi_identifiers": QIS,
+        "method": {"name": "mdav", "k": k, "cell_size": 100},
+        "checks": {"k_anonymity": k, "max_information_loss": 40},
+        "seed": 11,
+    }
+    local = write_release(tmp_path, rows=rows, spec_name="local.yaml", output="local", **common)
+    dask = write_release(tmp_path, rows=rows, spec_name="dask.yaml", output="dask", **common)
+    assert main(["release", str(local)]) == 0
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        assert main(["release", str(dask), "--dask-address", cluster.scheduler_address]) == 0
+    a, b = tmp_path / "local" / "survey", tmp_path / "dask" / "survey"
+    for name in ("data.parquet", "data.csv"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+
+    manifest = json.loads((b / "manifest.json").read_text())
+    run_id = manifest["run_id"]
+    names = _task_runs(run_id)
+    assert sum(n.startswith("mask-cell") for n in names) == 8  # 600 records, cells <= 100
+    figures = {c["check"]: c["figure"] for c in manifest["checks"]}
+
+    published = pd.read_parquet(b / "data.parquet")
+    assert figures["k_anonymity"] == k_anonymity(published[QIS]) >= k
+    # IL over the whole file: the assembled release (the warehouse's masked table, by row)
+    # against the records as read
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        masked = con.execute(f"SELECT * FROM {table_name('masked', run_id)} ORDER BY {ROW_ID}").df()
+    source = pd.read_csv(EXAMPLE / "data.csv").head(rows)
+    assert masked[ROW_ID].tolist() == list(range(rows))
+    il = sse_sst_loss(source[QIS].to_numpy(float), masked[QIS].to_numpy(float))
+    assert figures["max_information_loss"] == pytest.approx(il, rel=1e-12)
+    # the published rows are the assembled release's rows (shuffled)
+    key = sorted(QIS)
+    pd.testing.assert_frame_equal(
+        published[QIS].sort_values(key).reset_index(drop=True),
+        masked[QIS].sort_values(key).reset_index(drop=True),
+        check_dtype=False,
+    )
+
+
+@pytest.mark.flow
+def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefect_api):
+    """benchmarks/scale.py at a tiny n (structure only, never a timed assertion): one
+    ``sdcflow release --runner dask --dask-workers 1`` process, an embedded LocalCluster of
+    worker processes; it uses the session's Prefect API instead of starting its own."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "scale.py"),
+            "--n",
+            "3000",
+            "--cell-size",
+            "1000",
+            "--workers",
+            "1",
+            "--json",
+            str(tmp_path / "scale.json"),
+            "--work",
+            str(tmp_path / "work"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads((tmp_path / "scale.json").read_text())
+    assert {"n", "d", "k", "seed", "runs", "il_unpartitioned", "targets", "load"} <= set(result)
+    for run in result["runs"]:
+        assert {"workers", "wall_seconds", "steps", "peak_rss_mb", "il", "status"} <= set(run)
+        assert run["status"] == "published"
+    for target in result["targets"]:
+        assert {"figure", "target", "met"} <= set(target)
+    assert "target" in out.stdout
+
+
+@pytest.mark.flow
+def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_api):
+    """--dask-address: the release connects to a running scheduler instead of starting one
+    (here an in-process cluster: one worker thread)."""
+    from distributed import LocalCluster
+
+    spec = write_release(
+        tmp_path,
+        rows=300,
+        quasi_identifiers=QIS,
+        method={"name": "ps", "k": 5, "cell_size": 100},
+        checks={"k_anonymity": 5, "max_information_loss": 40},
+    )
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        code = main(["release", str(spec), "--dask-address", cluster.scheduler_address])
+        assert code == 0
+        assert (
+            cluster.scheduler_address
+        )  # still up: sdcflow does not stop a cluster it did not start
+    manifest = json.loads((tmp_path / "published" / "survey" / "manifest.json").read_text())
+    assert sum(n.startswith("mask-cell") for n in _task_runs(manifest["run_id"])) == 4
+    assert manifest["method"]["cell_size"] == 100
+    assert manifest["method_details"]["algorithm"] == "ps in cells of 100"
+
+
+def test_exact_neighbours_gives_up_early_when_projected_over_budget(monkeypatch):
+    """The lower bound's exact search stops after its first chunk when the queries so far
+    project it beyond 1.5 x its budget (a 200k-record release no longer spends 60 CPU s on
+    a bound it cannot finish); a clock that advances 1 s per look makes it deterministic."""
+    from sdcflow.tasks.microaggregation import neighbours
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(neighbours.time, "process_time", lambda: float(next(ticks)))
+    Z = np.random.default_rng(0).standard_normal((50000, 2))  # 7 chunks of 8192
+    # t0 = 0, built = 1, first look at 2: projected 1 + 1 x 50000 / 8192 = 7.1 s
+    with pytest.raises(neighbours.BudgetExceeded, match="projected"):
+        neighbours.exact_neighbours(Z, 3, seconds=4.0)  # 2 s spent < 4, 7.1 > 1.5 x 4
+    idx, _ = neighbours.exact_neighbours(Z, 3, seconds=100.0)  # 7.1 < 150: runs to the end
+    assert idx.shape == (50000, 3)

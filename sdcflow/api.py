@@ -31,6 +31,7 @@ def release(
     publish: bool = True,
     *,
     base_dir: str | Path | None = None,
+    force: bool = False,
 ) -> ReleaseOutcome:
     """Run a release (or, with ``publish=False``, everything but publishing).
 
@@ -43,12 +44,17 @@ def release(
         Folder that relative paths of a mapping spec (``source``, ``output``...) are read
         against; default the current folder. Ignored for a file (its own folder) and a
         ``ReleaseSpec``.
+    force : bool
+        Publish even when the live release came from the same input and spec (as
+        ``sdcflow release --force``); without it such a run returns status ``unchanged``.
 
     Returns
     -------
     ReleaseOutcome
-        ``status`` is ``published``, ``checked`` or ``refused`` (a failed check; nothing
-        published); figures, verdicts, the report and the published folder are on it.
+        ``status`` is ``published``, ``checked``, ``refused`` (a failed check; nothing
+        published) or ``unchanged`` (already published from the same input and spec, by
+        ``previous_run``; nothing new published); figures, verdicts, the report and the
+        published folder are on it.
 
     Raises
     ------
@@ -73,6 +79,8 @@ def release(
     from sdcflow.flows.runners import with_runner  # runner: dask -- prefect-dask
 
     try:
-        return with_runner(release_flow, plan.spec)(str(where), publish=publish, plan=plan)
+        return with_runner(release_flow, plan.spec)(
+            str(where), publish=publish, plan=plan, force=force
+        )
     except ChecksFailed as e:
         return e.outcome

@@ -60,6 +60,7 @@ class Reason(StrEnum):
     SOURCE_FORMAT = "source-format"  # unsupported, corrupt, not UTF-8, ragged
     SOURCE_EMPTY = "source-empty"
     SOURCE_COLUMNS = "source-columns"  # duplicate or reserved column names
+    SOURCE_CHANGED = "source-changed"  # the file changed while it was read and hashed
     COLUMN_UNKNOWN = "column-unknown"  # the spec names a column the file lacks
     COLUMN_TYPE = "column-type"  # a column's type cannot be used in its role
     VALUES_MISSING = "values-missing"
@@ -84,6 +85,7 @@ class Reason(StrEnum):
     # where the run writes
     WAREHOUSE = "warehouse"  # not a DuckDB file, unreadable
     OUTPUT = "output"  # the output folder cannot hold a release
+    COPY_PRUNED = "copy-pruned"  # a run's warehouse copy was dropped by the retention policy
     RUNNER = "runner"  # the task runner cannot run this release (runner: dask)
     # fuzzy mapping (sdcflow remap)
     MAPPING_MISSING = "mapping-missing"  # no stored fuzzy mapping for that release / run

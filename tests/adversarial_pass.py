@@ -82,7 +82,7 @@ def attack(
     before = marker_run(target)
     known = set(os.listdir(runs_dir)) if runs_dir.exists() else set()
     proc = subprocess.Popen(
-        [sdcflow, "release", "release.yaml"],
+        [sdcflow, "release", "release.yaml", "--force"],  # republish: same input and spec
         cwd=work,
         env=env,
         stdout=subprocess.PIPE,
@@ -157,7 +157,11 @@ def main() -> None:
         print(json.dumps({"kill": i, **entry, "problems": found}), flush=True)
         problems += [(i, p, entry) for p in found]
     final = subprocess.run(
-        [sdcflow, "release", "release.yaml"], cwd=work, env=env, capture_output=True, text=True
+        [sdcflow, "release", "release.yaml", "--force"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     with duckdb.connect(str(work / "warehouse.duckdb"), read_only=True) as con:
         rows = con.execute("SELECT status, published_to FROM audit.runs").fetchall()

@@ -99,7 +99,7 @@ def test_kills_at_random_moments_never_leave_disk_and_audit_disagreeing(tmp_path
     seen = []
     for _ in range(4):
         before = published_run(tmp_path / "published" / RELEASE, RELEASE)
-        proc = cli("release", str(spec), cwd=tmp_path)
+        proc = cli("release", str(spec), "--force", cwd=tmp_path)  # a real republication
         _server_of(proc.pid)
         time.sleep(rng.uniform(0.0, 12.0))  # anywhere in the run, publication included
         sig = rng.choice([signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
@@ -119,7 +119,7 @@ def test_kills_at_random_moments_never_leave_disk_and_audit_disagreeing(tmp_path
             assert not said_published
         seen.append((sig.name, live != before))
     # the next run settles what the killed ones left, from what is on disk
-    final = cli("release", str(spec), cwd=tmp_path)
+    final = cli("release", str(spec), "--force", cwd=tmp_path)
     assert final.wait(timeout=600) == 0
     audit = _audit(tmp_path)
     assert not [r for r, (s, _) in audit.items() if s == "running"]
@@ -131,7 +131,8 @@ def test_two_releases_and_a_reader_on_one_warehouse(tmp_path):
     spec = _spec(tmp_path)
     first = cli("release", str(spec), cwd=tmp_path)
     time.sleep(1)
-    second = cli("release", str(spec), "--wait", "600", cwd=tmp_path)
+    # --force: the same input and spec would otherwise publish nothing new (status unchanged)
+    second = cli("release", str(spec), "--wait", "600", "--force", cwd=tmp_path)
     reader = spawn(
         """
         import subprocess, sys, time

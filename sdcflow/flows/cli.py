@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy
+from sdcflow.flows import prune
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -70,7 +71,13 @@ def _print_outcome(outcome, publish: bool, *, checks_only: bool = False) -> None
         )
     if checks_only:  # a refusal: its one line goes to stderr
         return
-    if publish:
+    if getattr(outcome, "status", None) == "unchanged":
+        print(
+            f"already published as run {outcome.previous_run} from the same input and spec: "
+            f"{outcome.published}; nothing new published (--force to publish again; run "
+            f"{outcome.run_id})"
+        )
+    elif publish:
         print(f"published {outcome.published} (run {outcome.run_id})")
     else:
         print(f"all checks passed; nothing published (run {outcome.run_id})")
@@ -126,7 +133,12 @@ def _signal_names(signals: list[int]) -> str:
 
 
 def _run_release(
-    spec_path: str, *, publish: bool, wait: float | None, runner: dict | None = None
+    spec_path: str,
+    *,
+    publish: bool,
+    wait: float | None,
+    runner: dict | None = None,
+    force: bool = False,
 ) -> int:
     # The preflight runs before a flow run exists, so that bad input gives one clean line
     # (and no failed run in the Prefect UI); the flow reuses its plan.
@@ -140,14 +152,19 @@ def _run_release(
     try:
         # One writer per warehouse: wait for it before starting anything else.
         with Warehouse(plan.spec.warehouse_path).lock(wait):
+            from sdcflow.flows.progress_bar import terminal_progress
             from sdcflow.flows.server import owned_prefect_api
 
-            with owned_prefect_api():
+            with owned_prefect_api(), terminal_progress():
                 from sdcflow.flows.release import release  # imports Prefect: after preflight
 
                 _console_without_tracebacks()
                 outcome = with_runner(release, plan.spec)(
-                    str(Path(spec_path).resolve()), publish=publish, plan=plan, wait=wait
+                    str(Path(spec_path).resolve()),
+                    publish=publish,
+                    plan=plan,
+                    wait=wait,
+                    force=force,
                 )
     except ChecksFailed as e:
         if getattr(e.outcome, "checks", None):  # a refusal shows every figure too
@@ -227,7 +244,8 @@ def _runs(
     for name in ("run", "release", "kind", "method", "status", "started", "took", "rows",
                  "checks"):  # fmt: skip
         fixed = name in ("run", "kind", "status", "started", "took", "rows")
-        table.add_column(name, overflow="fold", no_wrap=fixed)
+        width = len("3/3 pass") if name == "checks" else None
+        table.add_column(name, overflow="fold", no_wrap=fixed, min_width=width)
     colours = {"published": "green", "refused": "red", "failed": "red", "checked": "green"}
     for r in runs.itertuples(index=False):
         started = _utc(r.started_at)
@@ -238,17 +256,27 @@ def _runs(
             r.release,
             f"[magenta]{r.kind}[/]" if r.kind == "compare" else r.kind,
             r.method or "—",
-            f"[{colours.get(r.status, 'yellow')}]{r.status}[/]",
+            f"[{colours.get(r.status, 'yellow')}]{r.status}[/]" + _pruned_mark(r.copies_pruned_at),
             started.strftime("%m-%d %H:%M") if started else "—",
             took,
             "—" if pd.isna(r.n_rows) else f"{int(r.n_rows)}",
             _checks_cell(r.checks),
         )
+    notes = []
     if not full_ids:
-        table.caption = "run ids cut to 8 characters; --full-ids prints them whole"
+        notes.append("run ids cut to 8 characters; --full-ids prints them whole")
+    if runs["copies_pruned_at"].notna().any():
+        notes.append("pruned: the run's raw, edited and masked copies were dropped by retention")
+    if notes:
+        table.caption = "\n".join(notes)
         table.caption_justify = "left"
     Console(soft_wrap=False).print(table)
     return EXIT_OK
+
+
+def _pruned_mark(pruned_at: object) -> str:
+    """A second line under the status of a run whose copies retention dropped."""
+    return "" if _utc(pruned_at) is None else "\n[dim]pruned[/]"
 
 
 def _utc(value: object):  # type: ignore[no-untyped-def]
@@ -400,6 +428,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("release", help="mask, check and publish the release a spec describes")
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--wait", type=_seconds, metavar="SECONDS", help=wait_help)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="publish even when the live release came from the same input and spec",
+    )
     _runner_options(p)
     p = sub.add_parser("check", help="everything but publishing, with the same exit codes")
     p.add_argument("spec", help="release spec (YAML)")
@@ -412,10 +445,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--release", help="only the runs of this release")
     p.add_argument(
         "--status",
-        choices=["running", "published", "checked", "refused", "failed", "interrupted"],
+        choices=[
+            "running",
+            "published",
+            "checked",
+            "unchanged",
+            "refused",
+            "failed",
+            "interrupted",
+        ],
         help="only the runs that ended so",
     )
     p.add_argument("--full-ids", action="store_true", help="print whole run ids")
+    prune.add_parser(sub, wait_help, _seconds)
     p = sub.add_parser("serve", help="serve the release as a Prefect deployment (long-running)")
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--cron", help='schedule, e.g. "0 3 * * *"')
@@ -505,8 +547,14 @@ def _main(argv: Sequence[str] | None) -> int:
                 "address": args.dask_address,
             }
             return _run_release(
-                args.spec, publish=args.command == "release", wait=args.wait, runner=runner
+                args.spec,
+                publish=args.command == "release",
+                wait=args.wait,
+                runner=runner,
+                force=getattr(args, "force", False),
             )
+        if args.command == "prune":
+            return prune.prune(args)
         if args.command == "runs":
             return _runs(
                 args.spec, args.warehouse, args.limit, args.release, args.status, args.full_ids

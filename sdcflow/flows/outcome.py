@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from sdcflow.tasks.gates import GateOutcome, RecordRisk
 
-Status = Literal["published", "checked", "refused"]
+Status = Literal["published", "checked", "refused", "unchanged"]
 
 
 @dataclass
@@ -22,7 +22,9 @@ class ReleaseOutcome:
     release : the release name.
     status : ``published``; ``checked`` (every check passed, nothing published: ``sdcflow
         check``); ``refused`` (a check or, under ``on_violation: fail``, an edit rule failed;
-        nothing published). A run that could not complete raises instead.
+        nothing published); ``unchanged`` (the live release was published from the same
+        input and spec by ``previous_run``; nothing new published, ``--force`` publishes
+        again). A run that could not complete raises instead.
     message : the decision in one line.
     method : the method block that ran (as in the manifest).
     checks : every gate with its figure, threshold and verdict.
@@ -39,6 +41,7 @@ class ReleaseOutcome:
     edit_violations : violating released records per rule; None when no rule could be checked.
     published : the release folder, when published.
     report : the run's ``report.html``.
+    previous_run : for ``unchanged``, the run that published the live release.
     """
 
     run_id: str
@@ -55,6 +58,7 @@ class ReleaseOutcome:
     edit_violations: dict[str, int] | None = None
     published: Path | None = None
     report: Path | None = None
+    previous_run: str | None = None
 
     @property
     def success(self) -> bool:

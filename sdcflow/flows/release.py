@@ -6,6 +6,7 @@ Run it with ``sdcflow release SPEC`` (``sdcflow check SPEC`` stops before publis
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from prefect import flow, get_run_logger
-from prefect.exceptions import ExternalSignal
+from prefect.exceptions import ExternalSignal, MissingContextError
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
@@ -28,12 +29,14 @@ from sdcflow.tasks.steps import fuzzy_map as fuzzy_map_steps
 from sdcflow.tasks.steps.ingest import ingest
 from sdcflow.tasks.steps.mask import mask, released_frame, store_masked
 from sdcflow.tasks.steps.plan import ReleasePlan, preflight
+from sdcflow.tasks.steps.progress import Progress
 from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
 from sdcflow.tasks.steps.scale import scaled_out
 from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
-from sdcflow.warehouse.publish import SWAPPED_IN, recover
+from sdcflow.warehouse.publish import SWAPPED_IN, published_run, recover
+from sdcflow.warehouse.retention import Policy, apply_policy
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -112,6 +115,18 @@ def _refused(outcome: ReleaseOutcome) -> State:
     return Failed(message=outcome.message, data=error)
 
 
+# The steps a run's progress counts (the release's Prefect progress artifact, the command
+# line's bar); ``sdcflow check`` stops before the last.
+STEPS = (
+    "ingest",
+    "edit rules on the raw records",
+    "mask",
+    "edit rules on the released records",
+    "checks",
+    "report",
+    "publish",
+)
+
 # Runs this process published, by run id: the command line reads it when an interrupt arrived
 # after the publication (the release is live; it must say so).
 PUBLISHED: dict[str, ReleaseOutcome] = {}
@@ -127,6 +142,7 @@ def release(
     plan: ReleasePlan | None = None,
     wait: float | None = None,
     kind: str | None = None,
+    force: bool = False,
 ) -> ReleaseOutcome | State:
     """Release the file described by the spec at ``spec_path``.
 
@@ -143,6 +159,9 @@ def release(
         ``$SDCFLOW_LOCK_WAIT`` or 60); then :class:`~sdcflow.errors.WarehouseBusy`.
     kind : what started the run, recorded in ``audit.runs.kind``: ``release`` (publishing),
         ``check`` (``publish=False``, the default then) or ``compare`` (a variant).
+    force : publish even when the live release was published from the same input (sha256 of
+        the source file) and the same spec (:meth:`ReleaseSpec.sha256`); without it such a
+        run publishes nothing and returns status ``unchanged`` (:func:`already_published`).
 
     Returns the :class:`ReleaseOutcome`. When a check or, under ``on_violation: fail``, an
     edit rule fails, the flow run ends Failed and the call raises ``ChecksFailed`` carrying
@@ -161,7 +180,12 @@ def release(
     warehouse = Warehouse(spec.warehouse_path)
     with warehouse.lock(wait):
         return _release(
-            plan, warehouse, publish, figures, kind or ("release" if publish else "check")
+            plan,
+            warehouse,
+            publish,
+            figures,
+            kind or ("release" if publish else "check"),
+            force,
         )
 
 
@@ -171,6 +195,7 @@ def _release(
     publish: bool,
     figures: list[str] | None,
     kind: str,
+    force: bool = False,
 ) -> ReleaseOutcome | State:
     spec = plan.spec
     run_id = _run_id()
@@ -182,13 +207,38 @@ def _release(
     docs = report_dir / "data-docs"
     target = spec.release_dir.resolve() if publish else None
     warehouse.start_run(
-        run_id, spec.release, spec.sha256(), spec.method.name, target=target, kind=kind
+        run_id,
+        spec.release,
+        spec.sha256(),
+        spec.method.name,
+        target=target,
+        kind=kind,
+        input_sha256=plan.source_sha256 or None,
     )
     status, message, published, n_rows = "failed", None, None, None
     recorded = False
     try:
+        previous = already_published(plan, warehouse) if publish and not force else None
+        if previous is not None:
+            status = "unchanged"  # its published_to stays empty: this run published nothing
+            message = (
+                f"already published as run {previous['run_id']} from the same input and "
+                "spec; nothing new published (--force to publish again)"
+            )
+            get_run_logger().info("decision: %s", message)
+            return ReleaseOutcome(
+                run_id=run_id,
+                release=spec.release,
+                status="unchanged",
+                message=message,
+                method=spec.method.model_dump(mode="json"),
+                published=Path(previous["published_to"]),
+                previous_run=previous["run_id"],
+            )
         report_folder.create()
-        frame = ingest(plan, warehouse, run_id)
+        steps = Progress(spec.release, "release", STEPS[: len(STEPS) - (not publish)], run_id)
+        with steps.step("ingest"):
+            frame = ingest(plan, warehouse, run_id)
         n_rows = len(frame)
         outcome = ReleaseOutcome(
             run_id=run_id,
@@ -198,7 +248,8 @@ def _release(
             method=spec.method.model_dump(mode="json"),
         )
 
-        edits = _edit_raw(plan, warehouse, run_id, frame, docs)
+        with steps.step("edit rules on the raw records"):
+            edits = _edit_raw(plan, warehouse, run_id, frame, docs)
         if edits.refused:
             outcome.message = "REFUSED: raw records violate edit rules (on_violation: fail)"
             outcome.checks, outcome.edit_rules = edits.refused, edits.summary
@@ -211,18 +262,22 @@ def _release(
             status, message = "refused", outcome.message
             return _refused(outcome)
 
-        edits.frame, mapped = fuzzy_map_steps.map_sensitive(
-            spec, warehouse, run_id, edits.frame, rng
-        )
-        with scaled_out():  # runner: dask -- the mask's cells as task runs on the cluster
-            result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
-        released = released_frame(spec, edits.frame, result)
-        store_masked(warehouse, run_id, released)
-        edit_violations, unchecked = _edit_masked(plan, warehouse, run_id, edits, released, docs)
-
-        checks, computed, evidence = check_steps.check_release(
-            spec, edits.frame, result, edit_violations, rng, figures or (), frame, unchecked
-        )
+        with steps.step("mask"):
+            edits.frame, mapped = fuzzy_map_steps.map_sensitive(
+                spec, warehouse, run_id, edits.frame, rng
+            )
+            with scaled_out():  # runner: dask -- the mask's cells as task runs on the cluster
+                result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
+            released = released_frame(spec, edits.frame, result)
+            store_masked(warehouse, run_id, released)
+        with steps.step("edit rules on the released records"):
+            edit_violations, unchecked = _edit_masked(
+                plan, warehouse, run_id, edits, released, docs
+            )
+        with steps.step("checks"):
+            checks, computed, evidence = check_steps.check_release(
+                spec, edits.frame, result, edit_violations, rng, figures or (), frame, unchecked
+            )
         warehouse.record_checks(run_id, [o.as_dict() for o in checks])
         failed = [o for o in checks if not o.passed]
         outcome.checks, outcome.figures = checks, computed
@@ -231,20 +286,21 @@ def _release(
         outcome.information_loss = evidence.information_loss
         outcome.record_risk = evidence.record_risk
         outcome.message = _decision(failed, publish)
-        report_artifacts(spec, run_id, checks, outcome.message)
-        outcome.report = run_report(
-            spec,
-            report_dir,
-            run_id,
-            outcome.message,
-            checks,
-            edits.summary,
-            plan.rules,
-            frame,
-            result,
-            evidence,
-            fuzzy_map_steps.report_tables(mapped),
-        )
+        with steps.step("report"):
+            report_artifacts(spec, run_id, checks, outcome.message)
+            outcome.report = run_report(
+                spec,
+                report_dir,
+                run_id,
+                outcome.message,
+                checks,
+                edits.summary,
+                plan.rules,
+                frame,
+                result,
+                evidence,
+                fuzzy_map_steps.report_tables(mapped),
+            )
         report_folder.complete()
         if failed:
             status, message = "refused", outcome.message
@@ -252,7 +308,7 @@ def _release(
 
         if publish:
             # The swap and its audit record happen together: an interrupt waits for both.
-            with deferred_signals():
+            with steps.step("publish"), deferred_signals():
                 published = publish_release(spec, warehouse, run_id, released, outcome, rng)
                 outcome.published, outcome.status = published, "published"
                 status, message = "published", outcome.message
@@ -288,6 +344,59 @@ def _release(
                     n_rows=n_rows,
                     published_to=str(published) if published else None,
                 )
+        if status != "interrupted":  # after a signal, the next run or `sdcflow prune` does it
+            retain(spec, warehouse)
+
+
+def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any] | None:
+    """The live release's run when it was published from the same input and spec, else None.
+
+    Same input: the sha256 of the source file's bytes (``plan.source_sha256``); same spec:
+    :meth:`ReleaseSpec.sha256` (the public spec, canonical JSON; ``retention`` aside). Live:
+    the latest ``published`` run of the release in ``audit.runs`` is the one whose marker
+    the release folder carries now (a folder removed or replaced since is published again).
+    """
+    if not plan.source_sha256:
+        return None
+    last = warehouse.latest_published(plan.spec.release)
+    if last is None or last["input_sha256"] != plan.source_sha256:
+        return None
+    if last["spec_sha256"] != plan.spec.sha256() or not last["published_to"]:
+        return None
+    folder = Path(last["published_to"])
+    if published_run(folder) != last["run_id"]:
+        return None
+    return last
+
+
+def retain(spec: ReleaseSpec, warehouse: Warehouse) -> None:
+    """Apply the spec's ``retention:`` to the release's runs (end of every run). A failure
+    here never changes the run's outcome: it is logged, and the next run or ``sdcflow
+    prune`` drops what is left."""
+    policy = Policy(**spec.retention.model_dump())
+    try:
+        dropped = apply_policy(warehouse, policy, spec.release)
+    except Exception as e:
+        _logger().warning(
+            "retention: the expired copies could not be dropped (%s); the next run or "
+            "`sdcflow prune` drops them",
+            type(e).__name__,
+        )
+        return
+    for run in dropped:
+        _logger().info(
+            "retention: dropped the %s copies of run %s (%s)",
+            "/".join(run.schemas),
+            run.run_id,
+            run.why,
+        )
+
+
+def _logger() -> logging.Logger | logging.LoggerAdapter:  # type: ignore[type-arg]
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger("sdcflow")
 
 
 def publish_release(

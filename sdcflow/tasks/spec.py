@@ -131,6 +131,29 @@ def _split_key_declarations(data: Any) -> Any:
     return {**data, "quasi_identifiers": names, "key_types": declared}
 
 
+class RetentionSpec(BaseModel):
+    """How long the warehouse keeps a run's confidential copies (``retention:``): its raw,
+    edited and masked tables. Applied at the end of every run of the release and by
+    ``sdcflow prune``; ``audit.runs`` keeps every run's figures whatever is dropped.
+
+    A run's copies are dropped when it falls outside any limit given (``keep_last`` and
+    ``keep_days`` together keep only the runs within both); refused, failed and interrupted
+    runs' copies are dropped at the end of the run unless ``keep_refused``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    keep_last: int | None = Field(
+        None, ge=1, description="keep the copies of this many latest runs of the release"
+    )
+    keep_days: float | None = Field(
+        None, gt=0, description="keep the copies of runs started within this many days"
+    )
+    keep_refused: bool = Field(
+        False, description="keep the copies of refused, failed and interrupted runs too"
+    )
+
+
 class DaskSettings(BaseModel):
     """``dask:`` -- where ``runner: dask`` runs the mask's cells (README, "Scale-out")."""
 
@@ -255,6 +278,10 @@ class ReleaseSpec(BaseModel):
     accept: Acceptances = Field(
         default_factory=Acceptances,
         description="explicit acceptance of looser gates or unchecked rules (in the manifest)",
+    )
+    retention: RetentionSpec = Field(
+        default_factory=RetentionSpec,
+        description="how long the warehouse keeps each run's raw, edited and masked copies",
     )
     base_dir: Path = Field(Path("."), exclude=True)
 
@@ -396,8 +423,12 @@ class ReleaseSpec(BaseModel):
         return data
 
     def sha256(self) -> str:
-        """Hash of the public spec (stable key order), identifying what a run was asked."""
-        blob = json.dumps(self.public_dict(), sort_keys=True).encode()
+        """Hash of the public spec (stable key order), identifying what a run was asked.
+
+        ``retention`` is left out: it governs the warehouse's copies, not the release, so
+        changing it neither changes the hash nor makes a re-run publish again."""
+        public = {k: v for k, v in self.public_dict().items() if k != "retention"}
+        blob = json.dumps(public, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
 

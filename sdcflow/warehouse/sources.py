@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Sequence
@@ -76,6 +77,37 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
     if data.num_rows == 0:
         raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
     return data
+
+
+def read_source_hashed(
+    source: Path, missing_values: Sequence[str] | None = None
+) -> tuple[pa.Table, str]:
+    """:func:`read_source`, and the sha256 of the file's bytes (hex), computed once here.
+
+    The hash is streamed (1 MiB at a time, never the whole file in memory) right after
+    DuckDB's read, while the file is in the page cache. The file's size, modification time
+    and inode are compared before the read and after the hash: when they differ the file
+    changed while it was read, and the hash might not describe the records ingested, so it
+    is refused (reason ``source-changed``) rather than recorded.
+    """
+    source = Path(source)
+    _check_is_file(source)  # a missing or odd source is named as such, before its identity
+    before = _identity(source)
+    data = read_source(source, missing_values)
+    with source.open("rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    if _identity(source) != before:
+        raise InputError(
+            f"source {source} changed while it was read; run the release again once the "
+            "file is complete",
+            code=Reason.SOURCE_CHANGED,
+        )
+    return data, digest
+
+
+def _identity(source: Path) -> tuple[int, int, int, int]:
+    info = source.stat()
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def _null_tokens(con: duckdb.DuckDBPyConnection, data: pa.Table, tokens: list[str]) -> pa.Table:

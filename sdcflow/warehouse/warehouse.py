@@ -147,7 +147,27 @@ ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS host VARCHAR;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS pid BIGINT;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS kind VARCHAR;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS target VARCHAR;
+ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS input_sha256 VARCHAR;
+ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS copies_pruned_at TIMESTAMPTZ;
 """
+
+# The tables each run created (the only ones retention may drop), and when they were dropped.
+_RUN_TABLES_DDL = """
+CREATE SCHEMA IF NOT EXISTS audit;
+CREATE TABLE IF NOT EXISTS audit.run_tables (
+    run_id VARCHAR NOT NULL,
+    schema_name VARCHAR NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    dropped_at TIMESTAMPTZ,
+    PRIMARY KEY (run_id, schema_name)
+);
+"""
+_DDL += _RUN_TABLES_DDL
+
+_RECORD_TABLE = (
+    "INSERT OR REPLACE INTO audit.run_tables (run_id, schema_name, created_at, dropped_at) "
+    "VALUES (?, ?, ?, NULL)"
+)
 
 
 def table_name(schema: str, run_id: str) -> str:
@@ -273,6 +293,7 @@ class Warehouse:
             con.register("incoming", data)
             con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM incoming")
             con.unregister("incoming")
+            self._record_table(con, "raw", run_id)
         return table
 
     def write_frame(self, schema: str, run_id: str, frame: pd.DataFrame) -> str:
@@ -282,12 +303,33 @@ class Warehouse:
             con.register("incoming", frame)
             con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM incoming")
             con.unregister("incoming")
+            self._record_table(con, schema, run_id)
         return table
 
+    @staticmethod
+    def _record_table(con: duckdb.DuckDBPyConnection, schema: str, run_id: str) -> None:
+        """Record in ``audit.run_tables`` that the run created its ``schema`` table: retention
+        (:mod:`sdcflow.warehouse.retention`) drops only tables recorded so."""
+        con.execute(_RUN_TABLES_DDL)
+        con.execute(_RECORD_TABLE, [run_id, schema, datetime.now(UTC)])
+
     def read_frame(self, schema: str, run_id: str) -> pd.DataFrame:
-        """The ``schema`` table of ``run_id``, ordered by ``sdc_row_id``."""
+        """The ``schema`` table of ``run_id``, ordered by ``sdc_row_id``.
+
+        Raises ``InputError`` (reason ``copy-pruned``) when retention dropped that table."""
         with self.connect(read_only=True) as con:
-            return con.sql(f"SELECT * FROM {table_name(schema, run_id)} ORDER BY {ROW_ID}").df()
+            try:
+                return con.sql(f"SELECT * FROM {table_name(schema, run_id)} ORDER BY {ROW_ID}").df()
+            except duckdb.CatalogException:
+                dropped = _dropped_at(con, schema, run_id)
+                if dropped is None:
+                    raise
+        raise InputError(
+            f"the {schema} copy of run {run_id} was pruned on {dropped:%Y-%m-%d} by the "
+            "retention policy; its figures stay in audit.runs; run the release again to "
+            "recompute from the source",
+            code=Reason.COPY_PRUNED,
+        )
 
     # -- audit ----------------------------------------------------------------------------
 
@@ -299,17 +341,19 @@ class Warehouse:
         method: str,
         target: str | Path | None = None,
         kind: str = "release",
+        input_sha256: str | None = None,
     ) -> None:
         """Record a run as ``running`` with this host, process id, what started it (``kind``:
-        ``release``, ``check`` or ``compare``) and the folder it may publish to (``target``),
-        after settling the runs of processes that are gone (:meth:`resolve_ended_runs`)."""
+        ``release``, ``check`` or ``compare``), the folder it may publish to (``target``) and
+        the sha256 of its source file (``input_sha256``), after settling the runs of
+        processes that are gone (:meth:`resolve_ended_runs`)."""
         self.initialize()
         self.resolve_ended_runs()
         with self.connect() as con:
             con.execute(
                 "INSERT OR REPLACE INTO audit.runs (run_id, release, spec_sha256, method, "
-                "started_at, status, host, pid, target, kind) "
-                "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                "started_at, status, host, pid, target, kind, input_sha256) "
+                "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
                 [
                     run_id,
                     release,
@@ -320,8 +364,24 @@ class Warehouse:
                     os.getpid(),
                     str(target) if target is not None else None,
                     kind,
+                    input_sha256,
                 ],
             )
+
+    def latest_published(self, release: str) -> dict[str, Any] | None:
+        """The latest ``published`` run of ``release`` (``run_id``, ``input_sha256``,
+        ``spec_sha256``, ``published_to``, ``started_at``), or None."""
+        with self.connect() as con:
+            row = con.execute(
+                "SELECT run_id, input_sha256, spec_sha256, published_to, started_at "
+                "FROM audit.runs WHERE release = ? AND status = 'published' "
+                "ORDER BY started_at DESC LIMIT 1",
+                [release],
+            ).fetchone()
+        if row is None:
+            return None
+        keys = ("run_id", "input_sha256", "spec_sha256", "published_to", "started_at")
+        return dict(zip(keys, row, strict=True))
 
     def _ended(self, pid: int | None, run_id: str, active: set[str]) -> bool:
         if run_id in active:
@@ -430,7 +490,8 @@ class Warehouse:
                 ).fetchall()
             }
             extra = ", ".join(
-                c if c in columns else f"NULL AS {c}" for c in ("host", "pid", "target")
+                c if c in columns else f"NULL AS {c}"
+                for c in ("host", "pid", "target", "input_sha256", "copies_pruned_at")
             )
             kind = "coalesce(kind, 'release')" if "kind" in columns else "'release'"
             frame = con.execute(
@@ -453,6 +514,22 @@ class Warehouse:
         if status is not None:
             frame = frame[frame["status"] == status].head(limit).reset_index(drop=True)
         return frame.drop(columns=["host", "pid", "target"])
+
+
+def _dropped_at(con: duckdb.DuckDBPyConnection, schema: str, run_id: str) -> datetime | None:
+    """When retention dropped the run's ``schema`` table, or None (never recorded dropped)."""
+    present = con.execute(
+        "SELECT count(*) FROM information_schema.tables "
+        "WHERE table_schema = 'audit' AND table_name = 'run_tables'"
+    ).fetchone()[0]
+    if not present:
+        return None
+    row = con.execute(
+        "SELECT dropped_at FROM audit.run_tables WHERE run_id = ? AND schema_name = ? "
+        "AND dropped_at IS NOT NULL",
+        [run_id, schema],
+    ).fetchone()
+    return row[0] if row else None
 
 
 def ended_status(run_id: str, target: str | None) -> tuple[str, str, str | None]:

@@ -35,6 +35,7 @@ from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP, artifact_key
 from sdcflow.tasks.steps.plan import linear_constraints
+from sdcflow.tasks.steps.retry import IO_RETRY
 from sdcflow.warehouse.edits import evaluate_rules, matching_row_ids, record_violations
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
@@ -104,7 +105,7 @@ def rule_failures(report: RuleReport) -> list[GateOutcome]:
 # --- tasks -------------------------------------------------------------------------------------
 
 
-@task(name="validate-edits", **STEP)
+@task(name="validate-edits", **IO_RETRY, **STEP)
 def validate_edits(
     warehouse: Warehouse,
     run_id: str,
@@ -153,7 +154,7 @@ def validate_edits(
     return report
 
 
-@task(name="repair-edits", **STEP)
+@task(name="repair-edits", **IO_RETRY, **STEP)
 def repair_edits(
     spec: ReleaseSpec,
     warehouse: Warehouse,

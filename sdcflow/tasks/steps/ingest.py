@@ -7,10 +7,11 @@ from prefect import get_run_logger, task
 
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.plan import ReleasePlan
+from sdcflow.tasks.steps.retry import IO_RETRY
 from sdcflow.warehouse.warehouse import Warehouse
 
 
-@task(name="ingest", retries=2, retry_delay_seconds=1, **STEP)
+@task(name="ingest", **IO_RETRY, **STEP)
 def ingest(plan: ReleasePlan, warehouse: Warehouse, run_id: str) -> pd.DataFrame:
     """Store the source in ``raw.run_<id>`` and read back the records with their row ids."""
     table = warehouse.ingest(plan.data, run_id)

@@ -24,6 +24,8 @@ from sdcflow.tasks.methods.keys import Key, SuppressionSettings
 from sdcflow.tasks.methods.mixed import mask_keys
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.steps.progress import Progress
+from sdcflow.tasks.steps.retry import IO_RETRY
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
 
@@ -93,6 +95,10 @@ def _k(spec: ReleaseSpec) -> int | None:
     return getattr(spec.method, "k", None)
 
 
+# The mask step's phases (its Prefect progress artifact, ``<release>-mask-progress``).
+MASK_PHASES = ("mask the keys", "disclosure figures before and after")
+
+
 @task(name="mask", **STEP)
 def mask(
     spec: ReleaseSpec,
@@ -104,19 +110,20 @@ def mask(
     resolved = spec_keys(spec, keys)
     names = [k.name for k in resolved]
     settings = SuppressionSettings(tuple(spec.suppression.importance), spec.suppression.algorithm)
-    result = mask_keys(
-        frame[names].reset_index(drop=True),
-        resolved,
-        spec.method,
-        rng,
-        constraints,
-        spec.blocks,
-        settings,
-    )
-    result.details = {
-        **result.details,
-        "disclosure": disclosure_summary(spec, frame.reset_index(drop=True), resolved, result),
-    }
+    phases = Progress(spec.release, "mask", MASK_PHASES)
+    with phases.step(MASK_PHASES[0]):
+        result = mask_keys(
+            frame[names].reset_index(drop=True),
+            resolved,
+            spec.method,
+            rng,
+            constraints,
+            spec.blocks,
+            settings,
+        )
+    with phases.step(MASK_PHASES[1]):
+        disclosure = disclosure_summary(spec, frame.reset_index(drop=True), resolved, result)
+    result.details = {**result.details, "disclosure": disclosure}
     logger = get_run_logger()
     logger.info(
         "masked %d records x %d keys (%d numeric) with %s",
@@ -144,6 +151,6 @@ def released_frame(spec: ReleaseSpec, frame: pd.DataFrame, result: MaskResult) -
     return out
 
 
-@task(name="store-masked", **STEP)
+@task(name="store-masked", **IO_RETRY, **STEP)
 def store_masked(warehouse: Warehouse, run_id: str, released: pd.DataFrame) -> str:
     return warehouse.write_frame("masked", run_id, released)

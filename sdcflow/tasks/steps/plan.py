@@ -58,7 +58,7 @@ from sdcflow.warehouse.sources import (
     is_numeric_type,
     key_kind,
     profile_table,
-    read_source,
+    read_source_hashed,
 )
 from sdcflow.warehouse.warehouse import ROW_ID, check_warehouse_file
 
@@ -110,6 +110,7 @@ class ReleasePlan(BaseModel):
     constraints: LinearConstraints | None = None
     feasibility: FeasibilityReport | None = None
     resolved_keys: list[Key] = []
+    source_sha256: str = ""  # of the source file's bytes, as read (``audit.runs``)
 
     def variant(
         self, method: dict[str, Any] | None = None, measures: dict[str, Any] | None = None
@@ -147,7 +148,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     check_contradictions(spec)
     check_runner(spec)
     check_destinations(spec)
-    data = read_source(spec.source_path, spec.missing_values)
+    data, source_sha256 = read_source_hashed(spec.source_path, spec.missing_values)
     check_count(
         data.num_columns, MAX_SOURCE_COLUMNS, where=str(spec.source), what="columns in the file"
     )
@@ -179,6 +180,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         constraints=constraints,
         feasibility=feasibility,
         resolved_keys=keys,
+        source_sha256=source_sha256,
     )
 
 

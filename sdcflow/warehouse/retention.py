@@ -1,0 +1,210 @@
+"""Retention of the confidential copies a run leaves in the warehouse.
+
+Every run stores the source as ingested (``raw.run_<id>``), the repaired records
+(``edited.run_<id>``) and the masked records before their checks (``masked.run_<id>``). They
+are confidential (the raw file; a masked table whose checks failed), so a release's
+``retention:`` policy drops them after a number of runs or days, and the copies of refused,
+failed and interrupted runs at the end of the run (:func:`apply_policy`, called by the flow);
+``sdcflow prune`` applies a policy on demand (:func:`expired`, :func:`drop_copies`).
+
+What is never dropped: ``audit.*`` (every run's figures, checks and verdicts stay), the
+``published`` copies (what was released), the owner's secrets (``sdcflow remap`` needs
+them), and any table sdcflow did not record as created by a run in ``audit.run_tables``:
+only those recorded tables, by names built from the allow-listed schema and the run id, are
+dropped. Dropping marks the table's row in ``audit.run_tables`` and the run's
+``copies_pruned_at`` in ``audit.runs`` in the same transaction. The caller holds the
+warehouse's writer lock (a release holds it for its whole run; ``sdcflow prune`` takes it).
+
+DuckDB reuses the space of a dropped table after a checkpoint (run here after every drop);
+it does not overwrite it at once, so until then the bytes remain inside the database file.
+:func:`compact` (``sdcflow prune --yes --compact``) rewrites the file without them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sdcflow.warehouse.sql import quote_identifier
+from sdcflow.warehouse.warehouse import Warehouse, table_name
+
+__all__ = ["CONFIDENTIAL", "ENDED_BADLY", "Expired", "Policy", "apply_policy", "compact",
+           "drop_copies", "expired"]  # fmt: skip
+
+CONFIDENTIAL = ("raw", "edited", "masked")
+ENDED_BADLY = ("refused", "failed", "interrupted")
+_KEPT_BY_STATUS = ("published", "checked")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A retention policy (the spec's ``retention:``, or ``sdcflow prune``'s options).
+
+    Parameters
+    ----------
+    keep_last : keep the copies of this many latest runs of each release (runs that
+        published or passed their checks; refused ones too with ``keep_refused``).
+    keep_days : keep the copies of runs started within this many days.
+    keep_refused : keep the copies of refused, failed and interrupted runs (else dropped).
+
+    A run's copies are dropped when it falls outside any limit given; with no limit, only the
+    copies of refused, failed and interrupted runs are dropped (unless ``keep_refused``).
+    """
+
+    keep_last: int | None = None
+    keep_days: float | None = None
+    keep_refused: bool = False
+
+
+@dataclass(frozen=True)
+class Expired:
+    """A run whose copies the policy drops: which tables (schemas) and why."""
+
+    run_id: str
+    release: str
+    status: str
+    started_at: datetime
+    schemas: tuple[str, ...]
+    why: str
+
+
+def expired(
+    warehouse: Warehouse,
+    policy: Policy,
+    *,
+    release: str | None = None,
+    now: datetime | None = None,
+) -> list[Expired]:
+    """The runs (of ``release``, or of every release) whose recorded, not yet dropped copies
+    ``policy`` drops, oldest first. Runs still ``running`` are never listed. Read-only."""
+    if not warehouse.path.exists():
+        return []
+    now = now or datetime.now(UTC)
+    eligible = _KEPT_BY_STATUS + (ENDED_BADLY if policy.keep_refused else ())
+    with warehouse.connect(read_only=True) as con:
+        present = con.execute(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = 'audit' AND table_name IN ('runs', 'run_tables')"
+        ).fetchone()[0]
+        if present < 2:
+            return []  # a warehouse of an earlier version: no table is recorded as a run's
+        rows = con.execute(
+            "WITH ranked AS (SELECT run_id, release, status, started_at, "
+            "  CASE WHEN list_contains(?, status) THEN row_number() OVER ("
+            "    PARTITION BY release, list_contains(?, status) ORDER BY started_at DESC) "
+            "  END AS recency FROM audit.runs) "
+            "SELECT r.run_id, r.release, r.status, r.started_at, r.recency, "
+            "  list(t.schema_name ORDER BY t.schema_name) "
+            "FROM ranked r JOIN audit.run_tables t USING (run_id) "
+            "WHERE t.dropped_at IS NULL AND r.status <> 'running' "
+            "  AND list_contains(?, t.schema_name) AND (? IS NULL OR r.release = ?) "
+            "GROUP BY ALL ORDER BY r.started_at",
+            [list(eligible), list(eligible), list(CONFIDENTIAL), release, release],
+        ).fetchall()
+    out = []
+    for run_id, rel, status, started_at, recency, schemas in rows:
+        why = _why(policy, status, started_at, recency, now)
+        if why:
+            out.append(Expired(run_id, rel, status, started_at, tuple(schemas), why))
+    return out
+
+
+def _why(
+    policy: Policy, status: str, started_at: datetime, recency: int | None, now: datetime
+) -> str | None:
+    if recency is None:  # not eligible: refused, failed or interrupted (or an unknown status)
+        return f"{status} run" if status in ENDED_BADLY else None
+    if policy.keep_last is not None and recency > policy.keep_last:
+        return f"older than the last {policy.keep_last} runs"
+    if policy.keep_days is not None:
+        started = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
+        if started < now - timedelta(days=policy.keep_days):
+            return f"started more than {policy.keep_days:g} days ago"
+    return None
+
+
+def drop_copies(warehouse: Warehouse, runs: Sequence[Expired], now: datetime | None = None) -> int:
+    """Drop the listed runs' recorded copies and record it; return the tables dropped.
+
+    One transaction: the drops, ``audit.run_tables.dropped_at`` and
+    ``audit.runs.copies_pruned_at`` commit together. The caller holds the writer lock."""
+    if not runs:
+        return 0
+    now = now or datetime.now(UTC)
+    dropped = 0
+    with warehouse.connect() as con:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for run in runs:
+                for schema in run.schemas:
+                    if schema not in CONFIDENTIAL:  # never published, audit or secrets
+                        continue
+                    con.execute(f"DROP TABLE IF EXISTS {table_name(schema, run.run_id)}")
+                    con.execute(
+                        "UPDATE audit.run_tables SET dropped_at = ? "
+                        "WHERE run_id = ? AND schema_name = ?",
+                        [now, run.run_id, schema],
+                    )
+                    dropped += 1
+                con.execute(
+                    "UPDATE audit.runs SET copies_pruned_at = ? WHERE run_id = ?",
+                    [now, run.run_id],
+                )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("CHECKPOINT")
+    return dropped
+
+
+def apply_policy(
+    warehouse: Warehouse, policy: Policy, release: str, now: datetime | None = None
+) -> list[Expired]:
+    """Drop what ``policy`` expires among ``release``'s runs (end of a run); return them."""
+    runs = expired(warehouse, policy, release=release, now=now)
+    drop_copies(warehouse, runs, now)
+    return runs
+
+
+def compact(warehouse: Warehouse) -> tuple[int, int]:
+    """Rewrite the warehouse file with its live contents only, so that the blocks of dropped
+    tables (their bytes) leave the disk; return the file's size before and after (bytes).
+
+    Every schema, table, view and constraint is copied (``COPY FROM DATABASE``) into a new
+    file beside it (``.<name>.compact-<pid>``), which is flushed to disk and then renamed
+    over the warehouse (``os.replace``: a reader sees the old file or the new one). The
+    caller holds the writer lock, so no release writes meanwhile; a file of that temporary
+    name that already exists is left alone and the compaction refused (``FileExistsError``).
+    """
+    path = warehouse.path
+    tmp = path.with_name(f".{path.name}.compact-{os.getpid()}")
+    if os.path.lexists(tmp):
+        raise FileExistsError(f"{tmp} exists; remove it if no compaction is running")
+    before = path.stat().st_size
+    literal = "'" + str(tmp).replace("'", "''") + "'"
+    try:
+        with warehouse.connect() as con:
+            con.execute("CHECKPOINT")
+            name = con.execute("SELECT current_database()").fetchone()[0]
+            con.execute(f"ATTACH {literal} AS sdc_compacted")
+            try:
+                con.execute(f"COPY FROM DATABASE {quote_identifier(name)} TO sdc_compacted")
+            finally:
+                con.execute("DETACH sdc_compacted")
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            if leftover.exists():  # made by this call, never completed
+                leftover.unlink()
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    return before, path.stat().st_size

@@ -1,0 +1,278 @@
+"""``sdcflow prune``, the retention policy on a warehouse, a warehouse of an earlier version,
+and the retry policy of the I/O tasks (issue #13, items 3 and 4). No release runs here: the
+runs are recorded through the warehouse's own API, their start times set by hand."""
+
+from __future__ import annotations
+
+import errno
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+from adversarial import spawn
+from errorline import cli_error
+from survey import write_release
+
+from sdcflow.errors import InputError, Reason, WarehouseBusy
+from sdcflow.flows.cli import main
+from sdcflow.warehouse.retention import Policy, expired
+from sdcflow.warehouse.transient import is_transient
+from sdcflow.warehouse.warehouse import Warehouse
+
+HOLD_LOCK = """
+import sys, time
+from sdcflow.warehouse.warehouse import Warehouse
+with Warehouse(sys.argv[1]).lock(0):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+NOW = datetime.now(UTC)
+
+
+def _run(wh: Warehouse, status: str, days_ago: float, release: str = "survey") -> str:
+    """Record a finished run of ``release`` with raw and masked copies, started
+    ``days_ago`` days ago."""
+    run_id = uuid.uuid4().hex
+    wh.start_run(run_id, release, "s" * 64, "mdav", input_sha256="i" * 64)
+    wh.ingest(pa.table({"x": [1.0, 2.0]}), run_id)
+    wh.write_frame("masked", run_id, pa.table({"x": [1.5, 1.5]}).to_pandas())
+    wh.finish_run(run_id, status)
+    with wh.connect() as con:
+        con.execute(
+            "UPDATE audit.runs SET started_at = ? WHERE run_id = ?",
+            [NOW - timedelta(days=days_ago), run_id],
+        )
+    return run_id
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> tuple[Warehouse, dict[str, str]]:
+    wh = Warehouse(tmp_path / "warehouse.duckdb")
+    runs = {
+        "old": _run(wh, "published", 30),
+        "mid": _run(wh, "checked", 10),
+        "refused": _run(wh, "refused", 5),
+        "new": _run(wh, "published", 1),
+        "other": _run(wh, "published", 40, release="other"),
+    }
+    with wh.connect() as con:
+        con.execute("CREATE TABLE raw.mine AS SELECT 1 AS x")
+    return wh, runs
+
+
+def _tables(wh: Warehouse) -> set[str]:
+    with wh.connect(read_only=True) as con:
+        rows = con.execute("SELECT table_schema, table_name FROM information_schema.tables")
+        return {f"{s}.{t}" for s, t in rows.fetchall()}
+
+
+def test_policy_expires_by_count_days_and_status(warehouse):
+    wh, runs = warehouse
+    ids = {v: k for k, v in runs.items()}
+
+    def names(policy: Policy, release: str | None = "survey") -> list[str]:
+        return [ids[r.run_id] for r in expired(wh, policy, release=release, now=NOW)]
+
+    assert names(Policy()) == ["refused"]  # default: refused/failed/interrupted copies only
+    assert names(Policy(keep_refused=True)) == []
+    assert names(Policy(keep_last=2)) == ["old", "refused"]  # last 2 kept runs: new, mid
+    assert names(Policy(keep_days=7)) == ["old", "mid", "refused"]
+    assert names(Policy(keep_last=1, keep_days=20)) == ["old", "mid", "refused"]
+    assert names(Policy(keep_last=1), release=None) == ["old", "mid", "refused"]  # other: last 1
+    assert {r.schemas for r in expired(wh, Policy(), now=NOW)} == {("masked", "raw")}
+
+
+def test_prune_lists_by_default_and_drops_only_with_yes(warehouse, capsys):
+    wh, runs = warehouse
+    before = _tables(wh)
+    assert main(["prune", "--warehouse", str(wh.path), "--keep-last", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing dropped (dry run)" in out and runs["old"] in out and runs["mid"] in out
+    assert runs["new"] not in out and runs["other"] not in out  # per release: its last run
+    assert _tables(wh) == before
+    assert main(["prune", "--warehouse", str(wh.path), "--keep-last", "1", "--yes"]) == 0
+    assert "dropped 6 table(s) of 3 run(s)" in capsys.readouterr().out
+    after = _tables(wh)
+    for name in ("old", "mid", "refused"):
+        assert f"raw.run_{runs[name]}" not in after and f"masked.run_{runs[name]}" not in after
+    assert before - after == {f"{s}.run_{runs[n]}" for s in ("raw", "masked")
+                              for n in ("old", "mid", "refused")}  # fmt: skip
+    assert "raw.mine" in after
+    with wh.connect(read_only=True) as con:
+        pruned = dict(con.execute("SELECT run_id, copies_pruned_at FROM audit.runs").fetchall())
+    assert {k for k, v in runs.items() if pruned[v] is not None} == {"old", "mid", "refused"}
+    with pytest.raises(InputError) as e:
+        wh.read_frame("raw", runs["old"])
+    assert e.value.code == Reason.COPY_PRUNED
+    assert len(wh.read_frame("raw", runs["new"])) == 2
+    assert main(["prune", "--warehouse", str(wh.path), "--keep-last", "1", "--yes"]) == 0
+    assert "nothing to prune" in capsys.readouterr().out
+
+
+def test_prune_takes_the_spec_retention_and_release(tmp_path, capsys):
+    spec = write_release(tmp_path, rows=20, retention={"keep_days": 7})
+    wh = Warehouse(tmp_path / "warehouse.duckdb")
+    old, new = _run(wh, "published", 8), _run(wh, "published", 2)
+    other = _run(wh, "published", 9, release="other")
+    assert main(["prune", str(spec), "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert old in out and new not in out and other not in out
+
+
+def test_prune_holds_the_writer_lock(warehouse, capsys):
+    wh, _ = warehouse
+    holder = spawn(HOLD_LOCK, wh.path, 30)
+    assert holder.stdout.readline().strip() == "held"
+    try:
+        code = main(["prune", "--warehouse", str(wh.path), "--yes", "--wait", "0.3"])
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "in use by another release" in err
+
+
+def test_prune_refuses_bad_options(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["prune", "--warehouse", str(tmp_path / "w.duckdb"), "--keep-last", "0"])
+    assert e.value.code == 2
+    assert main(["prune"]) == 2
+    assert cli_error(capsys.readouterr().err)[0] == Reason.SPEC_MISSING
+
+
+def test_a_warehouse_of_an_earlier_version_gains_the_columns_and_keeps_its_tables(tmp_path):
+    path = tmp_path / "old.duckdb"
+    run_id = uuid.uuid4().hex
+    with duckdb.connect(str(path)) as con:  # the audit.runs of the first version
+        con.execute("CREATE SCHEMA audit; CREATE SCHEMA raw")
+        con.execute(
+            "CREATE TABLE audit.runs (run_id VARCHAR PRIMARY KEY, release VARCHAR NOT NULL, "
+            "spec_sha256 VARCHAR NOT NULL, method VARCHAR, started_at TIMESTAMPTZ NOT NULL, "
+            "ended_at TIMESTAMPTZ, status VARCHAR NOT NULL, message VARCHAR, n_rows BIGINT, "
+            "published_to VARCHAR)"
+        )
+        con.execute(
+            "INSERT INTO audit.runs VALUES (?, 'survey', 'x', 'mdav', ?, ?, 'refused', "
+            "NULL, 2, NULL)",
+            [run_id, NOW - timedelta(days=90), NOW - timedelta(days=90)],
+        )
+        con.execute(f'CREATE TABLE raw."run_{run_id}" AS SELECT 1 AS x')
+    wh = Warehouse(path)
+    assert expired(wh, Policy(keep_last=1), now=NOW) == []  # nothing recorded as a run's
+    wh.initialize()
+    with wh.connect(read_only=True) as con:
+        columns = {r[0] for r in con.execute("DESCRIBE audit.runs").fetchall()}
+    assert {"input_sha256", "copies_pruned_at", "kind"} <= columns
+    assert expired(wh, Policy(keep_last=1), now=NOW) == []
+    assert f"raw.run_{run_id}" in _tables(wh)  # an unrecorded table is never dropped
+    assert wh.runs().loc[0, "status"] == "refused"
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (OSError(errno.EBUSY, "busy"), True),
+        (OSError(errno.EIO, "i/o"), True),
+        (OSError(errno.ENOSPC, "full"), False),
+        (OSError(errno.EACCES, "denied"), False),
+        (WarehouseBusy("held"), True),
+        (InputError("bad", code=Reason.SOURCE_FORMAT), False),
+        (duckdb.IOException("IO Error: could not read"), True),
+        (duckdb.IOException("IO Error: No space left on device"), False),
+        (ValueError("x"), False),
+    ],
+)
+def test_which_errors_count_as_transient(error, transient):
+    assert is_transient(error) is transient
+
+
+@pytest.mark.flow
+def test_ingest_retries_a_transient_error_and_never_bad_input(tmp_path, prefect_api, monkeypatch):
+    from prefect import flow
+
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.tasks.steps.ingest import ingest
+    from sdcflow.tasks.steps.plan import plan_release
+
+    plan = plan_release(load_spec(write_release(tmp_path, rows=20)))
+    wh = Warehouse(tmp_path / "warehouse.duckdb")
+    wh.initialize()
+    calls: list[str] = []
+    real = Warehouse.ingest
+
+    def flaky(self, data, run_id):  # type: ignore[no-untyped-def]
+        calls.append(run_id)
+        if len(calls) == 1:
+            raise OSError(errno.EBUSY, "device busy")
+        return real(self, data, run_id)
+
+    @flow(persist_result=False)
+    def just_ingest(run_id: str):  # type: ignore[no-untyped-def]
+        return ingest(plan, wh, run_id)
+
+    monkeypatch.setattr(Warehouse, "ingest", flaky)
+    frame = just_ingest("a" * 32)
+    assert len(calls) == 2 and len(frame) == 20
+
+    def bad(self, data, run_id):  # type: ignore[no-untyped-def]
+        calls.append(run_id)
+        raise InputError("reserved column", code=Reason.SOURCE_COLUMNS)
+
+    calls.clear()
+    monkeypatch.setattr(Warehouse, "ingest", bad)
+    with pytest.raises(InputError) as e:
+        just_ingest("b" * 32)
+    assert e.value.code == Reason.SOURCE_COLUMNS and len(calls) == 1
+
+
+def test_progress_tells_listeners_each_step_and_the_bar_stays_off_without_a_terminal(
+    monkeypatch,
+):
+    import io
+
+    from sdcflow.flows.progress_bar import wanted
+    from sdcflow.tasks.steps.progress import Progress, listening
+
+    events: list[tuple[str, str, int, int]] = []
+    with listening(lambda *event: events.append(event)):
+        progress = Progress("survey", "release", ["ingest", "publish"])
+        with progress.step("ingest"):
+            pass
+        progress.skip("publish")
+    assert events == [
+        ("release", "ingest", 0, 2), ("release", "ingest", 1, 2), ("release", "publish", 2, 2),
+    ]  # fmt: skip
+    assert progress.artifact is None  # outside a Prefect run: no artifact, no error
+    wall, cpu = progress.seconds["ingest"]  # logged as "step ingest done in ... s CPU"
+    assert wall >= 0 and cpu >= 0 and "publish" not in progress.seconds
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert not wanted()  # captured or piped: never drawn
+    monkeypatch.setattr("sys.stderr", type("Tty", (io.StringIO,), {"isatty": lambda s: True})())
+    assert wanted()
+    monkeypatch.setenv("SDCFLOW_PROGRESS", "0")
+    assert not wanted()
+
+
+def test_compact_removes_the_dropped_bytes_from_the_file_and_keeps_the_rest(warehouse, capsys):
+    wh, runs = warehouse
+    secret = uuid.uuid4().hex
+    run_id = uuid.uuid4().hex
+    wh.start_run(run_id, "survey", "s" * 64, "mdav")
+    wh.ingest(pa.table({"s": [f"{secret}-{i}" for i in range(2000)]}), run_id)
+    wh.finish_run(run_id, "refused")
+    with wh.connect() as con:
+        con.execute("CHECKPOINT")
+    assert secret.encode() in wh.path.read_bytes()
+    assert main(["prune", "--warehouse", str(wh.path), "--yes"]) == 0
+    assert secret.encode() in wh.path.read_bytes()  # DuckDB left the dropped blocks in place
+    assert main(["prune", "--warehouse", str(wh.path), "--yes", "--compact"]) == 0
+    assert "compacted" in capsys.readouterr().out
+    assert secret.encode() not in wh.path.read_bytes()
+    assert "raw.mine" in _tables(wh) and len(wh.read_frame("raw", runs["new"])) == 2
+    assert set(wh.runs(limit=50)["run_id"]) == {*runs.values(), run_id}
+    assert [p.name for p in wh.path.parent.iterdir() if "compact" in p.name] == []

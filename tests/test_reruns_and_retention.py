@@ -1,0 +1,211 @@
+"""Re-runs, retention of the confidential copies, and progress (issue #13, items 3, 4, 8).
+
+One scenario runs once per module (each full release costs seconds): a spec with
+``retention: {keep_last: 1}`` is released, released again unchanged (command line and
+Python), forced, released on a changed input, on a changed spec, and refused. The tests
+below each assert one promise on what the scenario left: exit codes, lines, ``audit.runs``,
+the warehouse's tables, the release folder, the Prefect logs and artifacts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pytest
+import yaml
+from survey import write_release
+
+import sdcflow
+from sdcflow.errors import InputError, Reason
+from sdcflow.flows.cli import main
+from sdcflow.warehouse.publish import published_run
+from sdcflow.warehouse.warehouse import Warehouse
+
+pytestmark = pytest.mark.flow
+
+
+def _rows(path: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+def _tables(path: Path) -> set[str]:
+    return {
+        f"{s}.{t}"
+        for s, t in _rows(path, "SELECT table_schema, table_name FROM information_schema.tables")
+    }
+
+
+def _last_run(path: Path) -> dict[str, Any]:
+    cols = ["run_id", "status", "input_sha256", "spec_sha256", "message", "copies_pruned_at"]
+    row = _rows(path, f"SELECT {', '.join(cols)} FROM audit.runs ORDER BY started_at DESC")[0]
+    return dict(zip(cols, row, strict=True))
+
+
+def _progress(keys: list[str]) -> dict[str, float]:
+    """The latest progress artifact of each key, from the REST API (no flow-run or task-run
+    filter: the release's own progress artifact belongs to the flow run, not to a task)."""
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    body = {"artifacts": {"key": {"any_": keys}}, "limit": 50, "offset": 0,
+            "sort": "CREATED_DESC"}  # fmt: skip
+    response = httpx.post(f"{PREFECT_API_URL.value()}/artifacts/filter", json=body, timeout=30)
+    response.raise_for_status()
+    out: dict[str, float] = {}
+    for item in response.json():
+        if item["type"] == "progress":
+            out.setdefault(item["key"], float(item["data"]))
+    return out
+
+
+def _flow_run_logs(run_id: str) -> list[str]:
+    """The flow run's log messages as the Prefect API stored them (its log worker drained)."""
+    import httpx
+    from prefect.logging.handlers import APILogHandler
+    from prefect.settings import PREFECT_API_URL
+
+    APILogHandler().flush()
+
+    body = {"logs": {"flow_run_id": {"any_": [str(__import__("uuid").UUID(run_id))]}},
+            "limit": 200, "offset": 0, "sort": "TIMESTAMP_ASC"}  # fmt: skip
+    response = httpx.post(f"{PREFECT_API_URL.value()}/logs/filter", json=body, timeout=30)
+    response.raise_for_status()
+    return [item["message"] for item in response.json()]
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory, prefect_api) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("reruns")
+    spec = write_release(
+        tmp,
+        rows=60,
+        seed=None,
+        checks={"max_information_loss": 60},
+        retention={"keep_last": 1},
+    )
+    wh = tmp / "warehouse.duckdb"
+    out: dict[str, Any] = {"tmp": tmp, "spec": spec, "warehouse": wh}
+    # foreign tables: one elsewhere, one named like a run's copy but not recorded by a run
+    with duckdb.connect(str(wh)) as con:
+        con.execute("CREATE SCHEMA raw; CREATE TABLE raw.notes AS SELECT 1 AS x")
+        con.execute(f'CREATE TABLE raw."run_{"f" * 32}" AS SELECT 2 AS x')
+
+    def run(*args: str) -> tuple[int, dict[str, Any]]:
+        code = main(["release", str(spec), *args])
+        return code, _last_run(wh)
+
+    out["A"] = run()
+    out["tables_after_A"] = _tables(wh)
+    out["B"] = run()
+    out["api"] = sdcflow.release(spec)
+    out["C"] = run("--force")
+    out["tables_after_C"] = _tables(wh)
+    out["artifacts_after_C"] = _progress(["survey-progress", "survey-mask-progress"])
+    out["logs_C"] = _flow_run_logs(out["C"][1]["run_id"])
+    data = pd.read_csv(tmp / "data.csv")
+    data.loc[0, "employees"] += 1  # one value changed: another input
+    data.to_csv(tmp / "data.csv", index=False)
+    out["sha_D"] = hashlib.sha256((tmp / "data.csv").read_bytes()).hexdigest()
+    out["D"] = run()
+    body = yaml.safe_load(spec.read_text())
+    spec.write_text(yaml.safe_dump({**body, "retention": {"keep_last": 2}}))
+    out["D2"] = run()  # only the retention changed: not another release
+    spec.write_text(yaml.safe_dump({**body, "checks": {"max_information_loss": 59}}))
+    out["E"] = run()  # another spec
+    spec.write_text(yaml.safe_dump({**body, "checks": {"max_information_loss": 0.001}}))
+    out["F"] = run()  # refused
+    out["tables_end"] = _tables(wh)
+    return out
+
+
+def test_a_rerun_on_the_same_input_and_spec_publishes_nothing_new(scenario, capsys):
+    code_a, a = scenario["A"]
+    code_b, b = scenario["B"]
+    assert (code_a, a["status"]) == (0, "published")
+    assert (code_b, b["status"]) == (0, "unchanged")
+    assert f"already published as run {a['run_id']}" in b["message"]
+    assert (a["input_sha256"], a["spec_sha256"]) == (b["input_sha256"], b["spec_sha256"])
+    wh = scenario["warehouse"]
+    sql = "SELECT published_to FROM audit.runs WHERE run_id = ?"
+    assert _rows(wh, sql, [b["run_id"]]) == [(None,)]  # it published nothing itself
+    # the copies of an unchanged run: none made
+    assert not any(b["run_id"] in t for t in scenario["tables_end"])
+
+
+def test_the_input_hash_is_the_sha256_of_the_file_as_read(scenario):
+    _, d = scenario["D"]
+    assert d["input_sha256"] == scenario["sha_D"]  # hashlib on the bytes, independently
+    assert scenario["A"][1]["input_sha256"] != d["input_sha256"]
+
+
+def test_the_python_api_says_unchanged_and_names_the_live_run(scenario):
+    outcome = scenario["api"]
+    assert outcome.status == "unchanged" and outcome.success
+    assert outcome.previous_run == scenario["A"][1]["run_id"]
+    assert outcome.published == scenario["tmp"] / "published" / "survey"
+
+
+def test_force_changed_input_and_changed_spec_publish_again(scenario):
+    codes = {k: scenario[k][0] for k in ("C", "D", "E")}
+    assert codes == {"C": 0, "D": 0, "E": 0}
+    assert [scenario[k][1]["status"] for k in ("C", "D", "D2", "E")] == [
+        "published", "published", "unchanged", "published",
+    ]  # fmt: skip
+    assert scenario["D2"][1]["spec_sha256"] == scenario["D"][1]["spec_sha256"]
+    assert scenario["E"][1]["spec_sha256"] != scenario["D"][1]["spec_sha256"]
+    # the live release is E's: the refused run F changed nothing
+    assert published_run(scenario["tmp"] / "published" / "survey") == scenario["E"][1]["run_id"]
+    assert scenario["F"][0] == 1 and scenario["F"][1]["status"] == "refused"
+
+
+def test_retention_drops_only_the_copies_the_runs_recorded(scenario):
+    a, c = scenario["A"][1]["run_id"], scenario["C"][1]["run_id"]
+    assert {f"raw.run_{a}", f"masked.run_{a}"} <= scenario["tables_after_A"]
+    after_c = scenario["tables_after_C"]
+    assert f"raw.run_{a}" not in after_c and f"masked.run_{a}" not in after_c  # keep_last 1
+    assert {f"raw.run_{c}", f"masked.run_{c}", f"published.run_{a}"} <= after_c
+    end = scenario["tables_end"]
+    assert {"raw.notes", f"raw.run_{'f' * 32}"} <= end  # never anything sdcflow did not record
+    # the refused run's copies went at its end; E (latest kept run, keep_last 1) stays
+    f, e = scenario["F"][1]["run_id"], scenario["E"][1]["run_id"]
+    assert not any(f in t for t in end if not t.startswith("audit"))
+    assert {f"raw.run_{e}", f"masked.run_{e}"} <= end
+
+
+def test_audit_keeps_the_figures_and_records_the_pruning(scenario, capsys, monkeypatch):
+    wh = scenario["warehouse"]
+    a = scenario["A"][1]["run_id"]
+    row = _rows(wh, "SELECT status, checks, copies_pruned_at FROM audit.runs WHERE run_id = ?", [a])
+    status, checks, pruned = row[0]
+    assert status == "published" and "max_information_loss" in checks and pruned is not None
+    dropped = _rows(
+        wh, "SELECT schema_name FROM audit.run_tables WHERE run_id = ? AND dropped_at IS NOT NULL",
+        [a],
+    )  # fmt: skip
+    assert {s for (s,) in dropped} == {"raw", "masked"}
+    with pytest.raises(InputError) as e:
+        Warehouse(wh).read_frame("raw", a)
+    assert e.value.code == Reason.COPY_PRUNED
+    capsys.readouterr()
+    monkeypatch.setenv("COLUMNS", "250")  # rich's table: every column whole
+    assert main(["runs", "--warehouse", str(wh), "--full-ids"]) == 0
+    shown = capsys.readouterr().out
+    lines = shown.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith(a))
+    assert "published" in lines[i] and lines[i + 1].split() == ["pruned"]  # under its status
+    assert "unchanged" in shown
+
+
+def test_step_times_and_progress_artifacts_exist_for_a_run(scenario):
+    logs = scenario["logs_C"]
+    for step in ("ingest", "mask", "checks", "report", "publish"):
+        line = next((m for m in logs if m.startswith(f"step {step} done in ")), None)
+        assert line is not None, step
+        assert " s wall, " in line and line.endswith(" s CPU")
+    artifacts = scenario["artifacts_after_C"]
+    assert artifacts == {"survey-progress": 100.0, "survey-mask-progress": 100.0}

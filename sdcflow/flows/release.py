@@ -214,6 +214,7 @@ def _release(
         target=target,
         kind=kind,
         input_sha256=plan.source_sha256 or None,
+        secrets_sha256=spec.secrets_sha256(),
     )
     status, message, published, n_rows = "failed", None, None, None
     recorded = False
@@ -352,7 +353,8 @@ def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any]
     """The live release's run when it was published from the same input and spec, else None.
 
     Same input: the sha256 of the source file's bytes (``plan.source_sha256``); same spec:
-    :meth:`ReleaseSpec.sha256` (the public spec, canonical JSON; ``retention`` aside). Live:
+    :meth:`ReleaseSpec.sha256` (the public spec, canonical JSON; ``retention`` and the
+    runner aside) and :meth:`ReleaseSpec.secrets_sha256` (the seed, the fuzzy mappings). Live:
     the latest ``published`` run of the release in ``audit.runs`` is the one whose marker
     the release folder carries now (a folder removed or replaced since is published again).
     """
@@ -362,6 +364,8 @@ def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any]
     if last is None or last["input_sha256"] != plan.source_sha256:
         return None
     if last["spec_sha256"] != plan.spec.sha256() or not last["published_to"]:
+        return None
+    if last["secrets_sha256"] != plan.spec.secrets_sha256():  # another seed or mapping
         return None
     folder = Path(last["published_to"])
     if published_run(folder) != last["run_id"]:

@@ -425,11 +425,25 @@ class ReleaseSpec(BaseModel):
     def sha256(self) -> str:
         """Hash of the public spec (stable key order), identifying what a run was asked.
 
-        ``retention`` is left out: it governs the warehouse's copies, not the release, so
-        changing it neither changes the hash nor makes a re-run publish again."""
-        public = {k: v for k, v in self.public_dict().items() if k != "retention"}
+        ``retention``, ``runner`` and ``dask`` are left out: they govern the warehouse's
+        copies and where the work runs, not what is published (the Dask runner publishes the
+        local runner's files), so changing them neither changes the hash nor makes a re-run
+        publish again. The secrets are in :meth:`secrets_sha256`, never here: this hash is
+        published in the manifest."""
+        skip = {"retention", "runner", "dask"}
+        public = {k: v for k, v in self.public_dict().items() if k not in skip}
         blob = json.dumps(public, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
+
+    def secrets_sha256(self) -> str:
+        """Hash of the secret part of the spec (the seed, the fuzzy mappings), kept in the
+        warehouse only (``audit.runs``), beside the owner's secrets: a re-run with another
+        seed or mapping is a different release though its public spec is the same."""
+        secret = {
+            "seed": self.seed,
+            "fuzzy_map": {c: m.model_dump(mode="json") for c, m in self.fuzzy_map.items()},
+        }
+        return hashlib.sha256(json.dumps(secret, sort_keys=True).encode()).hexdigest()
 
 
 def _check_fuzzy_map_roles(spec: ReleaseSpec) -> None:

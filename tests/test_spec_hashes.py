@@ -1,0 +1,62 @@
+"""What makes a re-run "the same release" (issue #13, item 3): the public spec hash (published
+in the manifest) and the secrets' hash (kept in the warehouse only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from sdcflow.flows.release import already_published
+from sdcflow.tasks.spec import spec_from_dict
+
+BODY = {
+    "release": "r",
+    "source": "data.csv",
+    "quasi_identifiers": ["a", "b"],
+    "method": {"name": "mdav", "k": 3},
+    "seed": 7,
+}
+
+
+def _spec(**changes):
+    return spec_from_dict({**BODY, **changes}, base_dir=Path("."))
+
+
+def test_where_the_work_runs_and_the_retention_do_not_change_the_release():
+    base = _spec()
+    for other in (
+        _spec(runner="dask"),
+        _spec(runner="dask", dask={"workers": 2}),
+        _spec(retention={"keep_last": 1}),
+    ):
+        assert other.sha256() == base.sha256()
+        assert other.secrets_sha256() == base.secrets_sha256()
+
+
+def test_another_seed_is_another_release_and_the_public_hash_does_not_carry_it():
+    a, b = _spec(seed=7), _spec(seed=8)
+    assert a.sha256() == b.sha256()  # the manifest's hash: it must not depend on a secret
+    assert a.secrets_sha256() != b.secrets_sha256()
+    assert "7" not in json.dumps(a.public_dict().get("seed", ""))
+
+
+def test_a_rerun_with_another_seed_publishes_again(tmp_path, monkeypatch):
+    import sdcflow.flows.release as release
+
+    monkeypatch.setattr(release, "published_run", lambda folder: "run1")  # the live release
+    spec = _spec(seed=7)
+    last = {
+        "run_id": "run1",
+        "input_sha256": "abc",
+        "spec_sha256": spec.sha256(),
+        "published_to": str(tmp_path / "r"),
+        "started_at": None,
+        "secrets_sha256": spec.secrets_sha256(),
+    }
+    warehouse = SimpleNamespace(latest_published=lambda release: last)
+    assert already_published(SimpleNamespace(spec=spec, source_sha256="abc"), warehouse) == last
+    other = SimpleNamespace(spec=_spec(seed=8), source_sha256="abc")
+    assert already_published(other, warehouse) is None
+    last["secrets_sha256"] = None  # a run recorded before the column existed
+    assert already_published(SimpleNamespace(spec=spec, source_sha256="abc"), warehouse) is None

@@ -377,6 +377,19 @@ def test_runs_is_read_only_and_never_creates_what_is_missing(tmp_path, capsys):
     assert cli_error(capsys.readouterr().err)[0] is Reason.WAREHOUSE
 
 
+def test_runs_into_a_pipe_keeps_each_run_on_one_line(tmp_path, capsys):
+    # QA: piped or redirected, rich laid the table out at 80 columns and folded names
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    path = tmp_path / "w.duckdb"
+    release = "quarterly-business-survey-public-use-file"
+    Warehouse(path).start_run("a" * 32, release, "0" * 64, "mdav")
+    Warehouse(path).finish_run("a" * 32, "published")
+    assert main(["runs", "--warehouse", str(path)]) == 0
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("a" * 8))
+    assert release in row and "published" in row
+
+
 def test_the_lock_file_is_the_only_thing_a_held_lock_adds(tmp_path):
     wh = Warehouse(tmp_path / "w.duckdb")
     with wh.lock(0):

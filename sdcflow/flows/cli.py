@@ -270,7 +270,9 @@ def _runs(
     if notes:
         table.caption = "\n".join(notes)
         table.caption_justify = "left"
-    Console(soft_wrap=False).print(table)
+    # a pipe or a file is not 80 columns wide: give the table room instead of folding names
+    width = None if sys.stdout.isatty() else 200
+    Console(soft_wrap=False, width=width).print(table)
     return EXIT_OK
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy
-from sdcflow.flows import prune
+from sdcflow.flows import arguments, prune
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -375,26 +375,6 @@ def _remap(spec_path: str, rules_file: str, run_id: str | None, integer: bool) -
     return EXIT_OK
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError("give a finite number of seconds >= 0")
-    return value
-
-
-def _workers(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of workers: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("give at least 1 worker")
-    return value
-
-
 def _runner_options(p: argparse.ArgumentParser) -> None:
     """--runner, --dask-workers, --dask-address (README, Scale-out); they override the
     spec's ``runner:`` and ``dask:``."""
@@ -406,7 +386,7 @@ def _runner_options(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument(
         "--dask-workers",
-        type=_workers,
+        type=arguments.workers,
         metavar="N",
         help="worker processes of the embedded Dask LocalCluster (default: the CPU count)",
     )
@@ -429,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = sub.add_parser("release", help="mask, check and publish the release a spec describes")
     p.add_argument("spec", help="release spec (YAML)")
-    p.add_argument("--wait", type=_seconds, metavar="SECONDS", help=wait_help)
+    p.add_argument("--wait", type=arguments.seconds, metavar="SECONDS", help=wait_help)
     p.add_argument(
         "--force",
         action="store_true",
@@ -438,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     _runner_options(p)
     p = sub.add_parser("check", help="everything but publishing, with the same exit codes")
     p.add_argument("spec", help="release spec (YAML)")
-    p.add_argument("--wait", type=_seconds, metavar="SECONDS", help=wait_help)
+    p.add_argument("--wait", type=arguments.seconds, metavar="SECONDS", help=wait_help)
     _runner_options(p)
     p = sub.add_parser("runs", help="list the runs recorded in the warehouse (audit.runs)")
     p.add_argument("spec", nargs="?", help="release spec whose warehouse to read")
@@ -459,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the runs that ended so",
     )
     p.add_argument("--full-ids", action="store_true", help="print whole run ids")
-    prune.add_parser(sub, wait_help, _seconds)
+    prune.add_parser(sub, wait_help)
     p = sub.add_parser("serve", help="serve the release as a Prefect deployment (long-running)")
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--cron", help='schedule, e.g. "0 3 * * *"')

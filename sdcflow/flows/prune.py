@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.flows import arguments
 
 __all__ = ["add_parser", "prune"]
 
 
-def add_parser(sub: Any, wait_help: str, seconds: Any) -> None:
-    """Add the ``prune`` subcommand to the command line's subparsers (``seconds``: the
-    command line's parser of ``--wait``)."""
+def add_parser(sub: Any, wait_help: str) -> None:
+    """Add the ``prune`` subcommand to the command line's subparsers."""
     p = sub.add_parser(
         "prune",
         help="drop the raw, edited and masked copies of expired runs (dry run unless --yes)",
@@ -34,9 +34,9 @@ def add_parser(sub: Any, wait_help: str, seconds: Any) -> None:
     p.add_argument("spec", nargs="?", help="release spec: its warehouse, release and retention")
     p.add_argument("--warehouse", help="path of a warehouse DuckDB file (every release in it)")
     p.add_argument("--release", help="only the runs of this release")
-    p.add_argument("--keep-last", type=_positive_int, metavar="N", help="keep the last N runs")
+    p.add_argument("--keep-last", type=arguments.runs, metavar="N", help="keep the last N runs")
     p.add_argument(
-        "--keep-days", type=_positive_days, metavar="D", help="keep runs of the last D days"
+        "--keep-days", type=arguments.days, metavar="D", help="keep runs of the last D days"
     )
     p.add_argument(
         "--keep-refused",
@@ -50,27 +50,7 @@ def add_parser(sub: Any, wait_help: str, seconds: Any) -> None:
         help="with --yes: then rewrite the warehouse file so that the dropped tables' bytes "
         "leave the disk",
     )
-    p.add_argument("--wait", type=seconds, metavar="SECONDS", help=wait_help)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("give a number of runs >= 1")
-    return value
-
-
-def _positive_days(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError("give a finite number of days > 0")
-    return value
+    p.add_argument("--wait", type=arguments.seconds, metavar="SECONDS", help=wait_help)
 
 
 def prune(args: argparse.Namespace) -> int:

@@ -1,0 +1,36 @@
+"""Parsers of the command line's numeric options: one rule for reading a number and saying
+what is wrong with it, used by every subcommand."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def number(
+    parse: Callable[[str], float], valid: Callable[[float], bool], not_a: str, bound: str
+) -> Callable[[str], float]:
+    """An argparse ``type=``: ``parse`` the text, else "<not_a>: '<text>'"; keep the value
+    if ``valid``, else ``bound``."""
+
+    def convert(text: str) -> float:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{not_a}: {text!r}") from None
+        if not valid(value):
+            raise argparse.ArgumentTypeError(bound)
+        return value
+
+    return convert
+
+
+inf = float("inf")
+seconds = number(
+    float, lambda v: 0 <= v < inf, "not a number of seconds", "give a finite number of seconds >= 0"
+)
+workers = number(int, lambda v: v >= 1, "not a whole number of workers", "give at least 1 worker")
+runs = number(int, lambda v: v >= 1, "not a whole number", "give a number of runs >= 1")
+days = number(
+    float, lambda v: 0 < v < inf, "not a number of days", "give a finite number of days > 0"
+)

@@ -34,6 +34,7 @@ README.md``, section "Scale-out".
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -52,10 +53,11 @@ import psutil
 import yaml
 
 from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation.blocked import blocked_mdav, cell_map, serial_cells
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.tasks.microaggregation.blocked import blocked_mdav
+from sdcflow.tasks.microaggregation.mdav import group_means, mdav, mdav_groups
 from sdcflow.tasks.microaggregation.neighbours import spatial_cells
 from sdcflow.tasks.microaggregation.scaling import working_scale
+from sdcflow.tasks.parallel import part_map, serial_map
 
 TARGETS = {  # issue #13, item 7, for this 2-core machine
     "wall_seconds_1m": 180.0,
@@ -123,7 +125,7 @@ def step_seconds(log: str) -> dict[str, float]:
         if last is None and "Beginning flow run" in m.group(2):
             last = stamp
         t = _TASK.search(m.group(2))
-        if t and last is not None and t.group(1) != "mask-cell":
+        if t and last is not None and not t.group(1).startswith("mask-"):
             seconds = (stamp - last).total_seconds() % 86400
             steps[t.group(1)] = steps.get(t.group(1), 0.0) + round(seconds, 2)
             last = stamp
@@ -183,35 +185,40 @@ def unpartitioned(X: np.ndarray, k: int) -> tuple[float, float]:
 
 
 def border_split(X: np.ndarray, k: int, cell_size: int) -> dict:
-    """Where the CPU time of MDAV in cells goes, in this process: grouping the cells (what
-    the Dask workers do), the border search on the assembled file (what the flow's process
-    does), and the IL before and after the border search."""
+    """Where the CPU time of MDAV in cells goes, in this process: the pieces a Dask cluster
+    shares (grouping + refining each cell, each part of the border search), the work left to
+    the flow's process (cuts, assembly), and the IL of MDAV in the cells alone, after the
+    in-cell search and after the border search."""
     Z = working_scale(X, True)
-    spent = {"cells": 0.0}
-    parts: list[np.ndarray] = []
+    spent: dict[str, float] = {}
+    pieces: dict[str, int] = {}
 
-    def timed(partition, cells, kk):  # a CellMap
+    def timed(fn, calls, label):  # a PartMap
         t = time.process_time()
-        out = serial_cells(partition, cells, kk)
-        spent["cells"] += time.process_time() - t
-        parts.extend(out)
+        out = serial_map(fn, calls, label)
+        spent[label] = spent.get(label, 0.0) + time.process_time() - t
+        pieces[label] = pieces.get(label, 0) + len(calls)
         return out
 
     t0 = time.process_time()
-    with cell_map(timed):
+    with part_map(timed):
         labels = blocked_mdav(Z, k, cell_size)
     total = time.process_time() - t0
     order, bounds = spatial_cells(Z, cell_size)
-    before = np.empty(X.shape[0], dtype=np.int64)
+    mdav_only = np.empty(X.shape[0], dtype=np.int64)
     offset = 0
-    for i, part in enumerate(parts):
-        before[order[bounds[i] : bounds[i + 1]]] = part + offset
+    for lo, hi in itertools.pairwise(bounds):
+        part = mdav_groups(np.ascontiguousarray(Z[order[lo:hi]]), k)
+        mdav_only[order[lo:hi]] = part + offset
         offset += int(part.max()) + 1
+    shared = sum(spent.values())
     return {
-        "cells": len(parts),
-        "cells_cpu_seconds": round(spent["cells"], 2),
-        "rest_cpu_seconds": round(total - spent["cells"], 2),
-        "il_cells_only": sse_sst_loss(X, group_means(X, before)),
+        "cells": len(bounds) - 1,
+        "pieces": pieces,
+        "pieces_cpu_seconds": {key: round(v, 2) for key, v in spent.items()},
+        "shared_cpu_seconds": round(shared, 2),
+        "rest_cpu_seconds": round(total - shared, 2),
+        "il_cells_only": sse_sst_loss(X, group_means(X, mdav_only)),
         "il_refined": sse_sst_loss(X, group_means(X, labels)),
     }
 
@@ -302,8 +309,8 @@ def lever(args: argparse.Namespace) -> int:
         print(
             f"cell_size {size:>7}: {b['cells']:>4} cells; IL over unpartitioned "
             f"{b['cells_only_over_unpartitioned']:+.2f} % cells only, "
-            f"{b['refined_over_unpartitioned']:+.2f} % after the border search; CPU s: cells "
-            f"{b['cells_cpu_seconds']}, cuts + border search {b['rest_cpu_seconds']}"
+            f"{b['refined_over_unpartitioned']:+.2f} % after the border search; CPU s: pieces "
+            f"{b['pieces_cpu_seconds']} (shared), cuts and assembly {b['rest_cpu_seconds']}"
         )
     if args.json:
         args.json.write_text(json.dumps({"il_unpartitioned": il0, "lever": rows}, indent=2))
@@ -373,9 +380,10 @@ def report(result: dict) -> None:
     if result["border"]:
         b = result["border"]
         print(
-            f"MDAV in {b['cells']} cells, one process: cells {b['cells_cpu_seconds']} CPU s, "
-            f"spatial cuts + border search {b['rest_cpu_seconds']} CPU s; IL "
-            f"{b['il_cells_only']:.4f} % before the border search, {b['il_refined']:.4f} % after"
+            f"MDAV in {b['cells']} cells, one process: pieces a cluster shares "
+            f"{b['pieces']} took {b['pieces_cpu_seconds']} CPU s, the cuts and assembly left "
+            f"to the flow's process {b['rest_cpu_seconds']} CPU s; IL {b['il_cells_only']:.4f} "
+            f"% for MDAV in the cells alone, {b['il_refined']:.4f} % after the searches"
         )
     for run in result["runs"]:
         steps = ", ".join(f"{k} {v:.1f}" for k, v in run["steps"].items())

@@ -21,9 +21,12 @@ from sdcflow.flows.cli import main
 from sdcflow.flows.runners import cluster_kwargs, with_cli_options
 from sdcflow.tasks.measures.anonymity import k_anonymity
 from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation.blocked import blocked_groups, blocked_mdav, cell_map
+from sdcflow.tasks.microaggregation import blocked, neighbours
+from sdcflow.tasks.microaggregation.blocked import blocked_groups, blocked_mdav
 from sdcflow.tasks.microaggregation.mdav import mdav_groups
 from sdcflow.tasks.microaggregation.ps import ps_groups
+from sdcflow.tasks.microaggregation.refine import partition_sse
+from sdcflow.tasks.parallel import part_map
 from sdcflow.tasks.spec import load_spec
 from sdcflow.tasks.steps.plan import plan_release
 from sdcflow.warehouse.warehouse import ROW_ID, table_name
@@ -36,24 +39,64 @@ def _records(n: int = 3000, d: int = 4, seed: int = 3) -> np.ndarray:
 
 
 @pytest.mark.parametrize("partition", [mdav_groups, ps_groups])
-def test_a_cell_map_sees_one_cell_at_a_time_and_changes_no_label(partition):
+def test_a_part_map_sees_one_piece_at_a_time_and_changes_no_label(partition, monkeypatch):
+    # 3000 records, cells <= 400, border parts of about 1000: both kinds of piece are spread
+    monkeypatch.setattr(blocked, "BORDER_PART", 1000)
     Z, k, size = _records(), 5, 400
-    seen: list[int] = []
+    seen: dict[str, list[int]] = {"cell": [], "border": []}
 
-    def backwards(part, cells, kk):  # another "cluster": cells in reverse order
-        seen.extend(c.shape[0] for c in cells)
-        return [part(c, kk) for c in cells[::-1]][::-1]
+    def backwards(fn, calls, label):  # another "cluster": pieces in reverse order
+        seen[label].extend(
+            args[1].shape[0] if label == "cell" else args[0].shape[0] for args in calls
+        )
+        return [fn(*args) for args in calls[::-1]][::-1]
 
     serial = blocked_groups(Z, k, size, partition)
-    with cell_map(backwards):
+    with part_map(backwards):
         mapped = blocked_groups(Z, k, size, partition)
     np.testing.assert_array_equal(mapped, serial)
-    # every call got its own cell's keys only: at most cell_size records, all of them once
-    assert max(seen) <= size and sum(seen) == Z.shape[0] and len(seen) >= Z.shape[0] // size
+    # every cell got its own records only: at most cell_size, all of them once; every phase
+    # of the border search covered every record once, in parts of whole groups
+    cells, border = seen["cell"], seen["border"]
+    assert max(cells) <= size and sum(cells) == Z.shape[0] and len(cells) >= Z.shape[0] // size
+    assert sum(border) == blocked.BORDER_PHASES * Z.shape[0] and len(border) >= 2
     sizes = np.bincount(serial)
     assert sizes.min() >= k and sizes.max() <= 2 * k - 1
     # outside the block the default (serial) map is back
     np.testing.assert_array_equal(blocked_groups(Z, k, size, partition), serial)
+
+
+def test_the_border_search_never_raises_the_sse_and_keeps_group_sizes(monkeypatch):
+    monkeypatch.setattr(blocked, "BORDER_PART", 800)
+    Z, k = _records(4000, 3, seed=8), 4
+    cells = blocked_groups(Z, k, 300, mdav_groups)  # groups inside cells, then the search
+    # the search alone from a poor start: groups of consecutive records in a random order
+    start = np.random.default_rng(1).permutation(4000) // k
+    out = blocked.border_search(Z, start, k, 800)
+    assert partition_sse(Z, out) < partition_sse(Z, start)
+    for labels in (cells, out):
+        sizes = np.bincount(labels)
+        assert sizes.min() >= k and sizes.max() <= 2 * k - 1 and sizes.sum() == 4000
+
+
+def test_the_exact_neighbour_search_in_pieces_is_the_same_search(monkeypatch):
+    monkeypatch.setattr(neighbours, "_CHUNK", 100)
+    Z = _records(1000, 3, seed=5)
+    whole = neighbours.exact_neighbours(Z, 6)
+    seen: list[tuple[int, int]] = []
+
+    def spread(fn, calls, label):
+        seen.extend((args[2], args[3]) for args in calls)
+        return [fn(*args) for args in calls]
+
+    with part_map(spread):
+        pieces = neighbours.exact_neighbours(Z, 6)
+    assert len(seen) == neighbours.PIECES and seen[0][0] == 0 and seen[-1][1] == 1000
+    np.testing.assert_array_equal(pieces[0], whole[0])
+    np.testing.assert_array_equal(pieces[1], whole[1])
+    # a piece over its share of the budget gives up, and the search says so
+    with part_map(spread), pytest.raises(neighbours.BudgetExceeded):
+        neighbours.exact_neighbours(Z, 6, seconds=1e-9)
 
 
 def test_blocked_mdav_is_blocked_groups_with_mdav():

@@ -22,9 +22,7 @@ Measured against exact MDAV on the same data: ``benchmarks/README.md``, section 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 
 import numpy as np
 
@@ -32,30 +30,14 @@ from sdcflow.errors import ParameterError
 from sdcflow.tasks.microaggregation.mdav import mdav_groups
 from sdcflow.tasks.microaggregation.neighbours import spatial_cells
 from sdcflow.tasks.microaggregation.refine import refine_groups
+from sdcflow.tasks.parallel import map_parts
 
 Partition = Callable[[np.ndarray, int], np.ndarray]
-#: ``map(partition, cells, k) -> labels per cell``: ``partition(cell, k)`` on every cell (an
-#: (m, d) float64 array), results in the order of ``cells``.
-CellMap = Callable[[Partition, Sequence[np.ndarray], int], list[np.ndarray]]
 
-
-def serial_cells(partition: Partition, cells: Sequence[np.ndarray], k: int) -> list[np.ndarray]:
-    """The default :data:`CellMap`: one cell after the other in this process."""
-    return [partition(cell, k) for cell in cells]
-
-
-_CELL_MAP: ContextVar[CellMap] = ContextVar("sdcflow_cell_map", default=serial_cells)
-
-
-@contextmanager
-def cell_map(mapper: CellMap) -> Iterator[None]:
-    """Group the cells of :func:`blocked_groups` with ``mapper`` inside this block (this
-    thread and context only), e.g. in parallel on a cluster; the labels are the same."""
-    token = _CELL_MAP.set(mapper)
-    try:
-        yield
-    finally:
-        _CELL_MAP.reset(token)
+#: Records per part of the border search, at least (parts are also at least 2 cells).
+BORDER_PART = 50_000
+#: Passes of the border search, each over parts cut along other (rotated) directions.
+BORDER_PHASES = 2
 
 
 def blocked_mdav(Z: np.ndarray, k: int, cell_size: int) -> np.ndarray:
@@ -111,15 +93,98 @@ def blocked_groups(Z: np.ndarray, k: int, cell_size: int, partition: Partition) 
     n = Z.shape[0]
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     order, bounds = spatial_cells(Z, int(cell_size))
-    cells = [np.ascontiguousarray(Z[order[lo:hi]]) for lo, hi in itertools.pairwise(bounds)]
-    parts = _CELL_MAP.get()(partition, cells, k)
-    del cells
+    calls = [
+        (partition, np.ascontiguousarray(Z[order[lo:hi]]), k)
+        for lo, hi in itertools.pairwise(bounds)
+    ]
+    parts = map_parts(group_cell, calls, "cell")
+    del calls
     labels = np.empty(n, dtype=np.int64)
     offset = 0
     for (lo, hi), part in zip(itertools.pairwise(bounds), parts, strict=True):
         labels[order[lo:hi]] = np.asarray(part, dtype=np.int64) + offset
         offset += int(part.max()) + 1
+    return border_search(Z, labels, k, max(BORDER_PART, 2 * int(cell_size)))
+
+
+def group_cell(partition: Partition, cell: np.ndarray, k: int) -> np.ndarray:
+    """One cell grouped by ``partition``, then refined inside the cell (phase 0 of the border
+    search: the local search of :func:`refine_part` on the cell alone).
+
+    Shapes: cell (m, d) -> labels (m,), groups of k..2k-1 numbered 0..g-1.
+    """
+    return refine_part(cell, partition(cell, k), k)
+
+
+def refine_part(Z: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+    """The deterministic local search of :func:`~sdcflow.tasks.microaggregation.refine.
+    refine_groups` (light, no perturbation, fixed seed for its neighbour lists) on one part.
+
+    Shapes: Z (m, d), labels (m,) -> labels (m,), groups of k..2k-1 numbered 0..g-1, SSE
+    never above the input's.
+    """
     refined, _ = refine_groups(
         Z, labels, k, seconds=None, rounds=0, rng=np.random.default_rng(0), light=True
     )
     return refined
+
+
+def border_search(Z: np.ndarray, labels: np.ndarray, k: int, part_size: int) -> np.ndarray:
+    """Local search across the cells' borders, in parts that can run in parallel.
+
+    A file of at most ``part_size`` records is searched whole (:func:`refine_part`). A larger
+    one is searched in ``BORDER_PHASES`` phases: phase p cuts the groups into parts of at most
+    ``part_size`` records by recursive median cuts of their centroids in coordinates turned by
+    a fixed random rotation (seed p), so that each phase's borders lie across the previous
+    ones; each part -- whole groups, the records of no other part -- is refined alone, and
+    the parts are independent pieces of :func:`~sdcflow.tasks.parallel.map_parts`. Every
+    change the search keeps lowers the SSE and keeps every group within k..2k-1, so each
+    phase can only lower the SSE; records near a cell's border, which MDAV grouped inside the
+    cell, are regrouped with their neighbours across it. The result depends on the data
+    alone, not on the map that ran the parts.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d), float64
+    labels : ndarray of shape (n,), int64
+        Groups of k..2k-1 records.
+    k : int
+    part_size : int
+        Most records per part, at least 2k.
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64
+        Groups of k..2k-1 records, numbered 0..g-1.
+    """
+    n, d = Z.shape
+    if n <= part_size:
+        return refine_part(Z, labels, k)
+    for phase in range(1, BORDER_PHASES + 1):
+        _, labels = np.unique(labels, return_inverse=True)
+        labels = labels.reshape(-1).astype(np.int64)
+        g = int(labels.max()) + 1
+        size = np.bincount(labels, minlength=g).astype(np.float64)
+        centroids = np.stack([np.bincount(labels, Z[:, j], g) for j in range(d)], axis=1)
+        centroids /= size[:, None]
+        turn = np.linalg.qr(np.random.default_rng(phase).standard_normal((d, d)))[0]
+        per_part = max(1, int(part_size / size.mean()))
+        order, bounds = spatial_cells(centroids @ turn, per_part)
+        part_of_group = np.empty(g, dtype=np.int64)
+        for p, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+            part_of_group[order[lo:hi]] = p
+        by_part = np.argsort(part_of_group[labels], kind="stable")
+        cuts = np.searchsorted(part_of_group[labels][by_part], np.arange(len(bounds)))
+        rows = [by_part[lo:hi] for lo, hi in itertools.pairwise(cuts)]
+        calls = [
+            (np.ascontiguousarray(Z[r]), np.unique(labels[r], return_inverse=True)[1], k)
+            for r in rows
+        ]
+        parts = map_parts(refine_part, calls, "border")
+        del calls
+        offset = 0
+        for r, part in zip(rows, parts, strict=True):
+            labels[r] = np.asarray(part, dtype=np.int64) + offset
+            offset += int(part.max()) + 1
+    _, labels = np.unique(labels, return_inverse=True)
+    return labels.reshape(-1).astype(np.int64)

@@ -18,16 +18,20 @@ References
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numba
 import numpy as np
 from scipy.spatial import cKDTree
 
+from sdcflow.tasks.parallel import map_parts, parallel
+
 EXACT_NEIGHBOURS = 8192  # files up to this size get exact neighbour lists for refinement
 CELL = 1024  # records per cell of the approximate neighbour lists
 _CHUNK = 8192  # queries per KD-tree call, between two looks at the clock
 PROJECTION = 1.5  # give up once the queries so far project the search beyond 1.5 x budget
+PIECES = 4  # pieces of the exact search when the work is spread over a cluster
 
 
 class BudgetExceeded(Exception):
@@ -48,6 +52,9 @@ def exact_neighbours(
         longer, or as soon as the queries answered so far project the whole search
         beyond ``PROJECTION`` times the budget (checked every ``_CHUNK`` queries): a
         search that cannot finish gives up early instead of spending its budget first.
+        When the work is spread (:func:`~sdcflow.tasks.parallel.parallel`), the queries are
+        cut into ``PIECES`` pieces of :func:`~sdcflow.tasks.parallel.map_parts`, each with
+        its share of the budget; the answer is the same.
 
     Returns
     -------
@@ -59,38 +66,59 @@ def exact_neighbours(
         square roots), non-decreasing along each row up to rounding.
     """
     n = Z.shape[0]
+    pieces = PIECES if parallel() and n >= PIECES * _CHUNK else 1
+    cuts = np.linspace(0, n, pieces + 1).astype(np.int64)
+    share = seconds / pieces if seconds is not None else None
+    calls = [(Z, K, int(lo), int(hi), share) for lo, hi in itertools.pairwise(cuts)]
+    found = map_parts(neighbour_rows, calls, "bound")
+    for got in found:
+        if isinstance(got, str):
+            raise BudgetExceeded(got)
+    if len(found) == 1:
+        return found[0]
+    return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+
+
+def neighbour_rows(
+    Z: np.ndarray, K: int, lo: int, hi: int, seconds: float | None
+) -> tuple[np.ndarray, np.ndarray] | str:
+    """The exact K nearest neighbours of records ``lo:hi`` among all of ``Z`` (one piece of
+    :func:`exact_neighbours`), or the reason it gave up on its CPU budget ``seconds``.
+
+    Shapes: Z (n, d) -> idx (hi - lo, K) int64, d2 (hi - lo, K) float64.
+    """
+    m = hi - lo
     t0 = time.process_time()
     tree = cKDTree(Z)
     built = time.process_time()
-    idx = np.empty((n, K), dtype=np.int64)
-    for lo in range(0, n, _CHUNK):
-        hi = min(lo + _CHUNK, n)
-        _, got = tree.query(Z[lo:hi], K + 1)
+    idx = np.empty((m, K), dtype=np.int64)
+    for a in range(lo, hi, _CHUNK):
+        b = min(a + _CHUNK, hi)
+        _, got = tree.query(Z[a:b], K + 1)
         got = np.asarray(got, dtype=np.int64)
-        rows = np.arange(lo, hi)[:, None]
+        rows = np.arange(a, b)[:, None]
         is_self = got == rows
         # the record itself is first unless duplicates tie with it: drop it wherever it is;
         # if a tie pushed it out of the K + 1, drop the last
         drop = np.where(is_self.any(axis=1), np.argmax(is_self, axis=1), K)
         keep = np.ones_like(got, dtype=bool)
-        keep[np.arange(hi - lo), drop] = False
-        idx[lo:hi] = got[keep].reshape(hi - lo, K)
-        if seconds is not None and hi < n:
+        keep[np.arange(b - a), drop] = False
+        idx[a - lo : b - lo] = got[keep].reshape(b - a, K)
+        if seconds is not None and b < hi:
             now = time.process_time()
             if now - t0 > seconds:
-                raise BudgetExceeded(f"exact neighbour search exceeded {seconds:g} CPU s")
-            projected = (built - t0) + (now - built) * n / hi
+                return f"exact neighbour search exceeded {seconds:g} CPU s"
+            projected = (built - t0) + (now - built) * m / (b - lo)
             if projected > PROJECTION * seconds:
-                raise BudgetExceeded(
+                return (
                     f"exact neighbour search projected to {projected:.3g} CPU s, over the "
                     f"budget of {seconds:g} CPU s"
                 )
-    d2 = ((Z[:, None, :] - Z[idx]) ** 2).sum(axis=2) if n * K * Z.shape[1] < 5e7 else None
-    if d2 is None:  # large: row blocks, to bound the temporary
-        d2 = np.empty((n, K))
-        for lo in range(0, n, _CHUNK):
-            hi = min(lo + _CHUNK, n)
-            d2[lo:hi] = ((Z[lo:hi, None, :] - Z[idx[lo:hi]]) ** 2).sum(axis=2)
+    Zq = Z[lo:hi]
+    d2 = np.empty((m, K))
+    for a in range(0, m, _CHUNK):  # row blocks, to bound the temporary
+        b = min(a + _CHUNK, m)
+        d2[a:b] = ((Zq[a:b, None, :] - Z[idx[a:b]]) ** 2).sum(axis=2)
     return idx, d2
 
 

@@ -16,16 +16,16 @@ Which methods run under Dask is declared by the method (``Method.scale_out``);
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
-import numpy as np
 from prefect import get_run_logger, task
 from prefect.context import FlowRunContext
 
 from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.methods import METHODS, get_method
-from sdcflow.tasks.microaggregation.blocked import Partition, cell_map
+from sdcflow.tasks.parallel import part_map
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 
@@ -65,33 +65,32 @@ def on_dask() -> bool:
     return isinstance(context.task_runner, DaskTaskRunner)
 
 
-@task(name="mask-cell", **STEP)
-def mask_cell(partition: Partition, cell: np.ndarray, k: int) -> np.ndarray:
-    """Group one spatial cell: ``partition(cell, k)``; shapes (m, d) -> (m,) labels."""
-    return partition(cell, k)
+@task(name="mask-part", **STEP)
+def run_part(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """One independent piece of the mask: ``fn(*args)`` on a worker (a cell to group, a part
+    of the border search, a chunk of a neighbour query); it receives only that piece's data."""
+    return fn(*args)
 
 
-def submitted_cells(partition: Partition, cells: Sequence[np.ndarray], k: int) -> list[np.ndarray]:
-    """A :data:`~sdcflow.tasks.microaggregation.blocked.CellMap` that submits one
-    :func:`mask_cell` task run per cell to the flow's task runner and collects the labels in
-    the order of ``cells``."""
-    futures = [mask_cell.submit(partition, cell, k) for cell in cells]
-    labels = [future.result() for future in futures]
-    get_run_logger().info(
-        "grouped %d cells (largest %d records) in %d task runs",
-        len(cells),
-        max((c.shape[0] for c in cells), default=0),
-        len(futures),
-    )
-    return labels
+def submitted_parts(
+    fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], label: str
+) -> list[Any]:
+    """A :data:`~sdcflow.tasks.parallel.PartMap` that submits one task run per piece
+    (``mask-<label>``: ``mask-cell``, ``mask-border``, ``mask-bound``) to the flow's task
+    runner and collects the results in the order of ``calls``."""
+    runner = run_part.with_options(name=f"mask-{label}")
+    futures = [runner.submit(fn, args) for args in calls]
+    results = [future.result() for future in futures]
+    get_run_logger().info("ran %d %s pieces as task runs on the cluster", len(futures), label)
+    return results
 
 
 @contextmanager
 def scaled_out() -> Iterator[bool]:
-    """Inside this block, cells are grouped on the Dask cluster when the flow runs on one;
-    yields whether it does."""
+    """Inside this block, the mask's independent pieces run on the Dask cluster when the flow
+    runs on one; yields whether it does."""
     if not on_dask():
         yield False
         return
-    with cell_map(submitted_cells):
+    with part_map(submitted_parts):
         yield True

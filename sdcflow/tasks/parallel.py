@@ -1,0 +1,55 @@
+"""Independent pieces of work, run by whichever map the caller installs.
+
+The numerical core cuts large jobs into pieces that need nothing from each other (the spatial
+cells of a blocked microaggregation, the parts of its border search, the chunks of a
+nearest-neighbour query) and hands them to :func:`map_parts`. By default the pieces run one
+after the other in this process (:func:`serial_map`); the Dask runner installs a map that
+submits each piece as a Prefect task run to the cluster (:mod:`sdcflow.tasks.steps.scale`).
+A piece is ``fn(*args)`` with ``fn`` a module-level function (a map may ship it to another
+process) and its arguments only what that piece needs; results come back in the order of the
+calls, so nothing computed depends on the map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+Call = tuple[Any, ...]
+#: ``map(fn, calls, label) -> [fn(*args) for args in calls]``, in the order of ``calls``;
+#: ``label`` names the kind of piece (``cell``, ``border``, ``bound``) for logs and task names.
+PartMap = Callable[[Callable[..., Any], Sequence[Call], str], list[Any]]
+
+
+def serial_map(fn: Callable[..., Any], calls: Sequence[Call], label: str = "part") -> list[Any]:
+    """The default :data:`PartMap`: one piece after the other in this process."""
+    return [fn(*args) for args in calls]
+
+
+_MAP: ContextVar[PartMap] = ContextVar("sdcflow_part_map", default=serial_map)
+
+
+@contextmanager
+def part_map(mapper: PartMap) -> Iterator[None]:
+    """Run the pieces of :func:`map_parts` with ``mapper`` inside this block (this thread and
+    context only), e.g. in parallel on a cluster; the results are the same."""
+    token = _MAP.set(mapper)
+    try:
+        yield
+    finally:
+        _MAP.reset(token)
+
+
+def map_parts(fn: Callable[..., Any], calls: Sequence[Call], label: str = "part") -> list[Any]:
+    """``[fn(*args) for args in calls]`` with the installed map (:func:`part_map`)."""
+    calls = list(calls)
+    if len(calls) <= 1:  # nothing to spread
+        return serial_map(fn, calls, label)
+    return _MAP.get()(fn, calls, label)
+
+
+def parallel() -> bool:
+    """Whether a map other than :func:`serial_map` is installed (worth cutting work for)."""
+    return _MAP.get() is not serial_map

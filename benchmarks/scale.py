@@ -356,10 +356,24 @@ def targets(result: dict) -> list[dict]:
         speedup = by[1] / by[2]
         out.append(
             {
-                "figure": "speed-up, 2 workers over 1 (wall)",
+                "figure": "speed-up, 2 workers over 1 (wall, end to end)",
                 "value": round(speedup, 3),
                 "target": f">= {TARGETS['speedup_2_over_1']:g}",
                 "met": speedup >= TARGETS["speedup_2_over_1"],
+            }
+        )
+    masks = {
+        r["workers"]: r["steps"].get("mask")
+        for r in result["runs"]
+        if r["status"] == "published" and r["steps"].get("mask")
+    }
+    if 1 in masks and 2 in masks:
+        out.append(
+            {
+                "figure": "speed-up of the mask step, 2 workers over 1 (wall)",
+                "value": round(masks[1] / masks[2], 3),
+                "target": "(what the cluster runs)",
+                "met": None,
             }
         )
     return out
@@ -393,10 +407,10 @@ def report(result: dict) -> None:
         )
         if run["stderr_tail"]:
             print(run["stderr_tail"], file=sys.stderr)
-    print(f"{'figure':<48} {'value':>10}  {'target':<28} met")
+    print(f"{'figure':<52} {'value':>10}  {'target':<28} met")
     for t in result["targets"]:
         met = {True: "yes", False: "NO", None: "-"}[t["met"]]
-        print(f"{t['figure']:<48} {t['value']!s:>10}  {t['target']:<28} {met}")
+        print(f"{t['figure']:<52} {t['value']!s:>10}  {t['target']:<28} {met}")
 
 
 if __name__ == "__main__":

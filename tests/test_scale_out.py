@@ -179,6 +179,9 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
     run_id = manifest["run_id"]
     names = _task_runs(run_id)
     assert sum(n.startswith("mask-cell") for n in names) == 8  # 600 records, cells <= 100
+    # the risk before and after ran as two pieces; every worker loaded the mask's code first
+    assert sum(n.startswith("mask-risk") for n in names) == 2
+    assert sum(n.startswith("mask-warm") for n in names) >= 1
     figures = {c["check"]: c["figure"] for c in manifest["checks"]}
 
     published = pd.read_parquet(b / "data.parquet")
@@ -266,16 +269,20 @@ def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_ap
 
 
 def test_exact_neighbours_gives_up_early_when_projected_over_budget(monkeypatch):
-    """The lower bound's exact search stops after its first chunk when the queries so far
-    project it beyond 1.5 x its budget (a 200k-record release no longer spends 60 CPU s on
-    a bound it cannot finish); a clock that advances 1 s per look makes it deterministic."""
+    """The lower bound's exact search times 256 evenly spaced queries before it starts and
+    gives up at once when they project it beyond 1.5 x its budget (at 1M records in 10
+    dimensions it would take tens of minutes; giving up took 10.8 CPU s after a first chunk
+    of 8192 queries, the probe about 1.5 s); a clock that advances 1 s per look makes it
+    deterministic."""
     from sdcflow.tasks.microaggregation import neighbours
 
     ticks = iter(range(10**6))
     monkeypatch.setattr(neighbours.time, "process_time", lambda: float(next(ticks)))
-    Z = np.random.default_rng(0).standard_normal((50000, 2))  # 7 chunks of 8192
-    # t0 = 0, built = 1, first look at 2: projected 1 + 1 x 50000 / 8192 = 7.1 s
+    Z = np.random.default_rng(0).standard_normal((50000, 2))
+    # t0 = 0, built = 1, probe done at 2: projected 1 + 1 x 50000 / 256 = 196.3 s
     with pytest.raises(neighbours.BudgetExceeded, match="projected"):
-        neighbours.exact_neighbours(Z, 3, seconds=4.0)  # 2 s spent < 4, 7.1 > 1.5 x 4
-    idx, _ = neighbours.exact_neighbours(Z, 3, seconds=100.0)  # 7.1 < 150: runs to the end
+        neighbours.exact_neighbours(Z, 3, seconds=100.0)  # 196.3 > 1.5 x 100
+    # 196.3 < 1.5 x 200: the search starts; then every chunk of 8192 queries is 1 s, and
+    # its own projection 1 + 50000 / 8192 = 7.1 s stays within the budget
+    idx, _ = neighbours.exact_neighbours(Z, 3, seconds=200.0)
     assert idx.shape == (50000, 3)

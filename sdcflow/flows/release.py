@@ -32,7 +32,7 @@ from sdcflow.tasks.steps.plan import ReleasePlan, preflight
 from sdcflow.tasks.steps.progress import Progress
 from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
-from sdcflow.tasks.steps.scale import scaled_out
+from sdcflow.tasks.steps.scale import scaled_out, warm_up
 from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
 from sdcflow.warehouse.publish import SWAPPED_IN, published_run, recover
@@ -218,6 +218,7 @@ def _release(
     )
     status, message, published, n_rows = "failed", None, None, None
     recorded = False
+    warm: list = []
     try:
         previous = already_published(plan, warehouse) if publish and not force else None
         if previous is not None:
@@ -238,6 +239,7 @@ def _release(
             )
         report_folder.create()
         steps = Progress(spec.release, "release", STEPS[: len(STEPS) - (not publish)], run_id)
+        warm = warm_up(spec)  # runner: dask -- workers load the mask's code meanwhile
         with steps.step("ingest"):
             frame = ingest(plan, warehouse, run_id)
         n_rows = len(frame)
@@ -267,7 +269,7 @@ def _release(
             edits.frame, mapped = fuzzy_map_steps.map_sensitive(
                 spec, warehouse, run_id, edits.frame, rng
             )
-            with scaled_out():  # runner: dask -- the mask's cells as task runs on the cluster
+            with scaled_out(warm):  # runner: dask -- the mask's pieces as task runs on the cluster
                 result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
             released = released_frame(spec, edits.frame, result)
             store_masked(warehouse, run_id, released)
@@ -336,6 +338,8 @@ def _release(
             report_folder.discard()  # partial: the run did not finish writing it
         raise
     finally:
+        for future in warm:  # a run refused before its mask step: the warm-up pieces
+            future.wait(timeout=30)
         if not recorded:
             with deferred_signals():
                 warehouse.finish_run(

@@ -4,16 +4,17 @@ Exact MDAV costs O(n^2 d / k): about 100 CPU s for a million records in 10 dimen
 growing fourfold with every doubling. :func:`blocked_mdav` splits the records by recursive
 median cuts (:func:`~sdcflow.tasks.microaggregation.neighbours.spatial_cells`) into cells of at
 most ``cell_size`` records, runs the exact MDAV kernel in each cell -- O(n cell_size d / k) in
-all -- and then runs the local search of :mod:`~sdcflow.tasks.microaggregation.refine` over the
-whole file (moves, swaps and dissolves between groups of neighbouring records, which now cross
-the cells' borders) until no change lowers the SSE. The groups of a cell are MDAV's on that
-cell; records near a border, which MDAV would have grouped across it, are regrouped by the
-search. Every group has k..2k-1 records (``cell_size >= 2k`` makes every cell hold at least k).
+all -- and refines each cell's groups inside the cell with the local search of
+:mod:`~sdcflow.tasks.microaggregation.refine` (moves, swaps and dissolves between groups of
+neighbouring records). Then :func:`border_search` runs the same search across the cells'
+borders, in parts of whole groups cut along rotated directions, so that records which MDAV
+grouped inside their cell are regrouped with their neighbours across its border. Every group
+has k..2k-1 records (``cell_size >= 2k`` makes every cell hold at least k).
 
-The cells are independent until the border search, so they can be grouped anywhere:
-:func:`cell_map` hands them to a caller-supplied map (the Dask runner's Prefect tasks,
-:mod:`sdcflow.tasks.steps.scale`); each call receives one cell's records only. The labels do
-not depend on where, or in which order, the cells were grouped.
+Cells and parts are independent pieces of :func:`~sdcflow.tasks.parallel.map_parts`: by
+default they run one after the other here; the Dask runner runs them as Prefect tasks on its
+workers (:mod:`sdcflow.tasks.steps.scale`), each receiving one piece's records only. The
+labels do not depend on where, or in which order, the pieces ran.
 
 Measured against exact MDAV on the same data: ``benchmarks/README.md``, section "MDAV and PS"
 (``benchmarks/mdav.py --cell-size``); on a Dask cluster: section "Scale-out".
@@ -80,8 +81,8 @@ def blocked_groups(Z: np.ndarray, k: int, cell_size: int, partition: Partition) 
     Returns
     -------
     labels : ndarray of shape (n,), int64
-        Groups of k..2k-1 records, numbered 0..g-1, whatever map grouped the cells
-        (:func:`cell_map`).
+        Groups of k..2k-1 records, numbered 0..g-1, whatever map ran the pieces
+        (:func:`~sdcflow.tasks.parallel.part_map`).
     """
     if isinstance(cell_size, bool) or not isinstance(cell_size, (int, np.integer)):
         raise ParameterError(f"cell_size must be an integer >= 2k, got {cell_size!r}")
@@ -188,3 +189,10 @@ def border_search(Z: np.ndarray, labels: np.ndarray, k: int, part_size: int) -> 
             offset += int(part.max()) + 1
     _, labels = np.unique(labels, return_inverse=True)
     return labels.reshape(-1).astype(np.int64)
+
+
+def warm_mask() -> None:
+    """Load the compiled kernels of the grouping and of the local search (numba's cache) in
+    this process, on 64 records; a worker that will group cells calls it first."""
+    Z = np.random.default_rng(0).standard_normal((64, 3))
+    group_cell(mdav_groups, Z, 3)

@@ -31,6 +31,7 @@ EXACT_NEIGHBOURS = 8192  # files up to this size get exact neighbour lists for r
 CELL = 1024  # records per cell of the approximate neighbour lists
 _CHUNK = 8192  # queries per KD-tree call, between two looks at the clock
 PROJECTION = 1.5  # give up once the queries so far project the search beyond 1.5 x budget
+PROBE = 256  # queries timed before the exact search starts
 PIECES = 4  # pieces of the exact search when the work is spread over a cluster
 
 
@@ -66,11 +67,29 @@ def exact_neighbours(
         square roots), non-decreasing along each row up to rounding.
     """
     n = Z.shape[0]
+    tree = None
+    if seconds is not None and n > _CHUNK:
+        # probe: time PROBE evenly spaced queries first, and give up at once when they project
+        # the search beyond the budget (in 10 dimensions the exact search of a million
+        # records takes tens of minutes; finding that out costs the tree and the probe)
+        t0 = time.process_time()
+        tree = cKDTree(Z)
+        built = time.process_time()
+        tree.query(Z[np.linspace(0, n - 1, PROBE).astype(np.int64)], K + 1)
+        projected = (built - t0) + (time.process_time() - built) * n / PROBE
+        if projected > PROJECTION * seconds:
+            raise BudgetExceeded(
+                f"exact neighbour search projected to {projected:.3g} CPU s, over the budget "
+                f"of {seconds:g} CPU s"
+            )
     pieces = PIECES if parallel() and n >= PIECES * _CHUNK else 1
-    cuts = np.linspace(0, n, pieces + 1).astype(np.int64)
-    share = seconds / pieces if seconds is not None else None
-    calls = [(Z, K, int(lo), int(hi), share) for lo, hi in itertools.pairwise(cuts)]
-    found = map_parts(neighbour_rows, calls, "bound")
+    if pieces == 1:
+        found = [neighbour_rows(Z, K, 0, n, seconds, tree)]
+    else:
+        cuts = np.linspace(0, n, pieces + 1).astype(np.int64)
+        share = seconds / pieces if seconds is not None else None
+        calls = [(Z, K, int(lo), int(hi), share) for lo, hi in itertools.pairwise(cuts)]
+        found = map_parts(neighbour_rows, calls, "bound")
     for got in found:
         if isinstance(got, str):
             raise BudgetExceeded(got)
@@ -80,7 +99,12 @@ def exact_neighbours(
 
 
 def neighbour_rows(
-    Z: np.ndarray, K: int, lo: int, hi: int, seconds: float | None
+    Z: np.ndarray,
+    K: int,
+    lo: int,
+    hi: int,
+    seconds: float | None,
+    tree: cKDTree | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | str:
     """The exact K nearest neighbours of records ``lo:hi`` among all of ``Z`` (one piece of
     :func:`exact_neighbours`), or the reason it gave up on its CPU budget ``seconds``.
@@ -89,7 +113,7 @@ def neighbour_rows(
     """
     m = hi - lo
     t0 = time.process_time()
-    tree = cKDTree(Z)
+    tree = cKDTree(Z) if tree is None else tree
     built = time.process_time()
     idx = np.empty((m, K), dtype=np.int64)
     for a in range(lo, hi, _CHUNK):

@@ -1,14 +1,16 @@
-"""Scale-out: the mask's spatial cells as Prefect tasks on the flow's Dask task runner.
+"""Scale-out: the mask's independent pieces as Prefect tasks on the flow's Dask task runner.
 
 Under ``runner: dask`` the release flow runs with prefect-dask's ``DaskTaskRunner``
-(:mod:`sdcflow.flows.runners`). A method that groups within spatial cells (``cell_size``;
-:func:`~sdcflow.tasks.microaggregation.blocked.blocked_groups`, the recursive median cuts of
-:func:`~sdcflow.tasks.microaggregation.neighbours.spatial_cells`) then has every cell grouped
-by one :func:`mask_cell` task run, submitted to the cluster: a worker receives that cell's
-standardized keys (an (m, d) float64 array, m <= ``cell_size``) and returns its labels, never
-the whole file. The border search and everything after it (group means, checks, publication)
-run on the assembled release in the flow's process, so every gate is computed over the whole
-release and the labels are those of the local runner, record for record.
+(:mod:`sdcflow.flows.runners`). Inside the mask step, :func:`scaled_out` installs
+:func:`submitted_parts` as the core's map (:mod:`sdcflow.tasks.parallel`): every piece the
+core cuts -- a spatial cell to group (``mask-cell``), a part of the border search
+(``mask-border``), a chunk of the exact neighbour search of the loss's lower bound
+(``mask-bound``), the risk figures before and after (``mask-risk``) -- is one :func:`run_part`
+task run submitted to the cluster, and receives that piece's data only. Cutting, assembling,
+and everything after the mask (edit rules, gates, publication) run in the flow's process on
+the assembled release, so every gate is computed over the whole release, and the pieces do
+not depend on the map: the labels are those of the local runner, record for record.
+:func:`warm_up` has every worker load the mask's code while the flow ingests.
 
 Which methods run under Dask is declared by the method (``Method.scale_out``);
 :func:`check_runner` refuses the others before any work (reason ``runner``).
@@ -16,15 +18,18 @@ Which methods run under Dask is declared by the method (``Method.scale_out``);
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.context import FlowRunContext
+from prefect.futures import PrefectFuture
 
 from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.methods import METHODS, get_method
+from sdcflow.tasks.microaggregation.blocked import warm_mask
 from sdcflow.tasks.parallel import part_map
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
@@ -85,10 +90,25 @@ def submitted_parts(
     return results
 
 
+def warm_up(spec: ReleaseSpec) -> list[PrefectFuture]:
+    """On a Dask cluster, one piece per worker that loads the mask's code (the modules and
+    their compiled kernels, the Prefect task engine) while the flow's process ingests and
+    validates, so that the first cells do not pay for it; no data leaves the flow's process.
+    Nothing on the local runner or for a method that does not scale out."""
+    if not on_dask() or get_method(spec.method.name).scale_out is None:
+        return []
+    workers = spec.dask.workers or os.cpu_count() or 1
+    runner = run_part.with_options(name="mask-warm")
+    return [runner.submit(warm_mask, ()) for _ in range(workers)]
+
+
 @contextmanager
-def scaled_out() -> Iterator[bool]:
+def scaled_out(warm: Sequence[PrefectFuture] = ()) -> Iterator[bool]:
     """Inside this block, the mask's independent pieces run on the Dask cluster when the flow
-    runs on one; yields whether it does."""
+    runs on one; yields whether it does. ``warm``: the futures of :func:`warm_up`, awaited
+    here (they are done long before)."""
+    for future in warm:
+        future.wait()
     if not on_dask():
         yield False
         return

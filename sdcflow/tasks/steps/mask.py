@@ -22,7 +22,6 @@ from sdcflow.tasks.measures.risk import risk_summary
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.methods.keys import Key, SuppressionSettings
 from sdcflow.tasks.methods.mixed import mask_keys
-from sdcflow.tasks.parallel import map_parts
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.progress import Progress
@@ -61,10 +60,8 @@ def disclosure_summary(
     names = [k.name for k in keys]
     w = weights(spec, frame)
     released = result.released_identifiers.reset_index(drop=True)
-    # two independent pieces: on a Dask cluster they run side by side
-    after, before = map_parts(
-        risk_summary, [(released, w), (frame[names].reset_index(drop=True), w)], "risk"
-    )
+    after = risk_summary(released, w)
+    before = risk_summary(frame[names].reset_index(drop=True), w)
     out: dict[str, Any] = {
         "convention": "a missing or suppressed value matches any value (as sdcMicro)",
         "keys": {k.name: k.kind for k in keys},

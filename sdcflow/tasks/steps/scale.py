@@ -5,8 +5,8 @@ Under ``runner: dask`` the release flow runs with prefect-dask's ``DaskTaskRunne
 :func:`submitted_parts` as the core's map (:mod:`sdcflow.tasks.parallel`): every piece the
 core cuts -- a spatial cell to group (``mask-cell``), a part of the border search
 (``mask-border``), a chunk of the exact neighbour search of the loss's lower bound
-(``mask-bound``), the risk figures before and after (``mask-risk``) -- is one :func:`run_part`
-task run submitted to the cluster, and receives that piece's data only. Cutting, assembling,
+(``mask-bound``) -- is one :func:`run_part` task run submitted to the cluster, and receives
+that piece's data only. Cutting, assembling,
 and everything after the mask (edit rules, gates, publication) run in the flow's process on
 the assembled release, so every gate is computed over the whole release, and the pieces do
 not depend on the map: the labels are those of the local runner, record for record.

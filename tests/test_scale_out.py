@@ -285,3 +285,28 @@ def test_exact_neighbours_gives_up_early_when_projected_over_budget(monkeypatch)
     # its own projection 1 + 50000 / 8192 = 7.1 s stays within the budget
     idx, _ = neighbours.exact_neighbours(Z, 3, seconds=200.0)
     assert idx.shape == (50000, 3)
+
+
+def test_a_dask_address_nobody_answers_is_refused_before_any_work(tmp_path):
+    """--dask-address of a scheduler that is not there: exit 2 at the preflight with reason
+    ``runner`` and field ``dask.address``, no run recorded and nothing published (before,
+    the run started and failed at its mask step with exit 3)."""
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = write_release(
+        tmp_path,
+        rows=60,
+        quasi_identifiers=QIS,
+        method={"name": "mdav", "k": 5, "cell_size": 20},
+        dask={"address": f"tcp://127.0.0.1:{port}"},
+        runner="dask",
+    )
+    with pytest.raises(InputError) as e:
+        plan_release(load_spec(spec))
+    assert (e.value.code, e.value.field) == (Reason.RUNNER, "dask.address")
+    assert main(["release", str(spec)]) == 2
+    assert not (tmp_path / "published").exists()
+    assert not (tmp_path / "warehouse.duckdb").exists()

@@ -50,7 +50,7 @@ from sdcflow.tasks.recoding.recode import (
 from sdcflow.tasks.spec import RecodeSpec, ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
-from sdcflow.tasks.steps.scale import check_runner
+from sdcflow.tasks.steps.scale import check_cluster, check_runner
 from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
 from sdcflow.warehouse.publish import check_release_paths, check_release_target
 from sdcflow.warehouse.sources import (
@@ -147,6 +147,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     """
     check_contradictions(spec)
     check_runner(spec)
+    check_cluster(spec)
     check_destinations(spec)
     data, source_sha256 = read_source_hashed(spec.source_path, spec.missing_values)
     check_count(

@@ -19,6 +19,7 @@ Which methods run under Dask is declared by the method (``Method.scale_out``);
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -58,6 +59,36 @@ def check_runner(spec: ReleaseSpec) -> None:
             code=Reason.RUNNER,
             field="runner",
         )
+
+
+def check_cluster(spec: ReleaseSpec, timeout: float = 5.0) -> None:
+    """Refuse a release whose ``dask.address`` (``--dask-address``) does not answer, before
+    any work: a TCP connection to the scheduler's host and port within ``timeout`` seconds
+    (``tcp://`` and ``tls://`` addresses; others are left to Dask).
+
+    Raises
+    ------
+    ParameterError
+        Reason ``runner``, field ``dask.address``: nothing accepts connections there.
+    """
+    address = spec.dask.address if spec.runner == "dask" else None
+    if not address:
+        return
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp", "tls"):
+        return
+    host, _, port = rest.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        raise ParameterError(
+            f"cannot reach the Dask scheduler at {address} ({reason}); start the cluster, or "
+            "correct --dask-address / dask.address, or leave it out for an embedded cluster",
+            code=Reason.RUNNER,
+            field="dask.address",
+        ) from None
 
 
 def on_dask() -> bool:

@@ -41,3 +41,21 @@ def write_release(
     path = tmp / spec_name
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
+
+
+def progress_artifacts(keys: list[str]) -> dict[str, float]:
+    """The latest progress artifact of each key, from the Prefect REST API (no flow-run or
+    task-run filter: the release's own progress artifact belongs to the flow run, not to a
+    task)."""
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    body = {"artifacts": {"key": {"any_": keys}}, "limit": 50, "offset": 0,
+            "sort": "CREATED_DESC"}  # fmt: skip
+    response = httpx.post(f"{PREFECT_API_URL.value()}/artifacts/filter", json=body, timeout=30)
+    response.raise_for_status()
+    out: dict[str, float] = {}
+    for item in response.json():
+        if item["type"] == "progress":
+            out.setdefault(item["key"], float(item["data"]))
+    return out

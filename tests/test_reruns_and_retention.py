@@ -17,7 +17,7 @@ import duckdb
 import pandas as pd
 import pytest
 import yaml
-from survey import write_release
+from survey import progress_artifacts, write_release
 
 import sdcflow
 from sdcflow.errors import InputError, Reason
@@ -44,23 +44,6 @@ def _last_run(path: Path) -> dict[str, Any]:
     cols = ["run_id", "status", "input_sha256", "spec_sha256", "message", "copies_pruned_at"]
     row = _rows(path, f"SELECT {', '.join(cols)} FROM audit.runs ORDER BY started_at DESC")[0]
     return dict(zip(cols, row, strict=True))
-
-
-def _progress(keys: list[str]) -> dict[str, float]:
-    """The latest progress artifact of each key, from the REST API (no flow-run or task-run
-    filter: the release's own progress artifact belongs to the flow run, not to a task)."""
-    import httpx
-    from prefect.settings import PREFECT_API_URL
-
-    body = {"artifacts": {"key": {"any_": keys}}, "limit": 50, "offset": 0,
-            "sort": "CREATED_DESC"}  # fmt: skip
-    response = httpx.post(f"{PREFECT_API_URL.value()}/artifacts/filter", json=body, timeout=30)
-    response.raise_for_status()
-    out: dict[str, float] = {}
-    for item in response.json():
-        if item["type"] == "progress":
-            out.setdefault(item["key"], float(item["data"]))
-    return out
 
 
 def _flow_run_logs(run_id: str) -> list[str]:
@@ -105,7 +88,7 @@ def scenario(tmp_path_factory, prefect_api) -> dict[str, Any]:
     out["api"] = sdcflow.release(spec)
     out["C"] = run("--force")
     out["tables_after_C"] = _tables(wh)
-    out["artifacts_after_C"] = _progress(["survey-progress", "survey-mask-progress"])
+    out["artifacts_after_C"] = progress_artifacts(["survey-progress", "survey-mask-progress"])
     out["logs_C"] = _flow_run_logs(out["C"][1]["run_id"])
     data = pd.read_csv(tmp / "data.csv")
     data.loc[0, "employees"] += 1  # one value changed: another input

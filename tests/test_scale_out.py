@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from survey import EXAMPLE, QIS, write_release
+from survey import EXAMPLE, QIS, progress_artifacts, write_release
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
@@ -181,6 +181,8 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
     assert sum(n.startswith("mask-cell") for n in names) == 8  # 600 records, cells <= 100
     # every worker loaded the mask's code first
     assert sum(n.startswith("mask-warm") for n in names) >= 1
+    # the cells moved their own progress artifact as each one ended, to 100 %
+    assert progress_artifacts(["survey-mask-cell-progress"]) == {"survey-mask-cell-progress": 100.0}
     figures = {c["check"]: c["figure"] for c in manifest["checks"]}
 
     published = pd.read_parquet(b / "data.parquet")

@@ -269,7 +269,9 @@ def _release(
             edits.frame, mapped = fuzzy_map_steps.map_sensitive(
                 spec, warehouse, run_id, edits.frame, rng
             )
-            with scaled_out(warm):  # runner: dask -- the mask's pieces as task runs on the cluster
+            with scaled_out(
+                warm, spec.release
+            ):  # runner: dask -- the mask's pieces as task runs on the cluster
                 result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
             released = released_frame(spec, edits.frame, result)
             store_masked(warehouse, run_id, released)

@@ -127,6 +127,11 @@ class Progress:
 
     def skip(self, label: str) -> None:
         """Count a step that does not run (no edit rules, nothing to publish) as done."""
+        self.advance(label)
+
+    def advance(self, label: str) -> None:
+        """Count step ``label`` as done without timing it here (a piece that ran elsewhere,
+        e.g. on a Dask worker; its task run has its own times)."""
         self.done = min(self.done + 1, self.total)
         self._update(label)
 

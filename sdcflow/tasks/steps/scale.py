@@ -18,6 +18,7 @@ Which methods run under Dask is declared by the method (``Method.scale_out``);
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +27,7 @@ from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.context import FlowRunContext
-from prefect.futures import PrefectFuture
+from prefect.futures import PrefectFuture, as_completed
 
 from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.methods import METHODS, get_method
@@ -34,6 +35,7 @@ from sdcflow.tasks.microaggregation.blocked import warm_mask
 from sdcflow.tasks.parallel import part_map
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.steps.progress import Progress
 
 
 def dask_methods() -> list[str]:
@@ -109,13 +111,22 @@ def run_part(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
 
 
 def submitted_parts(
-    fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], label: str
+    fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], label: str, release: str = ""
 ) -> list[Any]:
     """A :data:`~sdcflow.tasks.parallel.PartMap` that submits one task run per piece
     (``mask-<label>``: ``mask-cell``, ``mask-border``, ``mask-bound``) to the flow's task
-    runner and collects the results in the order of ``calls``."""
+    runner and collects the results in the order of ``calls``. With ``release``, the pieces
+    done so far move a progress artifact (``<release>-mask-<label>-progress``) and the
+    command line's bar as each one ends."""
     runner = run_part.with_options(name=f"mask-{label}")
     futures = [runner.submit(fn, args) for args in calls]
+    if release:
+        progress = Progress(
+            release, f"mask-{label}", [f"{label} {i + 1}" for i in range(len(calls))]
+        )
+        index = {id(future): i for i, future in enumerate(futures)}
+        for future in as_completed(futures):
+            progress.advance(f"{label} {index[id(future)] + 1}")
     results = [future.result() for future in futures]
     get_run_logger().info("ran %d %s pieces as task runs on the cluster", len(futures), label)
     return results
@@ -134,14 +145,14 @@ def warm_up(spec: ReleaseSpec) -> list[PrefectFuture]:
 
 
 @contextmanager
-def scaled_out(warm: Sequence[PrefectFuture] = ()) -> Iterator[bool]:
+def scaled_out(warm: Sequence[PrefectFuture] = (), release: str = "") -> Iterator[bool]:
     """Inside this block, the mask's independent pieces run on the Dask cluster when the flow
     runs on one; yields whether it does. ``warm``: the futures of :func:`warm_up`, awaited
-    here (they are done long before)."""
+    here (they are done long before); ``release``: names the pieces' progress artifacts."""
     for future in warm:
         future.wait()
     if not on_dask():
         yield False
         return
-    with part_map(submitted_parts):
+    with part_map(functools.partial(submitted_parts, release=release)):
         yield True

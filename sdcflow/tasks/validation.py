@@ -127,6 +127,23 @@ def check_k(k: object, n: int, *, name: str = "k") -> int:
     return k
 
 
+def check_cell_size(cell_size: object, k: int) -> int:
+    """Validate the ``cell_size`` of a fit within spatial cells: an integer >= 2k, so that
+    every cell of the recursive median cuts (at least half of ``cell_size`` records) holds
+    at least k records."""
+    if isinstance(cell_size, bool) or not isinstance(cell_size, Integral):
+        raise ParameterError(
+            f"cell_size must be an integer >= 2k, got {cell_size!r}", field="cell_size"
+        )
+    if cell_size < 2 * k:
+        raise ParameterError(
+            f"cell_size = {cell_size} is below 2k = {2 * k}: a cell could hold fewer than k "
+            "records; raise cell_size (thousands of records is typical)",
+            field="cell_size",
+        )
+    return int(cell_size)
+
+
 def check_random_state(seed: int | np.random.Generator | None) -> np.random.Generator:
     """Turn ``seed`` into a ``numpy.random.Generator``.
 

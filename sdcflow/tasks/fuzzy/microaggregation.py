@@ -73,6 +73,7 @@ References
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -587,6 +588,7 @@ def fuzzy_partition(
     escalations: int = 0,
     max_depth: int = 3,
     screen: int | None = SCREEN_ITER,
+    fit: Fit | None = None,
     random_state: int | np.random.Generator | None = None,
 ) -> FuzzyPartition:
     """Fit the fuzzy partition of fuzzy (optionally constrained) microaggregation.
@@ -620,6 +622,11 @@ def fuzzy_partition(
         best runs on (``fcm.fuzzy_c_means``); None runs every restart to convergence.
         Screening about halves the time of the whole method at a similar IL
         (``benchmarks/README.md``).
+    fit : callable, optional
+        ``fit(Z, settings, proj, rng) -> StandardizedFit``: how the standardized records are
+        fitted; default :func:`fit_standardized` on the whole file. The fit within spatial
+        cells of ``sdcflow.tasks.methods.fuzzy`` (``cell_size``) passes its own, which runs
+        :func:`fit_standardized` cell by cell.
     random_state : None, int or numpy.random.Generator
         Randomness of the initializations and of the draw.
 
@@ -653,12 +660,10 @@ def fuzzy_partition(
     proj = None
     if cons is not None:  # the rules in standardized coordinates x = mean + scale * z
         proj = PolyhedronProjector.from_constraints(cons, shift=mean, scale=scale)
-    probabilistic = guarantee in ("probabilistic_k_anonymity", "both")
-    s = _Search(
+    settings = FitSettings(
         k,
         fz1,
         fz2,
-        proj,
         int(restarts),
         int(max_iter),
         float(tol),
@@ -668,25 +673,145 @@ def fuzzy_partition(
         int(escalations),
         int(max_depth),
         None if screen is None else int(screen),
-        probabilistic,
-        rng,
+        guarantee in ("probabilistic_k_anonymity", "both"),
+    )
+    fitted = (fit or fit_standardized)(Z, settings, proj, rng)
+    part = finish_partition(Z, mean, scale, cons, fitted, settings, guarantee, restarts)
+    if fitted.cells > 1 or fit is not None:
+        part.details["cells"] = fitted.cells
+    return part
+
+
+Fit = Callable[
+    [np.ndarray, "FitSettings", PolyhedronProjector | None, np.random.Generator],
+    "StandardizedFit",
+]
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """The validated settings of one fit (:func:`fuzzy_partition`'s parameters), shared by
+    every node of the recursion and by every spatial cell of ``sdcflow.tasks.methods.fuzzy``."""
+
+    k: int
+    fz1: Fuzziness
+    fz2: Fuzziness
+    restarts: int
+    max_iter: int
+    tol: float
+    truncate: bool | Literal["auto"]
+    n_neighbors: int
+    mass: float
+    escalations: int
+    max_depth: int
+    screen: int | None
+    probabilistic: bool
+
+
+@dataclass
+class StandardizedFit:
+    """A fitted partition in standardized units, before the back-transformation.
+
+    Attributes
+    ----------
+    indptr : ndarray of shape (n + 1,)
+        CSR rows: record ``j`` may be drawn to ``leaf[indptr[j]:indptr[j+1]]`` with
+        probabilities ``prob[...]``.
+    leaf, prob : ndarray of shape (nnz,)
+    centers_std : ndarray of shape (C, d)
+    expected : ndarray of shape (C,)
+    log : dict
+        ``fcm_runs``, ``merged_clusters``, ``c_top``, ``draw_top``, ``draw_used``,
+        ``objective_top``, ``converged_top``, ``fcm_status_top``, ``truncation_top``.
+    cells : int
+        Spatial cells fitted separately (1: the whole file).
+    """
+
+    indptr: np.ndarray
+    leaf: np.ndarray
+    prob: np.ndarray
+    centers_std: np.ndarray
+    expected: np.ndarray
+    log: dict[str, Any]
+    cells: int = 1
+
+
+def fit_standardized(
+    Z: np.ndarray,
+    settings: FitSettings,
+    proj: PolyhedronProjector | None,
+    random_state: int | np.random.Generator | None,
+) -> StandardizedFit:
+    """The fuzzy partition of standardized records ``Z`` (n, d): the search and recursion of
+    the module docstring, with the rules (if any) as the projector ``proj`` in the same
+    coordinates. The numerical heart of :func:`fuzzy_partition`, also run on one spatial cell
+    by ``sdcflow.tasks.methods.fuzzy`` (``cell_size``)."""
+    n = Z.shape[0]
+    st = settings
+    s = _Search(
+        st.k,
+        st.fz1,
+        st.fz2,
+        proj,
+        st.restarts,
+        st.max_iter,
+        st.tol,
+        st.truncate,
+        st.n_neighbors,
+        st.mass,
+        st.escalations,
+        st.max_depth,
+        st.screen,
+        st.probabilistic,
+        check_random_state(random_state),
         {"fcm_runs": 0, "draw_used": [], "merged_clusters": 0},
     )
     root = _build(Z, np.arange(n), np.ones(n), s, 0)
-
     leaves: list[np.ndarray] = []
     expected_l: list[float] = []
     r, leaf, prob = _flatten(root, leaves, expected_l)
     order = np.lexsort((leaf, r))
     r, leaf, prob = r[order], leaf[order], prob[order]
-    indptr = np.searchsorted(r, np.arange(n + 1))
-    VZ = np.asarray(leaves)
-    expected = np.asarray(expected_l)
+    fit = s.log.pop("top_fit")
+    log = dict(s.log)
+    log.update(
+        c_initial=max(1, n // st.k),
+        objective_top=float(fit.objective),
+        converged_top=bool(fit.converged),
+        fcm_status_top=fit.message,
+        truncation_top=fit.truncation,
+    )
+    return StandardizedFit(
+        indptr=np.searchsorted(r, np.arange(n + 1)),
+        leaf=leaf,
+        prob=prob,
+        centers_std=np.asarray(leaves).reshape(len(leaves), Z.shape[1]),
+        expected=np.asarray(expected_l),
+        log=log,
+    )
+
+
+def finish_partition(
+    Z: np.ndarray,
+    mean: np.ndarray,
+    scale: np.ndarray,
+    cons: LinearConstraints | None,
+    fitted: StandardizedFit,
+    settings: FitSettings,
+    guarantee: str,
+    restarts: int,
+) -> FuzzyPartition:
+    """Centres back in original units (on the edit rules, polished there), and the
+    manifest's figures over every record and centre of ``fitted``."""
+    n = Z.shape[0]
+    k, fz1, fz2 = settings.k, settings.fz1, settings.fz2
+    VZ = fitted.centers_std
+    expected = fitted.expected
     centres = destandardize(VZ, mean, scale)  # mean + VZ * scale, overflow-safe
     if cons is not None:
         centres = cons.snap_bounds(_polish(centres, cons, scale))
 
-    fit = s.log["top_fit"]
+    log = fitted.log
     details: dict[str, Any] = {
         "guarantee": guarantee,
         "k": k,
@@ -695,18 +820,18 @@ def fuzzy_partition(
         + (" constrained" if cons is not None else ""),
         "fuzziness_clustering": fz1.describe(),
         "fuzziness_draw_requested": fz2.describe(),
-        "fuzziness_draw_top": s.log["draw_top"],
-        "clusters_initial": max(1, n // k),
-        "clusters_top": int(s.log["c_top"]),
+        "fuzziness_draw_top": log["draw_top"],
+        "clusters_initial": int(log["c_initial"]),
+        "clusters_top": int(log["c_top"]),
         # Centres a record can be drawn to; how many the release uses is known after the draw
         # (``published_centres`` in :func:`fuzzy_microaggregation`).
         "candidate_centres": len(centres),
-        "fcm_runs": int(s.log["fcm_runs"]),
-        "merged_clusters": int(s.log["merged_clusters"]),
+        "fcm_runs": int(log["fcm_runs"]),
+        "merged_clusters": int(log["merged_clusters"]),
         "restarts": int(restarts),
-        "objective_top": float(fit.objective),
-        "converged_top": bool(fit.converged),
-        "fcm_status_top": fit.message,
+        "objective_top": float(log["objective_top"]),
+        "converged_top": bool(log["converged_top"]),
+        "fcm_status_top": log["fcm_status_top"],
         "expected_size": _summary(expected),
         "expected_size_definition": "expected records per centre under the draw the release "
         "used (memberships with the draw fuzziness, under-filled clusters merged, products "
@@ -714,9 +839,9 @@ def fuzzy_partition(
         "expected_size_sum": float(expected.sum()),
         "centres_expected_below_k": int(np.count_nonzero(expected < k)),
     }
-    if fit.truncation is not None:
-        details["truncation_top"] = fit.truncation
-    used_draw = np.asarray(s.log["draw_used"])
+    if log.get("truncation_top") is not None:
+        details["truncation_top"] = log["truncation_top"]
+    used_draw = np.asarray(log["draw_used"])
     details["fuzziness_draw_range"] = {"min": float(used_draw.min()), "max": float(used_draw.max())}
     if cons is None:
         details["constraints"] = "none given: behaves as plain fuzzy microaggregation"
@@ -729,9 +854,9 @@ def fuzzy_partition(
             "max_inequality_excess": float(np.maximum(ineq, 0.0).max(initial=0.0)),
         }
     return FuzzyPartition(
-        indptr=indptr,
-        leaf=leaf,
-        prob=prob,
+        indptr=fitted.indptr,
+        leaf=fitted.leaf,
+        prob=fitted.prob,
         centers=centres,
         centers_std=VZ,
         Z=Z,

@@ -158,6 +158,9 @@ def no_conflicts(params: Any, checks: Mapping[str, float]) -> list[str]:
     return []
 
 
+ScaleOut = Literal["cells", "one pass"]
+
+
 @dataclass(frozen=True)
 class Method:
     """A registry entry.
@@ -181,7 +184,9 @@ class Method:
     scale_out : how the Dask runner spreads the method's work: ``"cells"`` (its grouping
         runs cell by cell on the workers, ``cell_size`` records each), ``"one pass"`` (cheap
         enough for one process at any size the warehouse holds), or None: the method does
-        not run under ``runner: dask`` (the preflight refuses it, reason ``runner``).
+        not run under ``runner: dask`` (the preflight refuses it, reason ``runner``); or
+        ``scale_out(params)`` giving one of those for the spec's parameters (fuzzy methods:
+        ``"cells"`` with ``cell_size``, None without). :meth:`scaling` reads either form.
     """
 
     params: type[MethodParams]
@@ -191,7 +196,11 @@ class Method:
     summary: str = ""
     conflicts: Callable[[Any, Mapping[str, float]], list[str]] = no_conflicts
     mask_keys: Callable[..., Any] | None = None
-    scale_out: Literal["cells", "one pass"] | None = None
+    scale_out: ScaleOut | Callable[[Any], ScaleOut | None] | None = None
+
+    def scaling(self, params: Any) -> ScaleOut | None:
+        """How the Dask runner spreads this method's work under ``params`` (``scale_out``)."""
+        return self.scale_out(params) if callable(self.scale_out) else self.scale_out
 
 
 def transparency_probabilities(

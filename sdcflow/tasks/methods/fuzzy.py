@@ -20,6 +20,7 @@ References
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -30,11 +31,21 @@ from pydantic import Field, model_validator
 from scipy import sparse
 from scipy.spatial import cKDTree
 
-from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation, fuzzy_partition
+from sdcflow.tasks.fuzzy.microaggregation import (
+    Fit,
+    FitSettings,
+    StandardizedFit,
+    fit_standardized,
+    fuzzy_microaggregation,
+    fuzzy_partition,
+)
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.measures.disclosure_risk import fuzzy_membership_rows
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
-from sdcflow.tasks.validation import standardize, standardize_with
+from sdcflow.tasks.microaggregation.neighbours import spatial_cells
+from sdcflow.tasks.parallel import map_parts
+from sdcflow.tasks.validation import check_cell_size, standardize, standardize_with
 
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 
@@ -73,12 +84,23 @@ class FuzzyParams(MethodParams):
         "probabilistic_k_anonymity",
         description="every expected centre size >= k, every used centre >= k records, or both",
     )
+    cell_size: int | None = Field(
+        None,
+        ge=2,
+        description="records per spatial cell (at least 2k): each cell fuzzy-microaggregated "
+        "on its own, cost linear in n (large files; runs under runner: dask); none: the "
+        "whole file at once",
+    )
 
     def fit_arguments(self) -> dict[str, Any]:
-        """The keyword arguments of the fit (the masking's and the intruder's rerun)."""
-        return self.model_dump(
+        """The keyword arguments of the fit (the masking's and the intruder's rerun): the
+        spec's fit parameters and, with ``cell_size``, the fit within spatial cells."""
+        args = self.model_dump(
             include={"m1", "m2", "lambda1", "lambda2", "guarantee", "restarts", "escalations"}
         )
+        if self.cell_size is not None:
+            args["fit"] = in_cells(check_cell_size(self.cell_size, self.k))
+        return args
 
     @model_validator(mode="before")
     @classmethod
@@ -190,6 +212,121 @@ class FuzzyIntruder:
         return U
 
 
+# --- Large files (``cell_size``): the same fit within spatial cells ---------------------------
+
+
+def fit_in_cells(
+    Z: np.ndarray,
+    settings: FitSettings,
+    proj: PolyhedronProjector | None,
+    rng: np.random.Generator,
+    *,
+    cell_size: int,
+) -> StandardizedFit:
+    """The fuzzy partition fitted within spatial cells of at most ``cell_size`` records.
+
+    The standardized records are cut by recursive median cuts
+    (:func:`~sdcflow.tasks.microaggregation.neighbours.spatial_cells`, the cells of blocked
+    MDAV) into cells of ``cell_size / 2`` to ``cell_size`` records (so at least k each when
+    ``cell_size >= 2k``), and every cell is fitted on its own by
+    :func:`~sdcflow.tasks.fuzzy.microaggregation.fit_standardized` -- the unchanged
+    algorithm, in the whole file's standardized coordinates and with the same edit rules --
+    as one piece of :func:`~sdcflow.tasks.parallel.map_parts` (a Prefect task run on a Dask
+    worker under ``runner: dask``). A record can be drawn only to centres of its own cell.
+    At a fixed ``cell_size`` the cost is linear in n (figures: ``benchmarks/README.md``,
+    section "Fuzzy microaggregation in cells").
+
+    The guarantees hold for the assembled partition because they hold in every cell: a
+    centre's expected size is a sum over the records of its cell only, so every centre's is
+    >= k; the constrained draw then runs over the assembled partition (records of different
+    cells never share a centre); every centre is projected on the edit rules. Each cell's
+    randomness is a seed drawn from ``rng`` in cell order before any cell runs, so the
+    partition does not depend on the map that ran the cells, nor on their order.
+
+    Shapes: Z (n, d) standardized records -> a :class:`StandardizedFit` over all n records,
+    centres of every cell numbered cell by cell.
+    """
+    n, d = Z.shape
+    order, bounds = spatial_cells(Z, int(cell_size))
+    cells = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+    seeds = rng.integers(0, 2**63 - 1, size=len(cells), dtype=np.int64)  # in cell order
+    calls = [
+        (np.ascontiguousarray(Z[order[lo:hi]]), settings, proj, int(seed))
+        for (lo, hi), seed in zip(cells, seeds, strict=True)
+    ]
+    fits = map_parts(fit_cell, calls, "cell")
+    del calls
+    rows, leaves, probs, centres, expected = [], [], [], [], []
+    offset = 0
+    for (lo, hi), fit in zip(cells, fits, strict=True):
+        counts = np.diff(fit.indptr)
+        rows.append(np.repeat(order[lo:hi], counts))  # global record of every entry
+        leaves.append(fit.leaf + offset)
+        probs.append(fit.prob)
+        centres.append(fit.centers_std)
+        expected.append(fit.expected)
+        offset += len(fit.expected)
+    r = np.concatenate(rows)
+    leaf = np.concatenate(leaves)
+    prob = np.concatenate(probs)
+    by_record = np.lexsort((leaf, r))
+    r, leaf, prob = r[by_record], leaf[by_record], prob[by_record]
+    logs = [fit.log for fit in fits]
+    # the fuzziest draw any cell used (escalations can differ between cells)
+    tops = [log["draw_top"] for log in logs]
+    if "m" in tops[0]:
+        top = max(tops, key=lambda t: t["m"])
+    else:
+        top = min(tops, key=lambda t: t["lambda"])
+    unconverged = [log["fcm_status_top"] for log in logs if not log["converged_top"]]
+    log = {
+        "fcm_runs": sum(int(x["fcm_runs"]) for x in logs),
+        "merged_clusters": sum(int(x["merged_clusters"]) for x in logs),
+        "c_initial": sum(int(x["c_initial"]) for x in logs),
+        "c_top": sum(int(x["c_top"]) for x in logs),
+        "draw_top": top,
+        "draw_used": [v for x in logs for v in x["draw_used"]],
+        "objective_top": float(sum(x["objective_top"] for x in logs)),  # additive over cells
+        "converged_top": not unconverged,
+        "fcm_status_top": (
+            f"converged in every one of {len(cells)} cells"
+            if not unconverged
+            else f"not converged in {len(unconverged)} of {len(cells)} cells: {unconverged[0]}"
+        ),
+        "truncation_top": None,
+    }
+    return StandardizedFit(
+        indptr=np.searchsorted(r, np.arange(n + 1)),
+        leaf=leaf,
+        prob=prob,
+        centers_std=np.concatenate(centres).reshape(offset, d),
+        expected=np.concatenate(expected),
+        log=log,
+        cells=len(cells),
+    )
+
+
+def fit_cell(
+    Zc: np.ndarray, settings: FitSettings, proj: PolyhedronProjector | None, seed: int
+) -> StandardizedFit:
+    """One cell of :func:`fit_in_cells`: its standardized records (m, d), the settings, the
+    rules in standardized coordinates and its own seed -> its partition (m records, its own
+    centres numbered from 0)."""
+    return fit_standardized(Zc, settings, proj, np.random.default_rng(seed))
+
+
+def in_cells(cell_size: int) -> Fit:
+    """The ``fit`` of :func:`~sdcflow.tasks.fuzzy.microaggregation.fuzzy_partition` within
+    spatial cells of at most ``cell_size`` records (:func:`fit_in_cells`)."""
+    return functools.partial(fit_in_cells, cell_size=cell_size)
+
+
+def _scale_out(params: FuzzyParams) -> Literal["cells"] | None:
+    """Under ``runner: dask`` the cells are the pieces; without ``cell_size`` the fit is one
+    piece of O(n^2 / k) work and the method is refused there."""
+    return "cells" if params.cell_size is not None else None
+
+
 def _mask(
     X: np.ndarray,
     columns: list[str],
@@ -207,6 +344,9 @@ def _mask(
         details["constraints"] = "not applied by method fuzzy (constrained_fuzzy edits them)"
     elif rules is None:
         details["constraints"] = "no linear edit rules given: constrained_fuzzy behaves as fuzzy"
+    if params.cell_size is not None:
+        details["cell_size"] = int(params.cell_size)
+        details["algorithm"] = f"{params.name} in cells of {params.cell_size}"
     top = details.get("fuzziness_draw_top") or {}
     return MaskResult(
         masked=pd.DataFrame(res.masked, columns=columns),
@@ -224,6 +364,7 @@ FUZZY = Method(
     promises=_promises,
     conflicts=_conflicts,
     summary="fuzzy microaggregation (FCM / entropy FCM, random draw of centres)",
+    scale_out=_scale_out,
 )
 CONSTRAINED_FUZZY = Method(
     ConstrainedFuzzyParams,
@@ -232,4 +373,5 @@ CONSTRAINED_FUZZY = Method(
     promises=_promises,
     conflicts=_conflicts,
     summary="constrained fuzzy microaggregation: centres satisfy the linear edit rules",
+    scale_out=_scale_out,
 )

@@ -27,11 +27,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sdcflow.errors import ParameterError
 from sdcflow.tasks.microaggregation.mdav import mdav_groups
 from sdcflow.tasks.microaggregation.neighbours import spatial_cells
 from sdcflow.tasks.microaggregation.refine import refine_groups
 from sdcflow.tasks.parallel import map_parts
+from sdcflow.tasks.validation import check_cell_size
 
 Partition = Callable[[np.ndarray, int], np.ndarray]
 
@@ -84,13 +84,7 @@ def blocked_groups(Z: np.ndarray, k: int, cell_size: int, partition: Partition) 
         Groups of k..2k-1 records, numbered 0..g-1, whatever map ran the pieces
         (:func:`~sdcflow.tasks.parallel.part_map`).
     """
-    if isinstance(cell_size, bool) or not isinstance(cell_size, (int, np.integer)):
-        raise ParameterError(f"cell_size must be an integer >= 2k, got {cell_size!r}")
-    if cell_size < 2 * k:
-        raise ParameterError(
-            f"cell_size = {cell_size} is below 2k = {2 * k}: a cell could hold fewer than k "
-            "records; raise cell_size (thousands of records is typical)"
-        )
+    cell_size = check_cell_size(cell_size, k)
     n = Z.shape[0]
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     order, bounds = spatial_cells(Z, int(cell_size))

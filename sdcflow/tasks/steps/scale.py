@@ -53,7 +53,16 @@ def check_runner(spec: ReleaseSpec) -> None:
     """
     if spec.runner != "dask":
         return
-    if get_method(spec.method.name).scale_out is None:
+    method = get_method(spec.method.name)
+    if callable(method.scale_out) and method.scaling(spec.method) is None:
+        raise ParameterError(
+            f"method {spec.method.name} runs under runner: dask only within spatial cells; "
+            "add method.cell_size (records per cell, at least 2k, e.g. 10000) or use runner: "
+            "local",
+            code=Reason.RUNNER,
+            field="method.cell_size",
+        )
+    if method.scaling(spec.method) is None:
         raise ParameterError(
             f"method {spec.method.name} does not run under runner: dask (its work is not cut "
             f"into independent cells); use runner: local, or one of {', '.join(dask_methods())}"

@@ -6,10 +6,12 @@ Usage::
     python benchmarks/scale.py                      # 1M records x 10 keys, k = 5, 1 and 2 workers
     python benchmarks/scale.py --n 200000 --cell-size 50000
     python benchmarks/scale.py --method constrained_fuzzy   # runner: local (see README)
+    python benchmarks/scale.py --method constrained_fuzzy --cell-size 5000 --runner dask
 
 Data: ``numpy.random.default_rng(seed).standard_normal((n, d))`` (independent standard
 normal keys ``x0..x{d-1}``, seed 0 by default) and an ``id`` column, written as Parquet. The
-spec: ``mdav`` with ``k`` and ``cell_size`` (``constrained_fuzzy``: ``guarantee: both``),
+spec: ``mdav`` with ``k`` and ``cell_size`` (``constrained_fuzzy``: ``guarantee: both``, and
+``cell_size`` / ``restarts`` when given; ``--runner dask`` needs ``--cell-size`` for it),
 one edit rule (``x0 >= -1000``, true of every record, so that the validation step runs on
 every record), gates ``k_anonymity: k`` and ``max_information_loss: 100``.
 
@@ -66,6 +68,7 @@ TARGETS = {  # issue #13, item 7, for this 2-core machine
     "peak_rss_mb": 4096.0,
     "constrained_fuzzy_wall_seconds_1m": 300.0,
 }
+MDAV_CELL_SIZE = 125_000  # --cell-size's default for mdav and ps
 _LOG = re.compile(r"^(\d\d:\d\d:\d\d\.\d\d\d) \| \w+ +\| (.*)$")
 _TASK = re.compile(r"Task run '([a-z-]+)-[0-9a-f]+' - Finished in state (\w+)")
 
@@ -82,9 +85,13 @@ def make_data(folder: Path, n: int, d: int, seed: int) -> tuple[Path, np.ndarray
 def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
     method: dict = {"name": args.method, "k": args.k}
     if args.method in ("mdav", "ps"):
-        method["cell_size"] = args.cell_size
+        method["cell_size"] = args.cell_size or MDAV_CELL_SIZE
     else:  # constrained_fuzzy: gated on crisp k as well as on its expected group size
         method["guarantee"] = "both"
+        if args.cell_size is not None:
+            method["cell_size"] = args.cell_size
+        if args.restarts is not None:
+            method["restarts"] = args.restarts
     spec = {
         "release": "scale",
         "source": "data.parquet",
@@ -229,7 +236,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--d", type=int, default=10)
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cell-size", type=int, default=125_000)
+    p.add_argument(
+        "--cell-size",
+        type=int,
+        help=f"records per spatial cell (mdav, ps: default {MDAV_CELL_SIZE}; "
+        "constrained_fuzzy: none, the whole file, unless given)",
+    )
+    p.add_argument(
+        "--runner",
+        choices=["local", "dask"],
+        help="default: dask (with --workers) for mdav and ps, local for constrained_fuzzy; "
+        "constrained_fuzzy runs under dask only with --cell-size",
+    )
+    p.add_argument("--restarts", type=int, help="constrained_fuzzy: FCM restarts (default 5)")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--method", default="mdav", choices=["mdav", "ps", "constrained_fuzzy"])
     p.add_argument("--no-baseline", action="store_true", help="skip unpartitioned MDAV")
@@ -250,19 +269,22 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.lever:
         return lever(args)
+    runner = args.runner or ("local" if args.method == "constrained_fuzzy" else "dask")
+    if runner == "dask" and args.method == "constrained_fuzzy" and args.cell_size is None:
+        p.error("--runner dask with constrained_fuzzy needs --cell-size (e.g. 5000)")
     work = args.work or Path(tempfile.mkdtemp(prefix="sdcflow-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         _, X = make_data(work, args.n, args.d, args.seed)
         load_before = Path("/proc/loadavg").read_text().split()[:3]
         runs = []
-        plans = [None] if args.method == "constrained_fuzzy" else args.workers
+        plans = [None] if runner == "local" else args.workers
         for workers in plans:
             name = "local" if workers is None else f"dask{workers}"
             runs.append(run_release(write_spec(work, args, name), workers))
         load_after = Path("/proc/loadavg").read_text().split()[:3]
         il0, cpu0 = (None, None) if args.no_baseline else unpartitioned(X, args.k)
-        border = border_split(X, args.k, args.cell_size) if args.border else None
+        border = border_split(X, args.k, args.cell_size or MDAV_CELL_SIZE) if args.border else None
         del X
         for run in runs:
             if run["il"] is not None and il0:
@@ -273,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
             "k": args.k,
             "seed": args.seed,
             "method": args.method,
-            "cell_size": args.cell_size if args.method in ("mdav", "ps") else None,
+            "cell_size": (args.cell_size or MDAV_CELL_SIZE)
+            if args.method in ("mdav", "ps")
+            else args.cell_size,
+            "restarts": args.restarts if args.method == "constrained_fuzzy" else None,
             "data": "standard normal, independent keys",
             "load": {"before": load_before, "after": load_after, "cpus": os.cpu_count()},
             "il_unpartitioned": il0,

@@ -1,0 +1,123 @@
+"""Fuzzy microaggregation within spatial cells (``cell_size``): CPU seconds and IL in process.
+
+Usage::
+
+    python benchmarks/fuzzy_cells.py                                 # n 20k, 100k, 200k
+    python benchmarks/fuzzy_cells.py --n 20000 --cell-size 5000 10000 20000 --restarts 1 5
+
+Every run is ``sdcflow.tasks.methods.mixed.mask_keys`` (what the release's mask step calls)
+with ``constrained_fuzzy``, ``guarantee: both``, ``k`` (5), the edit rule ``x0 >= -1000``
+(true of every record) and ``seed``, on ``numpy.random.default_rng(seed).standard_normal((n,
+d))`` (10 keys), one run after the other in this process. Figures: CPU seconds of the call
+(``time.process_time``, this process; the numerical core is single-threaded here, so they do
+not depend on the load of the machine), CPU seconds per 1000 records, IL = 100 SSE / SST on
+the standardized keys, and the guarantees checked on the release (fewest records sharing a
+released row; smallest expected centre size).
+
+The baseline, measured in the same run: the whole file without cells at the smallest n
+(``--baseline-n``, default 20000; without cells the cost grows as n^2), so that every IL at
+that n is also given as its excess over the unpartitioned fit. A first small call compiles
+the numba kernels before anything is timed. Figures and commands: ``benchmarks/README.md``,
+section "Fuzzy microaggregation in cells".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.tasks.methods.fuzzy import ConstrainedFuzzyParams
+from sdcflow.tasks.methods.keys import Key
+from sdcflow.tasks.methods.mixed import mask_keys
+
+
+def run(X: np.ndarray, k: int, cell_size: int | None, restarts: int, seed: int) -> dict:
+    d = X.shape[1]
+    names = [f"x{j}" for j in range(d)]
+    frame = pd.DataFrame(X, columns=names)
+    keys = [Key(name, "numeric") for name in names]
+    g = np.zeros((1, d))
+    g[0, 0] = -1.0
+    rules = LinearConstraints(
+        tuple(names), np.zeros((0, d)), np.zeros(0), g, np.array([1000.0]), ineq_names=("x0",)
+    )
+    params = ConstrainedFuzzyParams(k=k, guarantee="both", cell_size=cell_size, restarts=restarts)
+    t0 = time.process_time()
+    result = mask_keys(frame, keys, params, np.random.default_rng(seed), rules)
+    cpu = time.process_time() - t0
+    points = np.asarray(result.points, dtype=np.float64)
+    _, counts = np.unique(points, axis=0, return_counts=True)
+    return {
+        "n": X.shape[0],
+        "cell_size": cell_size,
+        "restarts": restarts,
+        "cpu_seconds": round(cpu, 2),
+        "cpu_seconds_per_1k": round(1000 * cpu / X.shape[0], 4),
+        "il": round(sse_sst_loss(X, points), 4),
+        "crisp_k": int(counts.min()),
+        "expected_size_min": round(float(np.min(result.expected_sizes)), 4),
+        "centres": int(counts.size),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--n", type=int, nargs="+", default=[20_000, 100_000, 200_000])
+    p.add_argument("--d", type=int, default=10)
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cell-size", type=int, nargs="+", default=[5000, 10000, 20000])
+    p.add_argument("--restarts", type=int, nargs="+", default=[1])
+    p.add_argument("--baseline-n", type=int, default=20_000, help="0: no baseline")
+    p.add_argument("--json", type=Path, help="also write every figure here")
+    args = p.parse_args(argv)
+
+    warm = np.random.default_rng(1).standard_normal((200, args.d))
+    run(warm, args.k, None, 1, 0)  # compiles the numba kernels (cached on disk after)
+    rows = []
+    base: dict[int, dict] = {}
+    print(
+        f"{'n':>8} {'cell_size':>9} {'restarts':>8} {'CPU s':>9} {'CPU s/1k':>9} {'IL %':>8}"
+        f" {'IL/base':>8} {'crisp k':>7} {'E min':>7}"
+    )
+    for n in sorted(args.n):
+        X = np.random.default_rng(args.seed).standard_normal((n, args.d))
+        sizes: list[int | None] = list(args.cell_size)
+        if args.baseline_n and n == args.baseline_n:
+            sizes = [None, *sizes]
+        for restarts in args.restarts:
+            for size in sizes:
+                if size is not None and size >= n:
+                    continue
+                row = run(X, args.k, size, restarts, args.seed)
+                if size is None:
+                    base[restarts] = row
+                ref = base.get(restarts)
+                if ref is not None and ref["n"] == n:
+                    row["il_over_unpartitioned_pct"] = round(100 * (row["il"] / ref["il"] - 1), 3)
+                rows.append(row)
+                excess = row.get("il_over_unpartitioned_pct")
+                print(
+                    f"{n:>8} {size or 'whole':>9} {restarts:>8} {row['cpu_seconds']:>9.2f} "
+                    f"{row['cpu_seconds_per_1k']:>9.4f} {row['il']:>8.4f} "
+                    f"{'' if excess is None else f'{excess:+.2f} %':>8} {row['crisp_k']:>7} "
+                    f"{row['expected_size_min']:>7.3f}",
+                    flush=True,
+                )
+    if args.json:
+        args.json.write_text(
+            json.dumps({"args": vars(args) | {"json": str(args.json)}, "runs": rows}, indent=2)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -250,3 +250,24 @@ def test_dask_runner_publishes_the_local_fuzzy_release(tmp_path, prefect_api):
     published = pd.read_parquet(b / "data.parquet")
     assert figures["k_anonymity"] == k_anonymity(published[QIS]) >= k
     assert figures["probabilistic_k_anonymity"] == pytest.approx(details["expected_size"]["min"])
+
+
+def test_the_report_skips_the_cheap_intruder_above_its_budget(survey, monkeypatch):
+    """A large randomized release (records x released groups above MANIFEST_PAIRS) gets no
+    per-record risk in the report unless a gate asks for it: the cheap intruder would hold
+    every record's membership to every released centre (100 000 records ran out of memory)."""
+    import sdcflow.tasks.gates.anonymity as anonymity
+    from sdcflow.tasks.gates import GateContext, gather_evidence, run_gates
+
+    X, _ = survey
+    params = FuzzyParams(k=5, cell_size=300, restarts=1)
+    result = METHODS["fuzzy"].mask(X, COLUMNS, params, np.random.default_rng(1), None)
+    pairs = len(X) * np.unique(result.groups).size
+    monkeypatch.setattr(anonymity, "MANIFEST_PAIRS", pairs - 1)
+    ctx = GateContext(X, COLUMNS, result, params)
+    run_gates(ctx, {})
+    assert gather_evidence(ctx).record_risk is None
+    monkeypatch.setattr(anonymity, "MANIFEST_PAIRS", pairs)
+    ctx = GateContext(X, COLUMNS, result, params)
+    run_gates(ctx, {})
+    assert gather_evidence(ctx).record_risk.probabilities.shape == (len(X),)

@@ -103,6 +103,13 @@ class RecordRisk:
     intruder: str
 
 
+#: Records x released groups above which the report does not run the cheap ``manifest``
+#: intruder unless a gate asks for the risk: it holds every record's membership to every
+#: released centre (measured about 0.1 CPU us per pair at 20 000 records x 3 000 centres;
+#: 100 000 records of ``constrained_fuzzy`` -- 15 000 centres -- ran out of 23 GB).
+MANIFEST_PAIRS = 2e8
+
+
 def record_risk(ctx: GateContext) -> RecordRisk | None:
     """Per-record risk for the report: the gates' own probabilities when a gate computed them
     (``max_transparency_reidentification``, ``transparency_k_anonymity``), never recomputed;
@@ -110,7 +117,8 @@ def record_risk(ctx: GateContext) -> RecordRisk | None:
 
     None for a randomized release masked by blocks that no gate measured: the intruder over
     blocks enumerates every record's combinations of block supports (a loop per record), a
-    cost a release pays only when it gates the risk."""
+    cost a release pays only when it gates the risk; likewise for a randomized release of
+    more than :data:`MANIFEST_PAIRS` records x released groups."""
     parts = [b.result for b in ctx.result.blocks] or [ctx.result]
     if all(isinstance(p.intruder, CrispIntruder) for p in parts):
         return RecordRisk(
@@ -123,6 +131,9 @@ def record_risk(ctx: GateContext) -> RecordRisk | None:
         mode = ctx.option(TRANSPARENCY).intruder
         return RecordRisk(reidentification(ctx), _INTRUDERS[mode])
     if ctx.result.blocks:
+        return None
+    released = np.unique(ctx.result.group_labels()).size
+    if ctx.original.shape[0] * released > MANIFEST_PAIRS:
         return None
     probabilities = ctx.cached(
         "reidentification-manifest",

@@ -11,6 +11,13 @@ parameters: he refits the partition on the original records (``refit``, the gate
 as expensive as masking) or, more cheaply, computes memberships to the released centres with
 the draw fuzziness the manifest records (``manifest``).
 
+Large files (``cell_size``): the records are cut into spatial cells of at most ``cell_size``
+records (recursive median cuts of the standardized keys, the cells of blocked MDAV) and each
+cell is fuzzy-microaggregated on its own (:func:`fit_in_cells`); a record is released as a
+centre of its own cell. The cells depend only on the data and ``cell_size`` (in the
+manifest), so the ``refit`` intruder recomputes them and refits cell by cell, exactly as the
+release was made; every guarantee is checked on the assembled release.
+
 References
 ----------
 .. [1] V. Torra, "Fuzzy clustering-based microaggregation to achieve probabilistic
@@ -162,8 +169,9 @@ def _conflicts(params: FuzzyParams, checks: Mapping[str, float]) -> list[str]:
 class FuzzyIntruder:
     """The transparency intruder of fuzzy microaggregation.
 
-    ``mode='refit'`` reruns the fit (same k, fuzziness, guarantee, restarts, edit rules; his
-    own seed) and maps his centres to the nearest released ones; ``mode='manifest'`` takes the
+    ``mode='refit'`` reruns the fit (same k, fuzziness, guarantee, restarts, edit rules and,
+    with ``cell_size``, the same spatial cells, each refitted on its own; his own seed) and
+    maps his centres to the nearest released ones; ``mode='manifest'`` takes the
     memberships of every record to the released centres with the draw fuzziness the manifest
     records (cheap, but blind to the recursion into sub-clusters). Under ``guarantee:
     k_anonymity`` / ``both`` the released draw is the constrained redraw; his model is the

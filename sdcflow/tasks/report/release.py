@@ -443,8 +443,9 @@ def risk_section(facts: ReleaseFacts) -> Section:
     if risk is None:
         return section.text(
             "The per-record risk was not computed: the release was masked by blocks with a "
-            "randomized method, whose intruder over blocks is costly; gate "
-            "max_transparency_reidentification to compute it."
+            "randomized method, whose intruder over blocks is costly, or it is a randomized "
+            "release of more than 2e8 records x released groups, whose memberships the "
+            "report does not hold; gate max_transparency_reidentification to compute it."
         )
     p = np.asarray(risk.probabilities, dtype=np.float64)
     section.text(f"Intruder: {risk.intruder}.")

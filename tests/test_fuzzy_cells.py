@@ -209,11 +209,9 @@ def test_dask_runner_publishes_the_local_fuzzy_release(tmp_path, prefect_api):
     import json
 
     import pandas as pd
-    from distributed import LocalCluster
-    from survey import QIS, write_release
-    from test_scale_out import _task_runs
+    from survey import QIS
+    from test_scale_out import _task_runs, release_local_and_on_dask
 
-    from sdcflow.flows.cli import main
     from sdcflow.tasks.measures.anonymity import k_anonymity
 
     rows, k = 600, 5
@@ -229,16 +227,7 @@ def test_dask_runner_publishes_the_local_fuzzy_release(tmp_path, prefect_api):
         "checks": {"k_anonymity": k, "probabilistic_k_anonymity": k},
         "seed": 11,
     }
-    local = write_release(tmp_path, rows=rows, spec_name="local.yaml", output="local", **common)
-    dask = write_release(tmp_path, rows=rows, spec_name="dask.yaml", output="dask", **common)
-    assert main(["release", str(local)]) == 0
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as cluster:
-        assert main(["release", str(dask), "--dask-address", cluster.scheduler_address]) == 0
-    a, b = tmp_path / "local" / "survey", tmp_path / "dask" / "survey"
-    for name in ("data.parquet", "data.csv"):
-        assert (a / name).read_bytes() == (b / name).read_bytes()
+    b = release_local_and_on_dask(tmp_path, rows, common)
     manifest = json.loads((b / "manifest.json").read_text())
     assert manifest["method"]["cell_size"] == 100
     details = manifest["method_details"]

@@ -148,24 +148,14 @@ def _task_runs(flow_run_hex: str) -> list[str]:
     return [item["name"] for item in response.json()]
 
 
-@pytest.mark.flow
-def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_path, prefect_api):
-    """Two Dask workers group the cells; the published files are byte for byte those of the
-    local runner; k and IL in the manifest are those of the assembled release (k over the
-    published file, IL over every record of the file). The workers are threads of a cluster
-    in this process (``--dask-address``), which starts in a second; the embedded cluster of
-    worker processes (``--dask-workers``) is exercised by the benchmark script's test."""
+def release_local_and_on_dask(tmp_path: Path, rows: int, spec: dict) -> Path:
+    """Release ``spec`` on the local runner and on two Dask workers (threads of a cluster in
+    this process, ``--dask-address``); assert the published files are byte for byte the
+    same and return the Dask release's folder."""
     from distributed import LocalCluster
 
-    rows, k = 600, 5
-    common = {
-        "quasi_identifiers": QIS,
-        "method": {"name": "mdav", "k": k, "cell_size": 100},
-        "checks": {"k_anonymity": k, "max_information_loss": 40},
-        "seed": 11,
-    }
-    local = write_release(tmp_path, rows=rows, spec_name="local.yaml", output="local", **common)
-    dask = write_release(tmp_path, rows=rows, spec_name="dask.yaml", output="dask", **common)
+    local = write_release(tmp_path, rows=rows, spec_name="local.yaml", output="local", **spec)
+    dask = write_release(tmp_path, rows=rows, spec_name="dask.yaml", output="dask", **spec)
     assert main(["release", str(local)]) == 0
     with LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
@@ -174,7 +164,24 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
     a, b = tmp_path / "local" / "survey", tmp_path / "dask" / "survey"
     for name in ("data.parquet", "data.csv"):
         assert (a / name).read_bytes() == (b / name).read_bytes()
+    return b
 
+
+@pytest.mark.flow
+def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_path, prefect_api):
+    """Two Dask workers group the cells; the published files are byte for byte those of the
+    local runner; k and IL in the manifest are those of the assembled release (k over the
+    published file, IL over every record of the file). The workers are threads of a cluster
+    in this process (``--dask-address``), which starts in a second; the embedded cluster of
+    worker processes (``--dask-workers``) is exercised by the benchmark script's test."""
+    rows, k = 600, 5
+    common = {
+        "quasi_identifiers": QIS,
+        "method": {"name": "mdav", "k": k, "cell_size": 100},
+        "checks": {"k_anonymity": k, "max_information_loss": 40},
+        "seed": 11,
+    }
+    b = release_local_and_on_dask(tmp_path, rows, common)
     manifest = json.loads((b / "manifest.json").read_text())
     run_id = manifest["run_id"]
     names = _task_runs(run_id)

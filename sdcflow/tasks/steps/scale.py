@@ -146,7 +146,7 @@ def warm_up(spec: ReleaseSpec) -> list[PrefectFuture]:
     their compiled kernels, the Prefect task engine) while the flow's process ingests and
     validates, so that the first cells do not pay for it; no data leaves the flow's process.
     Nothing on the local runner or for a method that does not scale out."""
-    if not on_dask() or get_method(spec.method.name).scale_out is None:
+    if not on_dask() or get_method(spec.method.name).scaling(spec.method) is None:
         return []
     workers = spec.dask.workers or os.cpu_count() or 1
     runner = run_part.with_options(name="mask-warm")

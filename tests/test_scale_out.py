@@ -252,9 +252,10 @@ def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefec
 
 
 @pytest.mark.flow
-def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_api):
+def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_api, monkeypatch):
     """--dask-address: the release connects to a running scheduler instead of starting one
-    (here an in-process cluster: one worker thread)."""
+    (here an in-process cluster: one worker thread); a worker receives its piece, not the
+    file."""
     from distributed import LocalCluster
 
     spec = write_release(
@@ -264,6 +265,17 @@ def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_ap
         method={"name": "ps", "k": 5, "cell_size": 100},
         checks={"k_anonymity": 5, "max_information_loss": 40},
     )
+    import prefect_dask.client
+
+    sent: list[dict] = []  # what each task sent to the cluster carries besides its piece
+    serialize = prefect_dask.client.serialize_context
+
+    def spy(*args, **kwargs):
+        context = serialize(*args, **kwargs)
+        sent.append(context)
+        return context
+
+    monkeypatch.setattr(prefect_dask.client, "serialize_context", spy)
     with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
         code = main(["release", str(spec), "--dask-address", cluster.scheduler_address])
         assert code == 0
@@ -274,6 +286,13 @@ def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_ap
     assert sum(n.startswith("mask-cell") for n in _task_runs(manifest["run_id"])) == 4
     assert manifest["method"]["cell_size"] == 100
     assert manifest["method_details"]["algorithm"] == "ps in cells of 100"
+    # Prefect serializes the submitting flow run's and task run's contexts into every task:
+    # with their parameters, that was the flow's plan (the whole file as read) and the mask
+    # task's frame (every record) sent along with each cell. Now no parameter travels.
+    assert len(sent) >= 4
+    for context in sent:
+        assert not context["flow_run_context"].get("parameters")
+        assert not context["task_run_context"].get("parameters")
 
 
 def test_exact_neighbours_gives_up_early_when_projected_over_budget(monkeypatch):

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from prefect import get_run_logger, task
-from prefect.context import FlowRunContext
+from prefect.context import FlowRunContext, TaskRunContext
 from prefect.futures import PrefectFuture, as_completed
 
 from sdcflow.errors import ParameterError, Reason
@@ -119,6 +119,26 @@ def run_part(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     return fn(*args)
 
 
+@contextmanager
+def _nothing_but_the_piece() -> Iterator[None]:
+    """Submit without the run's parameters: Prefect serializes the submitting flow run's and
+    task run's contexts, *with their parameters*, into every task it sends to a worker -- the
+    release flow's ``plan`` (the whole source file as read) and the mask task's ``frame``
+    (every record). Inside this block both contexts are copies without parameters, so a
+    worker receives a piece's own data only."""
+    tokens = []
+    for context in (FlowRunContext, TaskRunContext):
+        current = context.get()
+        if current is not None and current.parameters:
+            bare = current.model_copy(update={"parameters": {}})
+            tokens.append((context, context.__var__.set(bare)))
+    try:
+        yield
+    finally:
+        for context, token in reversed(tokens):
+            context.__var__.reset(token)
+
+
 def submitted_parts(
     fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], label: str, release: str = ""
 ) -> list[Any]:
@@ -128,7 +148,8 @@ def submitted_parts(
     done so far move a progress artifact (``<release>-mask-<label>-progress``) and the
     command line's bar as each one ends."""
     runner = run_part.with_options(name=f"mask-{label}")
-    futures = [runner.submit(fn, args) for args in calls]
+    with _nothing_but_the_piece():
+        futures = [runner.submit(fn, args) for args in calls]
     if release:
         progress = Progress(
             release, f"mask-{label}", [f"{label} {i + 1}" for i in range(len(calls))]
@@ -150,7 +171,8 @@ def warm_up(spec: ReleaseSpec) -> list[PrefectFuture]:
         return []
     workers = spec.dask.workers or os.cpu_count() or 1
     runner = run_part.with_options(name="mask-warm")
-    return [runner.submit(warm_mask, ()) for _ in range(workers)]
+    with _nothing_but_the_piece():
+        return [runner.submit(warm_mask, ()) for _ in range(workers)]
 
 
 @contextmanager

@@ -32,7 +32,7 @@ from sdcflow.tasks.steps.plan import ReleasePlan, preflight
 from sdcflow.tasks.steps.progress import Progress
 from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
-from sdcflow.tasks.steps.scale import scaled_out, warm_up
+from sdcflow.tasks.steps.scale import scaled_out, settle, warm_up
 from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
 from sdcflow.warehouse.publish import SWAPPED_IN, published_run, recover
@@ -340,8 +340,6 @@ def _release(
             report_folder.discard()  # partial: the run did not finish writing it
         raise
     finally:
-        for future in warm:  # a run refused before its mask step: the warm-up pieces
-            future.wait(timeout=30)
         if not recorded:
             with deferred_signals():
                 warehouse.finish_run(
@@ -353,6 +351,9 @@ def _release(
                 )
         if status != "interrupted":  # after a signal, the next run or `sdcflow prune` does it
             retain(spec, warehouse)
+        # a run refused before its mask step: the warm-up pieces, after the audit record is
+        # written and within 30 s in all (not 30 s each)
+        settle(warm, timeout=30)
 
 
 def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any] | None:

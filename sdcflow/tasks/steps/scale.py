@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -173,6 +174,13 @@ def warm_up(spec: ReleaseSpec) -> list[PrefectFuture]:
     runner = run_part.with_options(name="mask-warm")
     with _nothing_but_the_piece():
         return [runner.submit(warm_mask, ()) for _ in range(workers)]
+
+
+def settle(futures: Sequence[PrefectFuture], timeout: float) -> None:
+    """Wait for ``futures`` (e.g. the warm-up pieces) ``timeout`` seconds in all, not each."""
+    deadline = time.monotonic() + timeout
+    for future in futures:
+        future.wait(timeout=max(0.0, deadline - time.monotonic()))
 
 
 @contextmanager

@@ -94,9 +94,16 @@ def test_the_exact_neighbour_search_in_pieces_is_the_same_search(monkeypatch):
     assert len(seen) == neighbours.PIECES and seen[0][0] == 0 and seen[-1][1] == 1000
     np.testing.assert_array_equal(pieces[0], whole[0])
     np.testing.assert_array_equal(pieces[1], whole[1])
-    # a piece over its share of the budget gives up, and the search says so
+    # the probe decides for both maps: a budget it fits gives the same answer spread or not
+    # (a budget per piece made the spread search give up where the serial one finished),
+    # one it does not fit gives up before any piece runs
+    with part_map(spread):
+        budgeted = neighbours.exact_neighbours(Z, 6, seconds=60.0)
+    np.testing.assert_array_equal(budgeted[0], whole[0])
+    seen.clear()
     with part_map(spread), pytest.raises(neighbours.BudgetExceeded):
         neighbours.exact_neighbours(Z, 6, seconds=1e-9)
+    assert not seen
 
 
 def test_blocked_mdav_is_blocked_groups_with_mdav():
@@ -309,8 +316,7 @@ def test_exact_neighbours_gives_up_early_when_projected_over_budget(monkeypatch)
     # t0 = 0, built = 1, probe done at 2: projected 1 + 1 x 50000 / 256 = 196.3 s
     with pytest.raises(neighbours.BudgetExceeded, match="projected"):
         neighbours.exact_neighbours(Z, 3, seconds=100.0)  # 196.3 > 1.5 x 100
-    # 196.3 < 1.5 x 200: the search starts; then every chunk of 8192 queries is 1 s, and
-    # its own projection 1 + 50000 / 8192 = 7.1 s stays within the budget
+    # 196.3 < 1.5 x 200: the search starts, and runs to its end
     idx, _ = neighbours.exact_neighbours(Z, 3, seconds=200.0)
     assert idx.shape == (50000, 3)
 

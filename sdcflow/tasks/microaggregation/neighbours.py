@@ -49,13 +49,13 @@ def exact_neighbours(
     Z : ndarray of shape (n, d), float64
     K : int, 1 <= K <= n - 1
     seconds : float, optional
-        CPU budget; :class:`BudgetExceeded` is raised once the queries answered so far took
-        longer, or as soon as the queries answered so far project the whole search
-        beyond ``PROJECTION`` times the budget (checked every ``_CHUNK`` queries): a
-        search that cannot finish gives up early instead of spending its budget first.
-        When the work is spread (:func:`~sdcflow.tasks.parallel.parallel`), the queries are
-        cut into ``PIECES`` pieces of :func:`~sdcflow.tasks.parallel.map_parts`, each with
-        its share of the budget; the answer is the same.
+        CPU budget. On more than ``_CHUNK`` records the search first builds its tree and
+        times ``PROBE`` evenly spaced queries, and raises :class:`BudgetExceeded` at once when
+        they project the whole search beyond ``PROJECTION`` times the budget: a search that
+        cannot finish gives up early instead of spending its budget first. Otherwise it runs
+        to its end -- in ``PIECES`` pieces of :func:`~sdcflow.tasks.parallel.map_parts` when
+        the work is spread (:func:`~sdcflow.tasks.parallel.parallel`) -- so the answer,
+        computed or not, does not depend on the map.
 
     Returns
     -------
@@ -68,11 +68,11 @@ def exact_neighbours(
     """
     n = Z.shape[0]
     tree = None
+    t0 = time.process_time()
     if seconds is not None and n > _CHUNK:
         # probe: time PROBE evenly spaced queries first, and give up at once when they project
         # the search beyond the budget (in 10 dimensions the exact search of a million
         # records takes tens of minutes; finding that out costs the tree and the probe)
-        t0 = time.process_time()
         tree = cKDTree(Z)
         built = time.process_time()
         tree.query(Z[np.linspace(0, n - 1, PROBE).astype(np.int64)], K + 1)
@@ -82,39 +82,28 @@ def exact_neighbours(
                 f"exact neighbour search projected to {projected:.3g} CPU s, over the budget "
                 f"of {seconds:g} CPU s"
             )
+    # the probe decided: the search runs to its end, in pieces (each building its own tree)
+    # when the work is spread, so that the answer does not depend on the map
     pieces = PIECES if parallel() and n >= PIECES * _CHUNK else 1
     if pieces == 1:
-        found = [neighbour_rows(Z, K, 0, n, seconds, tree)]
-    else:
-        cuts = np.linspace(0, n, pieces + 1).astype(np.int64)
-        share = seconds / pieces if seconds is not None else None
-        calls = [(Z, K, int(lo), int(hi), share) for lo, hi in itertools.pairwise(cuts)]
-        found = map_parts(neighbour_rows, calls, "bound")
-    for got in found:
-        if isinstance(got, str):
-            raise BudgetExceeded(got)
-    if len(found) == 1:
-        return found[0]
+        return neighbour_rows(Z, K, 0, n, tree)
+    cuts = np.linspace(0, n, pieces + 1).astype(np.int64)
+    found = map_parts(
+        neighbour_rows, [(Z, K, int(lo), int(hi)) for lo, hi in itertools.pairwise(cuts)], "bound"
+    )
     return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
 
 
 def neighbour_rows(
-    Z: np.ndarray,
-    K: int,
-    lo: int,
-    hi: int,
-    seconds: float | None,
-    tree: cKDTree | None = None,
-) -> tuple[np.ndarray, np.ndarray] | str:
+    Z: np.ndarray, K: int, lo: int, hi: int, tree: cKDTree | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The exact K nearest neighbours of records ``lo:hi`` among all of ``Z`` (one piece of
-    :func:`exact_neighbours`), or the reason it gave up on its CPU budget ``seconds``.
+    :func:`exact_neighbours`; ``tree``: a KD-tree of ``Z`` already built, else built here).
 
     Shapes: Z (n, d) -> idx (hi - lo, K) int64, d2 (hi - lo, K) float64.
     """
     m = hi - lo
-    t0 = time.process_time()
     tree = cKDTree(Z) if tree is None else tree
-    built = time.process_time()
     idx = np.empty((m, K), dtype=np.int64)
     for a in range(lo, hi, _CHUNK):
         b = min(a + _CHUNK, hi)
@@ -128,16 +117,6 @@ def neighbour_rows(
         keep = np.ones_like(got, dtype=bool)
         keep[np.arange(b - a), drop] = False
         idx[a - lo : b - lo] = got[keep].reshape(b - a, K)
-        if seconds is not None and b < hi:
-            now = time.process_time()
-            if now - t0 > seconds:
-                return f"exact neighbour search exceeded {seconds:g} CPU s"
-            projected = (built - t0) + (now - built) * m / (b - lo)
-            if projected > PROJECTION * seconds:
-                return (
-                    f"exact neighbour search projected to {projected:.3g} CPU s, over the "
-                    f"budget of {seconds:g} CPU s"
-                )
     Zq = Z[lo:hi]
     d2 = np.empty((m, K))
     for a in range(0, m, _CHUNK):  # row blocks, to bound the temporary

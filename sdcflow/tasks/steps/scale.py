@@ -173,7 +173,16 @@ def warm_up(spec: ReleaseSpec) -> list[PrefectFuture]:
     workers = spec.dask.workers or os.cpu_count() or 1
     runner = run_part.with_options(name="mask-warm")
     with _nothing_but_the_piece():
-        return [runner.submit(warm_mask, ()) for _ in range(workers)]
+        return [runner.submit(_warm, ()) for _ in range(workers)]
+
+
+def _warm() -> None:
+    """One warm-up piece: a failure here costs the first cell its load time, never the run
+    (nor an error line in its logs)."""
+    try:
+        warm_mask()
+    except Exception:
+        pass
 
 
 def settle(futures: Sequence[PrefectFuture], timeout: float) -> None:

@@ -1,4 +1,5 @@
-"""Review (wt-rv): the warm-up futures waited in the release flow's ``finally``."""
+"""The warm-up pieces of a Dask run (``scale.warm_up``) never delay or lose a run's audit
+record: settled after it, within 30 s in all (found by the review of the scale-out change)."""
 
 from __future__ import annotations
 

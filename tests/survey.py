@@ -59,3 +59,25 @@ def progress_artifacts(keys: list[str]) -> dict[str, float]:
         if item["type"] == "progress":
             out.setdefault(item["key"], float(item["data"]))
     return out
+
+
+def expenditure_survey(n: int):
+    """n records (expenditure 16 %, 7 %, total; seed 0) violating total = 1.16 a + 1.07 b by
+    noise, and the linear rules: that equality and a >= 10. Shapes: X (n, 3), rules."""
+    import numpy as np
+
+    from sdcflow.tasks.linear.constraints import LinearConstraints
+
+    gen = np.random.default_rng(0)
+    X = np.abs(gen.standard_normal((n, 3))) * [30.0, 80.0, 1.0] + [5.0, 10.0, 0.0]
+    X[:, 2] = 1.16 * X[:, 0] + 1.07 * X[:, 1] + gen.normal(0.0, 3.0, n)
+    rules = LinearConstraints(
+        ("exp16", "exp7", "total"),
+        np.array([[1.16, 1.07, -1.0]]),
+        np.zeros(1),
+        np.array([[-1.0, 0.0, 0.0]]),
+        np.array([-10.0]),
+        eq_names=("total",),
+        ineq_names=("exp16_min",),
+    )
+    return X, rules

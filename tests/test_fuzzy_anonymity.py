@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from pydantic import ValidationError
+from survey import expenditure_survey
 
 from sdcflow.tasks.fuzzy.microaggregation import (
     draw_centres,
@@ -24,19 +25,7 @@ from sdcflow.tasks.methods import METHODS
 def survey() -> tuple[np.ndarray, LinearConstraints]:
     """200 records (expenditure 16 %, 7 %, total) violating total = 1.16 a + 1.07 b by noise,
     and the rules: that equality and a >= 10."""
-    gen = np.random.default_rng(0)
-    X = np.abs(gen.standard_normal((200, 3))) * [30.0, 80.0, 1.0] + [5.0, 10.0, 0.0]
-    X[:, 2] = 1.16 * X[:, 0] + 1.07 * X[:, 1] + gen.normal(0.0, 3.0, 200)
-    rules = LinearConstraints(
-        ("exp16", "exp7", "total"),
-        np.array([[1.16, 1.07, -1.0]]),
-        np.zeros(1),
-        np.array([[-1.0, 0.0, 0.0]]),
-        np.array([-10.0]),
-        eq_names=("total",),
-        ineq_names=("exp16_min",),
-    )
-    return X, rules
+    return expenditure_survey(200)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from survey import expenditure_survey
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation, fuzzy_partition
@@ -24,20 +25,7 @@ def survey() -> tuple[np.ndarray, LinearConstraints]:
     """1200 records (expenditure 16 %, 7 %, total) violating total = 1.16 a + 1.07 b by
     noise, and the rules: that equality and a >= 10 (tests/test_fuzzy_anonymity.py's file,
     six times larger)."""
-    gen = np.random.default_rng(0)
-    n = 1200
-    X = np.abs(gen.standard_normal((n, 3))) * [30.0, 80.0, 1.0] + [5.0, 10.0, 0.0]
-    X[:, 2] = 1.16 * X[:, 0] + 1.07 * X[:, 1] + gen.normal(0.0, 3.0, n)
-    rules = LinearConstraints(
-        tuple(COLUMNS),
-        np.array([[1.16, 1.07, -1.0]]),
-        np.zeros(1),
-        np.array([[-1.0, 0.0, 0.0]]),
-        np.array([-10.0]),
-        eq_names=("total",),
-        ineq_names=("exp16_min",),
-    )
-    return X, rules
+    return expenditure_survey(1200)
 
 
 def _cell_of(X: np.ndarray, cell_size: int) -> np.ndarray:

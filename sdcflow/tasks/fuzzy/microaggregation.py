@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numba as nb
@@ -153,28 +153,6 @@ class _Node:
     # for a child: the parent's row positions of its rows, and their parent memberships
     parent_pos: np.ndarray | None = None
     factor: np.ndarray | None = None
-
-
-@dataclass
-class _Search:
-    """Settings shared by every node of the recursion."""
-
-    k: int
-    fz1: Fuzziness
-    fz2: Fuzziness
-    proj: PolyhedronProjector | None
-    restarts: int
-    max_iter: int
-    tol: float
-    truncate: bool | Literal["auto"]
-    n_neighbors: int
-    mass: float
-    escalations: int
-    max_depth: int
-    screen: int | None
-    probabilistic: bool
-    rng: np.random.Generator
-    log: dict[str, Any]
 
 
 def _draw_memberships(
@@ -708,6 +686,16 @@ class FitSettings:
     probabilistic: bool
 
 
+@dataclass(frozen=True)
+class _Search(FitSettings):
+    """A fit's settings plus what every node of its recursion shares: the rules' projector,
+    the generator and the log the nodes add to."""
+
+    proj: PolyhedronProjector | None
+    rng: np.random.Generator
+    log: dict[str, Any]
+
+
 @dataclass
 class StandardizedFit:
     """A fitted partition in standardized units, before the back-transformation.
@@ -747,24 +735,11 @@ def fit_standardized(
     coordinates. The numerical heart of :func:`fuzzy_partition`, also run on one spatial cell
     by ``sdcflow.tasks.methods.fuzzy`` (``cell_size``)."""
     n = Z.shape[0]
-    st = settings
     s = _Search(
-        st.k,
-        st.fz1,
-        st.fz2,
-        proj,
-        st.restarts,
-        st.max_iter,
-        st.tol,
-        st.truncate,
-        st.n_neighbors,
-        st.mass,
-        st.escalations,
-        st.max_depth,
-        st.screen,
-        st.probabilistic,
-        check_random_state(random_state),
-        {"fcm_runs": 0, "draw_used": [], "merged_clusters": 0},
+        **{f.name: getattr(settings, f.name) for f in fields(FitSettings)},
+        proj=proj,
+        rng=check_random_state(random_state),
+        log={"fcm_runs": 0, "draw_used": [], "merged_clusters": 0},
     )
     root = _build(Z, np.arange(n), np.ones(n), s, 0)
     leaves: list[np.ndarray] = []
@@ -775,7 +750,7 @@ def fit_standardized(
     fit = s.log.pop("top_fit")
     log = dict(s.log)
     log.update(
-        c_initial=max(1, n // st.k),
+        c_initial=max(1, n // settings.k),
         objective_top=float(fit.objective),
         converged_top=bool(fit.converged),
         fcm_status_top=fit.message,

@@ -168,8 +168,9 @@ def border_search(Z: np.ndarray, labels: np.ndarray, k: int, part_size: int) -> 
         part_of_group = np.empty(g, dtype=np.int64)
         for p, (lo, hi) in enumerate(itertools.pairwise(bounds)):
             part_of_group[order[lo:hi]] = p
-        by_part = np.argsort(part_of_group[labels], kind="stable")
-        cuts = np.searchsorted(part_of_group[labels][by_part], np.arange(len(bounds)))
+        part_of_record = part_of_group[labels]
+        by_part = np.argsort(part_of_record, kind="stable")
+        cuts = np.searchsorted(part_of_record[by_part], np.arange(len(bounds)))
         rows = [by_part[lo:hi] for lo, hi in itertools.pairwise(cuts)]
         calls = [
             (np.ascontiguousarray(Z[r]), np.unique(labels[r], return_inverse=True)[1], k)

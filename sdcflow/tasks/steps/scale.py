@@ -94,7 +94,10 @@ def check_cluster(spec: ReleaseSpec, timeout: float = 5.0) -> None:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
             pass
     except (OSError, ValueError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        if isinstance(e, ValueError):
+            reason = "not a host:port address"
+        else:
+            reason = e.strerror or type(e).__name__
         raise ParameterError(
             f"cannot reach the Dask scheduler at {address} ({reason}); start the cluster, or "
             "correct --dask-address / dask.address, or leave it out for an embedded cluster",

@@ -25,6 +25,12 @@ temporary Prefect API, an embedded LocalCluster), so the figures are those a use
   after the other;
 * ``peak_rss_mb``: the largest sum of the resident set sizes of the process and all its
   children (the Prefect server and the Dask workers included), sampled every 0.2 s;
+* ``cpu_seconds``: the CPU time (user + system) of the same process tree, each process's
+  last sample summed (a process that ends between two samples loses at most 0.2 s), and
+  ``cores_busy`` = ``cpu_seconds / wall_seconds``, the cores the run kept busy on average.
+  On ``os.cpu_count()`` cores a run cannot take less than ``cpu_seconds / cpus`` wall
+  seconds, so ``speed-up ceiling`` = wall with 1 worker / (CPU seconds with 2 workers /
+  cpus) bounds the speed-up any scheduling of the same work could reach on this machine;
 * ``il``: the information loss the release's manifest records, and ``il_over_unpartitioned``
   its relative excess (%) over exact (unpartitioned) MDAV on the same data, the baseline
   computed in this process in the same run (``unpartitioned_cpu_seconds``: its CPU time).
@@ -120,6 +126,17 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
+def _tree_cpu(proc: psutil.Process, seen: dict[tuple[int, float], float]) -> None:
+    """Record the CPU seconds of every process of the tree, keyed by (pid, start time)."""
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            with p.oneshot():
+                t = p.cpu_times()
+                seen[(p.pid, p.create_time())] = t.user + t.system
+        except psutil.Error:
+            pass
+
+
 def step_seconds(log: str) -> dict[str, float]:
     """Seconds of each flow step from the console log (see the module docstring)."""
     steps: dict[str, float] = {}
@@ -149,6 +166,7 @@ def run_release(spec: Path, workers: int | None) -> dict:
         cmd, cwd=spec.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     peak = [0]
+    cpu: dict[tuple[int, float], float] = {}
     done = threading.Event()
 
     def sample() -> None:
@@ -156,6 +174,7 @@ def run_release(spec: Path, workers: int | None) -> dict:
         while not done.is_set():
             try:
                 peak[0] = max(peak[0], _tree_rss(ps))
+                _tree_cpu(ps, cpu)
             except psutil.Error:
                 break
             done.wait(0.2)
@@ -177,6 +196,8 @@ def run_release(spec: Path, workers: int | None) -> dict:
         "wall_seconds": round(wall, 2),
         "steps": step_seconds(err + out),
         "peak_rss_mb": round(peak[0] / 2**20, 1),
+        "cpu_seconds": round(sum(cpu.values()), 1),
+        "cores_busy": round(sum(cpu.values()) / wall, 2),
         "il": checks.get("max_information_loss"),
         "k": checks.get("k_anonymity"),
         "stderr_tail": err[-1500:] if proc.returncode else "",
@@ -391,6 +412,18 @@ def targets(result: dict) -> list[dict]:
                 "met": speedup >= TARGETS["speedup_2_over_1"],
             }
         )
+    cpus = result["load"]["cpus"]
+    done = [r for r in result["runs"] if r["status"] == "published"]
+    two = next((r for r in done if r["workers"] == 2), None)
+    if 1 in by and two is not None and two["cpu_seconds"]:
+        out.append(
+            {
+                "figure": f"speed-up ceiling on {cpus} CPUs (1 worker's wall / (2's CPU / {cpus}))",
+                "value": round(by[1] / (two["cpu_seconds"] / cpus), 3),
+                "target": "(no scheduling of this work beats it)",
+                "met": None,
+            }
+        )
     masks = {
         r["workers"]: r["steps"].get("mask")
         for r in result["runs"]
@@ -432,7 +465,8 @@ def report(result: dict) -> None:
         steps = ", ".join(f"{k} {v:.1f}" for k, v in run["steps"].items())
         print(
             f"{run['runner']} workers={run['workers']}: {run['status']} (exit "
-            f"{run['exit_code']}), IL {run['il']}, k {run['k']}; steps (s): {steps}"
+            f"{run['exit_code']}), IL {run['il']}, k {run['k']}; {run['cpu_seconds']} CPU s, "
+            f"{run['cores_busy']} cores busy on average; steps (s): {steps}"
         )
         if run["stderr_tail"]:
             print(run["stderr_tail"], file=sys.stderr)

@@ -261,8 +261,9 @@ def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefec
 @pytest.mark.flow
 def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_api, monkeypatch):
     """--dask-address: the release connects to a running scheduler instead of starting one
-    (here an in-process cluster: one worker thread); a worker receives its piece, not the
-    file."""
+    (here an in-process cluster of three worker threads); a worker receives its piece, not
+    the file; each of the cluster's workers gets one warm-up piece (the local CPU count gave
+    two here)."""
     from distributed import LocalCluster
 
     spec = write_release(
@@ -283,14 +284,16 @@ def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_ap
         return context
 
     monkeypatch.setattr(prefect_dask.client, "serialize_context", spy)
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=3, processes=False, dashboard_address=None) as cluster:
         code = main(["release", str(spec), "--dask-address", cluster.scheduler_address])
         assert code == 0
         assert (
             cluster.scheduler_address
         )  # still up: sdcflow does not stop a cluster it did not start
     manifest = json.loads((tmp_path / "published" / "survey" / "manifest.json").read_text())
-    assert sum(n.startswith("mask-cell") for n in _task_runs(manifest["run_id"])) == 4
+    runs = _task_runs(manifest["run_id"])
+    assert sum(n.startswith("mask-cell") for n in runs) == 4
+    assert sum(n.startswith("mask-warm") for n in runs) == 3
     assert manifest["method"]["cell_size"] == 100
     assert manifest["method_details"]["algorithm"] == "ps in cells of 100"
     # Prefect serializes the submitting flow run's and task run's contexts into every task:

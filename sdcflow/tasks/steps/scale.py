@@ -173,10 +173,21 @@ def warm_up(spec: ReleaseSpec) -> list[PrefectFuture]:
     Nothing on the local runner or for a method that does not scale out."""
     if not on_dask() or get_method(spec.method.name).scaling(spec.method) is None:
         return []
-    workers = spec.dask.workers or os.cpu_count() or 1
     runner = run_part.with_options(name="mask-warm")
     with _nothing_but_the_piece():
-        return [runner.submit(_warm, ()) for _ in range(workers)]
+        return [runner.submit(_warm, ()) for _ in range(_workers(spec))]
+
+
+def _workers(spec: ReleaseSpec) -> int:
+    """How many workers the cluster has: those it started with, or those an existing
+    cluster (``dask.address``) reports now; the local CPUs when it cannot say."""
+    if spec.dask.workers:
+        return spec.dask.workers
+    try:
+        count = len(FlowRunContext.get().task_runner.client.nthreads())
+    except Exception:  # a cluster that does not answer: the mask step will say so
+        count = 0
+    return count or os.cpu_count() or 1
 
 
 def _warm() -> None:

@@ -93,9 +93,20 @@ def _group_sum(ids: np.ndarray, values: np.ndarray | sparse.csr_matrix, groups: 
             (np.ones(ids.size), (ids, np.arange(ids.size))), shape=(groups, ids.size)
         )
         return (ind @ values).tocsr()
-    out = np.zeros((groups, values.shape[1]))
-    np.add.at(out, ids, values)
+    out = np.empty((groups, values.shape[1]))
+    for c in range(values.shape[1]):  # bincount: one pass per column, not np.add.at
+        out[:, c] = np.bincount(ids, weights=values[:, c], minlength=groups)
     return out
+
+
+def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``codes`` (n, d), codes >= -1, and every row's index among them:
+    (g, d), (n,). One integer sort (:func:`row_ids`) instead of ``np.unique(axis=0)``, which
+    sorts the rows as structured records (about 20 times slower at a million rows)."""
+    ids = row_ids(codes + 1)
+    first = np.full(int(ids.max()) + 1 if ids.size else 0, ids.size, dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(ids.size))
+    return codes[first], ids
 
 
 def _matching_sums_unique(
@@ -108,9 +119,8 @@ def _matching_sums_unique(
     Shapes: codes (n, d) with -1 for missing, values (n, m) -> (n, m).
     """
     n = codes.shape[0]
-    missing = codes < 0
-    patterns, pid = np.unique(missing, axis=0, return_inverse=True)
-    pid = pid.reshape(-1)
+    patterns, pid = _distinct_rows((codes < 0).astype(np.int64))
+    patterns = patterns.astype(bool)
     order = np.argsort(pid, kind="stable")
     bounds = np.searchsorted(pid[order], np.arange(patterns.shape[0] + 1))
     members = [order[bounds[p] : bounds[p + 1]] for p in range(patterns.shape[0])]
@@ -182,8 +192,7 @@ def codes_matching_sums(
             "pass one row per released record, in the same order"
         )
     # Identical rows match the same records: count once per distinct row.
-    distinct, inverse = np.unique(codes, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    distinct, inverse = _distinct_rows(codes)
     if not sparse.issparse(values):
         values = np.asarray(values, dtype=np.float64)
     merged = _group_sum(inverse, values, distinct.shape[0])

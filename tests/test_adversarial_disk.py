@@ -27,6 +27,26 @@ def test_a_full_disk_during_publication_leaves_the_previous_release_whole(tmp_pa
         assert publish_mod.published_run(out / "r", "r") == "a" * 32
 
 
+def test_a_disk_that_fills_while_duckdb_writes_the_csv_leaves_the_previous_release_whole(
+    tmp_path,
+):
+    """The Parquet file fits (one repeated row compresses to almost nothing), the CSV does
+    not: DuckDB's COPY (numeric frames) fails with ENOSPC as an OSError, and nothing of the
+    attempt is left."""
+    with small_disk(tmp_path / "disk", "512k") as disk:
+        out = disk / "out"
+        publish_mod.write_release(out, "r", pd.DataFrame({"x": [1.0, 2.0]}), {"run_id": "a" * 32})
+        before = tree(out)
+        n = 200_000
+        big = pd.DataFrame({"a": np.full(n, 0.12345678901234566), "b": np.full(n, 2**40)})
+        with pytest.raises(OSError) as e:
+            publish_mod.write_release(out, "r", big, {"run_id": "b" * 32})
+        assert e.value.errno == 28
+        assert "data.csv" in str(e.value.filename)
+        assert tree(out) == before
+        assert publish_mod.published_run(out / "r", "r") == "a" * 32
+
+
 @pytest.mark.flow
 def test_a_full_reports_disk_fails_the_run_in_one_line_and_leaves_no_partial_report(
     tmp_path, prefect_api, capsys

@@ -1,0 +1,72 @@
+"""The published ``data.csv`` is ``frame.to_csv(index=False)`` byte for byte, whichever
+writer makes it (``publish.write_csv``: DuckDB's COPY for frames of float64 and int64 columns,
+pandas' writer otherwise)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcflow.warehouse.publish import write_csv
+
+
+def _same_bytes(frame: pd.DataFrame, tmp_path) -> None:
+    path = tmp_path / "data.csv"
+    write_csv(frame, path)
+    assert path.read_bytes() == frame.to_csv(index=False).encode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]  # nothing left beside
+    path.unlink()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_numeric_frames_are_written_as_pandas_writes_them(tmp_path, seed):
+    """Magnitudes from 1e-320 to 1e300, integral floats (``3.0``), the exponent thresholds
+    of repr (1e16, 1e-05), -0.0, inf, missing values, int64 extremes, and the row order of a
+    file large enough for DuckDB to write it on several threads."""
+    rng = np.random.default_rng(seed)
+    n = 150_000
+    a = rng.standard_normal(n) * 10.0 ** rng.integers(-320, 300, n)
+    a[rng.random(n) < 0.05] = np.nan
+    special = [0.0, -0.0, 1.0, 3.0, 1e15, 1e16, 1e-4, 1e-5, 1.5e-7, np.inf, -np.inf, 5e-324]
+    a[: len(special)] = special
+    frame = pd.DataFrame(
+        {
+            "a": a,
+            "b": rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64),
+            "c": np.round(rng.standard_normal(n), rng.integers(0, 6)),
+            "d": rng.integers(0, 9, n).astype(np.float64),
+            "id": np.arange(n, dtype=np.int64),
+        },
+        index=rng.permutation(n),  # the index is not written, whatever it is
+    )
+    _same_bytes(frame, tmp_path)
+
+
+def test_headers_that_need_quoting_or_repeat_are_pandas_own(tmp_path):
+    frame = pd.DataFrame(np.arange(12.0).reshape(4, 3), columns=["a,b", 'say "x"', "a,b"])
+    _same_bytes(frame, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pd.DataFrame({"x": [np.nan, 1.0]}),  # one column: pandas quotes the empty line
+        pd.DataFrame({"s": ["", "a,b", 'q"', "#x"], "x": [1.0, 2.0, 3.0, 4.0]}),
+        pd.DataFrame({"b": [True, False], "x": [1, 2]}),
+        pd.DataFrame({"i": pd.array([1, None], dtype="Int64"), "x": [1.0, 2.0]}),
+        pd.DataFrame({"f": np.array([0.1, 2.5], dtype=np.float32), "x": [1, 2]}),
+        pd.DataFrame({"t": pd.to_datetime(["2020-01-01", None]), "x": [1, 2]}),
+    ],
+    ids=["one-column", "text", "bool", "nullable-int", "float32", "dates"],
+)
+def test_other_frames_are_written_by_pandas(tmp_path, frame):
+    _same_bytes(frame, tmp_path)
+
+
+def test_a_quote_in_the_path_is_written_where_asked(tmp_path):
+    folder = tmp_path / "it's"
+    folder.mkdir()
+    frame = pd.DataFrame({"a": [1.5, 2.0], "b": [1, 2]})
+    write_csv(frame, folder / "data.csv")
+    assert (folder / "data.csv").read_bytes() == b"a,b\n1.5,1\n2.0,2\n"

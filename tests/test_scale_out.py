@@ -3,6 +3,7 @@ Dask cluster, the same release as the local runner, the gates over the whole rel
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -253,9 +254,41 @@ def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefec
     for run in result["runs"]:
         assert {"workers", "wall_seconds", "steps", "peak_rss_mb", "il", "status"} <= set(run)
         assert run["status"] == "published"
+        # the release's process tree did work, and at most all the CPUs' worth of it
+        assert 0 < run["cpu_seconds"] and 0 < run["cores_busy"] <= (os.cpu_count() or 1) + 0.1
     for target in result["targets"]:
         assert {"figure", "target", "met"} <= set(target)
     assert "target" in out.stdout
+
+
+def test_the_benchmark_ceiling_is_the_1_worker_wall_over_the_2_worker_cpu_per_core():
+    """By hand: 1 worker 100 s wall; 2 workers 70 s wall and 120 CPU s on 2 CPUs: no
+    schedule of 120 CPU s on 2 cores ends before 60 s, so the ratio cannot pass 100 / 60."""
+    spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "benchmarks" / "scale.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def run(workers: int, wall: float, cpu: float) -> dict:
+        return {
+            "workers": workers,
+            "runner": "dask",
+            "status": "published",
+            "wall_seconds": wall,
+            "cpu_seconds": cpu,
+            "peak_rss_mb": 1.0,
+            "steps": {},
+        }
+
+    result = {
+        "n": 1000,
+        "method": "mdav",
+        "load": {"cpus": 2},
+        "runs": [run(1, 100.0, 110.0), run(2, 70.0, 120.0)],
+    }
+    figures = {t["figure"]: t["value"] for t in bench.targets(result)}
+    assert figures["speed-up, 2 workers over 1 (wall, end to end)"] == round(100 / 70, 3)
+    ceiling = next(v for f, v in figures.items() if f.startswith("speed-up ceiling on 2 CPUs"))
+    assert ceiling == round(100 / 60, 3)
 
 
 @pytest.mark.flow

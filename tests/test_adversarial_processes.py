@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import signal
 import time
@@ -168,3 +169,38 @@ def test_an_unexpected_error_exits_3_in_one_line_and_stops_the_server(tmp_path):
     assert "Traceback" not in err
     assert [s for s, _ in _audit(tmp_path).values()] == ["failed"]
     assert wait_for(lambda: not alive(server), timeout=15, poll=0.1)
+
+
+def test_imports_overlap_the_server_start_and_a_failure_there_stops_the_server(tmp_path):
+    """``owned_prefect_api(meanwhile=...)``: the command line imports the flow while its
+    temporary server boots in its own process (about 2 s less per run here); the server is
+    already started when ``meanwhile`` runs, and an error in it stops the server."""
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    proc = spawn(
+        """
+        import os, sys
+        from pathlib import Path
+        from sdcflow.flows.server import owned_prefect_api
+
+        def meanwhile():
+            for entry in Path("/proc").glob("[0-9]*/stat"):
+                fields = entry.read_text().rsplit(")", 1)[1].split()
+                cmd = Path(entry.parent, "cmdline").read_bytes()
+                if int(fields[1]) == os.getpid() and b"uvicorn" in cmd:
+                    print(entry.parent.name, flush=True)
+            raise RuntimeError("an import failed")
+
+        try:
+            with owned_prefect_api(meanwhile=meanwhile):
+                print("never", flush=True)
+        except RuntimeError as e:
+            print(e, flush=True)
+        """,
+        cwd=tmp_path,
+        env=environment,
+    )
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    server, message = out.split()[0], out.strip().splitlines()[-1]
+    assert message == "an import failed" and "never" not in out
+    assert wait_for(lambda: not alive(int(server)), timeout=15, poll=0.1), "server left running"

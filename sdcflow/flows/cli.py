@@ -25,11 +25,15 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy
 from sdcflow.flows import arguments, prune
+
+if TYPE_CHECKING:
+    from sdcflow.tasks.steps.plan import ReleasePlan
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -155,8 +159,8 @@ def _run_release(
             from sdcflow.flows.progress_bar import terminal_progress
             from sdcflow.flows.server import owned_prefect_api
 
-            with owned_prefect_api(), terminal_progress():
-                from sdcflow.flows.release import release  # imports Prefect: after preflight
+            with owned_prefect_api(meanwhile=lambda: _import_flow(plan)), terminal_progress():
+                from sdcflow.flows.release import release  # imported while the server boots
 
                 _console_without_tracebacks()
                 outcome = with_runner(release, plan.spec)(
@@ -180,6 +184,16 @@ def _run_release(
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def _import_flow(plan: ReleasePlan) -> None:
+    """Import the release flow (Prefect, the steps, the methods' kernels) and, when the spec
+    has edit rules, Great Expectations: about 3 s that overlap the temporary API server's
+    start, after the preflight has accepted the input."""
+    import sdcflow.flows.release
+
+    if plan.rules:
+        import sdcflow.expectations.suite  # noqa: F401
 
 
 def _checks_cell(checks_json: str) -> str:

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["ServerError", "owned_prefect_api", "serve_flow"]
 
@@ -66,12 +66,16 @@ def _configured_url() -> str | None:
 
 
 @contextlib.contextmanager
-def owned_prefect_api(timeout: float | None = None) -> Iterator[str]:
+def owned_prefect_api(
+    timeout: float | None = None, meanwhile: Callable[[], object] | None = None
+) -> Iterator[str]:
     """Yield the Prefect API URL to run flows against.
 
     When ``PREFECT_API_URL`` is configured (a real server, or a test harness), that one is
     used and nothing is started. Otherwise a temporary server is started as a child that dies
     with this process (see the module docstring), and stopped when the block ends.
+    ``meanwhile`` (e.g. importing the flow's modules) runs in this process while the server
+    starts in its own, instead of after it; it runs once in either case.
 
     Raises
     ------
@@ -81,6 +85,8 @@ def owned_prefect_api(timeout: float | None = None) -> Iterator[str]:
     """
     configured = _configured_url()
     if configured:
+        if meanwhile is not None:
+            meanwhile()
         yield configured
         return
     import httpx
@@ -129,6 +135,8 @@ def owned_prefect_api(timeout: float | None = None) -> Iterator[str]:
         )
         before = os.environ.get("PREFECT_API_URL")
         try:
+            if meanwhile is not None:
+                meanwhile()  # about 3 s of imports, while the server's process boots
             _wait_healthy(process, url, wait, log, httpx)
             # The environment too: Prefect's background threads read settings afresh.
             os.environ["PREFECT_API_URL"] = url

@@ -4,11 +4,14 @@ pandas' writer otherwise)."""
 
 from __future__ import annotations
 
+import errno
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.warehouse.publish import write_csv
+from sdcflow.warehouse.publish import _errno_of, write_csv
 
 
 def _same_bytes(frame: pd.DataFrame, tmp_path) -> None:
@@ -70,3 +73,44 @@ def test_a_quote_in_the_path_is_written_where_asked(tmp_path):
     frame = pd.DataFrame({"a": [1.5, 2.0], "b": [1, 2]})
     write_csv(frame, folder / "data.csv")
     assert (folder / "data.csv").read_bytes() == b"a,b\n1.5,1\n2.0,2\n"
+
+
+@pytest.mark.parametrize("step", [slice(None, None, -1), slice(4, 0, -2)], ids=["::-1", "4:0:-2"])
+def test_a_reversed_view_is_written_as_pandas_writes_it(tmp_path, step):
+    """Columns laid out backwards in memory: DuckDB's scan failed with ``std::bad_cast``
+    (review of the change); the frame is copied first."""
+    frame = pd.DataFrame({"id": np.arange(5, dtype=np.int64), "x": np.arange(5.0) / 3})
+    _same_bytes(frame.iloc[step], tmp_path)
+
+
+def test_a_relative_folder_named_tilde_is_written_there_and_nothing_in_home(tmp_path, monkeypatch):
+    """DuckDB expands a leading ``~`` of a path; Python does not: the file went to $HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("~")
+    frame = pd.DataFrame({"a": [1.5, 2.0], "b": [1, 2]})
+    write_csv(frame, "~/data.csv")  # a str path too
+    assert sorted(os.listdir(home)) == []
+    assert (tmp_path / "~" / "data.csv").read_bytes() == b"a,b\n1.5,1\n2.0,2\n"
+
+
+def test_a_read_only_folder_is_an_oserror_with_the_systems_errno(tmp_path):
+    from adversarial import read_only_disk
+
+    frame = pd.DataFrame({"a": [1.5, 2.0], "b": [1, 2]})
+    with read_only_disk(tmp_path / "ro") as folder:
+        with pytest.raises(OSError) as e:
+            write_csv(frame, folder / "data.csv")
+        with pytest.raises(OSError) as by_pandas:
+            frame.to_csv(folder / "data.csv", index=False)
+        assert e.value.errno == by_pandas.value.errno == errno.EROFS
+        assert os.listdir(folder) == []
+
+
+def test_errno_is_read_from_duckdbs_message():
+    assert _errno_of('IO Error: Could not write file "x": No space left on device') == 28
+    assert _errno_of('{"exception_type":"IO","errno":"30"}') == 30
+    assert _errno_of("IO Error: Cannot open file: Permission denied") == errno.EACCES
+    assert _errno_of("IO Error: something else") == errno.EIO

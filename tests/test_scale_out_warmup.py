@@ -72,3 +72,57 @@ def test_a_second_signal_while_waiting_for_the_warm_up_loses_no_audit_record(
         rows = con.execute("select run_id, status from audit.runs").fetchall()
     print(rows)
     assert rows and all(status not in (None, "running") for _, status in rows), rows
+
+
+def test_a_scheduler_that_stops_answering_does_not_hold_the_warm_up(tmp_path, monkeypatch):
+    """How many warm-up pieces to send is asked of an existing cluster's scheduler; one that
+    is up but does not answer (a real ``dask scheduler`` process, stopped with SIGSTOP) held
+    the run until it came back. Now the question waits 5 s, then the local CPU count is used."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from distributed import Client
+
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.tasks.steps import scale
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scheduler = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-dashboard",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = Client(f"tcp://127.0.0.1:{port}", timeout=60)
+        try:
+            runner = SimpleNamespace(task_runner=SimpleNamespace(client=client))
+            monkeypatch.setattr(scale.FlowRunContext, "get", staticmethod(lambda: runner))
+            monkeypatch.setattr(os, "cpu_count", lambda: 3)
+            spec = load_spec(write_release(tmp_path, rows=50, method={"name": "mdav", "k": 5}))
+            assert spec.dask.workers is None
+            assert scale._workers(spec) == 3  # answering, no worker yet: the CPU count
+            scheduler.send_signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            assert scale._workers(spec) == 3
+            assert time.monotonic() - t0 < 20, "the warm-up waited for a silent scheduler"
+        finally:
+            scheduler.send_signal(signal.SIGCONT)
+            client.close(timeout=10)
+    finally:
+        scheduler.kill()
+        scheduler.wait()

@@ -394,7 +394,7 @@ def _write_files(
         _fsync_path(tmp / name)
 
 
-def write_csv(frame: pd.DataFrame, path: Path) -> None:
+def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """``frame.to_csv(path, index=False)``, byte for byte; about 9 times faster on frames of
     float64 and int64 columns only.
 
@@ -402,33 +402,76 @@ def write_csv(frame: pd.DataFrame, path: Path) -> None:
     round-trip digits pandas writes (``repr``: ``1.0``, ``1e-05``, ``-0.0``, ``inf``; a
     missing value an empty field), in the frame's row order; the header is pandas' own.
     Any other column (text, booleans, dates, nullable integers) and a single column (pandas
-    quotes an empty line there) take pandas' writer. ``tests/test_publish_csv.py`` compares
-    the bytes of both writers.
+    quotes an empty line there) take pandas' writer, as does a frame DuckDB cannot scan.
+    ``tests/test_publish_csv.py`` compares the bytes of both writers.
+
+    Raises
+    ------
+    OSError
+        The file could not be written (``errno`` as the system gave it, e.g. ENOSPC);
+        nothing of DuckDB's is left beside ``path``.
+    KeyboardInterrupt
+        Interrupted while DuckDB wrote (DuckDB says ``Query interrupted``).
     """
+    path = Path(os.path.abspath(path))  # DuckDB would expand a leading "~"; Python does not
     numeric = frame.shape[1] >= 2 and all(
         dtype in (np.dtype("float64"), np.dtype("int64")) for dtype in frame.dtypes
     )
-    if not numeric:
+    if not numeric or not _copy_body(frame, path.with_name(path.name + ".body")):
         frame.to_csv(path, index=False)
         return
     body = path.with_name(path.name + ".body")
+    try:
+        with open(path, "wb") as out:
+            out.write(frame.iloc[:0].to_csv(index=False).encode())
+            with open(body, "rb") as rows:
+                shutil.copyfileobj(rows, out, 1 << 20)
+    finally:
+        body.unlink(missing_ok=True)
+
+
+def _copy_body(frame: pd.DataFrame, body: Path) -> bool:
+    """Write the rows of ``frame`` to ``body`` with DuckDB's COPY; False (and no file) when
+    DuckDB cannot scan the frame."""
+    if any(frame.iloc[:, j].to_numpy().strides[0] < 0 for j in range(frame.shape[1])):
+        frame = frame.copy()  # DuckDB cannot scan a column laid out backwards (a reversed view)
     con = duckdb.connect()
+    done = False
     try:
         # positional names: DuckDB needs none of the frame's (any string is a valid header)
         con.register("frame", frame.set_axis(range(frame.shape[1]), axis=1))
         quoted = str(body).replace("'", "''")
         con.execute(f"COPY frame TO '{quoted}' (FORMAT csv, HEADER false, DELIMITER ',')")
-    except duckdb.IOException as e:  # a full disk says so as pandas' writer would: OSError
-        full = "No space left on device" in str(e)
-        code = errno.ENOSPC if full else errno.EIO
-        raise OSError(code, str(e).splitlines()[0], str(path)) from e
+        done = True
+    except duckdb.IOException as e:  # as pandas' writer would say it: an OSError
+        raise OSError(_errno_of(str(e)), str(e).splitlines()[0], str(body)) from e
+    except (duckdb.InterruptException, RuntimeError) as e:
+        if isinstance(e, duckdb.InterruptException) or "interrupted" in str(e).lower():
+            raise KeyboardInterrupt from e
+        raise
+    except duckdb.Error:
+        pass  # a frame DuckDB cannot scan: pandas' writer gives the same bytes
     finally:
         con.close()
-    with open(path, "wb") as out:
-        out.write(frame.iloc[:0].to_csv(index=False).encode())
-        with open(body, "rb") as rows:
-            shutil.copyfileobj(rows, out, 1 << 20)
-    body.unlink()
+        if not done:
+            body.unlink(missing_ok=True)
+    return done
+
+
+def _errno_of(message: str) -> int:
+    """The errno in a DuckDB I/O error (its JSON carries it), else read from its words."""
+    found = re.search(r'"errno"\s*:\s*"?(\d+)', message)
+    if found:
+        return int(found.group(1))
+    for words, code in (
+        ("No space left on device", errno.ENOSPC),
+        ("Read-only file system", errno.EROFS),
+        ("Permission denied", errno.EACCES),
+        ("No such file or directory", errno.ENOENT),
+    ):
+        if words in message:
+            return code
+    return errno.EIO
 
 
 def _swap(tmp: Path, target: Path, output: Path, release: str) -> Path | None:

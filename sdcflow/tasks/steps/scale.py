@@ -184,7 +184,8 @@ def _workers(spec: ReleaseSpec) -> int:
     if spec.dask.workers:
         return spec.dask.workers
     try:
-        count = len(FlowRunContext.get().task_runner.client.nthreads())
+        # a scheduler that is up but does not answer must not hold the run: 5 s at most
+        count = len(FlowRunContext.get().task_runner.client.nthreads(callback_timeout=5))
     except Exception:  # a cluster that does not answer: the mask step will say so
         count = 0
     return count or os.cpu_count() or 1

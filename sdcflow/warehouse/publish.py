@@ -417,10 +417,10 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     numeric = frame.shape[1] >= 2 and all(
         dtype in (np.dtype("float64"), np.dtype("int64")) for dtype in frame.dtypes
     )
-    if not numeric or not _copy_body(frame, path.with_name(path.name + ".body")):
+    body = path.with_name(path.name + ".body")
+    if not numeric or not _copy_body(frame, body):
         frame.to_csv(path, index=False)
         return
-    body = path.with_name(path.name + ".body")
     try:
         with open(path, "wb") as out:
             out.write(frame.iloc[:0].to_csv(index=False).encode())

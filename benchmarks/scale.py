@@ -31,6 +31,10 @@ temporary Prefect API, an embedded LocalCluster), so the figures are those a use
   On ``os.cpu_count()`` cores a run cannot take less than ``cpu_seconds / cpus`` wall
   seconds, so ``speed-up ceiling`` = wall with 1 worker / (CPU seconds with 2 workers /
   cpus) bounds the speed-up any scheduling of the same work could reach on this machine;
+  ``cpu_seconds_by_role`` splits it into the flow's process (which also hosts an embedded
+  cluster's scheduler), the temporary Prefect API and the Dask workers; and ``speed-up
+  bound`` = wall with 1 worker / (that wall - its mask step / 2) is the speed-up if the
+  mask step, what the workers run, were perfectly parallel and the other steps unchanged;
 * ``il``: the information loss the release's manifest records, and ``il_over_unpartitioned``
   its relative excess (%) over exact (unpartitioned) MDAV on the same data, the baseline
   computed in this process in the same run (``unpartitioned_cpu_seconds``: its CPU time).
@@ -126,13 +130,25 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def _tree_cpu(proc: psutil.Process, seen: dict[tuple[int, float], float]) -> None:
-    """Record the CPU seconds of every process of the tree, keyed by (pid, start time)."""
+def _role(p: psutil.Process, root: psutil.Process) -> str:
+    """Which part of the release a process of the tree is: the flow's own process (which
+    also hosts an embedded cluster's scheduler and nannies), the temporary Prefect API, or
+    everything else (the Dask workers)."""
+    if p.pid == root.pid:
+        return "flow"
+    return "api" if "uvicorn" in " ".join(p.cmdline()) else "workers"
+
+
+def _tree_cpu(proc: psutil.Process, seen: dict[tuple[int, float], tuple[str, float]]) -> None:
+    """Record the role and CPU seconds of every process of the tree, keyed by (pid, start
+    time)."""
     for p in [proc, *proc.children(recursive=True)]:
         try:
             with p.oneshot():
                 t = p.cpu_times()
-                seen[(p.pid, p.create_time())] = t.user + t.system
+                key = (p.pid, p.create_time())
+                role = seen[key][0] if key in seen else _role(p, proc)
+                seen[key] = (role, t.user + t.system)
         except psutil.Error:
             pass
 
@@ -166,7 +182,7 @@ def run_release(spec: Path, workers: int | None) -> dict:
         cmd, cwd=spec.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     peak = [0]
-    cpu: dict[tuple[int, float], float] = {}
+    cpu: dict[tuple[int, float], tuple[str, float]] = {}
     done = threading.Event()
 
     def sample() -> None:
@@ -196,8 +212,12 @@ def run_release(spec: Path, workers: int | None) -> dict:
         "wall_seconds": round(wall, 2),
         "steps": step_seconds(err + out),
         "peak_rss_mb": round(peak[0] / 2**20, 1),
-        "cpu_seconds": round(sum(cpu.values()), 1),
-        "cores_busy": round(sum(cpu.values()) / wall, 2),
+        "cpu_seconds": round(sum(c for _, c in cpu.values()), 1),
+        "cpu_seconds_by_role": {
+            role: round(sum(c for r, c in cpu.values() if r == role), 1)
+            for role in sorted({r for r, _ in cpu.values()})
+        },
+        "cores_busy": round(sum(c for _, c in cpu.values()) / wall, 2),
         "il": checks.get("max_information_loss"),
         "k": checks.get("k_anonymity"),
         "stderr_tail": err[-1500:] if proc.returncode else "",
@@ -438,6 +458,18 @@ def targets(result: dict) -> list[dict]:
                 "met": None,
             }
         )
+    if 1 in masks and 1 in by:
+        # Amdahl: everything but the mask step takes the 1-worker run's seconds, the mask
+        # step half of its 1-worker seconds
+        out.append(
+            {
+                "figure": "speed-up bound, mask step perfectly parallel (1 worker's wall / "
+                "(wall - mask / 2))",
+                "value": round(by[1] / (by[1] - masks[1] / 2), 3),
+                "target": "(the other steps as they are)",
+                "met": None,
+            }
+        )
     return out
 
 
@@ -466,7 +498,8 @@ def report(result: dict) -> None:
         print(
             f"{run['runner']} workers={run['workers']}: {run['status']} (exit "
             f"{run['exit_code']}), IL {run['il']}, k {run['k']}; {run['cpu_seconds']} CPU s, "
-            f"{run['cores_busy']} cores busy on average; steps (s): {steps}"
+            f"{run['cores_busy']} cores busy on average (CPU s by process: "
+            f"{run['cpu_seconds_by_role']}); steps (s): {steps}"
         )
         if run["stderr_tail"]:
             print(run["stderr_tail"], file=sys.stderr)

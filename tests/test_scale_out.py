@@ -291,6 +291,31 @@ def test_the_benchmark_ceiling_is_the_1_worker_wall_over_the_2_worker_cpu_per_co
     assert ceiling == round(100 / 60, 3)
 
 
+def test_the_benchmark_amdahl_bound_halves_the_mask_step_and_keeps_the_rest():
+    """By hand: 1 worker 100 s wall of which the mask step 70 s; halving the mask step alone
+    leaves 30 + 35 = 65 s, so the end-to-end speed-up cannot pass 100 / 65."""
+    spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "benchmarks" / "scale.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    runs = [
+        {
+            "workers": w,
+            "runner": "dask",
+            "status": "published",
+            "wall_seconds": wall,
+            "cpu_seconds": 110.0,
+            "peak_rss_mb": 1.0,
+            "steps": {"ingest": 2.0, "mask": mask},
+        }
+        for w, wall, mask in ((1, 100.0, 70.0), (2, 70.0, 40.0))
+    ]
+    result = {"n": 1000, "method": "mdav", "load": {"cpus": 2}, "runs": runs}
+    figures = {t["figure"]: t["value"] for t in bench.targets(result)}
+    bound = next(v for f, v in figures.items() if f.startswith("speed-up bound, mask step"))
+    assert bound == round(100 / 65, 3)
+    assert figures["speed-up of the mask step, 2 workers over 1 (wall)"] == round(70 / 40, 3)
+
+
 @pytest.mark.flow
 def test_dask_address_runs_the_cells_on_an_existing_cluster(tmp_path, prefect_api, monkeypatch):
     """--dask-address: the release connects to a running scheduler instead of starting one

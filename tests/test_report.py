@@ -55,6 +55,14 @@ def test_values_read_as_a_person_reads_them():
     )
 
 
+def test_class_size_histogram_has_one_bar_per_size_with_its_count():
+    """By hand: sizes 3, 3, 4, 6 -> bars at 3, 4, 5, 6 of heights 2, 1, 0, 1, each one wide."""
+    ax = class_size_figure([3, 3, 4, 6], 5).axes[0]
+    bars = [(p.get_x() + p.get_width() / 2, p.get_width(), p.get_height()) for p in ax.patches]
+    assert bars == [(3.0, 1.0, 2.0), (4.0, 1.0, 1.0), (5.0, 1.0, 0.0), (6.0, 1.0, 1.0)]
+    assert class_size_figure([]) is None
+
+
 def test_sections_render_escaped_and_self_contained(tmp_path):
     fig_section = Section("A plot").plot(class_size_figure([3, 3, 4]), "sizes", "nothing")
     empty = Section("An empty plot").plot(None, "never drawn", "Nothing to draw here.")

@@ -11,6 +11,7 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,8 +39,11 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, poll: float =
     return predicate()
 
 
-def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """The ``sdcflow`` command line as a real process (``python -m sdcflow.flows.cli``).
+def cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, **popen: Any
+) -> subprocess.Popen[str]:
+    """The ``sdcflow`` command line as a real process (``python -m sdcflow.flows.cli``);
+    ``popen``: more arguments of ``subprocess.Popen`` (e.g. ``start_new_session``).
 
     Without ``PREFECT_API_URL`` in ``env`` it starts and owns its Prefect server.
     """
@@ -53,6 +57,7 @@ def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        **popen,
     )
 
 

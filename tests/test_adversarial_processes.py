@@ -204,3 +204,70 @@ def test_imports_overlap_the_server_start_and_a_failure_there_stops_the_server(t
     server, message = out.split()[0], out.strip().splitlines()[-1]
     assert message == "an import failed" and "never" not in out
     assert wait_for(lambda: not alive(int(server)), timeout=15, poll=0.1), "server left running"
+
+
+def _session(sid: int) -> list[int]:
+    """The processes of session ``sid`` still alive (a command line started as a session
+    leader: anything it left behind, however reparented, is here)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_bad_spec_read_while_the_server_boots_gives_one_line_and_leaves_no_process(tmp_path):
+    """The preflight runs while the temporary Prefect server boots: a spec it refuses still
+    exits 2 with one line, before any run, and the server it started does not outlive it."""
+    (tmp_path / "bad.yaml").write_text("release: x\nsource: nowhere.csv\n")
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    proc = cli("release", "bad.yaml", cwd=tmp_path, env=environment, start_new_session=True)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err[-2000:]
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("sdcflow: error")
+    assert wait_for(lambda: not _session(proc.pid), timeout=15, poll=0.1), "a process was left"
+    assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+def test_the_process_ends_after_the_exit_handlers_and_the_flush_or_waits_for_its_threads(
+    tmp_path,
+):
+    """``cli._end_process``: the exit handlers run, buffered output reaches the pipe and the
+    code is the command's; a thread that is not a daemon keeps the normal exit (it finishes)."""
+    handler, thread = tmp_path / "handler.txt", tmp_path / "thread.txt"
+    proc = spawn(
+        """
+        import atexit, sys, threading, time
+        from pathlib import Path
+        from sdcflow.flows import cli
+
+        atexit.register(lambda: Path(sys.argv[1]).write_text("ran"))
+        sys.stdout.write("buffered, not flushed")
+        cli._end_process(5)
+        """,
+        handler,
+    )
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, out, handler.read_text()) == (5, "buffered, not flushed", "ran"), err
+    proc = spawn(
+        """
+        import sys, threading, time
+        from pathlib import Path
+        from sdcflow.flows import cli
+
+        def late():
+            time.sleep(0.5)
+            Path(sys.argv[1]).write_text("finished")
+
+        threading.Thread(target=late).start()
+        cli._end_process(4)
+        print("normal exit")
+        """,
+        thread,
+    )
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, out.strip(), thread.read_text()) == (0, "normal exit", "finished"), err

@@ -271,3 +271,24 @@ def test_the_process_ends_after_the_exit_handlers_and_the_flush_or_waits_for_its
     )
     out, err = proc.communicate(timeout=120)
     assert (proc.returncode, out.strip(), thread.read_text()) == (0, "normal exit", "finished"), err
+
+
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_closed_stdout_or_stderr_keeps_the_exit_code(tmp_path, closed):
+    """Started with its stdout or stderr closed (``>&-``, ``2>&-``: cron, daemons), Python
+    sets ``sys.stdout``/``sys.stderr`` to None; the end of the process must not fail on it
+    (it did: an ``AttributeError`` traceback and exit 1, "refused", for a bad spec's 2)."""
+    (tmp_path / "bad.yaml").write_text("release: x\nsource: nowhere.csv\n")
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    proc = cli(
+        "release",
+        "bad.yaml",
+        cwd=tmp_path,
+        env=environment,
+        start_new_session=True,
+        preexec_fn=lambda: os.close(closed),
+    )
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, (out + err)[-2000:]
+    assert "Traceback" not in out + err and "sdcflow: error" in out + err
+    assert wait_for(lambda: not _session(proc.pid), timeout=15, poll=0.1), "a process was left"

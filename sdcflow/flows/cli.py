@@ -560,7 +560,8 @@ def _end_process(code: int) -> None:
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:  # None: the descriptor was closed (`2>&-`, `>&-`)
+                stream.flush()
         except (OSError, ValueError):  # a reader that went away, a closed stream
             pass
     os._exit(code)

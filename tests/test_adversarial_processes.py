@@ -13,6 +13,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -292,3 +294,37 @@ def test_a_closed_stdout_or_stderr_keeps_the_exit_code(tmp_path, closed):
     assert proc.returncode == 2, (out + err)[-2000:]
     assert "Traceback" not in out + err and "sdcflow: error" in out + err
     assert wait_for(lambda: not _session(proc.pid), timeout=15, poll=0.1), "a process was left"
+
+
+def test_output_lost_on_a_full_disk_at_the_end_of_the_process_is_said(tmp_path):
+    """stdout redirected to a file on a full disk: the buffered output is written when the
+    process ends, and that write fails. The fast end of the process swallowed the error (exit
+    0, an empty file, not a word); it must say on stderr that the output was lost."""
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PYTHONUNBUFFERED")
+    }
+    with small_disk(tmp_path / "out", "16k") as disk:
+        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:  # the disk is full
+            pass
+        finally:
+            os.close(fd)
+        with (disk / "out.txt").open("w") as out:
+            done = subprocess.run(
+                [sys.executable, "-m", "sdcflow.flows.cli", "prune", "--warehouse", "none.duckdb"],
+                cwd=tmp_path,
+                env=environment,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=300,
+            )
+        assert (disk / "out.txt").read_text() == ""
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "sdcflow: the output could not be written to stdout (No space left on device); "
+        "exit code 0 stands"
+    ]

@@ -559,12 +559,31 @@ def _end_process(code: int) -> None:
         shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # the descriptor was closed (`>&-`, `2>&-`)
+            continue
         try:
-            if stream is not None:  # None: the descriptor was closed (`2>&-`, `>&-`)
-                stream.flush()
-        except (OSError, ValueError):  # a reader that went away, a closed stream
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # a reader that went away, a closed stream
             pass
+        except OSError as e:  # a full disk, an I/O error: the output is lost, say so
+            if stream is sys.stdout:
+                _say_output_lost(e, code)
     os._exit(code)
+
+
+def _say_output_lost(error: OSError, code: int) -> None:
+    """One line on stderr when what the command printed could not be written to stdout (the
+    interpreter's own exit would have said so and exited 120): the exit code still tells
+    what happened to the release, the line that the printed outcome did not arrive."""
+    try:
+        print(
+            f"sdcflow: the output could not be written to stdout ({error.strerror or error}); "
+            f"exit code {code} stands",
+            file=sys.stderr,
+            flush=True,
+        )
+    except (OSError, ValueError):
+        pass
 
 
 def _main(argv: Sequence[str] | None) -> int:

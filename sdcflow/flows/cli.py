@@ -10,8 +10,9 @@ unexpected error); nothing was published; 130 interrupted before publication, no
 published. What it prints agrees with what is on disk: a run interrupted once its release is
 live says ``published`` and exits 0.
 
-A release or check takes the warehouse's writer lock before it starts Prefect (a second
-release waits ``--wait`` seconds, then exits 3), and runs against a temporary Prefect API
+A release or check reads its spec and source while its temporary Prefect API server starts,
+then takes the warehouse's writer lock before its flow run starts (a second release waits
+``--wait`` seconds, then exits 3, its server stopped), and runs against a temporary Prefect API
 server that this process owns and that dies with it (:mod:`sdcflow.flows.server`) unless
 ``PREFECT_API_URL`` names one.
 """

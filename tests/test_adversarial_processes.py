@@ -328,3 +328,43 @@ def test_output_lost_on_a_full_disk_at_the_end_of_the_process_is_said(tmp_path):
         "sdcflow: the output could not be written to stdout (No space left on device); "
         "exit code 0 stands"
     ]
+
+
+def test_a_published_release_whose_lines_cannot_be_written_still_exits_0(tmp_path):
+    """stdout unbuffered on a full disk: every line of the outcome fails as it is printed,
+    after the release was published. The exit code must still say published (it was 1,
+    "refused", with a traceback: the recovery printed to the same failing stdout), and
+    stderr says once that the output was lost; ``runs`` with stdout closed exits 0 too."""
+    spec = _spec(tmp_path)
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    environment["PYTHONUNBUFFERED"] = "1"
+    with small_disk(tmp_path / "out", "16k") as disk:
+        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:  # the disk is full
+            pass
+        finally:
+            os.close(fd)
+        with (disk / "out.txt").open("w") as out:
+            done = subprocess.run(
+                [sys.executable, "-m", "sdcflow.flows.cli", "release", spec.name],
+                cwd=tmp_path,
+                env=environment,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=600,
+            )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    lost = [line for line in done.stderr.splitlines() if "could not be written" in line]
+    assert lost == [
+        "sdcflow: the output could not be written to stdout (No space left on device); "
+        "the exit code stands"
+    ]
+    assert [s for s, _ in _audit(tmp_path).values()] == ["published"]
+    runs = cli("runs", spec.name, cwd=tmp_path, preexec_fn=lambda: os.close(1))
+    _, err = runs.communicate(timeout=300)
+    assert runs.returncode == 0, err[-2000:]

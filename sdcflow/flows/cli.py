@@ -41,8 +41,29 @@ EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 13
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"sdcflow: {message}", file=sys.stderr)
+    _say(f"sdcflow: {message}", err=True)
     return code
+
+
+def _say(text: str, *, err: bool = False) -> None:
+    """Print ``text`` on stdout (stderr with ``err``). A stream that is closed or fails (a
+    full disk, a reader that went away) loses the text, never the exit code, which says what
+    happened to the release; stdout's loss is said on stderr, once."""
+    # a closed descriptor (`>&-`, `2>&-`) is None: stderr's lines go to stdout, as print's
+    stream = sys.stderr if err and sys.stderr is not None else sys.stdout
+    if stream is None:
+        return
+    try:
+        print(text, file=stream)
+    except (BrokenPipeError, ValueError):
+        pass
+    except OSError as e:
+        if not err and not _LOST:
+            _LOST.append(e)
+            _say_output_lost(e)
+
+
+_LOST: list[OSError] = []  # stdout failed: said once
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -68,27 +89,27 @@ def _print_outcome(outcome, publish: bool, *, checks_only: bool = False) -> None
     for o in outcome.checks:
         if not o.checked:
             shown = f"{'not checked':>12} {o.rule} {o.threshold:<10.6g} {o.unit:<9} {o.verdict}"
-            print(f"  {o.key:<34} {shown}  ({o.note})")
+            _say(f"  {o.key:<34} {shown}  ({o.note})")
             continue
         note = f"  ({o.note})" if o.note else ""
-        print(
+        _say(
             f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} "
             f"{o.verdict}{note}"
         )
     if checks_only:  # a refusal: its one line goes to stderr
         return
     if getattr(outcome, "status", None) == "unchanged":
-        print(
+        _say(
             f"already published as run {outcome.previous_run} from the same input and spec: "
             f"{outcome.published}; nothing new published (--force to publish again; run "
             f"{outcome.run_id})"
         )
     elif publish:
-        print(f"published {outcome.published} (run {outcome.run_id})")
+        _say(f"published {outcome.published} (run {outcome.run_id})")
     else:
-        print(f"all checks passed; nothing published (run {outcome.run_id})")
+        _say(f"all checks passed; nothing published (run {outcome.run_id})")
     if getattr(outcome, "report", None):
-        print(f"report {outcome.report}")
+        _say(f"report {outcome.report}")
 
 
 class _WithoutTraceback(logging.Formatter):
@@ -189,10 +210,10 @@ def _run_release(
     _print_outcome(outcome, publish)
     pending = take_pending_signals()
     if pending:
-        print(
+        _say(
             f"sdcflow: {_signal_names(pending)} received during publication; the publication "
             "was completed first",
-            file=sys.stderr,
+            err=True,
         )
     return EXIT_OK
 
@@ -296,7 +317,7 @@ def _runs(
         table.caption = "\n".join(notes)
         table.caption_justify = "left"
     # a pipe or a file is not 80 columns wide: give the table room instead of folding names
-    width = None if sys.stdout.isatty() else 200
+    width = None if sys.stdout is not None and sys.stdout.isatty() else 200
     Console(soft_wrap=False, width=width).print(table)
     return EXIT_OK
 
@@ -508,14 +529,14 @@ def _after_publication(before: set[str], error: BaseException) -> int | None:
         return None
     run_id, done = next(iter(fresh.items()))
     if isinstance(done, Path):  # the swap happened, the flow did not get to its outcome
-        print(f"published {done} (run {run_id})")
+        _say(f"published {done} (run {run_id})")
     else:
         _print_outcome(done, publish=True)
     interrupt = isinstance(error, KeyboardInterrupt) or type(error).__name__ == "TerminationSignal"
     what = "an interrupt" if interrupt else f"{type(error).__name__}: {_one_line(str(error))}"
-    print(
+    _say(
         f"sdcflow: {what} arrived after the release was published; it is live and recorded",
-        file=sys.stderr,
+        err=True,
     )
     return EXIT_OK
 
@@ -572,14 +593,17 @@ def _end_process(code: int) -> None:
     os._exit(code)
 
 
-def _say_output_lost(error: OSError, code: int) -> None:
+def _say_output_lost(error: OSError, code: int | None = None) -> None:
     """One line on stderr when what the command printed could not be written to stdout (the
     interpreter's own exit would have said so and exited 120): the exit code still tells
     what happened to the release, the line that the printed outcome did not arrive."""
+    if sys.stderr is None:
+        return
+    stands = "the exit code stands" if code is None else f"exit code {code} stands"
     try:
         print(
             f"sdcflow: the output could not be written to stdout ({error.strerror or error}); "
-            f"exit code {code} stands",
+            f"{stands}",
             file=sys.stderr,
             flush=True,
         )

@@ -8,6 +8,7 @@ Every test starts ``sdcflow`` processes that each start and own their Prefect AP
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -235,6 +237,40 @@ def test_a_bad_spec_read_while_the_server_boots_gives_one_line_and_leaves_no_pro
     assert not (tmp_path / "warehouse.duckdb").exists()
 
 
+@contextlib.contextmanager
+def _full_disk(folder: Path) -> Iterator[Path]:
+    """A small real filesystem at ``folder``, filled up: the next write there fails with
+    ENOSPC."""
+    with small_disk(folder, "16k") as disk:
+        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:  # the disk is full
+            pass
+        finally:
+            os.close(fd)
+        yield disk
+
+
+def _to_a_full_disk(
+    tmp: Path, environment: dict[str, str], *args: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the command line in ``tmp`` with its stdout on a file of a full disk: the finished
+    process and what reached the file."""
+    with _full_disk(tmp / "out") as disk, (disk / "out.txt").open("w") as out:
+        done = subprocess.run(
+            [sys.executable, "-m", "sdcflow.flows.cli", *args],
+            cwd=tmp,
+            env=environment,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=600,
+        )
+        return done, (disk / "out.txt").read_text()
+
+
 def test_the_process_ends_after_the_exit_handlers_and_the_flush_or_waits_for_its_threads(
     tmp_path,
 ):
@@ -303,26 +339,8 @@ def test_output_lost_on_a_full_disk_at_the_end_of_the_process_is_said(tmp_path):
     environment = {
         k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PYTHONUNBUFFERED")
     }
-    with small_disk(tmp_path / "out", "16k") as disk:
-        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(fd, b"\0" * 4096):
-                pass
-        except OSError:  # the disk is full
-            pass
-        finally:
-            os.close(fd)
-        with (disk / "out.txt").open("w") as out:
-            done = subprocess.run(
-                [sys.executable, "-m", "sdcflow.flows.cli", "prune", "--warehouse", "none.duckdb"],
-                cwd=tmp_path,
-                env=environment,
-                stdout=out,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=300,
-            )
-        assert (disk / "out.txt").read_text() == ""
+    done, written = _to_a_full_disk(tmp_path, environment, "prune", "--warehouse", "none.duckdb")
+    assert written == ""
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines() == [
         "sdcflow: the output could not be written to stdout (No space left on device); "
@@ -338,25 +356,7 @@ def test_a_published_release_whose_lines_cannot_be_written_still_exits_0(tmp_pat
     spec = _spec(tmp_path)
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     environment["PYTHONUNBUFFERED"] = "1"
-    with small_disk(tmp_path / "out", "16k") as disk:
-        fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(fd, b"\0" * 4096):
-                pass
-        except OSError:  # the disk is full
-            pass
-        finally:
-            os.close(fd)
-        with (disk / "out.txt").open("w") as out:
-            done = subprocess.run(
-                [sys.executable, "-m", "sdcflow.flows.cli", "release", spec.name],
-                cwd=tmp_path,
-                env=environment,
-                stdout=out,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=600,
-            )
+    done, _ = _to_a_full_disk(tmp_path, environment, "release", spec.name)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     lost = [line for line in done.stderr.splitlines() if "could not be written" in line]

@@ -587,8 +587,8 @@ def _end_process(code: int) -> None:
             stream.flush()
         except (BrokenPipeError, ValueError):  # a reader that went away, a closed stream
             pass
-        except OSError as e:  # a full disk, an I/O error: the output is lost, say so
-            if stream is sys.stdout:
+        except OSError as e:  # a full disk, an I/O error: the output is lost, say so once
+            if stream is sys.stdout and not _LOST:
                 _say_output_lost(e, code)
     os._exit(code)
 

@@ -368,3 +368,32 @@ def test_a_published_release_whose_lines_cannot_be_written_still_exits_0(tmp_pat
     runs = cli("runs", spec.name, cwd=tmp_path, preexec_fn=lambda: os.close(1))
     _, err = runs.communicate(timeout=300)
     assert runs.returncode == 0, err[-2000:]
+
+
+def test_the_loss_of_stdout_is_said_once_when_a_line_and_the_final_flush_both_fail():
+    """A line that fails during the run and the final flush that fails again: one stderr
+    line, the command's code kept."""
+    proc = spawn(
+        """
+        import errno, io, sys
+        from sdcflow.flows import cli
+
+        class Full(io.TextIOBase):
+            def write(self, text):
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+            def flush(self):
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+        sys.stdout = Full()
+        cli._say("published somewhere")
+        cli._say("report somewhere")
+        cli._end_process(0)
+        """
+    )
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert err.strip().splitlines() == [
+        "sdcflow: the output could not be written to stdout (No space left on device); "
+        "the exit code stands"
+    ]

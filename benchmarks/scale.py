@@ -201,6 +201,7 @@ def run_release(spec: Path, workers: int | None) -> dict:
     wall = time.perf_counter() - t0
     done.set()
     sampler.join()
+    total = sum(c for _, c in cpu.values())
     manifest_path = next(spec.parent.glob(f"published-{spec.stem}/scale/manifest.json"), None)
     manifest = json.loads(manifest_path.read_text()) if manifest_path else {}
     checks = {c["check"]: c["figure"] for c in manifest.get("checks", [])}
@@ -212,12 +213,12 @@ def run_release(spec: Path, workers: int | None) -> dict:
         "wall_seconds": round(wall, 2),
         "steps": step_seconds(err + out),
         "peak_rss_mb": round(peak[0] / 2**20, 1),
-        "cpu_seconds": round(sum(c for _, c in cpu.values()), 1),
+        "cpu_seconds": round(total, 1),
         "cpu_seconds_by_role": {
             role: round(sum(c for r, c in cpu.values() if r == role), 1)
             for role in sorted({r for r, _ in cpu.values()})
         },
-        "cores_busy": round(sum(c for _, c in cpu.values()) / wall, 2),
+        "cores_busy": round(total / wall, 2),
         "il": checks.get("max_information_loss"),
         "k": checks.get("k_anonymity"),
         "stderr_tail": err[-1500:] if proc.returncode else "",

@@ -61,17 +61,25 @@ def cli(
     )
 
 
-def children(pid: int) -> list[int]:
-    """Process ids whose parent is ``pid`` (from /proc; empty where there is none)."""
-    out = []
+def _processes() -> Iterator[tuple[int, list[str]]]:
+    """Every process's id and the fields of its ``/proc/<pid>/stat`` after the command name
+    (state, parent, group, session, ...)."""
     for entry in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = entry.read_text().rsplit(")", 1)[1].split()
+            yield int(entry.parent.name), entry.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == pid:
-            out.append(int(entry.parent.name))
-    return out
+
+
+def children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (from /proc; empty where there is none)."""
+    return [child for child, fields in _processes() if int(fields[1]) == pid]
+
+
+def in_session(sid: int) -> list[int]:
+    """The processes of session ``sid`` still alive (a command line started as a session
+    leader: anything it left behind, however reparented, is here)."""
+    return [p for p, fields in _processes() if int(fields[3]) == sid and fields[0] != "Z"]
 
 
 def alive(pid: int) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from adversarial import alive, children, cli, small_disk, spawn, wait_for
+from adversarial import alive, children, cli, in_session, small_disk, spawn, wait_for
 from survey import write_release
 
 from sdcflow.warehouse.publish import published_run
@@ -210,20 +210,6 @@ def test_imports_overlap_the_server_start_and_a_failure_there_stops_the_server(t
     assert wait_for(lambda: not alive(int(server)), timeout=15, poll=0.1), "server left running"
 
 
-def _session(sid: int) -> list[int]:
-    """The processes of session ``sid`` still alive (a command line started as a session
-    leader: anything it left behind, however reparented, is here)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":
-            found.append(int(stat.parent.name))
-    return found
-
-
 def test_a_bad_spec_read_while_the_server_boots_gives_one_line_and_leaves_no_process(tmp_path):
     """The preflight runs while the temporary Prefect server boots: a spec it refuses still
     exits 2 with one line, before any run, and the server it started does not outlive it."""
@@ -233,7 +219,7 @@ def test_a_bad_spec_read_while_the_server_boots_gives_one_line_and_leaves_no_pro
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, err[-2000:]
     assert err.strip().splitlines() == [err.strip()] and err.startswith("sdcflow: error")
-    assert wait_for(lambda: not _session(proc.pid), timeout=15, poll=0.1), "a process was left"
+    assert wait_for(lambda: not in_session(proc.pid), timeout=15, poll=0.1), "a process was left"
     assert not (tmp_path / "warehouse.duckdb").exists()
 
 
@@ -329,7 +315,7 @@ def test_a_closed_stdout_or_stderr_keeps_the_exit_code(tmp_path, closed):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, (out + err)[-2000:]
     assert "Traceback" not in out + err and "sdcflow: error" in out + err
-    assert wait_for(lambda: not _session(proc.pid), timeout=15, poll=0.1), "a process was left"
+    assert wait_for(lambda: not in_session(proc.pid), timeout=15, poll=0.1), "a process was left"
 
 
 def test_output_lost_on_a_full_disk_at_the_end_of_the_process_is_said(tmp_path):

@@ -58,12 +58,8 @@ def _say(text: str, *, err: bool = False) -> None:
     except (BrokenPipeError, ValueError):
         pass
     except OSError as e:
-        if not err and not _LOST:
-            _LOST.append(e)
+        if not err:
             _say_output_lost(e)
-
-
-_LOST: list[OSError] = []  # stdout failed: said once
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -587,8 +583,8 @@ def _end_process(code: int) -> None:
             stream.flush()
         except (BrokenPipeError, ValueError):  # a reader that went away, a closed stream
             pass
-        except OSError as e:  # a full disk, an I/O error: the output is lost, say so once
-            if stream is sys.stdout and not _LOST:
+        except OSError as e:  # a full disk, an I/O error: the output is lost, say so
+            if stream is sys.stdout:
                 _say_output_lost(e, code)
     os._exit(code)
 
@@ -596,9 +592,11 @@ def _end_process(code: int) -> None:
 def _say_output_lost(error: OSError, code: int | None = None) -> None:
     """One line on stderr when what the command printed could not be written to stdout (the
     interpreter's own exit would have said so and exited 120): the exit code still tells
-    what happened to the release, the line that the printed outcome did not arrive."""
-    if sys.stderr is None:
+    what happened to the release, the line that the printed outcome did not arrive. Said
+    once per process, however many writes fail."""
+    if _LOST or sys.stderr is None:
         return
+    _LOST.append(error)
     stands = "the exit code stands" if code is None else f"exit code {code} stands"
     try:
         print(
@@ -609,6 +607,9 @@ def _say_output_lost(error: OSError, code: int | None = None) -> None:
         )
     except (OSError, ValueError):
         pass
+
+
+_LOST: list[OSError] = []  # stdout failed, and it was said
 
 
 def _main(argv: Sequence[str] | None) -> int:

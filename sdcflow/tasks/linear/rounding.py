@@ -99,6 +99,31 @@ def _pivots(A: np.ndarray, preference: np.ndarray, size: np.ndarray) -> list[int
     return pivots
 
 
+def _borrowed(
+    U: np.ndarray, complete: np.ndarray, used: list[int], P: list[int], derived: np.ndarray
+) -> np.ndarray:
+    """For each incomplete record, the solved pivot values (``derived``'s columns) of a
+    complete record equal to it, before rounding, on every ``used`` column it has; NaN
+    where none is. ``U`` (n, d) unrounded values; ``complete`` (n,) bool."""
+    out = np.full((U.shape[0], len(P)), np.nan)
+    rows = np.flatnonzero(~complete)
+    if rows.size == 0 or not complete.any():
+        return out
+    present = ~np.isnan(U[:, used])
+    full = np.flatnonzero(complete)
+    for pattern in np.unique(present[rows], axis=0):
+        cols = [used[j] for j in np.flatnonzero(pattern)]
+        mine = rows[(present[rows] == pattern).all(axis=1)]
+        if not cols:
+            continue
+        index = {tuple(U[r, cols]): r for r in full}
+        for r in mine:
+            hit = index.get(tuple(U[r, cols]))
+            if hit is not None:
+                out[r] = derived[hit]
+    return out
+
+
 def round_keeping_equalities(
     X: np.ndarray,
     columns: Sequence[str],
@@ -149,7 +174,10 @@ def round_keeping_equalities(
     if not P:
         return Rounded(X)
     P = [int(used[j]) for j in P]
-    F = [j for j in range(A.shape[1]) if j not in P]
+    # Free columns: only those the equalities involve. A column with zero coefficients
+    # (``age`` beside ``net + tax == gross``) neither enters the solve nor makes a record
+    # incomplete: a missing age must not leave ``gross`` unsolved on that record alone.
+    F = [int(j) for j in used if j not in P]
     A_P, A_F = A[:, P], A[:, F]
     # A_P (p, |P|) has full column rank; with dependent rows its pseudo-inverse solves the
     # consistent system exactly.
@@ -159,9 +187,15 @@ def round_keeping_equalities(
     rhs = b[None, :] - sub_X[:, F] @ A_F.T  # (n, p)
     derived = rhs @ sol.T  # x_P = A_P^{-1} (b - A_F x_F)
     off: dict[str, int] = {}
+    # A record missing a value of an equality cannot be solved, but it shares its group's
+    # values: one that agrees, before rounding, with a complete record on every value it
+    # has takes that record's solved values, so that it still matches its group.
+    borrowed = _borrowed(unrounded[:, idx], complete, [int(j) for j in used], P, derived)
     for t, j in enumerate(P):
         col = idx[j]
         X[complete, col] = derived[complete, t]
+        take = ~complete & ~np.isnan(borrowed[:, t]) & ~np.isnan(X[:, col])
+        X[take, col] = borrowed[take, t]
         dec = decimals[col]
         if dec is not None:
             snapped = _round(X[complete, col], int(dec))

@@ -163,3 +163,29 @@ def test_bad_input_names_the_problem():
         local_suppression(np.zeros((4, 2)), 2)  # not integer codes
     with pytest.raises(InputError):
         local_suppression(np.zeros((4, 2), dtype=np.int32), 2, importance=[0, 0])
+
+
+def test_a_release_of_categorical_keys_only_passes_its_checks():
+    # local_suppression serves files with categorical keys only; the checks then measured
+    # IL over zero numeric columns and ended the run with exit 2 (DataError, field X) after
+    # ingest and masking. No numeric key: no IL figure, and the gates run.
+    import pandas as pd
+
+    from sdcflow.tasks.gates import GATES, GateContext, default_gates, gather_evidence
+    from sdcflow.tasks.methods import LocalSuppressionParams
+    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.tasks.methods.mixed import mask_keys
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"region": rng.choice(list("abcd"), 60), "sex": rng.choice(["F", "M"], 60)}
+    )
+    params = LocalSuppressionParams(k=5)
+    keys = [Key("region", "nominal"), Key("sex", "nominal")]
+    result = mask_keys(frame, keys, params, rng)
+    columns = list(result.point_columns or [])
+    ctx = GateContext(frame[columns].to_numpy(dtype=np.float64), columns, result, params)
+    gates = default_gates(params, blocked=False, edit_rules=False, promises=result.promises)
+    figures = {key: GATES[key].compute(ctx) for key in gates}
+    assert figures["k_anonymity"] >= 5
+    assert gather_evidence(ctx).information_loss == {}

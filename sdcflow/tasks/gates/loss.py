@@ -51,7 +51,10 @@ def _information_loss(ctx: GateContext) -> float:
 def information_loss_figures(ctx: GateContext) -> dict[str, float]:
     """IL = 100 SSE/SST of the release against the records as ingested (``raw``, the gated
     figure) and, when a repair changed records before masking, against the repaired records
-    (``repaired``)."""
+    (``repaired``); none when no key is numeric (``local_suppression`` on categorical keys
+    only: there is no SSE/SST to measure)."""
+    if ctx.original is None or np.asarray(ctx.original).ndim < 2 or np.shape(ctx.original)[1] == 0:
+        return {}
     figures = {"raw": float(ctx.cached("information_loss", lambda: _information_loss(ctx)))}
     if ctx.raw is not None and not np.array_equal(ctx.raw, ctx.original, equal_nan=True):
         figures["repaired"] = sse_sst_loss(*ctx.numeric_pair())

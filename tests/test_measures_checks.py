@@ -101,3 +101,25 @@ def test_fuzzy_transparency_uses_m2_memberships():
     # u0 = 1 / (1 + exp(-ln3 * (4 - 0))) = 81/82 -> P = 81/164
     P = fuzzy_reidentification_probabilities(Z, V, groups, lam=np.log(3.0))
     assert P == pytest.approx([81 / 164, 0.25, 81 / 164, 0.25])
+
+
+def test_information_loss_counts_every_value_present():
+    # A survey whose records each answer one of two questions (a skip pattern): no record
+    # has both keys. IL dropped every record missing a key, so it measured nothing and the
+    # run ended with exit 2 ('original has 0 rows') after masking. It is now the SSE over
+    # the values present in both files against their SST, column by column.
+    X = np.array([[1.0, np.nan], [3.0, np.nan], [np.nan, 10.0], [np.nan, 30.0]])
+    P = np.array([[2.0, np.nan], [2.0, np.nan], [np.nan, 20.0], [np.nan, 20.0]])
+    ctx = GateContext(
+        X, ["a", "b"], MaskResult(pd.DataFrame(P, columns=["a", "b"]), P), SimpleNamespace(k=2)
+    )
+    # each column: standardized values -1, 1 released as 0, 0: SSE 2, SST 2
+    assert GATES["max_information_loss"].compute(ctx) == pytest.approx(100.0)
+    # a record missing one key still counts with its other key
+    X2 = np.array([[0.0, 0.0], [2.0, 2.0], [4.0, np.nan]])
+    P2 = np.array([[1.0, 1.0], [1.0, 1.0], [4.0, np.nan]])
+    ctx2 = GateContext(
+        X2, ["a", "b"], MaskResult(pd.DataFrame(P2, columns=["a", "b"]), P2), SimpleNamespace(k=2)
+    )
+    # a: mean 2, sd sqrt(8/3): SSE (1+1)/(8/3) = 0.75, SST 3; b: SSE 2, SST 2
+    assert GATES["max_information_loss"].compute(ctx2) == pytest.approx(100.0 * 2.75 / 5.0)

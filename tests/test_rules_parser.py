@@ -298,6 +298,17 @@ def test_backticks_quote_unusual_column_names() -> None:
     assert caret(str(info.value)) == (0, len("`total cost`"))  # the whole quoted name
 
 
+def test_column_names_with_accents_are_identifiers() -> None:
+    # `Région`, `Größe` are identifiers (str.isidentifier, and R reads them unquoted); the
+    # rule language refused them with "unexpected character 'é'" (exit 2).
+    known = ["Région", "Größe", "âge", "net"]
+    assert parse_rule("Région in ['Nord', 'Sud']", known_columns=known).columns == ("Région",)
+    assert parse_rule("Größe + âge == net", known_columns=known).columns == ("Größe", "âge", "net")
+    with pytest.raises(RuleError) as info:
+        parse_rule("Regíon in ['Nord']", known_columns=known)
+    assert info.value.code is Reason.RULE_COLUMN
+
+
 # --- property: the linear form of any arithmetic expression evaluates like the expression ----
 
 

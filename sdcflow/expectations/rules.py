@@ -122,7 +122,7 @@ nullcheck: "not_null" "(" NAME ")"           -> not_null
 COMP_OP: "==" | "!=" | "<=" | ">=" | "<" | ">"
 IN_OP: "in" | "%in%"
 NOT: "not"
-NAME: /[A-Za-z_][A-Za-z0-9_]*/ | /`[^`]+`/
+NAME: /[^\W\d]\w*/ | /`[^`]+`/
 NUMBER: /(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/
 STRING: /'[^']*'/ | /"[^"]*"/
 

@@ -206,6 +206,18 @@ def test_a_number_column_with_an_undeclared_token(tmp_path, capsys):
     _one_line_refusal(capsys, spec, Reason.COLUMN_TYPE, "salary")
 
 
+def test_the_declaration_an_undeclared_token_suggests_is_valid_yaml(tmp_path, capsys):
+    # It read `{name: salary, type: nominal}}`: pasted into the spec, not valid YAML.
+    frame = people()
+    frame["salary"] = frame["salary"].astype(object)
+    frame.loc[5, "salary"] = "n/a"
+    spec = write_spec(tmp_path, frame)
+    assert main(["release", str(spec)]) == 2
+    err = capsys.readouterr().err
+    suggested = err[err.index("{name:") : err.rindex("}") + 1]
+    assert yaml.safe_load(suggested) == {"name": "salary", "type": "nominal"}
+
+
 def test_an_ordinal_text_key_without_order(tmp_path, capsys):
     qis = ["age", "sex", {"name": "region", "type": "ordinal"}, "salary"]
     spec = write_spec(tmp_path, quasi_identifiers=qis, recode={}, edits=[], suppression={})

@@ -519,7 +519,7 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
                     f"{src}: quasi-identifier {name} reads as text, but {numeric_text} of its "
                     f"{present} values are numbers; declare the other tokens in "
                     f"`missing_values:` or declare it categorical ({{name: {name}, type: "
-                    "nominal}})",
+                    "nominal})",
                     code=Reason.COLUMN_TYPE,
                 )
         if declared == "numeric" and detected not in ("numeric", "missing"):

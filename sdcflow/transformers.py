@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from sdcflow.errors import ParameterError
+from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
@@ -118,7 +118,7 @@ class MethodTransformer:
         params = self.method_params()
         frame = _as_frame(X)
         columns = [str(c) for c in frame.columns]
-        values = frame.to_numpy(dtype=np.float64) if frame.shape[1] else np.empty((0, 0))
+        values = _numeric_values(frame)
         rng = check_random_state(self.random_state)
         result = mask_quasi_identifiers(values, columns, params, rng, self._constraints(columns))
         self.result_: MaskResult = result
@@ -166,6 +166,27 @@ def _as_frame(X: Any) -> pd.DataFrame:
             field="X",
         )
     return pd.DataFrame(array, columns=[f"x{j}" for j in range(array.shape[1])])
+
+
+def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
+    """The records as a float array, or ``DataError`` (COLUMN_TYPE) naming a text column: a
+    transformer masks numeric keys (a release spec takes categorical ones too)."""
+    if not frame.shape[1]:
+        return np.empty((0, 0))
+    try:
+        return frame.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        for column in frame.columns:
+            try:
+                frame[column].to_numpy(dtype=np.float64)
+            except (TypeError, ValueError):
+                raise DataError(
+                    f"column {column} is not numeric: the transformers mask numeric keys; "
+                    "release categorical keys with sdcflow.release (mixed keys) or drop it",
+                    code=Reason.COLUMN_TYPE,
+                    field=str(column),
+                ) from None
+        raise
 
 
 def _fingerprint(frame: pd.DataFrame) -> str:

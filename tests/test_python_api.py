@@ -74,6 +74,10 @@ def test_params_as_in_scikit_learn_and_errors_as_in_the_cli(survey):
     with pytest.raises(InputError) as bad:
         MDAV(k=5).fit(survey.assign(turnover=np.inf))
     assert bad.value.code == Reason.VALUES_NONFINITE  # as the preflight says it
+    # a text key gave numpy's ValueError ("could not convert string to float"), no code
+    with pytest.raises(InputError) as text:
+        MDAV(k=5).fit(survey.assign(region="North"))
+    assert text.value.code == Reason.COLUMN_TYPE and text.value.field == "region"
 
 
 def test_transform_means_the_fitted_release_only(survey):

@@ -116,11 +116,14 @@ def _borrowed(
         mine = rows[(present[rows] == pattern).all(axis=1)]
         if not cols:
             continue
-        index = {tuple(U[r, cols]): r for r in full}
-        for r in mine:
-            hit = index.get(tuple(U[r, cols]))
-            if hit is not None:
-                out[r] = derived[hit]
+        keys = np.concatenate([U[np.ix_(full, cols)], U[np.ix_(mine, cols)]])
+        _, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        first = np.full(int(inverse.max()) + 1, -1)
+        first[inverse[: full.size][::-1]] = full[::-1]  # a complete record of each value
+        hit = first[inverse[full.size :]]
+        found = hit >= 0
+        out[mine[found]] = derived[hit[found]]
     return out
 
 

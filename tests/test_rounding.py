@@ -159,3 +159,20 @@ def test_missing_values_in_a_mixed_release_keep_k_and_the_rule():
     assert k_anonymity(released) >= 5
     whole = released.dropna(subset=["net", "tax", "gross"])
     assert (whole.net + whole.tax == whole.gross).all()
+
+
+def test_a_value_left_off_precision_is_published_as_solved():
+    # tax == 0.2 * net over integer keys: the solved tax is not whole. The rounding left it
+    # off precision (and said so) but the integer cast rounded it afterwards, so the file
+    # broke the rule and differed from the points IL and the gates were measured on.
+    cols = ["net", "tax"]
+    rule = LinearConstraints.from_rows([("R1", [({"tax": 1, "net": -0.2}, 0.0)], [])], cols)
+    rng = np.random.default_rng(4)
+    net = rng.integers(500, 6000, 60).astype(float)
+    frame = pd.DataFrame({"net": net, "tax": 0.2 * net})
+    keys = [Key(c, "numeric", decimals=0, integer=True) for c in cols]
+    result = mask_keys(frame, keys, MdavParams(k=5), rng, rule)
+    published = result.masked[cols].to_numpy(dtype=np.float64)
+    assert result.details["precision"]["off_precision"]  # some tax is not whole
+    assert np.array_equal(published, result.points)
+    assert np.abs(published[:, 1] - 0.2 * published[:, 0]).max() < 1e-9

@@ -92,6 +92,17 @@ def test_a_rule_on_a_column_not_released_is_refused_before_the_run(tmp_path, cap
     assert cli_error(capsys.readouterr().err)[0] is Reason.RULE_OPTION
 
 
+def test_a_rule_on_the_published_weight_column_is_checkable(tmp_path):
+    # The weight column is published (unchanged), yet a rule on it was refused as "not
+    # released", with a hint to move it to keep or sensitive, which the spec refuses for it.
+    spec = write_release(
+        tmp_path, rows=200, edits=["turnover >= 0", "weight > 0"], weight_column="weight"
+    )
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(200).assign(weight=2.5)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert len(plan_release(load_spec(spec)).rules) == 2
+
+
 @pytest.mark.flow
 def test_max_edit_violations_1000_does_not_publish_violating_records(tmp_path, prefect_api, capsys):
     frame = pd.read_csv(EXAMPLE / "data.csv").head(200)

@@ -227,7 +227,9 @@ def check_rules_checkable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
             code=Reason.RULE_OPTION,
         )
     # a fuzzy-mapped column holds mapped values: rules on it cannot be checked after mapping
-    released = {*spec.quasi_identifiers, *spec.keep, *spec.sensitive} - set(spec.fuzzy_map)
+    # the weight column is published too (unchanged unless a key)
+    weight = {spec.weight_column} if spec.weight_column else set()
+    released = {*spec.quasi_identifiers, *spec.keep, *spec.sensitive, *weight} - set(spec.fuzzy_map)
     for rule in rules:
         if rule.severity != "error" or rule.name in spec.accept.unchecked_rules:
             continue
@@ -415,6 +417,8 @@ def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
     all released unchanged."""
     qis = set(spec.quasi_identifiers)
     kept = set(spec.keep) | set(spec.sensitive)
+    if spec.weight_column and spec.weight_column not in qis:
+        kept.add(spec.weight_column)  # published unchanged
     for rule in rules:
         if not rule.is_linear or rule.severity != "error":
             continue

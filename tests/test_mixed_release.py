@@ -280,3 +280,20 @@ def test_a_method_not_applied_to_missing_numbers_in_strata_is_refused(tmp_path, 
     }
     spec.write_text(yaml.safe_dump({**fields, "method": method}))
     _one_line_refusal(capsys, spec, Reason.SPEC_CONTRADICTION, "age (7 missing)")
+
+
+def test_a_boolean_key_is_published_as_booleans():
+    # Booleans are numeric to pandas: the released labels were coerced as numbers, so every
+    # value of the key was published missing while the manifest said none had changed.
+    from sdcflow.tasks.methods import MdavParams
+    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.tasks.methods.mixed import mask_keys
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"smoker": rng.random(100) < 0.5, "income": rng.integers(0, 900, 100)})
+    keys = [Key("smoker", "nominal"), Key("income", "numeric", decimals=0, integer=True)]
+    result = mask_keys(frame, keys, MdavParams(k=5), rng)
+    released = result.masked["smoker"]
+    assert result.details["categorical_values_changed"]["smoker"] == 0
+    assert released.notna().all()
+    assert (released.astype(bool).to_numpy() == frame["smoker"].to_numpy()).all()

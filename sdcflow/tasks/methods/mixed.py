@@ -180,8 +180,14 @@ def _assemble(
             series = decode(rel.codes[:, j], enc.levels[j])
             src = source[key.name] if key.name in source else None
             # categories coded as numbers go back to numbers (recoded labels stay text)
-            numeric_source = src is not None and pd.api.types.is_numeric_dtype(src)
-            if key.recoding is None and numeric_source:
+            boolean_source = src is not None and pd.api.types.is_bool_dtype(src)
+            numeric_source = (
+                src is not None and pd.api.types.is_numeric_dtype(src) and not boolean_source
+            )
+            if key.recoding is None and boolean_source:
+                # booleans are numeric to pandas: coerced as numbers, every label was lost
+                series = series.map({"True": True, "False": False}).astype("boolean")
+            elif key.recoding is None and numeric_source:
                 series = pd.to_numeric(series, errors="coerce")
                 if pd.api.types.is_integer_dtype(src):
                     series = series.astype("Int64")

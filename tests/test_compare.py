@@ -75,6 +75,27 @@ def test_compare_runs_variants_and_draws_the_map(tmp_path, prefect_api, capsys):
     assert "Figures of every variant" in page and "Edit rules" not in page
 
 
+def test_compare_on_categorical_keys_only_gives_k(tmp_path, prefect_api, capsys):
+    # local_suppression on categorical keys: every variant measured IL and linkage over
+    # zero numeric columns and the command ended with exit 2 ('[data X]').
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(300)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "survey",
+        "source": "data.csv",
+        "id_column": "respondent_id",
+        "quasi_identifiers": ["region", "sector"],
+        "method": {"name": "local_suppression", "k": 5},
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp_path / "cmp"
+    code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "local_suppression",
+                 "--k", "3", "5", "--out", str(out)])  # fmt: skip
+    assert code == 0
+    table = pd.read_csv(out / "risk_utility.csv")
+    assert (table["k_achieved"] >= table["k"]).all() and table["il"].isna().all()
+
+
 def test_compare_rejects_an_unknown_method(tmp_path, capsys):
     frame = pd.read_csv(EXAMPLE / "data.csv").head(50)
     frame.to_csv(tmp_path / "data.csv", index=False)

@@ -185,6 +185,9 @@ def compare(
     for block in blocks:
         _validated(spec, block)
     plan = plan_release(spec)  # one read of the source and the rules for every variant
+    # categorical keys only (local_suppression): no numbers to measure loss or linkage on
+    numeric = any(k.kind == "numeric" and k.recoding is None for k in plan.resolved_keys)
+    figures = {c: key for c, key in FIGURES.items() if numeric or key == "k_anonymity"}
     rows = []
     for block in blocks:
         try:
@@ -192,7 +195,7 @@ def compare(
                 str(spec_path),
                 publish=False,
                 method=block,
-                figures=list(FIGURES.values()),
+                figures=list(figures.values()),
                 measures={"transparency": {"intruder": intruder}},
                 plan=plan,
                 kind="compare",
@@ -206,7 +209,7 @@ def compare(
                 "method": block["name"],
                 "k": block["k"],
                 "params": _described(spec, block),
-                **{col: outcome.figures[key] for col, key in FIGURES.items()},
+                **{col: outcome.figures.get(key, float("nan")) for col, key in FIGURES.items()},
                 "checks_passed": outcome.success,
                 "run_id": outcome.run_id,
             }

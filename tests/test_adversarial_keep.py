@@ -25,7 +25,8 @@ import yaml
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.gates import GateContext, run_gates
+from sdcflow.tasks.gates import GATES, GateContext, run_gates
+from sdcflow.tasks.measures.anonymity import k_anonymity
 from sdcflow.tasks.methods import MdavParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.spec import load_spec
@@ -146,6 +147,20 @@ def test_keep_k_is_gated_by_default_with_the_method_k():
     ctx.accept_looser = frozenset({"keep_k_anonymity"})
     lowered = {o.key: o for o in run_gates(ctx, {"keep_k_anonymity": 1})}
     assert lowered["keep_k_anonymity"].passed and lowered["keep_k_anonymity"].threshold == 1
+
+
+def test_keep_k_counts_every_key_jointly_when_the_keys_are_masked_in_blocks():
+    # The intruder who knows the kept column knows every key too: keep_k counts the joint
+    # tuple (before, block by block: a release whose joint tuple was unique passed it).
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 2))
+    result = mask_quasi_identifiers(X, ["a", "b"], MdavParams(k=5), rng, None, [["a"], ["b"]])
+    keep = pd.DataFrame({"c": ["x"] * 200})  # a constant: the joint k of the keys alone
+    ctx = GateContext(X, ["a", "b"], result, MdavParams(k=5), keep=keep)
+    joint = k_anonymity(result.released_identifiers)
+    per_block = min(k_anonymity(result.masked[[c]]) for c in ("a", "b"))
+    assert joint < 5 <= per_block  # the case the gate must see
+    assert GATES["keep_k_anonymity"].compute(ctx) == joint
 
 
 def _survey_with_email(tmp: Path, **fields) -> Path:

@@ -172,16 +172,14 @@ def _transparency_k(ctx: GateContext) -> float:
 
 
 def keep_k(ctx: GateContext) -> float:
-    """k over the released keys and the ``keep`` columns (per block when masked by blocks);
-    the plain k when the spec keeps no column."""
+    """k over every released key and the ``keep`` columns: the intruder who knows the keys
+    and the columns published as they are (jointly, also when the keys were masked in
+    blocks); the plain k when the spec keeps no column."""
     if ctx.keep is None or ctx.keep.shape[1] == 0:
-        return _block_k_anonymity(ctx)
+        return _k_anonymity(ctx)
     keep = ctx.keep.reset_index(drop=True)
-    parts = [b.released_columns for b in ctx.result.blocks] or [
-        list(ctx.result.released_identifiers.columns)
-    ]
-    released = ctx.result.masked.reset_index(drop=True)
-    return float(min(k_anonymity(pd.concat([released[cols], keep], axis=1)) for cols in parts))
+    released = ctx.result.released_identifiers.reset_index(drop=True)
+    return float(k_anonymity(pd.concat([released, keep], axis=1)))
 
 
 def _sensitive(ctx: GateContext) -> pd.DataFrame:

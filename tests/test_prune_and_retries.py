@@ -276,3 +276,29 @@ def test_compact_removes_the_dropped_bytes_from_the_file_and_keeps_the_rest(ware
     assert "raw.mine" in _tables(wh) and len(wh.read_frame("raw", runs["new"])) == 2
     assert set(wh.runs(limit=50)["run_id"]) == {*runs.values(), run_id}
     assert [p.name for p in wh.path.parent.iterdir() if "compact" in p.name] == []
+
+
+def test_compact_keeps_the_files_permissions_and_a_symbolic_link(warehouse, tmp_path):
+    """A warehouse its owner keeps 0600 (raw copies, the owner's secrets) stays 0600 after
+    ``--compact``, and one reached through a link is compacted where the link points: the
+    link stays a link and the file it names loses the dropped bytes. Before, the new file
+    got the umask's 0644 and replaced the link with a file, leaving the bytes in the target."""
+    wh, _ = warehouse
+    secret = uuid.uuid4().hex
+    run_id = uuid.uuid4().hex
+    wh.start_run(run_id, "survey", "s" * 64, "mdav")
+    wh.ingest(pa.table({"s": [f"{secret}-{i}" for i in range(2000)]}), run_id)
+    wh.finish_run(run_id, "refused")
+    with wh.connect() as con:
+        con.execute("CHECKPOINT")
+    wh.path.chmod(0o600)
+    link = tmp_path / "elsewhere" / "wh.duckdb"
+    link.parent.mkdir()
+    link.symlink_to(wh.path)
+    assert main(["prune", "--warehouse", str(link), "--yes", "--compact"]) == 0
+    assert link.is_symlink() and link.resolve() == wh.path.resolve()
+    assert secret.encode() not in wh.path.read_bytes()
+    assert wh.path.stat().st_mode & 0o777 == 0o600
+    assert "raw.mine" in _tables(wh)
+    folders = (tmp_path, link.parent)
+    assert [p.name for d in folders for p in d.iterdir() if "compact" in p.name] == []

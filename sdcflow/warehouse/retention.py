@@ -22,10 +22,15 @@ it does not overwrite it at once, so until then the bytes remain inside the data
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import stat
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from sdcflow.warehouse.sql import quote_identifier
 from sdcflow.warehouse.warehouse import Warehouse, table_name
@@ -174,16 +179,22 @@ def compact(warehouse: Warehouse) -> tuple[int, int]:
     tables (their bytes) leave the disk; return the file's size before and after (bytes).
 
     Every schema, table, view and constraint is copied (``COPY FROM DATABASE``) into a new
-    file beside it (``.<name>.compact-<pid>``), which is flushed to disk and then renamed
-    over the warehouse (``os.replace``: a reader sees the old file or the new one). The
-    caller holds the writer lock, so no release writes meanwhile; a file of that temporary
-    name that already exists is left alone and the compaction refused (``FileExistsError``).
+    file in a private folder beside it (``.<name>.compact-…``, mode ``0700``, made by this
+    call), which is flushed to disk and then renamed over the warehouse (``os.replace``: a
+    reader sees the old file or the new one). The caller holds the writer lock, so no
+    release writes meanwhile.
+
+    The new file takes the old one's permission bits (a warehouse the owner keeps ``0600``
+    stays so: it holds the raw copies and the owner's secrets; DuckDB creates files with the
+    umask's bits, hence the private folder while the copy is written), and a warehouse
+    reached through a symbolic link is rewritten where the link points: the link stays, and
+    the file it names is the one that loses the bytes.
     """
-    path = warehouse.path
-    tmp = path.with_name(f".{path.name}.compact-{os.getpid()}")
-    if os.path.lexists(tmp):
-        raise FileExistsError(f"{tmp} exists; remove it if no compaction is running")
-    before = path.stat().st_size
+    path = Path(os.path.realpath(warehouse.path))
+    info = path.stat()
+    before = info.st_size
+    folder = Path(tempfile.mkdtemp(prefix=f".{path.name}.compact-", dir=path.parent))
+    tmp = folder / path.name
     literal = "'" + str(tmp).replace("'", "''") + "'"
     try:
         with warehouse.connect() as con:
@@ -195,13 +206,13 @@ def compact(warehouse: Warehouse) -> tuple[int, int]:
             finally:
                 con.execute("DETACH sdc_compacted")
         with open(tmp, "rb+") as fh:
+            os.fchmod(fh.fileno(), stat.S_IMODE(info.st_mode))
+            with contextlib.suppress(OSError):  # another owner's file: keep the bits at least
+                os.fchown(fh.fileno(), info.st_uid, info.st_gid)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
-            if leftover.exists():  # made by this call, never completed
-                leftover.unlink()
-        raise
+    finally:  # the folder and whatever DuckDB left in it were made by this call
+        shutil.rmtree(folder, ignore_errors=True)
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(directory)

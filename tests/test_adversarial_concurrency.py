@@ -132,3 +132,40 @@ def test_wait_must_be_a_number_of_seconds(tmp_path, capsys):
         main(["release", str(spec), "--wait", "soon"])
     assert e.value.code == 2
     assert "--wait" in capsys.readouterr().err
+
+
+RUN_UNDER_LOCK = """
+import sys, time, uuid
+import pyarrow as pa
+from sdcflow.warehouse.warehouse import Warehouse
+wh = Warehouse(sys.argv[1])
+with wh.lock(0):
+    run_id = uuid.uuid4().hex
+    wh.start_run(run_id, "survey", "s" * 64, "mdav")
+    wh.ingest(pa.table({"x": [1, 2, 3]}), run_id)
+    print(run_id, flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_one_lock_whatever_the_name_of_the_warehouse(tmp_path, capsys):
+    """A release holding the warehouse through a symbolic link to the file and a
+    ``prune --yes`` naming the file itself share one writer lock: before, each name had its
+    own lock file, so prune took the running release for ended, settled it ``interrupted``
+    and dropped the raw copy it was still working on."""
+    real = tmp_path / "disk" / "w.duckdb"
+    real.parent.mkdir()
+    Warehouse(real).initialize()
+    (tmp_path / "current.duckdb").symlink_to(real)
+    holder = spawn(RUN_UNDER_LOCK, tmp_path / "current.duckdb", 30)
+    try:
+        run_id = holder.stdout.readline().strip()
+        assert len(run_id) == 32
+        assert main(["prune", "--warehouse", str(real), "--yes", "--wait", "0"]) == 3
+        assert "in use by another release" in capsys.readouterr().err
+        runs = Warehouse(real).runs(limit=5)
+        assert list(runs["status"]) == ["running"]
+        assert len(Warehouse(real).read_frame("raw", run_id)) == 3
+    finally:
+        holder.kill()
+        holder.wait()

@@ -203,8 +203,14 @@ class Warehouse:
 
     @property
     def lock_path(self) -> Path:
-        """The lock file of the warehouse (``<warehouse>.lock``), created on first use."""
-        return self.path.with_name(self.path.name + ".lock")
+        """The lock file of the warehouse (``<warehouse>.lock``), created on first use.
+
+        Beside the file the path resolves to, so that a warehouse named through a symbolic
+        link to the file and through its own path has one lock: each name had its
+        own, and a release or ``prune`` holding one took a release running under the other
+        for ended (settled ``interrupted``, its copies dropped) and wrote beside it."""
+        real = Path(os.path.realpath(self.path))
+        return real.with_name(real.name + ".lock")
 
     @contextmanager
     def lock(self, wait: float | None = None) -> Iterator[None]:

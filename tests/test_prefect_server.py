@@ -402,3 +402,40 @@ def test_sdcflow_serve_registers_and_stops_on_one_signal(
     assert "schedule is paused" in out
     after = server.get(f"/deployments/name/sdc-release/{name}")
     assert not any(s["active"] for s in after["schedules"]) or after["paused"]
+
+
+def test_sdcflow_serve_runs_a_release_to_completion(server: Server, tmp_path: Path) -> None:
+    """A run of the served deployment completes and publishes. Before, every run of
+    ``sdcflow serve`` (scheduled or triggered) ended Failed at once: the runner hands the
+    flow to the run's process pickled, and Prefect could not validate its parameters
+    (``ReleaseModel is not fully defined; define ReleasePlan``)."""
+    spec = _example(tmp_path)
+    name = "serve-runs-a-release"
+    process = subprocess.Popen(
+        [_exe("sdcflow"), "serve", str(spec), "--name", name],
+        env=server.env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while server.http.get(f"/deployments/name/sdc-release/{name}").status_code != 200:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "sdcflow serve registered nothing in 120 s"
+            time.sleep(0.5)
+        out = server.cli("deployment", "run", f"sdc-release/{name}")
+        flow_run_id = re.search(r"UUID: ([0-9a-f-]{36})", out).group(1)  # type: ignore[union-attr]
+        run = _wait_final(server, flow_run_id, timeout=240)
+        below = _descendants(process.pid)
+    finally:
+        _stop(process, timeout=10)
+    _, err = process.communicate()
+    _no_child_left(below)
+    assert run["state"]["type"] == "COMPLETED", (run["state"], err[-3000:])
+    manifest = json.loads(
+        (spec.parent / "published" / "business-survey" / "manifest.json").read_text()
+    )
+    assert manifest["run_id"] == flow_run_id.replace("-", "")

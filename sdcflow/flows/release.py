@@ -7,6 +7,7 @@ Run it with ``sdcflow release SPEC`` (``sdcflow check SPEC`` stops before publis
 from __future__ import annotations
 
 import logging
+import typing
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,6 +188,15 @@ def release(
             kind or ("release" if publish else "check"),
             force,
         )
+
+
+# ``sdcflow serve`` hands the flow to its runs' process pickled (cloudpickle): the module's
+# attribute ``release`` is the Flow, not this function, so the function travels by value
+# with only the globals its body names, and Prefect, validating the run's parameters, could
+# not resolve the string annotations of ``from __future__ import annotations`` (``plan:
+# ReleasePlan | None``): every served run failed before it started. Resolved here, the
+# annotations travel as the types themselves.
+release.fn.__annotations__ = typing.get_type_hints(release.fn)
 
 
 def _release(

@@ -302,3 +302,19 @@ def test_compact_keeps_the_files_permissions_and_a_symbolic_link(warehouse, tmp_
     assert "raw.mine" in _tables(wh)
     folders = (tmp_path, link.parent)
     assert [p.name for d in folders for p in d.iterdir() if "compact" in p.name] == []
+
+
+def test_prune_writes_nothing_into_a_duckdb_file_that_is_not_a_warehouse(tmp_path, capsys):
+    """``prune --warehouse`` pointed at a DuckDB file of the user's (no sdcflow run in it)
+    leaves it as it was, also with ``--yes --compact``: before, ``--yes`` created sdcflow's
+    five schemas and audit tables in it and said "nothing to prune"."""
+    path = tmp_path / "mine.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE t AS SELECT 1 AS a")
+    before = path.read_bytes()
+    assert main(["prune", "--warehouse", str(path), "--keep-last", "1", "--yes", "--compact"]) == 0
+    assert "records no sdcflow run" in capsys.readouterr().out
+    assert path.read_bytes() == before
+    with duckdb.connect(str(path), read_only=True) as con:
+        schemas = con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()
+    assert {r[0] for r in schemas} & {"audit", "raw", "edited", "masked", "published"} == set()

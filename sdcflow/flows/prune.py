@@ -81,6 +81,9 @@ def prune(args: argparse.Namespace) -> int:
         return 0
     check_warehouse_file(path)
     warehouse = Warehouse(path)
+    if not _records_runs(warehouse):  # a DuckDB file of yours: neither initialized nor compacted
+        print(f"{path} records no sdcflow run (no audit.runs); nothing to prune, nothing written")
+        return 0
     if not args.yes:
         runs = expired(warehouse, policy, release=release)
         _print(runs, "would drop")
@@ -109,6 +112,18 @@ def prune(args: argparse.Namespace) -> int:
     if sizes is not None:
         print(f"compacted {path}: {sizes[0]} -> {sizes[1]} bytes; dropped tables' bytes removed")
     return 0
+
+
+def _records_runs(warehouse: Any) -> bool:
+    """Whether the warehouse has sdcflow's ``audit.runs`` (read-only). ``--yes`` used to
+    create sdcflow's schemas and audit tables in any DuckDB file it was pointed at."""
+    with warehouse.connect(read_only=True) as con:
+        return bool(
+            con.execute(
+                "SELECT count(*) FROM information_schema.tables "
+                "WHERE table_schema = 'audit' AND table_name = 'runs'"
+            ).fetchone()[0]
+        )
 
 
 def _print(runs: list[Any], verb: str) -> None:

@@ -427,3 +427,24 @@ def test_an_error_after_the_swap_still_reports_and_records_the_release(
             "SELECT status, published_to FROM audit.runs WHERE run_id = ?", [run_id]
         ).fetchone()
     assert status == "published" and where == str(target.resolve())
+
+
+def test_a_release_that_appears_at_the_swap_is_named_in_the_error(tmp_path, monkeypatch):
+    """Two runs of one release on two warehouses publish to one folder at once: the one
+    whose swap finds the other's release there (it appeared after the last check) fails
+    with a message that says so and what to do, not the kernel's bare "File exists"."""
+    out = tmp_path / "out"
+    real = publish_mod._renameat2
+
+    def other_run_first(a: Path, b: Path, flags: int) -> bool:
+        if flags == publish_mod._RENAME_NOREPLACE:
+            b.mkdir()
+            (b / "data.csv").write_text("the other run's release")
+        return real(a, b, flags)
+
+    monkeypatch.setattr(publish_mod, "_renameat2", other_run_first)
+    with pytest.raises(FileExistsError) as e:
+        publish_mod.write_release(out, "r", pd.DataFrame({"x": [9.0]}), {"run_id": "b" * 32})
+    assert "another run" in str(e.value) and "run again" in str(e.value)
+    assert tree(out / "r") == {"data.csv": b"the other run's release"}
+    assert sorted(p.name for p in out.iterdir()) == ["r"]  # its temporary folder is gone

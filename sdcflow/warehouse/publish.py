@@ -474,15 +474,25 @@ def _errno_of(message: str) -> int:
     return errno.EIO
 
 
+_APPEARED = (
+    "appeared while this run was publishing (another run, e.g. of the same release from "
+    "another warehouse, published there first); run again to replace it"
+)
+
+
 def _swap(tmp: Path, target: Path, output: Path, release: str) -> Path | None:
     """Put ``tmp`` at ``target``; return where the previous release now is (None if none)."""
     if not os.path.lexists(target):
         # never onto something that appeared meanwhile (a plain rename would replace an
         # empty folder)
-        if not _renameat2(tmp, target, _RENAME_NOREPLACE):
-            if os.path.lexists(target):
-                raise FileExistsError(errno.EEXIST, "appeared during publication", str(target))
-            tmp.rename(target)
+        try:
+            if _renameat2(tmp, target, _RENAME_NOREPLACE):
+                return None
+        except FileExistsError:
+            pass  # the kernel's bare "File exists" said neither what appeared nor what to do
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, _APPEARED, str(target))
+        tmp.rename(target)
         return None
     if _exchange(tmp, target):
         return tmp  # tmp now holds the previous release

@@ -224,7 +224,8 @@ def edits_section(facts: ReleaseFacts) -> Section:
 
 
 def _records_missing_a_number(original: np.ndarray | None) -> int:
-    """Records with a missing numeric key (NaN), which loss and linkage leave out."""
+    """Records with a missing numeric key (NaN): IL counts their other keys, the other loss
+    and linkage measures leave them out."""
     if original is None or np.size(original) == 0:
         return 0
     return int(np.isnan(np.asarray(original, dtype=np.float64)).any(axis=1).sum())
@@ -254,12 +255,12 @@ def loss_section(facts: ReleaseFacts) -> Section:
         "note",
     )
     gaps = _records_missing_a_number(facts.original)
-    if gaps:
-        kept = int(np.shape(facts.original)[0]) - gaps
+    if gaps and il:
         section.text(
-            f"IL is measured on the {kept} records that have every numeric key; the {gaps} "
-            "records missing one are left out of it (the gates' convention for loss and "
-            "linkage; their missing values stay missing in the release).",
+            f"{gaps} records miss a numeric key: IL counts every value present in both files "
+            "(a record missing one key counts with its others; each column standardized over "
+            "its values present). Their missing values stay missing in the release; the other "
+            "loss and linkage measures use the records that have every numeric key.",
             "note",
         )
     if "repaired" in il:

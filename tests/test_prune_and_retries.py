@@ -5,6 +5,7 @@ runs are recorded through the warehouse's own API, their start times set by hand
 from __future__ import annotations
 
 import errno
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -318,3 +319,40 @@ def test_prune_writes_nothing_into_a_duckdb_file_that_is_not_a_warehouse(tmp_pat
     with duckdb.connect(str(path), read_only=True) as con:
         schemas = con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()
     assert {r[0] for r in schemas} & {"audit", "raw", "edited", "masked", "published"} == set()
+
+
+def test_compact_refuses_a_warehouse_with_another_hard_link(warehouse, capsys):
+    """``--compact`` renames a new file over the warehouse's name: a second hard link to the
+    file kept the old inode with the dropped tables' bytes while the command said "dropped
+    tables' bytes removed". It is refused before anything is dropped."""
+    wh, _ = warehouse
+    before = _tables(wh)
+    other = wh.path.with_name("backup.duckdb")
+    os.link(wh.path, other)
+    args = ["prune", "--warehouse", str(wh.path), "--keep-last", "1", "--yes", "--compact"]
+    assert main(args) == 2
+    assert cli_error(capsys.readouterr().err)[0] == Reason.WAREHOUSE
+    assert _tables(wh) == before  # nothing dropped
+    assert os.path.samefile(wh.path, other)
+
+
+def test_compact_never_opens_the_file_to_another_group(warehouse, monkeypatch):
+    """A warehouse kept 0640 for its group: when the compacted file cannot be given that
+    group (a group the user running prune is not in), it took the user's group with the
+    group's read bit, opening the raw copies to the members of another group. The group bits
+    are dropped then."""
+    wh, _ = warehouse
+    wh.path.chmod(0o640)
+    os.chown(wh.path, os.getuid(), 54321)  # a group that is not the runner's (as root)
+    if wh.path.stat().st_gid != 54321:
+        pytest.skip("cannot give the file another group here")
+
+    def refused(*args):
+        raise PermissionError(errno.EPERM, "not a member of that group")
+
+    monkeypatch.setattr(os, "fchown", refused)
+    assert (
+        main(["prune", "--warehouse", str(wh.path), "--keep-last", "1", "--yes", "--compact"]) == 0
+    )
+    info = wh.path.stat()
+    assert info.st_gid == 54321 or info.st_mode & 0o070 == 0

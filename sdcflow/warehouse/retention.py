@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from sdcflow.errors import InputError, Reason
 from sdcflow.warehouse.sql import quote_identifier
 from sdcflow.warehouse.warehouse import Warehouse, table_name
 
@@ -174,6 +175,20 @@ def apply_policy(
     return runs
 
 
+def check_compactable(path: str | os.PathLike[str]) -> None:
+    """Refuse (``InputError``, reason ``WAREHOUSE``) to compact a warehouse file with other
+    hard links: the compacted file is renamed over this name only, so the other names keep
+    the old file and with it the dropped tables' bytes, which compaction promises to remove."""
+    links = os.stat(path).st_nlink
+    if links > 1:
+        raise InputError(
+            f"warehouse {path} has {links - 1} other hard link(s): compacting would rename a "
+            "new file over this name while the other names keep the dropped tables' bytes; "
+            "remove the other links (or copy the file) first, or prune without --compact",
+            code=Reason.WAREHOUSE,
+        )
+
+
 def compact(warehouse: Warehouse) -> tuple[int, int]:
     """Rewrite the warehouse file with its live contents only, so that the blocks of dropped
     tables (their bytes) leave the disk; return the file's size before and after (bytes).
@@ -191,6 +206,7 @@ def compact(warehouse: Warehouse) -> tuple[int, int]:
     the file it names is the one that loses the bytes.
     """
     path = Path(os.path.realpath(warehouse.path))
+    check_compactable(path)
     info = path.stat()
     before = info.st_size
     folder = Path(tempfile.mkdtemp(prefix=f".{path.name}.compact-", dir=path.parent))
@@ -206,9 +222,15 @@ def compact(warehouse: Warehouse) -> tuple[int, int]:
             finally:
                 con.execute("DETACH sdc_compacted")
         with open(tmp, "rb+") as fh:
-            os.fchmod(fh.fileno(), stat.S_IMODE(info.st_mode))
+            mode = stat.S_IMODE(info.st_mode)
+            os.fchmod(fh.fileno(), mode & ~0o077)
             with contextlib.suppress(OSError):  # another owner's file: keep the bits at least
                 os.fchown(fh.fileno(), info.st_uid, info.st_gid)
+            if os.fstat(fh.fileno()).st_gid != info.st_gid:
+                # the file's group could not be kept: its group bits would open the raw
+                # copies to the members of another group (this user's), so they are dropped
+                mode &= ~0o070
+            os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:  # the folder and whatever DuckDB left in it were made by this call

@@ -176,3 +176,15 @@ def test_a_value_left_off_precision_is_published_as_solved():
     assert result.details["precision"]["off_precision"]  # some tax is not whole
     assert np.array_equal(published, result.points)
     assert np.abs(published[:, 1] - 0.2 * published[:, 0]).max() < 1e-9
+
+
+def test_a_borrowed_value_is_snapped_like_its_groups():
+    # c == 0.1 a + 0.2 b solves c = 3.0000000000000004 on (2, 14): the complete record's c
+    # was snapped to 3, the record missing b borrowed the unsnapped 3.0000000000000004, so
+    # the two no longer matched (k) and the integer column was no longer whole.
+    cols = ["a", "b", "c"]
+    rule = LinearConstraints.from_rows([("R1", [({"c": 1, "a": -0.1, "b": -0.2}, 0.0)], [])], cols)
+    X = np.array([[2.0, 14.0, 3.0], [2.0, np.nan, 3.0]])
+    done = round_keeping_equalities(X, cols, [0, 0, 0], rule)
+    assert done.derived == ["c"] and done.off_precision == {}
+    assert done.values[0, 2] == done.values[1, 2] == 3.0

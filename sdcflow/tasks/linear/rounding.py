@@ -199,11 +199,13 @@ def round_keeping_equalities(
         X[complete, col] = derived[complete, t]
         take = ~complete & ~np.isnan(borrowed[:, t]) & ~np.isnan(X[:, col])
         X[take, col] = borrowed[take, t]
+        # a borrowed value is snapped as its complete record's is, so the two stay equal
+        solved = complete | take
         dec = decimals[col]
         if dec is not None:
-            snapped = _round(X[complete, col], int(dec))
-            bad = np.abs(snapped - X[complete, col]) > tol * np.maximum(1.0, np.abs(snapped))
-            X[complete, col] = np.where(bad, X[complete, col], snapped)
+            snapped = _round(X[solved, col], int(dec))
+            bad = np.abs(snapped - X[solved, col]) > tol * np.maximum(1.0, np.abs(snapped))
+            X[solved, col] = np.where(bad, X[solved, col], snapped)
             if bad.any():
                 off[cols[col]] = int(bad.sum())
     return Rounded(X, [cols[idx[j]] for j in P], off)

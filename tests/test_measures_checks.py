@@ -123,3 +123,26 @@ def test_information_loss_counts_every_value_present():
     )
     # a: mean 2, sd sqrt(8/3): SSE (1+1)/(8/3) = 0.75, SST 3; b: SSE 2, SST 2
     assert GATES["max_information_loss"].compute(ctx2) == pytest.approx(100.0 * 2.75 / 5.0)
+
+
+def test_figures_of_complete_records_are_not_checked_when_no_record_is_complete():
+    # A survey whose records each skip one question: IL counts every value present, but
+    # linkage and the other loss figures are measured on the records that have every key,
+    # and there is none. They raised 'original has 0 rows' (exit 2 from `sdcflow compare`,
+    # which measures them for every variant); they are now "not checked" (NaN, not passed).
+    from sdcflow.tasks.gates import measure
+    from sdcflow.tasks.methods import MdavParams
+
+    X = np.array([[1.0, np.nan], [3.0, np.nan], [np.nan, 10.0], [np.nan, 30.0]])
+    P = np.array([[2.0, np.nan], [2.0, np.nan], [np.nan, 20.0], [np.nan, 20.0]])
+    ctx = GateContext(
+        X, ["a", "b"], MaskResult(pd.DataFrame(P, columns=["a", "b"]), P), MdavParams(k=2)
+    )
+    keys = ["max_record_linkage", "max_interval_disclosure", "max_pil", "max_generic_loss_means"]
+    figures = measure(ctx, [*keys, "max_information_loss"])
+    assert all(np.isnan(figures[k]) for k in keys)
+    assert figures["max_information_loss"] == pytest.approx(100.0)
+    (outcome,) = [
+        o for o in run_gates(ctx, {"max_record_linkage": 50}) if o.key == "max_record_linkage"
+    ]
+    assert not outcome.checked and not outcome.passed

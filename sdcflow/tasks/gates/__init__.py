@@ -194,8 +194,14 @@ def run_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> list[GateOut
 
 
 def measure(ctx: GateContext, keys: list[str]) -> dict[str, float]:
-    """The figures of the gates ``keys`` without thresholds (reports, comparisons)."""
-    return {key: float(GATES[key].compute(ctx)) for key in keys}
+    """The figures of the gates ``keys`` without thresholds (reports, comparisons); NaN for
+    a figure that cannot be established on the release (``Gate.not_checked``)."""
+    out = {}
+    for key in keys:
+        gate = GATES[key]
+        unchecked = gate.not_checked(ctx) if gate.not_checked is not None else None
+        out[key] = float("nan") if unchecked is not None else float(gate.compute(ctx))
+    return out
 
 
 def contradictions(method: MethodParams, checks: Mapping[str, float]) -> list[str]:

@@ -121,6 +121,20 @@ class GateContext:
         return self._cache[key]
 
 
+def no_complete_record(ctx: GateContext) -> tuple[str, bool] | None:
+    """Why a figure measured on the records that have every numeric key
+    (:meth:`GateContext.numeric_pair`) is not established: no record has them all (a survey
+    whose records each skip a question). The gate is then "not checked" and fails."""
+    X, _ = ctx.numeric_pair()
+    if X.ndim == 2 and X.shape[1] > 0 and X.shape[0] == 0:
+        return (
+            "no record has every numeric key, and this figure is measured on the records "
+            "that have them all",
+            False,
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Gate:
     """One registry entry.

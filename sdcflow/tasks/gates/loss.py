@@ -14,12 +14,13 @@ the repaired records when a repair changed them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
+from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, no_complete_record
 from sdcflow.tasks.measures.cluster_loss import ClusterLoss, cluster_loss
 from sdcflow.tasks.measures.information_loss import (
     Statistic,
@@ -163,3 +164,8 @@ GATES = [
     Gate("min_cluster_jaccard", "min", _cluster_index("jaccard"),
          "Jaccard index of the FCM alpha-cuts", "index (0..1)", option=CLUSTER_LOSS),
 ]  # fmt: skip
+# every figure but IL is measured on the records that have every numeric key
+GATES = [
+    g if g.key == "max_information_loss" else replace(g, not_checked=no_complete_record)
+    for g in GATES
+]

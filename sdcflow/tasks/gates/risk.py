@@ -6,7 +6,7 @@ record from key frequencies and sampling weights (individual and global risk, as
 from __future__ import annotations
 
 from sdcflow.tasks.gates.anonymity import TRANSPARENCY, reidentification
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
+from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, no_complete_record
 from sdcflow.tasks.measures.disclosure_risk import interval_disclosure, record_linkage
 from sdcflow.tasks.measures.risk import RiskSummary, risk_summary
 
@@ -53,6 +53,7 @@ GATES = [
         _record_linkage,
         "distance-based record linkage: released records linked to their own original",
         "%",
+        not_checked=no_complete_record,
     ),
     Gate(
         "max_interval_disclosure",
@@ -61,6 +62,7 @@ GATES = [
         "rank-based interval disclosure: original values inside the released rank interval",
         "%",
         option=INTERVAL_P,
+        not_checked=no_complete_record,
     ),
     Gate(
         "max_individual_risk",

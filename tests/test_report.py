@@ -342,3 +342,30 @@ def test_the_loss_section_says_how_many_records_il_leaves_out():
     facts.original[:7, 0] = np.nan
     assert "7 records miss a numeric key" in text()
     assert "293 records" not in text()  # IL is not measured on the complete records only
+
+
+def test_the_blocks_note_states_the_joint_k_of_this_release():
+    """The note said a record's combination of the blocks' groups "may match fewer than k
+    records", also on a release whose joint k (gated since d5837fe) holds; it now gives the
+    joint figure when it is below k and claims no shortfall otherwise."""
+    from sdcflow.tasks.measures.anonymity import match_counts
+
+    X = _facts().original
+    params = METHODS["mdav"].params(k=5)
+    result = mask_quasi_identifiers(
+        X, COLUMNS, params, np.random.default_rng(2), None, [["a"], ["b", "c"]]
+    )
+    joint = int(match_counts(result.released_identifiers)[0].min())
+    assert joint < 5
+    facts = _facts()
+    facts.method, facts.result = params, result
+    notes = lambda: [  # noqa: E731
+        b.text
+        for s in release_sections(facts)
+        if s.title == "Records matching each released record"
+        for b in s.blocks
+        if getattr(b, "style", "") == "note"
+    ]
+    assert any(f"as few as {joint} records" in t for t in notes())
+    facts.method = params.model_copy(update={"k": joint})  # a k the joint figure meets
+    assert not any("as few as" in t for t in notes())

@@ -416,12 +416,20 @@ def groups_section(facts: ReleaseFacts) -> Section:
             f"(mean {float(f.mean()):.3g})"
             + ("; a box's records match each other." if box else ".")
         )
-    if result.blocks:
-        section.text(
-            "Blocks were masked separately: a record's combination of the blocks' groups may "
-            "match fewer than k records while every block is k-anonymous.",
-            "note",
-        )
+    if result.blocks and f.size:
+        joint, k = int(f.min()), facts.k
+        if k is not None and joint < k:
+            note = (
+                f"Blocks were masked separately: every block is k-anonymous, but over every key "
+                f"jointly a record's combination of the blocks' groups matches as few as {joint} "
+                f"records, below k = {k}."
+            )
+        else:
+            note = (
+                "Blocks were masked separately: each block is k-anonymous, and the figures "
+                "above count every key jointly (the combination of the blocks' groups)."
+            )
+        section.text(note, "note")
     section.plot(
         plots.class_size_figure(f, facts.k, xlabel="records matching the record", ylabel="records"),
         "histogram of the number of released records matching each record",

@@ -356,3 +356,29 @@ def test_compact_never_opens_the_file_to_another_group(warehouse, monkeypatch):
     )
     info = wh.path.stat()
     assert info.st_gid == 54321 or info.st_mode & 0o070 == 0
+
+
+def test_a_link_to_a_warehouse_in_a_folder_that_cannot_be_written_is_refused(
+    warehouse, tmp_path, monkeypatch, capsys
+):
+    """The lock goes beside the file a symbolic link names (2f37a54), but the preflight only
+    checked the link's folder: with the file's folder read-only, ``prune --yes`` ended with
+    exit 3 and a bare PermissionError on the lock. It is refused as the file's own path is
+    (reason ``warehouse``), before anything is written."""
+    wh, _ = warehouse
+    link = tmp_path / "elsewhere" / "wh.duckdb"
+    link.parent.mkdir()
+    link.symlink_to(wh.path)
+    real = os.path.realpath(wh.path.parent)
+    access = os.access
+
+    def read_only_folder(p, mode, *args, **kw):
+        if os.path.realpath(p) == real and mode & os.W_OK:
+            return False
+        return access(p, mode, *args, **kw)
+
+    monkeypatch.setattr(os, "access", read_only_folder)
+    before = _tables(wh)
+    assert main(["prune", "--warehouse", str(link), "--keep-last", "1", "--yes"]) == 2
+    assert cli_error(capsys.readouterr().err)[0] == Reason.WAREHOUSE
+    assert _tables(wh) == before

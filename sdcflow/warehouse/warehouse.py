@@ -98,20 +98,24 @@ def check_warehouse_file(path: Path) -> None:
                 "file (a new path creates one)",
                 code=Reason.WAREHOUSE,
             )
-        writable = path.parent
+        folders = [path.parent]
         if not os.access(path, os.W_OK):
             raise InputError(
                 f"warehouse {path} is read-only; make it writable or point `warehouse:` elsewhere",
                 code=Reason.WAREHOUSE,
             )
+        real = Path(os.path.realpath(path)).parent
+        if not os.path.samefile(real, path.parent):
+            folders.append(real)  # a symbolic link: the lock goes beside the file it names
     else:
-        writable = next((p for p in path.parents if os.path.lexists(p)), Path("/"))
-    if not writable.is_dir() or not os.access(writable, os.W_OK | os.X_OK):
-        raise InputError(
-            f"cannot write into {writable} (for the warehouse {path} and its lock); make it "
-            "writable or point `warehouse:` elsewhere",
-            code=Reason.WAREHOUSE,
-        )
+        folders = [next((p for p in path.parents if os.path.lexists(p)), Path("/"))]
+    for writable in folders:
+        if not writable.is_dir() or not os.access(writable, os.W_OK | os.X_OK):
+            raise InputError(
+                f"cannot write into {writable} (for the warehouse {path} and its lock); make "
+                "it writable or point `warehouse:` elsewhere",
+                code=Reason.WAREHOUSE,
+            )
 
 
 def _lock_conflict(error: Exception) -> bool:

@@ -369,3 +369,20 @@ def test_the_blocks_note_states_the_joint_k_of_this_release():
     assert any(f"as few as {joint} records" in t for t in notes())
     facts.method = params.model_copy(update={"k": joint})  # a k the joint figure meets
     assert not any("as few as" in t for t in notes())
+
+
+def test_correlations_say_on_which_records_they_are_measured():
+    """Correlations are computed on the records that have every numeric key; on a survey
+    whose records each skip a question there is none, and the report drew blank heatmaps
+    captioned "blank: a constant column has none", which no column was."""
+    from sdcflow.tasks.report.release import correlation_section
+
+    facts = _facts()
+    facts.original = facts.original.copy()
+    facts.original[:7, 0] = np.nan
+    texts = [getattr(b, "text", "") for b in correlation_section(facts).blocks]
+    assert any("293 records" in t for t in texts)
+    facts.original[::2, 0] = np.nan
+    facts.original[1::2, 1] = np.nan
+    (block,) = correlation_section(facts).blocks
+    assert block.kind == "text" and block.text.startswith("0 record(s)")

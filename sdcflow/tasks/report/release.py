@@ -383,7 +383,13 @@ def correlation_section(facts: ReleaseFacts) -> Section:
     if d < 2:
         return section.text("One quasi-identifier: there is no correlation to compare.")
     X, Y = facts.original, np.asarray(facts.result.points, dtype=np.float64)
-    complete = ~(np.isnan(X).any(axis=1) | np.isnan(Y).any(axis=1))  # as the loss measures
+    complete = ~(np.isnan(X).any(axis=1) | np.isnan(Y).any(axis=1))  # as linkage and PIL
+    kept = int(complete.sum())
+    if kept < 2:
+        return section.text(
+            f"{kept} record(s) have every numeric key (at least 2 are needed): there is no "
+            "correlation to compare."
+        )
     original = _correlations(X[complete])
     released = _correlations(Y[complete])
     upper = np.triu_indices(d, 1)
@@ -394,6 +400,8 @@ def correlation_section(facts: ReleaseFacts) -> Section:
             f"Mean absolute change of the {finite.size} correlations: {finite.mean():.3g}; "
             f"largest: {finite.max():.3g}."
         )
+    if kept < complete.size:
+        section.text(f"Over the {kept} records that have every numeric key.", "note")
     section.plot(
         plots.correlation_figure(facts.columns, original, released),
         "heatmaps: original, released and their difference",

@@ -169,3 +169,31 @@ def test_one_lock_whatever_the_name_of_the_warehouse(tmp_path, capsys):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_warehouse_with_another_hard_link_is_refused(tmp_path, capsys):
+    """Each name of a warehouse file takes the lock beside it: through a second hard link a
+    release and ``prune --yes`` held two locks, so prune took the running release for ended,
+    settled it ``interrupted`` and dropped its raw copy (the case 2f37a54 fixed for symbolic
+    links). A warehouse file with other hard links is refused before any run (reason
+    ``warehouse``)."""
+    import os
+
+    from errorline import cli_error
+
+    from sdcflow.errors import Reason
+
+    real = tmp_path / "w.duckdb"
+    Warehouse(real).initialize()
+    os.link(real, tmp_path / "other.duckdb")
+    holder = spawn(RUN_UNDER_LOCK, tmp_path / "other.duckdb", 30)
+    try:
+        run_id = holder.stdout.readline().strip()
+        assert len(run_id) == 32
+        assert main(["prune", "--warehouse", str(real), "--yes", "--wait", "0"]) == 2
+        assert cli_error(capsys.readouterr().err)[0] == Reason.WAREHOUSE
+        assert list(Warehouse(real).runs(limit=5)["status"]) == ["running"]
+        assert len(Warehouse(real).read_frame("raw", run_id)) == 3
+    finally:
+        holder.kill()
+        holder.wait()

@@ -99,6 +99,17 @@ def check_warehouse_file(path: Path) -> None:
                 code=Reason.WAREHOUSE,
             )
         folders = [path.parent]
+        links = os.stat(path).st_nlink
+        if links > 1:
+            # the writer lock is a file beside the name: each hard link would have its own,
+            # so a run under one name and prune --yes under another could both write (prune
+            # would take the run for ended and drop its copies)
+            raise InputError(
+                f"warehouse {path} has {links - 1} other hard link(s), and each name would take "
+                "its own writer lock; keep one name (a symbolic link to the file is fine) or "
+                "copy the file",
+                code=Reason.WAREHOUSE,
+            )
         if not os.access(path, os.W_OK):
             raise InputError(
                 f"warehouse {path} is read-only; make it writable or point `warehouse:` elsewhere",

@@ -146,3 +146,11 @@ def test_figures_of_complete_records_are_not_checked_when_no_record_is_complete(
         o for o in run_gates(ctx, {"max_record_linkage": 50}) if o.key == "max_record_linkage"
     ]
     assert not outcome.checked and not outcome.passed
+    # one complete record: linkage is measured, moments and clusters need two
+    X[0, 1], P[0, 1] = 5.0, 6.0
+    ctx = GateContext(
+        X, ["a", "b"], MaskResult(pd.DataFrame(P, columns=["a", "b"]), P), MdavParams(k=2)
+    )
+    figures = measure(ctx, ["max_record_linkage", "max_pil", "max_cluster_loss_d1"])
+    assert figures["max_record_linkage"] == 100.0
+    assert np.isnan(figures["max_pil"]) and np.isnan(figures["max_cluster_loss_d1"])

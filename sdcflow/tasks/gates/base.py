@@ -121,18 +121,26 @@ class GateContext:
         return self._cache[key]
 
 
-def no_complete_record(ctx: GateContext) -> tuple[str, bool] | None:
-    """Why a figure measured on the records that have every numeric key
-    (:meth:`GateContext.numeric_pair`) is not established: no record has them all (a survey
-    whose records each skip a question). The gate is then "not checked" and fails."""
-    X, _ = ctx.numeric_pair()
-    if X.ndim == 2 and X.shape[1] > 0 and X.shape[0] == 0:
-        return (
-            "no record has every numeric key, and this figure is measured on the records "
-            "that have them all",
-            False,
-        )
-    return None
+def complete_records(minimum: int) -> Callable[[GateContext], tuple[str, bool] | None]:
+    """A ``Gate.not_checked`` for a figure measured on the records that have every numeric
+    key (:meth:`GateContext.numeric_pair`): not established when fewer than ``minimum``
+    records have them all (a survey whose records each skip a question has none; moments
+    and clusters need 2). The gate is then "not checked" and fails."""
+
+    def why(ctx: GateContext) -> tuple[str, bool] | None:
+        X, _ = ctx.numeric_pair()
+        if X.ndim == 2 and X.shape[1] > 0 and X.shape[0] < minimum:
+            return (
+                f"{X.shape[0]} record(s) have every numeric key and this figure is measured "
+                f"on those records (at least {minimum} needed)",
+                False,
+            )
+        return None
+
+    return why
+
+
+no_complete_record = complete_records(1)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, no_complete_record
+from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, complete_records
 from sdcflow.tasks.measures.cluster_loss import ClusterLoss, cluster_loss
 from sdcflow.tasks.measures.information_loss import (
     Statistic,
@@ -164,8 +164,9 @@ GATES = [
     Gate("min_cluster_jaccard", "min", _cluster_index("jaccard"),
          "Jaccard index of the FCM alpha-cuts", "index (0..1)", option=CLUSTER_LOSS),
 ]  # fmt: skip
-# every figure but IL is measured on the records that have every numeric key
+# every figure but IL is measured on the records that have every numeric key (moments and
+# clusters on two at least)
 GATES = [
-    g if g.key == "max_information_loss" else replace(g, not_checked=no_complete_record)
+    g if g.key == "max_information_loss" else replace(g, not_checked=complete_records(2))
     for g in GATES
 ]

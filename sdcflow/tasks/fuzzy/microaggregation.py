@@ -79,6 +79,7 @@ from typing import Any, Literal
 
 import numba as nb
 import numpy as np
+from scipy import sparse
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy import _kernels as _k
@@ -126,6 +127,10 @@ class FuzzyMicroaggregationResult:
         Records actually drawn to each centre.
     details : dict
         Summaries for the manifest (never raw values).
+    draw_probabilities : sparse CSR matrix of shape (n, C) or None
+        Every record's draw distribution over the centres (the partition's own arrays, rows
+        summing to 1; column sums ``expected_sizes``). Under ``k_anonymity`` / ``both`` it is
+        the free draw, before under-filled centres were closed and their records redrawn.
     """
 
     masked: np.ndarray
@@ -134,6 +139,7 @@ class FuzzyMicroaggregationResult:
     expected_sizes: np.ndarray
     realized_sizes: np.ndarray
     details: dict[str, Any] = field(default_factory=dict)
+    draw_probabilities: sparse.csr_matrix | None = None
 
 
 @dataclass
@@ -543,6 +549,11 @@ def fuzzy_microaggregation(
         expected_sizes=part.expected_sizes,
         realized_sizes=realized,
         details=details,
+        # the partition's own CSR arrays: the probabilities are shared, not copied (scipy
+        # narrows the indices to int32 when they fit, halving them)
+        draw_probabilities=sparse.csr_matrix(
+            (part.prob, part.leaf, part.indptr), shape=(labels.size, len(part.centers))
+        ),
     )
 
 

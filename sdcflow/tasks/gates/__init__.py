@@ -70,7 +70,9 @@ def default_gates(
 ) -> dict[str, float]:
     """The gates a release gets without asking: the edit-rule gate when it has error rules,
     and what its method (or the composition that masked it, ``MaskResult.promises``)
-    promises: with blocks, the joint k over every quasi-identifier and k per block. With
+    promises: with blocks, the joint k over every quasi-identifier and k per block (and so
+    for the expected group sizes of a random draw, ``probabilistic_k_anonymity`` over the
+    released tuples of block groups and ``block_probabilistic_k_anonymity``). With
     ``keep`` columns, ``keep_k_anonymity`` (k if the intruder also knew them) at the
     promised k.
     """
@@ -88,6 +90,12 @@ def default_gates(
         # one; a spec that assumes an intruder knows one block at most says so explicitly
         # (a lower k_anonymity under checks: and accept: {looser_checks: [k_anonymity]}).
         promised["block_k_anonymity"] = promised["k_anonymity"]
+    if blocked and "probabilistic_k_anonymity" in promised:
+        # The same for the expected group sizes of a random draw (fuzzy): each block's centres
+        # hold >= k records in expectation, but the released tuple of independently drawn
+        # centres may not; probabilistic_k_anonymity is then the joint figure, gated at k,
+        # and the per-block one keeps its own key.
+        promised["block_probabilistic_k_anonymity"] = promised["probabilistic_k_anonymity"]
     defaults = dict(ALWAYS) if edit_rules else {}
     return {**defaults, **promised}
 

@@ -356,3 +356,75 @@ def expected_cluster_sizes(memberships: np.ndarray) -> np.ndarray:
     if U.ndim != 2:
         raise ParameterError(f"memberships must be 2-dimensional (n, c), got {U.ndim}-D")
     return U.sum(axis=0)
+
+
+#: Records x released tuples looked up at once by :func:`expected_tuple_sizes` (bounds its
+#: temporary arrays to a few hundred MB).
+TUPLE_CHUNK = 1 << 22
+
+
+def expected_tuple_sizes(
+    draws: Sequence[sparse.spmatrix], labels: Sequence[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Expected number of records released as every distinct released tuple of groups.
+
+    Blocks of keys masked separately, each record drawn independently in every block b with
+    probabilities ``P_b`` (n, C_b; row i is record i's draw distribution over the block's
+    groups): the record released is the tuple ``t = (t_1, ..., t_B)`` of its groups, and the
+    expected number of records released as t is ``E(t) = sum_i prod_b P_b[i, t_b]`` (two
+    blocks: ``(P_1^T P_2)[t_1, t_2]``). For one block this is the expected size of each
+    released group (the column sums of ``P``). A deterministic block's ``P`` is the indicator
+    of its groups, so with every block deterministic E(t) is the number of records released
+    as t.
+
+    Nothing dense of shape (n, C) is formed: per distinct released tuple the sum runs over
+    the records that can be drawn to its group in a pivot block (the nonzeros of that
+    column, the block whose released columns have the fewest), each term looked up in the
+    other blocks' sparse rows; records that cannot be drawn to ``t_1`` contribute 0.
+
+    Parameters
+    ----------
+    draws : sequence of B sparse matrices of shape (n, C_b)
+    labels : sequence of B int arrays of shape (n,): the group each record was released as
+        in every block (columns of ``draws[b]``).
+
+    Returns
+    -------
+    (tuples, expected) : ndarray (m, B) int64 of the distinct released tuples and ndarray
+        (m,) of their expected sizes.
+    """
+    if len(draws) != len(labels) or not draws:
+        raise ParameterError("give one draw matrix and one label array per block")
+    mats = [sparse.csr_matrix(P) for P in draws]
+    n = mats[0].shape[0]
+    if any(P.shape[0] != n for P in mats) or any(np.size(lab) != n for lab in labels):
+        raise ParameterError("every block's draws and labels must cover the same records")
+    released = np.stack([np.asarray(lab, dtype=np.int64) for lab in labels], axis=1)
+    tuples = np.unique(released, axis=0)
+    if len(mats) == 1:
+        sizes = np.asarray(mats[0].sum(axis=0)).reshape(-1)
+        return tuples, sizes[tuples[:, 0]]
+    supports = [np.diff(P.tocsc().indptr) for P in mats]
+    pivot = int(np.argmin([s[tuples[:, b]].sum() for b, s in enumerate(supports)]))
+    Pc = mats[pivot].tocsc()
+    others = [b for b in range(len(mats)) if b != pivot]
+    counts = supports[pivot][tuples[:, pivot]]
+    expected = np.zeros(tuples.shape[0])
+    start = 0
+    while start < tuples.shape[0]:
+        # as many tuples as fit in TUPLE_CHUNK looked-up entries (at least one)
+        stop = start + max(1, int(np.searchsorted(np.cumsum(counts[start:]), TUPLE_CHUNK)))
+        cnt = counts[start:stop]
+        total = int(cnt.sum())
+        owner = np.repeat(np.arange(stop - start), cnt)  # tuple of every entry, chunk-local
+        first = np.repeat(Pc.indptr[tuples[start:stop, pivot]] - (np.cumsum(cnt) - cnt), cnt)
+        pos = first + np.arange(total)
+        rows, vals = Pc.indices[pos], Pc.data[pos].astype(np.float64)
+        for b in others:
+            keep = vals > 0
+            owner, rows, vals = owner[keep], rows[keep], vals[keep]
+            cols = tuples[start:stop, b][owner]
+            vals = vals * np.asarray(mats[b][rows, cols]).reshape(-1)
+        expected[start:stop] = np.bincount(owner, weights=vals, minlength=stop - start)
+        start = stop
+    return tuples, expected

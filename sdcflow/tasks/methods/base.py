@@ -83,6 +83,12 @@ class MaskResult:
     expected_sizes : ndarray of shape (G,) or None
         Expected records per released group under the method's random draw (fuzzy
         methods); None when the release is deterministic (expected = realized sizes).
+    draw_probabilities : sparse matrix of shape (n, G) or None
+        Every record's probability of being drawn to each group under the method's random
+        draw (rows sum to 1; columns over the labels of ``groups``, column sums
+        ``expected_sizes``); kept so that the expected size of a tuple of groups can be
+        computed when blocks were drawn independently. None when the release is
+        deterministic (:meth:`draw_matrix` gives the indicator of ``groups`` then).
     blocks : list of BlockResult
         One entry per block of quasi-identifiers masked separately; empty otherwise.
     identifying : list of str or None
@@ -103,6 +109,7 @@ class MaskResult:
     groups: np.ndarray | None = None
     intruder: Intruder = field(default_factory=CrispIntruder)
     expected_sizes: np.ndarray | None = None
+    draw_probabilities: sparse.csr_matrix | None = None
     blocks: list[BlockResult] = field(default_factory=list)
     identifying: list[str] | None = None
     details: dict[str, Any] = field(default_factory=dict)
@@ -127,6 +134,20 @@ class MaskResult:
             )
             .ngroup()
             .to_numpy(dtype=np.int64)
+        )
+
+    def draw_matrix(self) -> sparse.csr_matrix:
+        """Every record's draw probabilities over the released groups: ``draw_probabilities``,
+        or the indicator of :meth:`group_labels` for a deterministic release.
+
+        Shapes: -> (n, G) sparse, rows summing to 1.
+        """
+        if self.draw_probabilities is not None:
+            return self.draw_probabilities
+        groups = self.group_labels()
+        n = groups.size
+        return sparse.csr_matrix(
+            (np.ones(n), (np.arange(n), groups)), shape=(n, int(groups.max(initial=-1)) + 1)
         )
 
 

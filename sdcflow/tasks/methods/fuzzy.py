@@ -362,6 +362,7 @@ def _mask(
         groups=res.labels,
         intruder=FuzzyIntruder(params, rules, {k: float(v) for k, v in top.items()}),
         expected_sizes=np.asarray(res.expected_sizes, dtype=np.float64),
+        draw_probabilities=res.draw_probabilities,
         details=details,
     )
 

@@ -93,6 +93,21 @@ class MethodTransformer:
             setattr(self, name, value)
         return self
 
+    def __sklearn_tags__(self) -> Any:
+        """What scikit-learn asks of an estimator it did not define (``get_tags``): a
+        transformer that must be fitted, takes no target and refuses missing values. A
+        ``Pipeline``'s ``transform`` reads them (``check_is_fitted``) before it calls ours;
+        without them it raised an ``AttributeError`` of its own instead of our answer.
+        Called by scikit-learn only, so it is imported here, never by sdcflow."""
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=False),
+            transformer_tags=TransformerTags(),
+            input_tags=InputTags(),
+        )
+
     def __repr__(self) -> str:
         shown = [f"{k}={v!r}" for k, v in self.get_params().items() if v != self._default(k)]
         return f"{type(self).__name__}({', '.join(shown)})"

@@ -115,3 +115,23 @@ def test_box_releases_boxes(survey):
     assert (boxes.turnover_lo <= survey.turnover).all() and (
         survey.turnover <= boxes.turnover_hi
     ).all()
+
+
+def test_in_a_scikit_learn_pipeline_transform_answers_as_ours(survey):
+    """Pipeline.transform asks scikit-learn's get_tags before our transform: without
+    __sklearn_tags__ both the fitted file and another file raised sklearn's AttributeError."""
+    pytest.importorskip("sklearn")
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    pipe = Pipeline([("scale", StandardScaler()), ("mdav", MDAV(k=3))])
+    pipe.set_params(mdav__k=5)
+    assert clone(pipe).get_params()["mdav__k"] == 5
+    first, other = survey.iloc[:100], survey.iloc[100:]
+    released = pipe.fit_transform(first)
+    assert k_anonymity(released) >= 5
+    np.testing.assert_allclose(pipe.transform(first), released)
+    with pytest.raises(InputError) as refused:
+        pipe.transform(other)
+    assert refused.value.code == Reason.PARAMETER and refused.value.field == "X"

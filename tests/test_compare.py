@@ -108,6 +108,23 @@ def test_compare_rejects_an_unknown_method(tmp_path, capsys):
     assert cli_error(err)[0] is Reason.PARAMETER and "nosuch" in err
 
 
+def test_compare_refuses_a_variant_the_keys_do_not_fit_before_any_variant_runs(
+    tmp_path, prefect_api, capsys
+):
+    # univariate on six numeric keys failed in its mask step after the mdav variant had run
+    # and been recorded; the table of the variants that ran was lost (exit 2)
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(60)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {"release": "s", "source": "data.csv", "quasi_identifiers": QIS,
+            "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "univariate",
+                 "--k", "3"])  # fmt: skip
+    assert code == 2
+    assert cli_error(capsys.readouterr().err)[0] is Reason.SPEC_CONTRADICTION
+    assert not (tmp_path / "warehouse.duckdb").exists()  # no variant ran, nothing recorded
+
+
 def test_compare_measures_il_against_the_raw_file_and_refuses_raw_errors(
     tmp_path, prefect_api, capsys
 ):

@@ -133,3 +133,18 @@ def test_stratified_bound() -> None:
     assert d["information_loss_lower_bound"] == pytest.approx(100 * expected / (Z**2).sum())
     assert d["information_loss_lower_bound"] <= d["information_loss"]
     assert d["information_loss"] == pytest.approx(sse_sst_loss(X, points))
+
+
+def test_univariate_on_several_numeric_keys_is_refused_at_preflight(tmp_path) -> None:
+    # It was refused only by the mask step: after the flow run had started, ingested and
+    # validated (and, in `sdcflow compare`, after the other variants had run).
+    from sdcflow.tasks.steps.plan import plan_release
+
+    with pytest.raises(InputError) as e:
+        plan_release(spec_with(tmp_path, {"name": "univariate", "k": 2}))
+    assert e.value.code == Reason.SPEC_CONTRADICTION
+    path = tmp_path / "spec.yaml"
+    spec = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**spec, "blocks": [["a"], ["b"]]}))
+    plan = plan_release(load_spec(path))  # one variable per block: accepted
+    assert plan.spec.method.name == "univariate"

@@ -185,6 +185,8 @@ def compare(
     for block in blocks:
         _validated(spec, block)
     plan = plan_release(spec)  # one read of the source and the rules for every variant
+    for block in blocks:  # every variant's keys and method checked before any of them runs
+        plan.variant(block)
     # categorical keys only (local_suppression): no numbers to measure loss or linkage on
     numeric = any(k.kind == "numeric" and k.recoding is None for k in plan.resolved_keys)
     figures = {c: key for c, key in FIGURES.items() if numeric or key == "k_anonymity"}

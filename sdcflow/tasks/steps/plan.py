@@ -627,6 +627,15 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
                 f"with categorical keys, {name} needs a crisp guarantee inside each stratum; "
                 "set `guarantee: k_anonymity` or `both`"
             )
+    if name == "univariate":  # one numeric variable per mask call (per block with blocks)
+        groups = [list(b) for b in spec.blocks] if spec.blocks else [numeric]
+        wide = [g for g in groups if len([c for c in g if c in numeric]) > 1]
+        if wide:
+            refuse(
+                f"method univariate microaggregates one variable and {', '.join(wide[0])} "
+                "would be masked together; give each numeric key its own block (blocks: "
+                "[[a], [b], ...]) or use mdav for several"
+            )
     if spec.suppression.algorithm == "exact" and name == "local_suppression":
         bound = rows * 2 ** len(categorical)
         if bound > EXACT_MAX_VARIABLES:

@@ -448,3 +448,21 @@ def test_a_release_that_appears_at_the_swap_is_named_in_the_error(tmp_path, monk
     assert "another run" in str(e.value) and "run again" in str(e.value)
     assert tree(out / "r") == {"data.csv": b"the other run's release"}
     assert sorted(p.name for p in out.iterdir()) == ["r"]  # its temporary folder is gone
+
+
+def test_runs_limit_below_one_is_bad_input(tmp_path, capsys):
+    # --limit 0 printed "no runs recorded" over a warehouse that held runs; --limit -1 was
+    # DuckDB's BinderException, exit 3 "run failed ... nothing was published"
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    path = tmp_path / "w.duckdb"
+    Warehouse(path).start_run("a" * 32, "r", "0" * 64, "mdav")
+    Warehouse(path).finish_run("a" * 32, "published")
+    for limit in ("0", "-1"):
+        with pytest.raises(SystemExit) as e:
+            main(["runs", "--warehouse", str(path), "--limit", limit])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "--limit" in err and ">= 1" in err and "no runs recorded" not in err
+    assert main(["runs", "--warehouse", str(path), "--limit", "1"]) == 0
+    assert "a" * 8 in capsys.readouterr().out

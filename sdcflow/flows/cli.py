@@ -465,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list the runs recorded in the warehouse (audit.runs)")
     p.add_argument("spec", nargs="?", help="release spec whose warehouse to read")
     p.add_argument("--warehouse", help="path of a warehouse DuckDB file")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=arguments.runs, default=50, help="most recent runs shown (>= 1)")
     p.add_argument("--release", help="only the runs of this release")
     p.add_argument(
         "--status",

@@ -133,11 +133,22 @@ class MethodTransformer:
         params = self.method_params()
         frame = _as_frame(X)
         columns = [str(c) for c in frame.columns]
+        if len(set(columns)) < len(columns):
+            twice = sorted({c for c in columns if columns.count(c) > 1})
+            raise DataError(
+                f"X has column name(s) {twice} more than once (as text); give every column "
+                "its own name",
+                code=Reason.SOURCE_COLUMNS,
+                field="X",
+            )
         values = _numeric_values(frame)
         rng = check_random_state(self.random_state)
         result = mask_quasi_identifiers(values, columns, params, rng, self._constraints(columns))
         self.result_: MaskResult = result
-        self.released_ = result.masked.set_axis(frame.index, axis=0)
+        released = result.masked.set_axis(frame.index, axis=0)
+        if list(released.columns) == columns:  # point methods: the caller's own labels back
+            released = released.set_axis(frame.columns, axis=1)
+        self.released_ = released
         self.details_ = result.details
         self.n_features_in_ = len(columns)
         self.feature_names_in_ = np.asarray(columns, dtype=object)

@@ -135,3 +135,17 @@ def test_in_a_scikit_learn_pipeline_transform_answers_as_ours(survey):
     with pytest.raises(InputError) as refused:
         pipe.transform(other)
     assert refused.value.code == Reason.PARAMETER and refused.value.field == "X"
+
+
+def test_point_methods_keep_column_labels_that_are_not_text(survey):
+    # pd.DataFrame(array) has integer labels: the release came back with '0', '1', ... and
+    # information_loss(df, released), the README's own line, refused it (DataError)
+    frame = pd.DataFrame(survey.to_numpy()[:60, :3])
+    released = MDAV(k=3).fit_transform(frame)
+    assert list(released.columns) == [0, 1, 2] and released.index.equals(frame.index)
+    assert 0 < information_loss(frame, released) < 100
+    assert list(Box(k=3).fit_transform(frame).columns)[:2] == ["0_lo", "0_hi"]
+    twice = pd.DataFrame(survey.to_numpy()[:60, :2], columns=["a", "a"])
+    with pytest.raises(InputError) as e:
+        MDAV(k=3).fit(twice)
+    assert e.value.code == Reason.SOURCE_COLUMNS and e.value.field == "X"

@@ -253,3 +253,33 @@ def test_census_weighting_beyond_choosing_the_variables(census: pd.DataFrame):
         centres, half = (lo + hi)[labels] / 2, (hi - lo)[labels] / 2
         q[name] = float(np.sum(combined_sensitivity(centres, targets) * half)) / X.shape[0]
     assert q["weighted"] < 0.85 * q["unweighted"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"blocks": [["a"], ["b"]]}, None),  # crashed (two box_id columns): exit 3
+        ({"method": {"name": "box", "k": 2, "targets": [{"stat": "mean", "vars": ["c"]}]}},
+         "method.targets[0].vars"),
+        ({"method": {"name": "box", "k": 2, "epsilon": {"c": 1.0}}}, "method.epsilon"),
+        ({"method": {"name": "box", "k": 2, "grid": {"c": 1.0}}}, "method.grid"),
+    ],
+)  # fmt: skip
+def test_box_spec_errors_are_refused_at_preflight(tmp_path, extra, field):
+    # each was refused (or crashed) in the mask step, after the run had started and been
+    # recorded: exit 2 with a 'failed' run in audit.runs and the raw copy written
+    import yaml
+
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.tasks.steps.plan import plan_release
+
+    rng = np.random.default_rng(0)
+    pd.DataFrame(rng.normal(size=(12, 3)), columns=list("abc")).to_csv(
+        tmp_path / "d.csv", index=False
+    )
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b"],
+            "keep": ["c"], "method": {"name": "box", "k": 2}, **extra}  # fmt: skip
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.raises(InputError) as e:
+        plan_release(load_spec(tmp_path / "s.yaml"))
+    assert e.value.code == Reason.SPEC_CONTRADICTION and e.value.field == field

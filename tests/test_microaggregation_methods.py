@@ -148,3 +148,13 @@ def test_univariate_on_several_numeric_keys_is_refused_at_preflight(tmp_path) ->
     path.write_text(yaml.safe_dump({**spec, "blocks": [["a"], ["b"]]}))
     plan = plan_release(load_spec(path))  # one variable per block: accepted
     assert plan.spec.method.name == "univariate"
+
+
+@pytest.mark.parametrize("name", ["mdav", "ps", "fuzzy"])
+def test_a_cell_size_below_2k_is_refused_at_preflight(tmp_path, name: str) -> None:
+    # it was refused by the mask step, after the run had started and been recorded
+    from sdcflow.tasks.steps.plan import plan_release
+
+    with pytest.raises(InputError) as e:
+        plan_release(spec_with(tmp_path, {"name": name, "k": 2, "cell_size": 3}))
+    assert e.value.code == Reason.SPEC_FIELD and e.value.field == "method.cell_size"

@@ -52,6 +52,7 @@ from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
 from sdcflow.tasks.steps.scale import check_cluster, check_runner
 from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
+from sdcflow.tasks.validation import check_cell_size
 from sdcflow.warehouse.publish import check_release_paths, check_release_target
 from sdcflow.warehouse.sources import (
     is_integer_type,
@@ -636,6 +637,38 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
                 "would be masked together; give each numeric key its own block (blocks: "
                 "[[a], [b], ...]) or use mdav for several"
             )
+    if name == "box":  # what the mask step refused only after the run had started
+        if spec.blocks:
+            refuse(
+                "method box publishes one box per record over every quasi-identifier (its "
+                "box_id, weight and interval estimates); remove `blocks:`"
+            )
+        params = spec.method
+        qis = set(spec.quasi_identifiers)
+        for i, target in enumerate(getattr(params, "targets", [])):
+            unknown = [v for v in target.vars if v not in qis]
+            if unknown:
+                raise InputError(
+                    f"method.targets[{i}].vars: {unknown} not among the quasi-identifiers; "
+                    "name quasi-identifiers only",
+                    code=Reason.SPEC_CONTRADICTION,
+                    field=f"method.targets[{i}].vars",
+                )
+        named = {**getattr(params, "epsilon", {}), **getattr(params, "grid", {})}
+        unknown = sorted(set(named) - qis)
+        if unknown:
+            raise InputError(
+                f"method.epsilon/grid: {unknown} not among the quasi-identifiers; give "
+                "resolutions for quasi-identifiers only",
+                code=Reason.SPEC_CONTRADICTION,
+                field="method.epsilon" if set(unknown) & set(params.epsilon) else "method.grid",
+            )
+    cell_size = getattr(spec.method, "cell_size", None)
+    if cell_size is not None:
+        try:
+            check_cell_size(cell_size, spec.method.k)
+        except InputError as e:
+            raise InputError(str(e), code=Reason.SPEC_FIELD, field="method.cell_size") from None
     if spec.suppression.algorithm == "exact" and name == "local_suppression":
         bound = rows * 2 ** len(categorical)
         if bound > EXACT_MAX_VARIABLES:

@@ -189,6 +189,25 @@ class BoxResult(MaskResult):
         return self.masked["weight"].to_numpy(dtype=np.float64)
 
 
+def check_resolutions(params: Any, columns: Sequence[str]) -> None:
+    """Refuse ``epsilon`` / ``grid`` entries naming a column that is not a quasi-identifier
+    (the preflight and the method both ask).
+
+    Raises
+    ------
+    ParameterError
+        Reason ``spec-contradiction``, field ``method.epsilon`` or ``method.grid``.
+    """
+    unknown = sorted((set(params.epsilon) | set(params.grid)) - set(columns))
+    if unknown:
+        raise ParameterError(
+            f"method.epsilon/grid: {unknown} not among the quasi-identifiers "
+            f"{list(columns)}; give resolutions for quasi-identifiers only",
+            code=Reason.SPEC_CONTRADICTION,
+            field="method.epsilon" if set(unknown) & set(params.epsilon) else "method.grid",
+        )
+
+
 def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> BoxResult:
     """Run box anonymization for the spec parameters.
 
@@ -224,14 +243,7 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> Box
             "units before release",
             code=Reason.VALUES_RANGE,
         )
-    unknown = sorted((set(params.epsilon) | set(params.grid)) - set(cols))
-    if unknown:
-        raise ParameterError(
-            f"method.epsilon/grid: {unknown} not among the quasi-identifiers {cols}; "
-            "give resolutions for quasi-identifiers only",
-            code=Reason.SPEC_CONTRADICTION,
-            field="method.epsilon" if set(unknown) & set(params.epsilon) else "method.grid",
-        )
+    check_resolutions(params, cols)
     targets = resolve_targets(X, cols, params.targets)
     eps = np.array([float(params.epsilon.get(c, 0.0)) for c in cols])
     grid = None

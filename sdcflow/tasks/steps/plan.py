@@ -39,6 +39,7 @@ from sdcflow.limits import MAX_RULES, MAX_SOURCE_COLUMNS, check_count
 from sdcflow.tasks.gates import GATES, contradictions
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import get_method
+from sdcflow.tasks.methods.box import check_resolutions
 from sdcflow.tasks.methods.keys import Key, as_text, numeric_keys
 from sdcflow.tasks.recoding.recode import (
     Recoding,
@@ -654,15 +655,7 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
                     code=Reason.SPEC_CONTRADICTION,
                     field=f"method.targets[{i}].vars",
                 )
-        named = {**getattr(params, "epsilon", {}), **getattr(params, "grid", {})}
-        unknown = sorted(set(named) - qis)
-        if unknown:
-            raise InputError(
-                f"method.epsilon/grid: {unknown} not among the quasi-identifiers; give "
-                "resolutions for quasi-identifiers only",
-                code=Reason.SPEC_CONTRADICTION,
-                field="method.epsilon" if set(unknown) & set(params.epsilon) else "method.grid",
-            )
+        check_resolutions(params, spec.quasi_identifiers)
     cell_size = getattr(spec.method, "cell_size", None)
     if cell_size is not None:
         try:

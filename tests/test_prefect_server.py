@@ -360,16 +360,12 @@ def test_a_process_worker_runs_a_deployment_and_the_cli_reads_it_back(
     assert "published" in artifacts["business-survey-summary"]["data"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_sdcflow_serve_registers_and_stops_on_one_signal(
-    server: Server, tmp_path: Path, sig: signal.Signals
-) -> None:
-    spec = _example(tmp_path)
-    name = f"serve-under-test-{sig.name.lower()}"
-    process = subprocess.Popen(
-        [_exe("sdcflow"), "serve", str(spec), "--cron", "0 3 * * *", "--name", name],
+def _serve(server: Server, cwd: Path, spec: Path, name: str, *args: str) -> subprocess.Popen:
+    """``sdcflow serve SPEC --name NAME [args]`` against the test server."""
+    return subprocess.Popen(
+        [_exe("sdcflow"), "serve", str(spec), "--name", name, *args],
         env=server.env,
-        cwd=tmp_path,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -377,16 +373,29 @@ def test_sdcflow_serve_registers_and_stops_on_one_signal(
         # as from a terminal: a shell's background job would start it with SIGINT ignored
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def _registered(server: Server, process: subprocess.Popen, name: str) -> dict:
+    """The deployment ``sdcflow serve`` registered, once it has (120 s at most)."""
+    deadline = time.monotonic() + 120
+    while True:
+        response = server.http.get(f"/deployments/name/sdc-release/{name}")
+        if response.status_code == 200:
+            return response.json()
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "sdcflow serve registered nothing in 120 s"
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sdcflow_serve_registers_and_stops_on_one_signal(
+    server: Server, tmp_path: Path, sig: signal.Signals
+) -> None:
+    spec = _example(tmp_path)
+    name = f"serve-under-test-{sig.name.lower()}"
+    process = _serve(server, tmp_path, spec, name, "--cron", "0 3 * * *")
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            response = server.http.get(f"/deployments/name/sdc-release/{name}")
-            if response.status_code == 200:
-                break
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "sdcflow serve registered nothing in 120 s"
-            time.sleep(0.5)
-        deployment = response.json()
+        deployment = _registered(server, process, name)
         assert deployment["parameters"] == {"spec_path": str(spec), "publish": True}
         assert [s["schedule"]["cron"] for s in deployment["schedules"]] == ["0 3 * * *"]
         # the runner polls once it started: give it a moment to install its handler
@@ -411,21 +420,9 @@ def test_sdcflow_serve_runs_a_release_to_completion(server: Server, tmp_path: Pa
     (``ReleaseModel is not fully defined; define ReleasePlan``)."""
     spec = _example(tmp_path)
     name = "serve-runs-a-release"
-    process = subprocess.Popen(
-        [_exe("sdcflow"), "serve", str(spec), "--name", name],
-        env=server.env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = _serve(server, tmp_path, spec, name)
     try:
-        deadline = time.monotonic() + 120
-        while server.http.get(f"/deployments/name/sdc-release/{name}").status_code != 200:
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "sdcflow serve registered nothing in 120 s"
-            time.sleep(0.5)
+        _registered(server, process, name)
         out = server.cli("deployment", "run", f"sdc-release/{name}")
         flow_run_id = re.search(r"UUID: ([0-9a-f-]{36})", out).group(1)  # type: ignore[union-attr]
         run = _wait_final(server, flow_run_id, timeout=240)

@@ -259,8 +259,9 @@ def test_progress_tells_listeners_each_step_and_the_bar_stays_off_without_a_term
     assert not wanted()
 
 
-def test_compact_removes_the_dropped_bytes_from_the_file_and_keeps_the_rest(warehouse, capsys):
-    wh, runs = warehouse
+def _refused_run_with_secret(wh) -> tuple[str, str]:
+    """A refused run whose raw copy holds a random secret, checkpointed into the file:
+    (the secret, the run id)."""
     secret = uuid.uuid4().hex
     run_id = uuid.uuid4().hex
     wh.start_run(run_id, "survey", "s" * 64, "mdav")
@@ -268,6 +269,12 @@ def test_compact_removes_the_dropped_bytes_from_the_file_and_keeps_the_rest(ware
     wh.finish_run(run_id, "refused")
     with wh.connect() as con:
         con.execute("CHECKPOINT")
+    return secret, run_id
+
+
+def test_compact_removes_the_dropped_bytes_from_the_file_and_keeps_the_rest(warehouse, capsys):
+    wh, runs = warehouse
+    secret, run_id = _refused_run_with_secret(wh)
     assert secret.encode() in wh.path.read_bytes()
     assert main(["prune", "--warehouse", str(wh.path), "--yes"]) == 0
     assert secret.encode() in wh.path.read_bytes()  # DuckDB left the dropped blocks in place
@@ -285,13 +292,7 @@ def test_compact_keeps_the_files_permissions_and_a_symbolic_link(warehouse, tmp_
     link stays a link and the file it names loses the dropped bytes. Before, the new file
     got the umask's 0644 and replaced the link with a file, leaving the bytes in the target."""
     wh, _ = warehouse
-    secret = uuid.uuid4().hex
-    run_id = uuid.uuid4().hex
-    wh.start_run(run_id, "survey", "s" * 64, "mdav")
-    wh.ingest(pa.table({"s": [f"{secret}-{i}" for i in range(2000)]}), run_id)
-    wh.finish_run(run_id, "refused")
-    with wh.connect() as con:
-        con.execute("CHECKPOINT")
+    secret, _ = _refused_run_with_secret(wh)
     wh.path.chmod(0o600)
     link = tmp_path / "elsewhere" / "wh.duckdb"
     link.parent.mkdir()

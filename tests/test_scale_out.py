@@ -107,6 +107,20 @@ def test_the_exact_neighbour_search_in_pieces_is_the_same_search(monkeypatch):
     assert not seen
 
 
+def test_runner_dask_refusal_offers_cell_size_only_to_methods_that_take_it(tmp_path):
+    # box is refused; the message listed "univariate with cell_size", an option univariate
+    # does not have (the spec would then be refused for an unknown key)
+    spec = write_release(
+        tmp_path, rows=60, quasi_identifiers=QIS, method={"name": "box", "k": 5}, runner="dask"
+    )
+    with pytest.raises(InputError) as e:
+        plan_release(load_spec(spec))
+    assert (e.value.code, e.value.field) == (Reason.RUNNER, "runner")
+    assert "mdav, ps with cell_size" in str(e.value)
+    assert "univariate with cell_size" not in str(e.value)
+    assert "univariate (one pass)" in str(e.value)
+
+
 def test_blocked_mdav_is_blocked_groups_with_mdav():
     Z = _records(1200)
     np.testing.assert_array_equal(blocked_mdav(Z, 3, 200), blocked_groups(Z, 3, 200, mdav_groups))

@@ -44,6 +44,15 @@ def dask_methods() -> list[str]:
     return sorted(name for name, m in METHODS.items() if m.scale_out is not None)
 
 
+def _dask_choices() -> str:
+    """The methods that run under Dask as a user can ask for them: those that spread cells
+    need ``cell_size``; those that run in one pass take no such option."""
+    cells = [n for n in dask_methods() if METHODS[n].scale_out != "one pass"]
+    one_pass = [n for n in dask_methods() if n not in cells]
+    text = f"one of {', '.join(cells)} with cell_size"
+    return text + (f", or {', '.join(one_pass)} (one pass)" if one_pass else "")
+
+
 def check_runner(spec: ReleaseSpec) -> None:
     """Refuse a ``runner: dask`` release whose method cannot run on it (preflight, exit 2).
 
@@ -66,8 +75,7 @@ def check_runner(spec: ReleaseSpec) -> None:
     if method.scaling(spec.method) is None:
         raise ParameterError(
             f"method {spec.method.name} does not run under runner: dask (its work is not cut "
-            f"into independent cells); use runner: local, or one of {', '.join(dask_methods())}"
-            " with cell_size",
+            f"into independent cells); use runner: local, or {_dask_choices()}",
             code=Reason.RUNNER,
             field="runner",
         )

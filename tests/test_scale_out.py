@@ -190,6 +190,39 @@ def release_local_and_on_dask(tmp_path: Path, rows: int, spec: dict) -> Path:
 
 
 @pytest.mark.flow
+def test_compare_runs_its_variants_on_the_specs_dask_runner(tmp_path, prefect_api):
+    """compare ran every variant in its own process whatever the spec's runner (no mask-cell
+    task run on the cluster) and ran a variant the preflight refuses under runner: dask
+    (fuzzy without cell_size) instead of refusing it before any work."""
+    from distributed import LocalCluster
+
+    from sdcflow.flows.compare import compare
+
+    common = {
+        "quasi_identifiers": QIS,
+        "method": {"name": "mdav", "k": 5},
+        "checks": {"k_anonymity": 5, "max_information_loss": 40},
+        "seed": 11,
+        "runner": "dask",
+    }
+    spec = write_release(tmp_path, rows=300, **common)
+    with pytest.raises(InputError) as e:
+        compare(spec, ["fuzzy"], [5])
+    assert (e.value.code, e.value.field) == (Reason.RUNNER, "method.cell_size")
+    assert not (tmp_path / "warehouse.duckdb").exists()  # refused before any work
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        spec = write_release(
+            tmp_path, rows=300, dask={"address": cluster.scheduler_address}, **common
+        )
+        table = compare(spec, ["mdav"], [5], params={"cell_size": 100})
+    names = _task_runs(table["run_id"].iloc[0])
+    assert sum(n.startswith("mask-cell") for n in names) == 4  # 300 records, cells <= 100
+    assert table["k_achieved"].iloc[0] >= 5
+
+
+@pytest.mark.flow
 def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_path, prefect_api):
     """Two Dask workers group the cells; the published files are byte for byte those of the
     local runner; k and IL in the manifest are those of the assembled release (k over the

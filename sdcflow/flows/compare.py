@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from sdcflow.errors import ChecksFailed, InputError, Reason
 from sdcflow.flows.release import release
+from sdcflow.flows.runners import with_runner
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.report.html import figure_png, write_report
 from sdcflow.tasks.report.sections import Section, Table, fmt, table_of
@@ -195,7 +196,7 @@ def compare(
     rows = []
     for block in blocks:
         try:
-            outcome = release(
+            outcome = with_runner(release, spec)(  # runner: dask runs each variant there
                 str(spec_path),
                 publish=False,
                 method=block,

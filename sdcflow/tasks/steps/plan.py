@@ -123,6 +123,7 @@ class ReleasePlan(BaseModel):
         _check_columns(spec, self.profile)
         check_keys_fit_method(spec, self.resolved_keys, self.profile.rows)
         check_missing_numbers_fit_method(spec, self.resolved_keys, self.profile.missing)
+        check_runner(spec)  # a variant runs on the spec's runner too (runner: dask)
         return self.model_copy(update={"spec": spec})
 
     @model_serializer

@@ -351,3 +351,20 @@ def test_linear_form_matches_the_expression(lhs, rhs, point) -> None:
     r = node.residual
     value = sum(a * values[c] for c, a in r.terms) + r.const
     assert value == pytest.approx(f(values) - g(values), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "employees <= 1e400",  # a literal beyond float range
+        "1e200 * 1e200 * employees >= 0",  # a coefficient that overflows once multiplied
+        "employees / 1e-320 >= 0",  # division by a subnormal: coefficient 1e320
+        "employees + 1e308 <= -1e308",  # the residual's constant overflows
+        "employees in [1, 1e400]",  # a set value
+    ],
+)
+def test_a_number_beyond_float_range_is_a_rule_syntax_error(text: str) -> None:
+    # it reached the feasibility LP as inf ("run failed: ValueError ... linprog", exit 3)
+    with pytest.raises(RuleError) as e:
+        parse_rule(text, known_columns=COLUMNS)
+    assert e.value.code is Reason.RULE_SYNTAX

@@ -397,6 +397,10 @@ class _Builder:
         if tree.data == "lit_string":
             return str(tok)[1:-1]
         value = float(tok)
+        if not math.isfinite(value):
+            raise self.error(
+                "this number is too large (beyond 1.8e308)", tok, "write a smaller constant"
+            )
         return -value if tree.data == "lit_negative" else value
 
     def column(self, tok: Token) -> str:
@@ -424,6 +428,7 @@ class _Builder:
         links = []
         for i, op in enumerate(ops):
             link = Comparison(forms[i], str(op), forms[i + 1])
+            self.finite(link.residual, _cover(terms[i], terms[i + 1]))
             if not link.columns:
                 raise self.error(
                     "this comparison has constants on both sides",
@@ -463,6 +468,22 @@ class _Builder:
         return TextComparison(self.column(other.children[0]), op, str(string.children[0])[1:-1])
 
     def linear(self, tree: Tree) -> LinearForm:
+        form = self._linear(tree)
+        self.finite(form, tree)
+        return form
+
+    def finite(self, form: LinearForm, at: Tree | Token) -> None:
+        """A constant or coefficient beyond float range (1e400, 1e200 * 1e200) is refused here:
+        it would reach the feasibility check and the SQL as inf or nan and crash them."""
+        values = [form.const, *(a for _, a in form.terms)]
+        if not all(math.isfinite(v) for v in values):
+            raise self.error(
+                "a number here is too large (beyond 1.8e308 once multiplied out)",
+                at,
+                "write the rule with smaller constants (rescale the column if need be)",
+            )
+
+    def _linear(self, tree: Tree) -> LinearForm:
         kind = tree.data
         if kind == "number":
             return LinearForm((), float(tree.children[0]))

@@ -336,3 +336,24 @@ def test_a_release_with_keys_of_1e308_publishes_finite_figures(tmp_path, prefect
     assert _finite_figures(manifest["checks"]) and _finite_figures(manifest["method_details"])
     published = pd.read_parquet(tmp_path / "published" / "survey" / "data.parquet")
     assert np.isfinite(published.select_dtypes("number").to_numpy(dtype=np.float64)).all()
+
+
+def test_a_header_of_a_million_columns_is_refused_before_duckdb_reads_it(tmp_path, monkeypatch):
+    # duplicate names were found by header.count per name (quadratic: a 1M-column header held
+    # `sdcflow check` for over ten minutes), then DuckDB read the whole file before the
+    # column limit was checked
+    from sdcflow.warehouse import sources
+
+    n = 1_000_000
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(f"c{i}" for i in range(n)) + "\n" + ",".join(["1"] * n) + "\n")
+
+    def no_duckdb(*args, **kwargs):
+        raise AssertionError("DuckDB read a file over the column limit")
+
+    monkeypatch.setattr(sources.duckdb, "connect", no_duckdb)
+    start = time.perf_counter()
+    with pytest.raises(InputError) as e:
+        sources.read_source(path)
+    assert e.value.code is Reason.SPEC_LIMIT
+    assert time.perf_counter() - start < 30

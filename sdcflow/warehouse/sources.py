@@ -7,6 +7,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.limits import MAX_SOURCE_COLUMNS, check_count
 from sdcflow.warehouse.sql import quote_identifier
 
 
@@ -44,7 +46,9 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
             code=Reason.SOURCE_EMPTY,
         )
     header = _header(source, suffix)
-    dupes = sorted({c for c in header if header.count(c) > 1})
+    # before DuckDB reads it: a file of a million columns would hold the run for hours
+    check_count(len(header), MAX_SOURCE_COLUMNS, where=str(source), what="columns in the file")
+    dupes = sorted(c for c, n in Counter(header).items() if n > 1)  # linear: a header can be huge
     if dupes:
         raise InputError(
             f"source {source} has duplicate column names {dupes}; rename them",

@@ -357,3 +357,12 @@ def test_a_header_of_a_million_columns_is_refused_before_duckdb_reads_it(tmp_pat
         sources.read_source(path)
     assert e.value.code is Reason.SPEC_LIMIT
     assert time.perf_counter() - start < 30
+
+
+def test_a_header_field_over_the_csv_module_limit_is_a_source_format_error(tmp_path):
+    # csv.Error "field larger than field limit" escaped as a crash (exit 3)
+    path = tmp_path / "h.csv"
+    path.write_text("a," + "x" * 200_000 + "\n1,2\n")
+    with pytest.raises(InputError) as e:
+        read_source(path)
+    assert e.value.code is Reason.SOURCE_FORMAT

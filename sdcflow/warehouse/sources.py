@@ -196,6 +196,11 @@ def _header(source: Path, suffix: str) -> list[str]:
             raise InputError(
                 f"{source} is not UTF-8 text; convert it to UTF-8 CSV", code=Reason.SOURCE_FORMAT
             ) from e
+        except csv.Error as e:  # a header field over csv's 131072-character limit
+            raise InputError(
+                f"cannot read the header of {source}: {str(e)[:200]}; check that it is valid .csv",
+                code=Reason.SOURCE_FORMAT,
+            ) from e
     try:
         return list(pq.read_schema(source).names)
     except (pa.ArrowInvalid, OSError) as e:

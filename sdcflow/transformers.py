@@ -30,6 +30,7 @@ A DataFrame gives a DataFrame with the same index (point methods: the same colum
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -133,8 +134,8 @@ class MethodTransformer:
         params = self.method_params()
         frame = _as_frame(X)
         columns = [str(c) for c in frame.columns]
-        if len(set(columns)) < len(columns):
-            twice = sorted({c for c in columns if columns.count(c) > 1})
+        twice = sorted(c for c, n in Counter(columns).items() if n > 1)
+        if twice:
             raise DataError(
                 f"X has column name(s) {twice} more than once (as text); give every column "
                 "its own name",

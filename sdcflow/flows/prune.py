@@ -55,13 +55,7 @@ def add_parser(sub: Any, wait_help: str) -> None:
 
 def prune(args: argparse.Namespace) -> int:
     """Run ``sdcflow prune``; return the exit code (0)."""
-    from sdcflow.warehouse.retention import (
-        Policy,
-        check_compactable,
-        compact,
-        drop_copies,
-        expired,
-    )
+    from sdcflow.warehouse.retention import Policy, compact, drop_copies, expired
     from sdcflow.warehouse.warehouse import Warehouse, check_warehouse_file
 
     release = args.release
@@ -103,8 +97,6 @@ def prune(args: argparse.Namespace) -> int:
         if args.compact:
             print("nothing compacted (dry run): --compact acts with --yes")
         return 0
-    if args.compact:
-        check_compactable(path)  # before dropping anything: refused, nothing is written
     with warehouse.lock(args.wait):
         warehouse.initialize()
         warehouse.resolve_ended_runs()  # holding the lock, every running run here has ended

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sdcflow.errors import InputError, Reason
 from sdcflow.warehouse.sql import quote_identifier
-from sdcflow.warehouse.warehouse import Warehouse, table_name
+from sdcflow.warehouse.warehouse import Warehouse, check_warehouse_file, table_name
 
 __all__ = ["CONFIDENTIAL", "ENDED_BADLY", "Expired", "Policy", "apply_policy", "compact",
            "drop_copies", "expired"]  # fmt: skip
@@ -175,20 +174,6 @@ def apply_policy(
     return runs
 
 
-def check_compactable(path: str | os.PathLike[str]) -> None:
-    """Refuse (``InputError``, reason ``WAREHOUSE``) to compact a warehouse file with other
-    hard links: the compacted file is renamed over this name only, so the other names keep
-    the old file and with it the dropped tables' bytes, which compaction promises to remove."""
-    links = os.stat(path).st_nlink
-    if links > 1:
-        raise InputError(
-            f"warehouse {path} has {links - 1} other hard link(s): compacting would rename a "
-            "new file over this name while the other names keep the dropped tables' bytes; "
-            "remove the other links (or copy the file) first, or prune without --compact",
-            code=Reason.WAREHOUSE,
-        )
-
-
 def compact(warehouse: Warehouse) -> tuple[int, int]:
     """Rewrite the warehouse file with its live contents only, so that the blocks of dropped
     tables (their bytes) leave the disk; return the file's size before and after (bytes).
@@ -205,8 +190,9 @@ def compact(warehouse: Warehouse) -> tuple[int, int]:
     reached through a symbolic link is rewritten where the link points: the link stays, and
     the file it names is the one that loses the bytes.
     """
+    # a file with other hard links is refused (the other names would keep the bytes)
+    check_warehouse_file(warehouse.path)
     path = Path(os.path.realpath(warehouse.path))
-    check_compactable(path)
     info = path.stat()
     before = info.st_size
     folder = Path(tempfile.mkdtemp(prefix=f".{path.name}.compact-", dir=path.parent))

@@ -98,17 +98,10 @@ def resolve_targets(
     No targets means the mean of every quasi-identifier.
     """
     cols = list(columns)
+    _check_target_columns(targets, cols)
     specs = list(targets) or [BoxTarget(stat="mean", vars=[c]) for c in cols]
     out = []
-    for i, t in enumerate(specs):
-        unknown = [v for v in t.vars if v not in cols]
-        if unknown:
-            raise ParameterError(
-                f"method.targets[{i}].vars: {unknown} not among the quasi-identifiers "
-                f"{cols}; name quasi-identifiers only",
-                code=Reason.SPEC_CONTRADICTION,
-                field=f"method.targets[{i}].vars",
-            )
+    for t in specs:
         idx = tuple(cols.index(v) for v in t.vars)
         p = t.p if t.p is not None else 1.0 / len(specs)
         delta0 = t.delta0 if t.delta0 is not None else default_delta0(X, t.stat, idx)
@@ -189,15 +182,17 @@ class BoxResult(MaskResult):
         return self.masked["weight"].to_numpy(dtype=np.float64)
 
 
-def check_resolutions(params: Any, columns: Sequence[str]) -> None:
-    """Refuse ``epsilon`` / ``grid`` entries naming a column that is not a quasi-identifier
-    (the preflight and the method both ask).
+def check_box_columns(params: Any, columns: Sequence[str]) -> None:
+    """Refuse ``targets`` / ``epsilon`` / ``grid`` entries naming a column that is not a
+    quasi-identifier (the preflight and the method both ask).
 
     Raises
     ------
     ParameterError
-        Reason ``spec-contradiction``, field ``method.epsilon`` or ``method.grid``.
+        Reason ``spec-contradiction``, field ``method.targets[i].vars``, ``method.epsilon``
+        or ``method.grid``.
     """
+    _check_target_columns(params.targets, columns)
     unknown = sorted((set(params.epsilon) | set(params.grid)) - set(columns))
     if unknown:
         raise ParameterError(
@@ -206,6 +201,18 @@ def check_resolutions(params: Any, columns: Sequence[str]) -> None:
             code=Reason.SPEC_CONTRADICTION,
             field="method.epsilon" if set(unknown) & set(params.epsilon) else "method.grid",
         )
+
+
+def _check_target_columns(targets: Sequence[BoxTarget], columns: Sequence[str]) -> None:
+    for i, t in enumerate(targets):
+        unknown = [v for v in t.vars if v not in columns]
+        if unknown:
+            raise ParameterError(
+                f"method.targets[{i}].vars: {unknown} not among the quasi-identifiers "
+                f"{list(columns)}; name quasi-identifiers only",
+                code=Reason.SPEC_CONTRADICTION,
+                field=f"method.targets[{i}].vars",
+            )
 
 
 def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> BoxResult:
@@ -243,7 +250,7 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> Box
             "units before release",
             code=Reason.VALUES_RANGE,
         )
-    check_resolutions(params, cols)
+    check_box_columns(params, cols)
     targets = resolve_targets(X, cols, params.targets)
     eps = np.array([float(params.epsilon.get(c, 0.0)) for c in cols])
     grid = None

@@ -39,7 +39,7 @@ from sdcflow.limits import MAX_RULES, MAX_SOURCE_COLUMNS, check_count
 from sdcflow.tasks.gates import GATES, contradictions
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import get_method
-from sdcflow.tasks.methods.box import check_resolutions
+from sdcflow.tasks.methods.box import check_box_columns
 from sdcflow.tasks.methods.keys import Key, as_text, numeric_keys
 from sdcflow.tasks.recoding.recode import (
     Recoding,
@@ -645,18 +645,7 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
                 "method box publishes one box per record over every quasi-identifier (its "
                 "box_id, weight and interval estimates); remove `blocks:`"
             )
-        params = spec.method
-        qis = set(spec.quasi_identifiers)
-        for i, target in enumerate(getattr(params, "targets", [])):
-            unknown = [v for v in target.vars if v not in qis]
-            if unknown:
-                raise InputError(
-                    f"method.targets[{i}].vars: {unknown} not among the quasi-identifiers; "
-                    "name quasi-identifiers only",
-                    code=Reason.SPEC_CONTRADICTION,
-                    field=f"method.targets[{i}].vars",
-                )
-        check_resolutions(params, spec.quasi_identifiers)
+        check_box_columns(spec.method, spec.quasi_identifiers)
     cell_size = getattr(spec.method, "cell_size", None)
     if cell_size is not None:
         try:

@@ -4,7 +4,18 @@ Each function takes the original and the released records in the same row order 
 released file as a masking method returns it, before publication shuffles it) and delegates
 to the numerical core (:mod:`sdcflow.tasks.measures`), which holds the formulas and their
 references. DataFrames are matched by column name: the released frame must have every
-column of the original (point methods release the same columns); arrays by position.
+column of the original (point methods release the same columns); arrays by position. Rows
+are paired by position, or by row label when both frames (or the keys and the sensitive
+values) carry the same labels in another order.
+
+Missing values (NaN, None, ``pd.NA``, nullable dtypes) are counted as a release counts them,
+so that a figure here is the manifest's for the same records: for k-anonymity, l-diversity
+and the class sizes' frequencies a missing value matches any value; information loss counts
+every value present (each column over the records that have it in both files); generic and
+probabilistic loss, record linkage and interval disclosure are measured on the records that
+have every column in both files (``DataError`` naming the emptiest column when too few do).
+The loss and linkage measures take numeric columns; a text, categorical or boolean column
+is refused by name (``Reason.COLUMN_TYPE``), as is an infinite value.
 
 >>> from sdcflow import MDAV
 >>> from sdcflow.measures import information_loss, k_anonymity
@@ -23,15 +34,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from sdcflow.errors import DataError
+from sdcflow.errors import DataError, Reason
+from sdcflow.tasks.measures import anonymity as _anonymity
 from sdcflow.tasks.measures import disclosure_risk
 from sdcflow.tasks.measures import information_loss as _loss
-from sdcflow.tasks.measures.anonymity import (
-    entropy_l_diversity,
-    equivalence_class_sizes,
-    k_anonymity,
-    l_diversity,
-)
+from sdcflow.tasks.measures.anonymity import equivalence_class_sizes, k_anonymity
 
 __all__ = [
     "entropy_l_diversity",
@@ -46,20 +53,119 @@ __all__ = [
 ]
 
 
-def _pair(original: Any, released: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Both files as float arrays with columns in the original's order.
+_NUMERIC_OBJECTS = {"integer", "floating", "mixed-integer-float", "decimal", "empty"}
 
-    Shapes: (n, d), (n, d) -> (n, d), (n, d).
+
+def _aligned(original: pd.DataFrame, other: Any) -> Any:
+    """``other`` in the original's row order when both carry the same row labels in another
+    order (a released frame sorted, or a column picked from a reordered frame); otherwise
+    unchanged (rows are then paired by position, as the functions say)."""
+    index = getattr(other, "index", None)
+    if (
+        index is None
+        or index.equals(original.index)
+        or not (index.is_unique and original.index.is_unique)
+        or len(index) != len(original.index)
+        or not index.isin(original.index).all()
+    ):
+        return other
+    return other.loc[original.index]
+
+
+def _floats(data: Any, which: str) -> tuple[np.ndarray, list[str]]:
+    """One file as a float array (NaN where a value is missing: NaN, None, ``pd.NA``) and its
+    column labels (names, or ``column j`` for an array); ``DataError`` naming the column for
+    text, categorical and boolean columns (the loss and linkage measures compare numeric
+    keys, as a release does) and for infinite values. Shapes: (n, d) -> (n, d), d labels."""
+    frame = data if isinstance(data, pd.DataFrame) else None
+    if frame is None:
+        array = np.asarray(data)
+        if array.ndim == 1:
+            array = array[:, None]
+        if array.ndim != 2:
+            raise DataError(
+                f"{which} must be 2-dimensional (records x columns), got {array.ndim}-D",
+                field=which,
+            )
+        frame = pd.DataFrame(array, columns=[f"column {j}" for j in range(array.shape[1])])
+    labels = [str(c) for c in frame.columns]
+    out = np.empty(frame.shape, dtype=np.float64)
+    for j, label in enumerate(labels):
+        col = frame.iloc[:, j]
+        kind = pd.api.types.infer_dtype(col, skipna=True)
+        if pd.api.types.is_bool_dtype(col.dtype) or kind == "boolean":
+            kind = "boolean"
+        elif pd.api.types.is_numeric_dtype(col.dtype) and not isinstance(
+            col.dtype, pd.CategoricalDtype
+        ):
+            kind = "floating"
+        if kind not in _NUMERIC_OBJECTS:
+            raise DataError(
+                f"{which}: column {label} is not numeric ({kind}); information loss, linkage "
+                "and interval disclosure compare numeric keys only, as a release measures "
+                "them: pass the numeric columns (k_anonymity and l_diversity count the "
+                "categorical ones)",
+                code=Reason.COLUMN_TYPE,
+                field=label,
+            )
+        out[:, j] = pd.to_numeric(col).to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.isinf(out[:, j]).any():
+            raise DataError(
+                f"{which}: column {label} has infinite value(s); replace them with a number "
+                "or leave them missing (NaN)",
+                code=Reason.VALUES_NONFINITE,
+                field=label,
+            )
+    return out, labels
+
+
+def _pair_with_missing(original: Any, released: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Both files as float arrays with columns in the original's order, NaN where missing.
+
+    DataFrames are matched by column name and, when both carry the same row labels in
+    another order, by row label. Shapes: (n, d), (n, d) -> (n, d), (n, d), d labels.
     """
     if isinstance(original, pd.DataFrame) and isinstance(released, pd.DataFrame):
         missing = [c for c in original.columns if c not in released.columns]
         if missing:
             raise DataError(
                 f"the released frame lacks column(s) {missing} of the original; pass the "
-                "point values a method released for the same columns (box: the box centres)"
+                "point values a method released for the same columns (box: the box centres)",
+                code=Reason.COLUMN_UNKNOWN,
+                field=str(missing[0]),
             )
-        released = released[list(original.columns)]
-    return np.asarray(original, dtype=np.float64), np.asarray(released, dtype=np.float64)
+        released = _aligned(original, released[list(original.columns)])
+    X, labels = _floats(original, "original")
+    Xm, _ = _floats(released, "released")
+    if X.shape != Xm.shape:
+        raise DataError(
+            f"original {X.shape} and released {Xm.shape} must have the same shape (the same "
+            "records in the same order, the same columns)",
+            field="released",
+        )
+    if X.shape[1] == 0:
+        raise DataError("the files have no columns; pass the numeric keys", field="original")
+    return X, Xm, labels
+
+
+def _pair(original: Any, released: Any, *, minimum: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Both files on the records that have every column in both (a release measures these
+    figures on the records that have every numeric key); ``DataError`` naming the emptiest
+    column when fewer than ``minimum`` records have them all (the manifest says "not
+    checked"). Shapes: (n, d), (n, d) -> (m, d), (m, d)."""
+    X, Xm, labels = _pair_with_missing(original, released)
+    missing = np.isnan(X) | np.isnan(Xm)
+    complete = ~missing.any(axis=1)
+    if complete.sum() < minimum:
+        worst = labels[int(np.argmax(missing.sum(axis=0)))]
+        raise DataError(
+            f"{int(complete.sum())} record(s) have every column in both files (column "
+            f"{worst} misses most) and this figure is measured on those, as a release measures "
+            f"it (at least {minimum} needed); pass fewer columns",
+            code=Reason.VALUES_MISSING,
+            field=worst,
+        )
+    return (X, Xm) if complete.all() else (X[complete], Xm[complete])
 
 
 def information_loss(original: Any, released: Any) -> float:
@@ -69,7 +175,7 @@ def information_loss(original: Any, released: Any) -> float:
     Shapes: original (n, d), released (n, d) -> float (0 = unchanged, 100 = every record
     replaced by the mean).
     """
-    return _loss.sse_sst_loss(*_pair(original, released))
+    return _loss.sse_sst_loss_present(*_pair_with_missing(original, released)[:2])
 
 
 def generic_loss(
@@ -81,7 +187,7 @@ def generic_loss(
 ) -> float:
     """Mean absolute or relative difference of a statistic between the two files
     (:func:`sdcflow.tasks.measures.information_loss.generic_loss`)."""
-    return _loss.generic_loss(*_pair(original, released), statistic, kind=kind)
+    return _loss.generic_loss(*_pair(original, released, minimum=2), statistic, kind=kind)
 
 
 def probabilistic_loss(
@@ -91,7 +197,7 @@ def probabilistic_loss(
 ) -> float:
     """Probabilistic information loss of a statistic, % in [0, 100]
     (:func:`sdcflow.tasks.measures.information_loss.probabilistic_loss`)."""
-    return _loss.probabilistic_loss(*_pair(original, released), statistic)
+    return _loss.probabilistic_loss(*_pair(original, released, minimum=2), statistic)
 
 
 def record_linkage(original: Any, released: Any) -> float:
@@ -106,3 +212,25 @@ def interval_disclosure(
     """Rank-based interval disclosure, % (:func:`sdcflow.tasks.measures.disclosure_risk.\
 interval_disclosure`); ``p``: interval width(s) in % of the records."""
     return disclosure_risk.interval_disclosure(*_pair(original, released), p)
+
+
+def _sensitive_aligned(released: Any, sensitive: Any) -> Any:
+    if isinstance(released, pd.DataFrame) and isinstance(sensitive, (pd.Series, pd.DataFrame)):
+        return _aligned(released, sensitive)
+    return sensitive
+
+
+def l_diversity(released: Any, sensitive: Any) -> int:
+    return _anonymity.l_diversity(released, _sensitive_aligned(released, sensitive))
+
+
+def entropy_l_diversity(released: Any, sensitive: Any) -> float:
+    return _anonymity.entropy_l_diversity(released, _sensitive_aligned(released, sensitive))
+
+
+_ROWS = (
+    "\n\n    Rows of ``sensitive`` are paired with the released records by position, or by row\n"
+    "    label when both carry the same labels in another order."
+)
+l_diversity.__doc__ = (_anonymity.l_diversity.__doc__ or "").rstrip() + _ROWS
+entropy_l_diversity.__doc__ = (_anonymity.entropy_l_diversity.__doc__ or "").rstrip() + _ROWS

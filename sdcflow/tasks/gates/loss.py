@@ -26,7 +26,7 @@ from sdcflow.tasks.measures.information_loss import (
     Statistic,
     generic_loss,
     probabilistic_loss_table,
-    sse_sst_loss,
+    sse_sst_loss_present,
 )
 
 
@@ -46,29 +46,8 @@ CLUSTER_LOSS = GateOption(
 )
 
 
-def _paired_loss(X: np.ndarray, P: np.ndarray) -> float:
-    """IL = 100 SSE/SST of ``P`` against ``X`` (n, d). With missing values, over the values
-    present: each column's SSE and SST on the records that have it in both files (its own
-    mean and scale), summed over the columns. A record missing one key still counts with
-    the others (dropping it lost their loss, and a file whose records each miss some key
-    had no record left to measure)."""
-    X = np.asarray(X, dtype=np.float64)
-    P = np.asarray(P, dtype=np.float64)
-    if not (np.isnan(X).any() or np.isnan(P).any()):
-        return sse_sst_loss(X, P)
-    sse = sst = 0.0
-    for j in range(X.shape[1]):
-        both = ~np.isnan(X[:, j]) & ~np.isnan(P[:, j])
-        x = X[both, j]
-        if x.size == 0 or np.all(x == x[0]):  # nothing to measure; constant: no SST
-            continue
-        sse += sse_sst_loss(x[:, None], P[both, j][:, None]) * x.size / 100.0
-        sst += x.size  # standardized: SST of a column is its number of values
-    return 100.0 * sse / sst if sst else 0.0
-
-
 def _information_loss(ctx: GateContext) -> float:
-    return _paired_loss(ctx.as_ingested, ctx.result.points)
+    return sse_sst_loss_present(ctx.as_ingested, ctx.result.points)
 
 
 def information_loss_figures(ctx: GateContext) -> dict[str, float]:
@@ -80,7 +59,7 @@ def information_loss_figures(ctx: GateContext) -> dict[str, float]:
         return {}
     figures = {"raw": float(ctx.cached("information_loss", lambda: _information_loss(ctx)))}
     if ctx.raw is not None and not np.array_equal(ctx.raw, ctx.original, equal_nan=True):
-        figures["repaired"] = _paired_loss(ctx.original, ctx.result.points)
+        figures["repaired"] = sse_sst_loss_present(ctx.original, ctx.result.points)
     return figures
 
 

@@ -78,6 +78,32 @@ def sse_sst_loss(X: np.ndarray, X_masked: np.ndarray) -> float:
     return 100.0 * sse / sst  # [1], [7] eq. 1 (in percent)
 
 
+def sse_sst_loss_present(X: np.ndarray, X_masked: np.ndarray) -> float:
+    """IL = 100 SSE / SST over the values present (NaN: missing), as a release gates it.
+
+    Without missing values this is :func:`sse_sst_loss`. With them, each column's SSE and SST
+    are taken on the records that have it in both files (standardized with that column's own
+    mean and scale there) and summed over the columns; a record missing one key still counts
+    with the others (dropping it lost their loss, and a file whose records each miss some key
+    had no record left to measure). Constant columns contribute nothing.
+
+    Shapes: X (n, d), X_masked (n, d), NaN where missing -> float.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    P = np.asarray(X_masked, dtype=np.float64)
+    if not (np.isnan(X).any() or np.isnan(P).any()):
+        return sse_sst_loss(X, P)
+    sse = sst = 0.0
+    for j in range(X.shape[1]):
+        both = ~np.isnan(X[:, j]) & ~np.isnan(P[:, j])
+        x = X[both, j]
+        if x.size == 0 or np.all(x == x[0]):  # nothing to measure; constant: no SST
+            continue
+        sse += sse_sst_loss(x[:, None], P[both, j][:, None]) * x.size / 100.0
+        sst += x.size  # standardized: SST of a column is its number of values
+    return 100.0 * sse / sst if sst else 0.0
+
+
 # --- moments -------------------------------------------------------------------------------
 
 

@@ -178,8 +178,47 @@ class MethodTransformer:
         """The release of ``X``: ``fit(X)`` then its masked records."""
         return self.fit(X).transform(X)
 
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the released columns (point methods: the fitted columns; Box:
+        ``<q>_lo``, ``<q>_hi``, ``box_id``, ``weight``), as scikit-learn asks of a transformer
+        (``Pipeline.get_feature_names_out``, ``set_output``). ``input_features``, when given,
+        must be the fitted columns."""
+        if not hasattr(self, "released_"):
+            raise ParameterError(
+                f"{type(self).__name__} is not fitted: call fit or fit_transform first"
+            )
+        if input_features is not None and [str(c) for c in input_features] != list(
+            self.feature_names_in_
+        ):
+            raise ParameterError(
+                f"{type(self).__name__}: input_features must be the fitted columns "
+                f"{list(self.feature_names_in_)}",
+                field="input_features",
+            )
+        return np.asarray([str(c) for c in self.released_.columns], dtype=object)
+
+    def set_output(self, *, transform: str | None = None) -> MethodTransformer:
+        """What ``transform`` returns for an array (scikit-learn's ``set_output``):
+        ``"pandas"`` a DataFrame named by :meth:`get_feature_names_out`, ``"default"`` an
+        array; None leaves it. A DataFrame always gives a DataFrame with its own index."""
+        if transform not in (None, "default", "pandas"):
+            raise ParameterError(
+                f"{type(self).__name__}.set_output: transform must be 'default' or 'pandas', "
+                f"got {transform!r}",
+                field="transform",
+            )
+        if transform is not None:
+            self._sklearn_output_config = {"transform": transform}
+        return self
+
     def _output(self, as_array: bool) -> Any:
-        return self.released_.to_numpy() if as_array else self.released_.copy()
+        config = getattr(self, "_sklearn_output_config", {}).get("transform", "default")
+        if as_array and config != "pandas":
+            return self.released_.to_numpy()
+        released = self.released_.copy()
+        if as_array:  # an array in, pandas asked for: the release under the released names
+            released = released.set_axis(self.get_feature_names_out(), axis=1)
+        return released
 
 
 def _as_frame(X: Any) -> pd.DataFrame:
@@ -200,6 +239,15 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
     transformer masks numeric keys (a release spec takes categorical ones too)."""
     if not frame.shape[1]:
         return np.empty((0, 0))
+    for column in frame.columns:  # booleans are nominal keys, as in a release spec
+        if pd.api.types.is_bool_dtype(frame[column].dtype):
+            raise DataError(
+                f"column {column} is boolean: the transformers mask numeric keys (a mean of "
+                "booleans is no boolean); release it as a categorical key with "
+                "sdcflow.release (mixed keys) or drop it",
+                code=Reason.COLUMN_TYPE,
+                field=str(column),
+            )
     try:
         return frame.to_numpy(dtype=np.float64)
     except (TypeError, ValueError):

@@ -1,0 +1,64 @@
+"""The transformers in scikit-learn's machinery (set_output, get_feature_names_out,
+ColumnTransformer) and on notebook dtypes (nullable, boolean, a filtered index)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcflow import MDAV, Box, InputError, Reason
+from sdcflow.measures import k_anonymity
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame(
+        {"age": rng.integers(18, 80, 30), "income": rng.normal(5e4, 1e4, 30)},
+        index=np.arange(30) * 3 + 1,  # as after filtering
+    )
+    return data.assign(sex=["M", "F"] * 15)
+
+
+def test_set_output_pandas_in_a_pipeline_and_a_column_transformer(frame):
+    """Pipeline.set_output(transform='pandas') raised sklearn's ValueError ('set_output is not
+    available') and Pipeline.get_feature_names_out an AttributeError."""
+    pytest.importorskip("sklearn")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    keys = frame[["age", "income"]]
+    pipe = make_pipeline(StandardScaler(), MDAV(k=5)).set_output(transform="pandas")
+    released = pipe.fit_transform(keys)
+    assert list(released.columns) == ["age", "income"] and released.index.equals(keys.index)
+    assert list(pipe.get_feature_names_out()) == ["age", "income"]
+    assert k_anonymity(released) >= 5
+    columns = ColumnTransformer([("mdav", MDAV(k=5), ["age", "income"])], remainder="passthrough")
+    out = columns.set_output(transform="pandas").fit_transform(frame)
+    assert list(out.columns) == ["mdav__age", "mdav__income", "remainder__sex"]
+    assert out.index.equals(frame.index) and (out["remainder__sex"] == frame["sex"]).all()
+    array = MDAV(k=5).set_output(transform="pandas").fit_transform(keys.to_numpy())
+    assert list(array.columns) == ["x0", "x1"]
+    assert isinstance(MDAV(k=5).fit_transform(keys.to_numpy()), np.ndarray)
+    names = Box(k=5).fit(keys).get_feature_names_out()
+    assert list(names) == ["age_lo", "age_hi", "income_lo", "income_hi", "box_id", "weight"]
+    with pytest.raises(InputError) as e:
+        MDAV(k=5).set_output(transform="polars")
+    assert e.value.field == "transform"
+
+
+def test_nullable_and_boolean_columns(frame):
+    keys = frame[["age", "income"]]
+    nullable = keys.astype({"age": "Int64", "income": "Float64"})
+    pd.testing.assert_frame_equal(MDAV(k=5).fit_transform(nullable), MDAV(k=5).fit_transform(keys))
+    nullable.loc[4, "age"] = pd.NA
+    with pytest.raises(InputError) as e:
+        MDAV(k=5).fit(nullable)
+    assert (e.value.code, e.value.field) == (Reason.VALUES_NONFINITE, "age")
+    flagged = keys.assign(flag=pd.array([True, False, None] * 10, dtype="boolean"))
+    for flag in (flagged, keys.assign(flag=[True, False] * 15)):  # was averaged into 0.4, 0.6...
+        with pytest.raises(InputError) as e:
+            MDAV(k=5).fit(flag)
+        assert (e.value.code, e.value.field) == (Reason.COLUMN_TYPE, "flag")

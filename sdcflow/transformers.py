@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -40,6 +41,7 @@ from pydantic import ValidationError
 
 from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.rounding import round_keeping_equalities
 from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.spec import _join_errors, error_field
@@ -144,7 +146,9 @@ class MethodTransformer:
             )
         values = _numeric_values(frame)
         rng = check_random_state(self.random_state)
-        result = mask_quasi_identifiers(values, columns, params, rng, self._constraints(columns))
+        constraints = self._constraints(columns)
+        result = mask_quasi_identifiers(values, columns, params, rng, constraints)
+        result = _integers(frame, columns, result, constraints)
         self.result_: MaskResult = result
         released = result.masked.set_axis(frame.index, axis=0)
         if list(released.columns) == columns:  # point methods: the caller's own labels back
@@ -262,6 +266,38 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
                     field=str(column),
                 ) from None
         raise
+
+
+def _integers(
+    frame: pd.DataFrame,
+    columns: list[str],
+    result: MaskResult,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    """Integer columns released as integers, as a release publishes them (its precision
+    step: :func:`~sdcflow.tasks.linear.rounding.round_keeping_equalities`, equalities kept,
+    a value that is not 0 never 0), so that a figure measured on the transformer's release
+    is the manifest's. Box releases intervals: left as they are."""
+    integer = [pd.api.types.is_integer_dtype(frame.iloc[:, j].dtype) for j in range(frame.shape[1])]
+    if not any(integer) or list(result.masked.columns) != columns:
+        return result
+    decimals = [0 if whole else None for whole in integer]
+    done = round_keeping_equalities(result.points, columns, decimals, constraints)
+    masked = pd.DataFrame(done.values, columns=columns)
+    for j, column in enumerate(columns):
+        if integer[j] and column not in done.off_precision:
+            masked[column] = masked[column].astype(np.int64)
+    precision = {
+        "decimals": dict(zip(columns, decimals, strict=True)),
+        "derived_from_equalities": done.derived,
+        "off_precision": done.off_precision,
+    }
+    return replace(
+        result,
+        masked=masked,
+        points=done.values,
+        details={**result.details, "precision": precision},
+    )
 
 
 def _fingerprint(frame: pd.DataFrame) -> str:

@@ -62,3 +62,27 @@ def test_nullable_and_boolean_columns(frame):
         with pytest.raises(InputError) as e:
             MDAV(k=5).fit(flag)
         assert (e.value.code, e.value.field) == (Reason.COLUMN_TYPE, "flag")
+
+
+def test_integer_columns_are_released_as_integers_as_a_release_publishes_them():
+    """MDAV released integer keys as group means (age 69.8), the release publishes them
+    rounded (precision 0): on Adult's four integer keys the notebook's IL was 3.91 % against
+    the manifest's 4.06 % for the same records and k."""
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(18, 80, 40),
+            "jobs": pd.array(rng.choice([0, 0, 0, 1], 40), dtype="Int64"),
+            "income": rng.normal(5e4, 1e4, 40),
+        }
+    )
+    released = MDAV(k=5).fit_transform(frame)
+    means = MDAV(k=5).fit_transform(frame.astype(float))
+    assert released.dtypes.to_dict() == {
+        "age": np.int64, "jobs": np.int64, "income": np.float64
+    }  # fmt: skip
+    np.testing.assert_array_equal(released["age"], np.round(means["age"]))
+    # a value that is not 0 is never released as 0 (rules such as jobs == 0 read the same)
+    assert ((released["jobs"] == 0) == (means["jobs"] == 0)).all()
+    assert (released["income"] == means["income"]).all()
+    assert k_anonymity(released) >= 5

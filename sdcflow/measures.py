@@ -101,7 +101,7 @@ def _floats(data: Any, which: str) -> tuple[np.ndarray, list[str]]:
             kind = "floating"
         if kind not in _NUMERIC_OBJECTS:
             raise DataError(
-                f"{which}: column {label} is not numeric ({kind}); information loss, linkage "
+                f"{which}: {label} is not numeric ({kind}); information loss, linkage "
                 "and interval disclosure compare numeric keys only, as a release measures "
                 "them: pass the numeric columns (k_anonymity and l_diversity count the "
                 "categorical ones)",
@@ -111,7 +111,7 @@ def _floats(data: Any, which: str) -> tuple[np.ndarray, list[str]]:
         out[:, j] = pd.to_numeric(col).to_numpy(dtype=np.float64, na_value=np.nan)
         if np.isinf(out[:, j]).any():
             raise DataError(
-                f"{which}: column {label} has infinite value(s); replace them with a number "
+                f"{which}: {label} has infinite value(s); replace them with a number "
                 "or leave them missing (NaN)",
                 code=Reason.VALUES_NONFINITE,
                 field=label,

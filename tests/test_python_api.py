@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from survey import EXAMPLE, QIS
+from survey import EXAMPLE, QIS, write_release
 
 import sdcflow
 from sdcflow import MDAV, PS, Box, ConstrainedFuzzy, Fuzzy, InputError, Reason
@@ -149,3 +149,13 @@ def test_point_methods_keep_column_labels_that_are_not_text(survey):
     with pytest.raises(InputError) as e:
         MDAV(k=3).fit(twice)
     assert e.value.code == Reason.SOURCE_COLUMNS and e.value.field == "X"
+
+
+def test_a_column_the_file_lacks_is_named_in_the_error_field(tmp_path):
+    """column-unknown carried no field: a script branching on (code, field) could not tell
+    which column to fix (only the message named it)."""
+    spec = write_release(tmp_path, rows=30, quasi_identifiers=[*QIS, "assets"])
+    with pytest.raises(InputError) as e:  # at preflight: nothing runs, nothing is written
+        sdcflow.release(spec, publish=False)
+    assert (e.value.code, e.value.field) == (Reason.COLUMN_UNKNOWN, "assets")
+    assert not (tmp_path / "warehouse.duckdb").exists()

@@ -297,6 +297,7 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
             f"{src}: column(s) {absent} named in the spec are not in the file "
             f"(it has {sorted(types)}); fix the spec or the file",
             code=Reason.COLUMN_UNKNOWN,
+            field=str(absent[0]),
         )
     if ROW_ID in types:
         raise InputError(

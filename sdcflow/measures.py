@@ -170,7 +170,8 @@ def _pair(original: Any, released: Any, *, minimum: int = 1) -> tuple[np.ndarray
 
 def information_loss(original: Any, released: Any) -> float:
     """IL = 100 SSE / SST on attributes standardized with the original's mean and standard
-    deviation (:func:`sdcflow.tasks.measures.information_loss.sse_sst_loss`).
+    deviation (:func:`sdcflow.tasks.measures.information_loss.sse_sst_loss_present`: with
+    missing values, each column over the records that have it in both files, as a release).
 
     Shapes: original (n, d), released (n, d) -> float (0 = unchanged, 100 = every record
     replaced by the mean).

@@ -253,7 +253,7 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
                 field=str(column),
             )
     try:
-        return frame.to_numpy(dtype=np.float64)
+        values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):
         for column in frame.columns:
             try:
@@ -266,6 +266,17 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
                     field=str(column),
                 ) from None
         raise
+    holes = np.isnan(values).sum(axis=0)
+    if holes.any():
+        j = int(np.flatnonzero(holes)[0])
+        raise DataError(
+            f"column {frame.columns[j]} has {int(holes[j])} missing value(s): the transformers "
+            "mask complete records; drop those records (X.dropna()) or release the file with "
+            "sdcflow.release and `missing_values:` (a release masks around missing values)",
+            code=Reason.VALUES_NONFINITE,
+            field=str(frame.columns[j]),
+        )
+    return values
 
 
 def _integers(

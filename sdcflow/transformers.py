@@ -176,7 +176,10 @@ class MethodTransformer:
                 "new records",
                 field="X",
             )
-        return self._output(not isinstance(X, pd.DataFrame))
+        if not isinstance(X, pd.DataFrame):
+            return self._output(True)
+        # the same records in the same order (the fingerprint): under X's own row labels
+        return self._output(False).set_axis(X.index, axis=0)
 
     def fit_transform(self, X: Any, y: Any = None) -> Any:
         """The release of ``X``: ``fit(X)`` then its masked records."""

@@ -86,3 +86,15 @@ def test_integer_columns_are_released_as_integers_as_a_release_publishes_them():
     assert ((released["jobs"] == 0) == (means["jobs"] == 0)).all()
     assert (released["income"] == means["income"]).all()
     assert k_anonymity(released) >= 5
+
+
+def test_transform_labels_the_release_with_the_rows_it_was_given(frame):
+    """transform(X) of the fitted records under other row labels (reset_index(drop=True))
+    returned the fitted frame's labels: joining the release back onto X misaligned it."""
+    keys = frame[["age", "income"]]
+    mdav = MDAV(k=5).fit(keys)
+    relabelled = keys.reset_index(drop=True)
+    released = mdav.transform(relabelled)
+    assert released.index.equals(relabelled.index)
+    np.testing.assert_array_equal(released.to_numpy(), mdav.released_.to_numpy())
+    assert mdav.transform(keys).index.equals(keys.index)

@@ -23,8 +23,10 @@ replaced by a group's mean (MDAV, PS), a drawn centre (Fuzzy, ConstrainedFuzzy) 
   publish them without the k-anonymity their own groups need: fit on them instead);
 * ``fit_transform(X)`` is the release of ``X``.
 
-A DataFrame gives a DataFrame with the same index (point methods: the same columns; Box:
-``<q>_lo``, ``<q>_hi``, ``box_id`` and ``weight``); an array gives an array.
+A DataFrame gives a DataFrame with the same index (point methods: the same columns, integer
+columns released as integers as a release publishes them; Box: ``<q>_lo``, ``<q>_hi``,
+``box_id`` and ``weight``); an array gives an array, or a DataFrame after
+``set_output(transform="pandas")`` (``get_feature_names_out`` names the columns).
 """
 
 from __future__ import annotations

@@ -159,3 +159,38 @@ def test_a_column_the_file_lacks_is_named_in_the_error_field(tmp_path):
         sdcflow.release(spec, publish=False)
     assert (e.value.code, e.value.field) == (Reason.COLUMN_UNKNOWN, "assets")
     assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    ("spec", "code", "field"),
+    [
+        ({}, Reason.VALUES_MISSING, "age"),  # a blank age, no missing_values:
+        ({"missing_values": ["?"], "weight_column": "town"}, Reason.WEIGHTS, "town"),
+        ({"missing_values": ["?"], "weight_column": "w"}, Reason.WEIGHTS, "w"),
+        (
+            {
+                "missing_values": ["?"],
+                "quasi_identifiers": ["age", {"name": "town", "type": "ordinal"}],
+            },
+            Reason.COLUMN_TYPE,
+            "town",
+        ),
+        (
+            {"missing_values": ["?"], "quasi_identifiers": ["age", "code"]},
+            Reason.COLUMN_TYPE,
+            "code",
+        ),
+    ],
+)
+def test_preflight_errors_about_a_column_name_it_in_their_field(tmp_path, spec, code, field):
+    """These refusals named the column in their message only (field None)."""
+    rows = [(30 + i % 7, "north" if i % 2 else "south", i % 3 - 1, "7" if i % 5 else "A1")
+            for i in range(30)]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["age", "town", "w", "code"]).astype(str)
+    frame.loc[3, "age"] = ""
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    body = {"release": "t", "source": "data.csv", "quasi_identifiers": ["age", "town"],
+            "method": {"name": "mdav", "k": 5}, **spec}  # fmt: skip
+    with pytest.raises(InputError) as e:
+        sdcflow.release(body, publish=False, base_dir=tmp_path)
+    assert (e.value.code, e.value.field) == (code, field)

@@ -311,6 +311,7 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
         raise InputError(
             f"{src}: quasi-identifier(s) {shown}; replace or drop those records before release",
             code=Reason.VALUES_NONFINITE,
+            field=str(next(iter(infinite))),
         )
     missing = {c: m for c, m in profile.missing.items() if m and c in qis}
     if missing and spec.missing_values is None:
@@ -320,6 +321,7 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
             "`missing_values:` (e.g. ['']) to release them as missing (a missing value "
             "matches any value when k is counted), or drop those records",
             code=Reason.VALUES_MISSING,
+            field=str(next(iter(missing))),
         )
     k = getattr(spec.method, "k", None)
     if k is not None and k > profile.rows:
@@ -486,6 +488,7 @@ def check_missing_tokens(spec: ReleaseSpec) -> None:
                 f"missing_values {clash} are also categories of key {name} (its `order` or "
                 "recoding): a token cannot be both missing and a category; remove it from one",
                 code=Reason.MISSING_TOKEN,
+                field=str(name),
             )
 
 
@@ -517,6 +520,7 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
                 f"{src}: quasi-identifier {name} has type {dtype}, which cannot be a key; "
                 "convert the column to numbers or text in the source",
                 code=Reason.COLUMN_TYPE,
+                field=str(name),
             )
         declared = decl.type if decl is not None else None
         present = profile.rows - profile.missing.get(name, 0)
@@ -529,12 +533,14 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
                     f"`missing_values:` or declare it categorical ({{name: {name}, type: "
                     "nominal})",
                     code=Reason.COLUMN_TYPE,
+                    field=str(name),
                 )
         if declared == "numeric" and detected not in ("numeric", "missing"):
             raise InputError(
                 f"{src}: quasi-identifier {name} is declared numeric but reads as {dtype}; "
                 "fix its values (or declare its missing-value tokens) or declare it nominal",
                 code=Reason.COLUMN_TYPE,
+                field=str(name),
             )
         kind = declared or ("nominal" if detected == "missing" else detected)
         column = data.column(name).to_pandas()
@@ -547,6 +553,7 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
                     f"recode.{name}: {recoding.kind} apply to {want} keys and {name} is {kind}; "
                     f"use bins for numbers, map or hierarchy for categories (or declare its type)",
                     code=Reason.COLUMN_TYPE,
+                    field=f"recode.{name}",
                 )
             column = recode(name, column, recoding).values
         order = None
@@ -560,6 +567,7 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
                         f"{src}: {outside} categor(y/ies) of ordinal key {name} are not in its "
                         "`order`; list every category from lowest to highest",
                         code=Reason.SPEC_CONTRADICTION,
+                        field=str(name),
                     )
             elif detected in ("numeric", "ordinal") and recoding is None:
                 values = pd.Series(column).dropna().unique()
@@ -569,6 +577,7 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
                     f"quasi-identifier {name} is ordinal: give its categories from lowest to "
                     f"highest, {{name: {name}, type: ordinal, order: [...]}}",
                     code=Reason.COLUMN_TYPE,
+                    field=str(name),
                 )
         precision = decl.precision if decl is not None else None
         integer = kind == "numeric" and is_integer_type(dtype)
@@ -709,6 +718,7 @@ def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> 
             f"{spec.source}: weight_column {w} is {profile.types[w]}, not numbers; give "
             "sampling weights as positive numbers",
             code=Reason.WEIGHTS,
+            field=str(w),
         )
     values = data.column(w).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan)
     missing = int(np.isnan(values).sum())
@@ -718,4 +728,5 @@ def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> 
             f"{spec.source}: weight_column {w} has {missing} missing and {bad} non-positive or "
             "infinite value(s); every record needs a positive sampling weight",
             code=Reason.WEIGHTS,
+            field=str(w),
         )

@@ -34,7 +34,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from sdcflow.errors import DataError, Reason
+from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.measures import anonymity as _anonymity
 from sdcflow.tasks.measures import disclosure_risk
 from sdcflow.tasks.measures import information_loss as _loss
@@ -216,6 +216,12 @@ interval_disclosure`); ``p``: interval width(s) in % of the records."""
 
 
 def _sensitive_aligned(released: Any, sensitive: Any) -> Any:
+    if isinstance(sensitive, str):  # a column name: pd.DataFrame(str) raised a bare ValueError
+        raise ParameterError(
+            f"sensitive is the text {sensitive!r}: pass the sensitive values of the released "
+            f"records (released_frame[{sensitive!r}]), and the keys without them",
+            field="sensitive",
+        )
     if isinstance(released, pd.DataFrame) and isinstance(sensitive, (pd.Series, pd.DataFrame)):
         return _aligned(released, sensitive)
     return sensitive

@@ -85,3 +85,13 @@ def test_errors_name_the_column(pair):
     with pytest.raises(InputError) as e:
         M.information_loss(original, released[["a"]])
     assert (e.value.code, e.value.field) == (Reason.COLUMN_UNKNOWN, "b")
+
+
+def test_a_column_name_as_sensitive_is_refused_by_field():
+    """l_diversity(keys, "income") raised pandas' bare ValueError ('DataFrame constructor not
+    properly called')."""
+    keys = pd.DataFrame({"g": ["x", "x", "y", "y"]})
+    for measure in (M.l_diversity, M.entropy_l_diversity):
+        with pytest.raises(InputError) as e:
+            measure(keys, "income")
+        assert (e.value.code, e.value.field) == (Reason.PARAMETER, "sensitive")

@@ -14,6 +14,7 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -221,6 +222,35 @@ def test_a_bad_spec_read_while_the_server_boots_gives_one_line_and_leaves_no_pro
     assert err.strip().splitlines() == [err.strip()] and err.startswith("sdcflow: error")
     assert wait_for(lambda: not in_session(proc.pid), timeout=15, poll=0.1), "a process was left"
     assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+def test_a_prefect_database_upgraded_by_a_newer_prefect_is_named_with_its_fix(tmp_path):
+    """The temporary API uses the Prefect home's database. One that a newer Prefect has
+    migrated (another venv, an upgrade undone) stops the server at start-up; the one line
+    says so and what to do, instead of uvicorn's closing "Application startup failed"."""
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    with contextlib.closing(sqlite3.connect(home / "prefect.db")) as db, db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
+        db.execute("INSERT INTO alembic_version VALUES ('ffffffffffff')")
+    environment = {
+        k: v for k, v in os.environ.items() if k != "PREFECT_API_URL" and "DATABASE" not in k
+    }
+    spec = _spec(tmp_path)
+    proc = cli(
+        "release",
+        str(spec),
+        cwd=tmp_path,
+        env={**environment, "PREFECT_HOME": str(home)},
+        start_new_session=True,
+    )
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3, err[-2000:]
+    lines = [x for x in err.splitlines() if x.startswith("sdcflow:")]
+    assert len(lines) == 1 and "Traceback" not in err, err[-2000:]
+    assert "newer Prefect" in lines[0] and f"PREFECT_HOME={home}" in lines[0]
+    assert wait_for(lambda: not in_session(proc.pid), timeout=15, poll=0.1), "a process was left"
+    assert not (tmp_path / "published").exists()
 
 
 @contextlib.contextmanager

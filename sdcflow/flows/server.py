@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -197,12 +198,7 @@ def _wait_healthy(process: subprocess.Popen, url: str, wait: float, log, httpx) 
         while True:
             if process.poll() is not None:
                 log.seek(0)
-                tail = log.read()[-300:].decode(errors="replace").strip().splitlines()
-                last = tail[-1] if tail else ""
-                raise ServerError(
-                    f"Prefect's API server exited with code {process.returncode} while "
-                    f"starting{': ' + last if last else ''}"
-                )
+                raise ServerError(_startup_failure(process.returncode, log.read()[-20000:]))
             try:
                 if client.get(f"{url}/health").status_code == 200:
                     return
@@ -215,6 +211,32 @@ def _wait_healthy(process: subprocess.Popen, url: str, wait: float, log, httpx) 
                     "to a running server)"
                 )
             time.sleep(0.2)
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): .+$")
+
+
+def _startup_failure(code: int, log: bytes) -> str:
+    """What to tell the user when the server's process ended while starting: the cause
+    from its log (the last exception line, not uvicorn's closing "Application startup
+    failed"), and the fix for the case we know -- a database upgraded by a newer Prefect."""
+    lines = log.decode(errors="replace").splitlines()
+    causes = [line.strip() for line in lines if _EXCEPTION_LINE.match(line.strip())]
+    if any("Can't locate revision" in line for line in causes):
+        import prefect
+        from prefect.settings import get_current_settings
+
+        return (
+            f"Prefect's API server could not start: its database (in PREFECT_HOME="
+            f"{get_current_settings().home}) was upgraded by a newer Prefect than the "
+            f"{prefect.__version__} installed here, which cannot read it. Give sdcflow a "
+            "Prefect home of its own (e.g. PREFECT_HOME=~/.prefect-sdcflow), or set "
+            "PREFECT_API_URL to a server of the newer Prefect"
+        )
+    last = causes[-1] if causes else (lines[-1].strip() if lines else "")
+    return f"Prefect's API server exited with code {code} while starting" + (
+        f": {last[:300]}" if last else ""
+    )
 
 
 def _stop(process: subprocess.Popen) -> None:  # type: ignore[type-arg]

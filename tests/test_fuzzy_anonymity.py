@@ -222,6 +222,40 @@ def test_draw_distribution_is_the_smallest_set_holding_mass(survey, mass: float)
     assert part.expected_sizes.sum() == pytest.approx(len(X), rel=1e-12)
 
 
+def _truncate_rows_by_sorting(U: np.ndarray, mass: float):
+    """The reference: a stable sort of every row, its cumulative sum, ``nonzero``."""
+    order = np.argsort(-U, axis=1, kind="stable")
+    Us = np.take_along_axis(U, order, axis=1)
+    keep = (np.cumsum(Us, axis=1) - Us < mass) & (Us > 0.0)
+    r, j = np.nonzero(keep)
+    u = Us[r, j]
+    return r, order[r, j], u / np.bincount(r, weights=u, minlength=len(U))[r]
+
+
+@pytest.mark.parametrize("mass", [0.5, 0.9, 0.999, 1 - 1e-7, 1 - 1e-13])
+def test_draw_truncation_equals_sorting_every_row(mass: float) -> None:
+    """The kernel sorts only the entries that can be kept; its output is the full sort's,
+    bit for bit: on FCM memberships (m = 1.1 and 2), on rows with ties, with zeros (a record
+    on a centre), and on rows where few entries hold almost nothing (the whole-row path)."""
+    from sdcflow.tasks.fuzzy import _kernels
+    from sdcflow.tasks.fuzzy.fcm import memberships
+
+    rng = np.random.default_rng(7)
+    Z, V = rng.standard_normal((300, 4)), rng.standard_normal((60, 4))
+    V[0] = Z[0]  # record 0 sits on centre 0: one membership 1, the others 0
+    ties = np.full((5, 8), 1 / 8)
+    ties[1, :4] = 0.25
+    ties[1, 4:] = 0.0
+    flat = rng.dirichlet(np.full(50, 50.0), size=40)  # many small entries: whole-row sorts
+    spiky = rng.dirichlet(np.full(200, 0.02), size=40)
+    for U in (memberships(Z, V, m=1.1), memberships(Z, V, m=2.0), ties, flat, spiky):
+        U = np.ascontiguousarray(U)
+        for got, want in zip(
+            _kernels.truncate_rows(U, mass), _truncate_rows_by_sorting(U, mass), strict=True
+        ):
+            np.testing.assert_array_equal(got, want)
+
+
 def test_isolated_outliers_are_merged_not_collapsed() -> None:
     """Five gross outliers get a centre of their own at every c; lowering c alone fell to a
     single published centre (IL 100). Merging the few under-filled clusters keeps the

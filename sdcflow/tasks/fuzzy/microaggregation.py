@@ -178,14 +178,7 @@ def _draw_memberships(
         if s.mass >= 1.0:
             r, i = np.nonzero(U > 0.0)
             return r, i, U[r, i]
-        order = np.argsort(-U, axis=1, kind="stable")
-        Us = np.take_along_axis(U, order, axis=1)
-        before = np.cumsum(Us, axis=1) - Us  # mass held by the larger memberships
-        keep = (before < s.mass) & (Us > 0.0)
-        r, j = np.nonzero(keep)
-        i, u = order[r, j], Us[r, j]
-        total = np.bincount(r, weights=u, minlength=n)
-        return r, i, u / total[r]
+        return _k.truncate_rows(U, float(s.mass))
     from scipy.spatial import cKDTree
 
     Q = min(s.n_neighbors, c)

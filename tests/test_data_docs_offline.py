@@ -74,6 +74,8 @@ def test_pages_render_styled_in_a_browser_without_network(docs, tmp_path):
         assert browser.evaluate("getComputedStyle(document.querySelector('.navbar')).display") == (
             "flex"
         )
+        # Bootstrap's JS loaded on this jQuery (Bootstrap 4 throws at load on jQuery >= 4)
+        assert browser.evaluate("typeof jQuery.fn.collapse") == "function"
         # the validation list GE renders from embedded data: one row per validation
         rows = browser.evaluate(
             "document.querySelectorAll('.ge-index-page-validation-results-table tbody tr').length"

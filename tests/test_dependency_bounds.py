@@ -38,3 +38,17 @@ def test_pandas_4_is_excluded_while_duckdb_converts_timestamps_with_drop_inplace
     pandas = _requirement("pandas")
     assert not pandas.specifier.contains("4.0.0"), str(pandas)
     assert pandas.specifier.contains(pd.__version__), str(pandas)
+
+
+def test_jquery_is_capped_below_the_major_bootstrap_4_refuses():
+    """Data Docs load Bootstrap 4's JS bundle with jQuery from XStatic (``make_offline``);
+    the bundle throws at load on a jQuery major at or above its ``maxMajor`` (4), so no
+    collapsible or tooltip works. jQuery 4 is out; its XStatic package is the next release."""
+    import importlib.resources
+    import re
+
+    bundle = importlib.resources.files("xstatic.pkg.bootstrap") / "data/js/bootstrap.bundle.js"
+    (max_major,) = re.findall(r"\bmaxMajor = (\d+);", bundle.read_text(encoding="utf-8"))
+    jquery = _requirement("XStatic-jQuery")
+    assert not jquery.specifier.contains(f"{max_major}.0.0.0"), str(jquery)
+    assert jquery.specifier.contains("3.7.1.1"), str(jquery)

@@ -267,6 +267,27 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
 
 
 @pytest.mark.flow
+def test_many_pieces_run_in_bundles_with_the_same_release(tmp_path, prefect_api, monkeypatch):
+    """More pieces than TASK_RUNS_PER_WORKER per worker run as bundles of consecutive pieces,
+    one task run each (a task run costs its worker Prefect's bookkeeping): 8 cells on 2
+    workers at 2 task runs per worker are 4 task runs of 2 cells; the published files are
+    still byte for byte the local runner's, and the progress reaches 100 %."""
+    from sdcflow.tasks.steps import scale
+
+    monkeypatch.setattr(scale, "TASK_RUNS_PER_WORKER", 2)
+    common = {
+        "quasi_identifiers": QIS,
+        "method": {"name": "mdav", "k": 5, "cell_size": 100},
+        "checks": {"k_anonymity": 5, "max_information_loss": 40},
+        "seed": 11,
+    }
+    b = release_local_and_on_dask(tmp_path, 600, common)
+    names = _task_runs(json.loads((b / "manifest.json").read_text())["run_id"])
+    assert sum(n.startswith("mask-cell") for n in names) == 4  # 8 cells, 2 per task run
+    assert progress_artifacts(["survey-mask-cell-progress"]) == {"survey-mask-cell-progress": 100.0}
+
+
+@pytest.mark.flow
 def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefect_api):
     """benchmarks/scale.py at a tiny n (structure only, never a timed assertion): one
     ``sdcflow release --runner dask --dask-workers 1`` process, an embedded LocalCluster of

@@ -5,8 +5,9 @@ Under ``runner: dask`` the release flow runs with prefect-dask's ``DaskTaskRunne
 :func:`submitted_parts` as the core's map (:mod:`sdcflow.tasks.parallel`): every piece the
 core cuts -- a spatial cell to group (``mask-cell``), a part of the border search
 (``mask-border``), a chunk of the exact neighbour search of the loss's lower bound
-(``mask-bound``) -- is one :func:`run_part` task run submitted to the cluster, and receives
-that piece's data only. Cutting, assembling,
+(``mask-bound``) -- is one :func:`run_part` task run submitted to the cluster (or, when a
+step cuts many more pieces than the cluster has workers, one of a bundle of consecutive
+pieces: ``TASK_RUNS_PER_WORKER``), and receives that piece's data only. Cutting, assembling,
 and everything after the mask (edit rules, gates, publication) run in the flow's process on
 the assembled release, so every gate is computed over the whole release, and the pieces do
 not depend on the map: the labels are those of the local runner, record for record.
@@ -19,6 +20,7 @@ Which methods run under Dask is declared by the method (``Method.scale_out``);
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import socket
 import time
@@ -124,11 +126,24 @@ def on_dask() -> bool:
     return isinstance(context.task_runner, DaskTaskRunner)
 
 
+#: At most this many task runs per worker for one kind of piece: more pieces than that are
+#: run in bundles of consecutive pieces, one task run each. A task run costs its worker about
+#: 0.1-0.15 s of Prefect's bookkeeping (its states and logs sent to the API): the 256 cells
+#: of a million-record fuzzy release spent 39 s on it with one worker, one bundle of 16
+#: cells about 2 s. The pieces and their results are the same whatever the bundles.
+TASK_RUNS_PER_WORKER = 16
+
+
 @task(name="mask-part", **STEP)
 def run_part(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """One independent piece of the mask: ``fn(*args)`` on a worker (a cell to group, a part
     of the border search, a chunk of a neighbour query); it receives only that piece's data."""
     return fn(*args)
+
+
+def run_bundle(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Consecutive pieces in one task run: ``[fn(*args) for args in calls]``."""
+    return [fn(*args) for args in calls]
 
 
 @contextmanager
@@ -152,25 +167,41 @@ def _nothing_but_the_piece() -> Iterator[None]:
 
 
 def submitted_parts(
-    fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], label: str, release: str = ""
+    fn: Callable[..., Any],
+    calls: Sequence[tuple[Any, ...]],
+    label: str,
+    release: str = "",
+    workers: int = 0,
 ) -> list[Any]:
-    """A :data:`~sdcflow.tasks.parallel.PartMap` that submits one task run per piece
+    """A :data:`~sdcflow.tasks.parallel.PartMap` that submits the pieces as task runs
     (``mask-<label>``: ``mask-cell``, ``mask-border``, ``mask-bound``) to the flow's task
-    runner and collects the results in the order of ``calls``. With ``release``, the pieces
-    done so far move a progress artifact (``<release>-mask-<label>-progress``) and the
-    command line's bar as each one ends."""
+    runner and collects the results in the order of ``calls``: one task run per piece, or,
+    with more than ``TASK_RUNS_PER_WORKER`` pieces per worker (``workers``; 0: unknown,
+    never bundle), bundles of consecutive pieces. With ``release``, the pieces done so far
+    move a progress artifact (``<release>-mask-<label>-progress``) and the command line's
+    bar as each task run ends."""
+    per = -(-len(calls) // (TASK_RUNS_PER_WORKER * workers)) if workers > 0 else 1
+    bounds = [*range(0, len(calls), max(per, 1)), len(calls)]
+    spans = list(itertools.pairwise(bounds))
     runner = run_part.with_options(name=f"mask-{label}")
     with _nothing_but_the_piece():
-        futures = [runner.submit(fn, args) for args in calls]
+        if per <= 1:
+            futures = [runner.submit(fn, args) for args in calls]
+        else:
+            futures = [runner.submit(run_bundle, (fn, calls[lo:hi])) for lo, hi in spans]
+    names = [f"{label} {lo + 1}" if hi - lo == 1 else f"{label}s {lo + 1}-{hi}" for lo, hi in spans]
     if release:
-        progress = Progress(
-            release, f"mask-{label}", [f"{label} {i + 1}" for i in range(len(calls))]
-        )
+        progress = Progress(release, f"mask-{label}", names)
         index = {id(future): i for i, future in enumerate(futures)}
         for future in as_completed(futures):
-            progress.advance(f"{label} {index[id(future)] + 1}")
-    results = [future.result() for future in futures]
-    get_run_logger().info("ran %d %s pieces as task runs on the cluster", len(futures), label)
+            progress.advance(names[index[id(future)]])
+    if per <= 1:
+        results = [future.result() for future in futures]
+    else:
+        results = [r for future in futures for r in future.result()]
+    get_run_logger().info(
+        "ran %d %s pieces as %d task runs on the cluster", len(calls), label, len(futures)
+    )
     return results
 
 
@@ -225,5 +256,6 @@ def scaled_out(warm: Sequence[PrefectFuture] = (), release: str = "") -> Iterato
     if not on_dask():
         yield False
         return
-    with part_map(functools.partial(submitted_parts, release=release)):
+    # warm_up submitted one piece per worker
+    with part_map(functools.partial(submitted_parts, release=release, workers=len(warm))):
         yield True

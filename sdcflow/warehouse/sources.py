@@ -6,6 +6,7 @@ import csv
 import errno
 import hashlib
 import os
+import re
 import stat
 from collections import Counter
 from collections.abc import Sequence
@@ -45,7 +46,7 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
             f"source file {source} is empty; it needs a header and records",
             code=Reason.SOURCE_EMPTY,
         )
-    header = _header(source, suffix)
+    header, delimiter = _header(source, suffix)
     # before DuckDB reads it: a file of a million columns would hold the run for hours
     check_count(len(header), MAX_SOURCE_COLUMNS, where=str(source), what="columns in the file")
     dupes = sorted(c for c, n in Counter(header).items() if n > 1)  # linear: a header can be huge
@@ -56,8 +57,13 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
         )
     tokens = sorted({"", *missing_values}) if missing_values else None
     if suffix == ".csv":
-        reader = "read_csv(?, header=true, nullstr=?)" if tokens else "read_csv(?, header=true)"
-        params: list[Any] = [str(source), tokens] if tokens else [str(source)]
+        # The delimiter is the header's, so that the duplicate-name and column-count checks
+        # above saw the columns DuckDB reads; the types are detected on every line
+        # (sample_size=-1): from a sample, a value past it was cast to the sample's type --
+        # 12.5 rounded to 13 in an integer column, a code 01234 read as the number 1234.
+        reader = "read_csv(?, header=true, delim=?, sample_size=-1"
+        reader += ", nullstr=?)" if tokens else ")"
+        params: list[Any] = [str(source), delimiter, *([tokens] if tokens else [])]
     else:
         reader, params = "read_parquet(?)", [str(source)]
     con = duckdb.connect(":memory:")
@@ -67,8 +73,15 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
             data = _null_tokens(con, data, tokens)
     except duckdb.Error as e:
         if suffix == ".csv":
-            _check_rectangular(source)  # names a ragged line, the usual cause
+            _check_rectangular(source, delimiter)  # names a ragged line, the usual cause
         first = str(e).splitlines()[0]
+        if "Invalid unicode" in str(e):  # past the header: a latin-1 or cp1252 file
+            line = re.search(r"on Line: (\d+)", first)
+            raise InputError(
+                f"{source} is not UTF-8 text{f' (line {line[1]})' if line else ''} (latin-1 or "
+                "cp1252 perhaps); convert it to UTF-8 CSV (iconv -f cp1252 -t utf-8)",
+                code=Reason.SOURCE_FORMAT,
+            ) from e
         raise InputError(
             f"cannot read {source}: {first[:200]}; check that it is valid {suffix}",
             code=Reason.SOURCE_FORMAT,
@@ -77,7 +90,7 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
         con.close()
     if suffix == ".csv" and data.num_columns < len(header):
         # The reader fell back to fewer columns than the header names: lines disagree.
-        _check_rectangular(source)
+        _check_rectangular(source, delimiter)
     if data.num_rows == 0:
         raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
     return data
@@ -168,47 +181,82 @@ def _check_is_file(source: Path) -> None:
         )
 
 
-def _check_rectangular(source: Path) -> None:
+def _check_rectangular(source: Path, delimiter: str) -> None:
     """Raise ``InputError`` naming the first line whose number of fields differs from the
     header's (a ragged CSV); return when every line agrees. Counts only, never a value."""
     try:
         with source.open(encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
+            reader = csv.reader(fh, delimiter=delimiter)
             header = next(reader, [])
             for row in reader:
                 if row and len(row) != len(header):
                     raise InputError(
                         f"{source} is ragged: line {reader.line_num} has {len(row)} fields "
                         f"where the header has {len(header)}; fix that line (a stray or missing "
-                        "comma, or an unquoted comma inside a value)",
+                        f"{_NAMES[delimiter]}, or an unquoted {_NAMES[delimiter]} inside a value)",
                         code=Reason.SOURCE_FORMAT,
                     )
     except (UnicodeDecodeError, csv.Error):
         return
 
 
-def _header(source: Path, suffix: str) -> list[str]:
+_DELIMITERS = (",", ";", "\t", "|")  # the first of those giving the most header fields wins
+_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "bar"}
+_MAGIC = {b"\x1f\x8b": "gzip-compressed", b"PAR1": "a Parquet file", b"PK\x03\x04": "a zip archive"}
+_FIXES = {
+    "gzip-compressed": "decompress it (gunzip) and point `source:` at the .csv",
+    "a Parquet file": "name it .parquet",
+    "a zip archive": "unzip it, or save a spreadsheet as UTF-8 CSV",
+}
+
+
+def _header(source: Path, suffix: str) -> tuple[list[str], str]:
+    """The header's column names and (for CSV) its delimiter: of comma, semicolon, tab and
+    bar, the one that cuts the header into the most fields (comma when none does)."""
     if suffix == ".csv":
-        try:
-            with source.open(encoding="utf-8", newline="") as fh:
-                return next(csv.reader(fh), [])
-        except UnicodeDecodeError as e:
+        with source.open("rb") as fh:
+            magic = fh.read(4)
+        for start, what in _MAGIC.items():
+            if magic.startswith(start):
+                raise InputError(
+                    f"{source} is {what}, not CSV text; {_FIXES[what]}",
+                    code=Reason.SOURCE_FORMAT,
+                )
+        best: tuple[list[str], str] = ([], ",")
+        error: csv.Error | None = None
+        for delimiter in _DELIMITERS:
+            try:
+                with source.open(encoding="utf-8", newline="") as fh:
+                    names = next(csv.reader(fh, delimiter=delimiter), [])
+            except UnicodeDecodeError as e:
+                raise InputError(
+                    f"{source} is not UTF-8 text (latin-1 or cp1252 perhaps); convert it to "
+                    "UTF-8 CSV (iconv -f cp1252 -t utf-8)",
+                    code=Reason.SOURCE_FORMAT,
+                ) from e
+            except csv.Error as e:  # a header field over csv's 131072-character limit
+                error = error or e  # (cut at another delimiter, it may be fine)
+                continue
+            if len(names) > len(best[0]):
+                best = (names, delimiter)
+        if not best[0] and error is not None:
             raise InputError(
-                f"{source} is not UTF-8 text; convert it to UTF-8 CSV", code=Reason.SOURCE_FORMAT
-            ) from e
-        except csv.Error as e:  # a header field over csv's 131072-character limit
-            raise InputError(
-                f"cannot read the header of {source}: {str(e)[:200]}; check that it is valid .csv",
+                f"cannot read the header of {source}: {str(error)[:200]}; check that it is "
+                "valid .csv",
                 code=Reason.SOURCE_FORMAT,
-            ) from e
+            ) from error
+        return best
     try:
-        return list(pq.read_schema(source).names)
+        return list(pq.read_schema(source).names), ","
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(
             f"cannot read {source}: not a valid Parquet file ({e})", code=Reason.SOURCE_FORMAT
         ) from e
 
 
+# a number with a decimal comma, thousands separators (. , ' or space) or a percent sign
+_FORMATTED_NUMBER = r"[-+]?(\d+,\d+|\d{1,3}([.,' ]\d{3})+([.,]\d+)?|\d+([.,]\d+)?\s?%)"
+_FORMATTED_SQL = "'" + _FORMATTED_NUMBER.replace("'", "''") + "'"
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
 _UNSIGNED = ("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT")
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", *_UNSIGNED)
@@ -224,8 +272,11 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
     "nonfinite": {column: count of inf/NaN}, "numeric_text": {column: count}}`` for the
     requested ``columns`` that exist (``types`` covers every column of the file);
     ``numeric_text`` counts, in the text columns, the values that read as numbers (a column
-    of numbers with an undeclared missing-value token reads as text). Counts only: no value
-    leaves this function.
+    of numbers with an undeclared missing-value token reads as text), and
+    ``formatted_numbers`` those written as numbers the reader does not take: a decimal
+    comma (``12,5``), thousands separators (``1.234,56``, ``1,234``) or a percent sign
+    (``12 %``), which leave a column of numbers as text. Counts only: no value leaves this
+    function.
     """
     con = duckdb.connect(":memory:")
     try:
@@ -238,19 +289,26 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
             [f"count(*) - count({quote_identifier(c)})" for c in present]
             + [f"count_if(NOT isfinite(CAST({quote_identifier(c)} AS DOUBLE)))" for c in numeric]
             + [f"count(TRY_CAST({quote_identifier(c)} AS DOUBLE))" for c in text]
+            + [
+                f"count_if(TRY_CAST({quote_identifier(c)} AS DOUBLE) IS NULL AND "
+                f"regexp_full_match(trim({quote_identifier(c)}), {_FORMATTED_SQL}))"
+                for c in text
+            ]
         )
         counts = con.execute(f"SELECT {', '.join(['count(*)', *exprs])} FROM src").fetchone()
     finally:
         con.close()
     missing = counts[1 : 1 + len(present)]
     nonfinite = counts[1 + len(present) : 1 + len(present) + len(numeric)]
-    numeric_text = counts[1 + len(present) + len(numeric) :]
+    at = 1 + len(present) + len(numeric)
+    numeric_text, formatted = counts[at : at + len(text)], counts[at + len(text) :]
     return {
         "rows": int(counts[0]),
         "types": types,
         "missing": {c: int(v) for c, v in zip(present, missing, strict=True)},
         "nonfinite": {c: int(v) for c, v in zip(numeric, nonfinite, strict=True)},
         "numeric_text": {c: int(v) for c, v in zip(text, numeric_text, strict=True)},
+        "formatted_numbers": {c: int(v) for c, v in zip(text, formatted, strict=True)},
     }
 
 

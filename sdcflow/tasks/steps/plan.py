@@ -76,6 +76,8 @@ class SourceProfile:
     missing : column -> missing values, for the columns the spec names.
     nonfinite : column -> infinite or NaN values, for the numeric ones among them.
     numeric_text : column -> values that read as numbers, for the text ones among them.
+    formatted_numbers : column -> values written as numbers with a decimal comma, thousands
+        separators or a percent sign, for the text ones among them.
     """
 
     rows: int
@@ -83,6 +85,7 @@ class SourceProfile:
     missing: dict[str, int]
     nonfinite: dict[str, int]
     numeric_text: dict[str, int] = field(default_factory=dict)
+    formatted_numbers: dict[str, int] = field(default_factory=dict)
 
 
 class ReleasePlan(BaseModel):
@@ -525,6 +528,19 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
         declared = decl.type if decl is not None else None
         present = profile.rows - profile.missing.get(name, 0)
         numeric_text = profile.numeric_text.get(name, 0)
+        formatted = profile.formatted_numbers.get(name, 0)
+        if detected == "nominal" and declared is None and formatted >= 0.5 * present > 0:
+            # 12,5 or 1.234 or 12 % read as text: the key would be masked as categories and
+            # its unsuppressed values published exactly
+            raise InputError(
+                f"{src}: quasi-identifier {name} reads as text, but {formatted} of its "
+                f"{present} values are numbers written with a decimal comma, thousands "
+                "separators or a percent sign; write them with a decimal point and no "
+                f"separators (1234.56) in the source, or declare it categorical ({{name: "
+                f"{name}, type: nominal}})",
+                code=Reason.COLUMN_TYPE,
+                field=name,
+            )
         if detected == "nominal" and declared is None and 0 < numeric_text < present:
             if numeric_text >= 0.5 * present:
                 raise InputError(

@@ -1,0 +1,111 @@
+"""Source files as statistical offices have them: European and tab-separated CSV, codes with
+leading zeros, values past the type detector's sample, files that are not CSV text."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from errorline import cli_error
+
+from sdcflow.errors import InputError, Reason
+from sdcflow.flows.cli import main
+from sdcflow.warehouse.sources import read_source
+
+PAST_SAMPLE = 25_000  # DuckDB's type detector sampled 20 480 lines
+
+
+def test_codes_with_leading_zeros_past_the_sample_stay_text(tmp_path):
+    # Before: the column was typed BIGINT from the first lines and 00100 became 100.
+    lines = [f"{10000 + i},1" for i in range(PAST_SAMPLE)] + ["00100,2", "01234,3"]
+    (tmp_path / "pc.csv").write_text("postcode,x\n" + "\n".join(lines) + "\n")
+    data = read_source(tmp_path / "pc.csv")
+    assert pa.types.is_string(data.schema.field("postcode").type)
+    assert data.column("postcode").to_pylist()[-2:] == ["00100", "01234"]
+
+
+def test_decimals_past_the_sample_are_not_rounded(tmp_path):
+    # Before: 199.5 past the sample was read as the integer 200, silently.
+    lines = [f"{i},1" for i in range(PAST_SAMPLE)] + ["199.5,2"]
+    (tmp_path / "a.csv").write_text("a,x\n" + "\n".join(lines) + "\n")
+    assert read_source(tmp_path / "a.csv").column("a").to_pylist()[-1] == 199.5
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_duplicate_names_in_a_semicolon_or_tab_file_are_refused(tmp_path, sep):
+    # Before: only a comma header was checked; DuckDB renamed the second `a` to `a_1`.
+    (tmp_path / "d.csv").write_text(sep.join("aab") + "\n" + sep.join("123") + "\n")
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "d.csv")
+    assert e.value.code is Reason.SOURCE_COLUMNS
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_a_ragged_semicolon_file_is_named_as_ragged(tmp_path, late):
+    # Before: read as one column `a;b;c` (the spec's columns "not in the file"), or an
+    # unexplained reader error when the short line came past the sample.
+    good = ["1;2;3"] * (PAST_SAMPLE if late else 1)
+    (tmp_path / "r.csv").write_text("\n".join(["a;b;c", *good, "4;5", "7;8;9"]) + "\n")
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "r.csv")
+    assert e.value.code is Reason.SOURCE_FORMAT
+
+
+def test_a_semicolon_file_reads_its_columns(tmp_path):
+    (tmp_path / "s.csv").write_text('pc;a;city\r\n01234;-1.5e3;Zürich\r\n00501;2;"Köln; Nord"\r\n')
+    data = read_source(tmp_path / "s.csv")
+    assert data.column_names == ["pc", "a", "city"]
+    assert data.column("pc").to_pylist() == ["01234", "00501"]
+    assert data.column("a").to_pylist() == [-1500.0, 2.0]
+    assert data.column("city").to_pylist() == ["Zürich", "Köln; Nord"]
+
+
+def test_a_gzip_or_parquet_file_named_csv_is_a_format_error(tmp_path):
+    (tmp_path / "g.csv").write_bytes(gzip.compress(b"a,b\n1,2\n"))
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "p.csv")
+    for name in ("g.csv", "p.csv"):
+        with pytest.raises(InputError) as e:
+            read_source(tmp_path / name)
+        assert e.value.code is Reason.SOURCE_FORMAT, name
+
+
+def test_latin1_past_the_first_block_is_a_format_error(tmp_path):
+    text = "city,x\n" + "Zurich,1\n" * PAST_SAMPLE + "Zürich,2\n"
+    (tmp_path / "l.csv").write_bytes(text.encode("latin-1"))
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "l.csv")
+    assert e.value.code is Reason.SOURCE_FORMAT
+
+
+def _spec(tmp: Path, rows: list[str], sep: str = ";") -> Path:
+    (tmp / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = {
+        "release": "euro",
+        "source": "data.csv",
+        "quasi_identifiers": ["age", "income"],
+        "method": {"name": "mdav", "k": 3},
+    }
+    (tmp / "release.yaml").write_text(yaml.safe_dump(spec))
+    return tmp / "release.yaml"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["1.234,56", "12,5", "880,00"],  # European: decimal comma, point for thousands
+        ["1 234,5", "12,5", "99"],
+        ["12%", "7.5 %", "100%"],
+    ],
+)
+def test_a_key_of_numbers_with_a_decimal_comma_is_refused(tmp_path, capsys, values):
+    # Before: read as text, the key was masked as categories: most incomes suppressed and
+    # the others published exactly, with exit 0.
+    rows = ["age;income"] + [f"{20 + i % 40};{values[i % 3]}" for i in range(60)]
+    assert main(["check", str(_spec(tmp_path, rows))]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[:2] == (Reason.COLUMN_TYPE, "income"), err
+    assert not (tmp_path / "warehouse.duckdb").exists()

@@ -341,7 +341,8 @@ class Warehouse:
         Raises ``InputError`` (reason ``copy-pruned``) when retention dropped that table."""
         with self.connect(read_only=True) as con:
             try:
-                return con.sql(f"SELECT * FROM {table_name(schema, run_id)} ORDER BY {ROW_ID}").df()
+                rel = con.sql(f"SELECT * FROM {table_name(schema, run_id)} ORDER BY {ROW_ID}")
+                return _dates_as_dates(rel.df(), rel.columns, rel.types)
             except duckdb.CatalogException:
                 dropped = _dropped_at(con, schema, run_id)
                 if dropped is None:
@@ -546,6 +547,21 @@ class Warehouse:
         if status is not None:
             frame = frame[frame["status"] == status].head(limit).reset_index(drop=True)
         return frame.drop(columns=["host", "pid", "target"])
+
+
+def _dates_as_dates(
+    frame: pd.DataFrame, columns: Sequence[str], types: Sequence[Any]
+) -> pd.DataFrame:
+    """``frame`` with its DATE columns as ``datetime.date`` values (missing: None), as the
+    source's reader gave them: DuckDB's ``.df()`` turns them into midnight timestamps, whose
+    labels (``2021-06-10 00:00:00``) matched no category of the ordinal key the preflight
+    ordered (``2021-06-10``), and which were published as timestamps."""
+    for name, dtype in zip(columns, types, strict=True):
+        if str(dtype) == "DATE":
+            values = frame[name]
+            dates = values.dt.date.astype(object)
+            frame[name] = dates.where(values.notna(), None)
+    return frame
 
 
 def _dropped_at(con: duckdb.DuckDBPyConnection, schema: str, run_id: str) -> datetime | None:

@@ -76,6 +76,27 @@ def test_a_gzip_or_parquet_file_named_csv_is_a_format_error(tmp_path):
         assert e.value.code is Reason.SOURCE_FORMAT, name
 
 
+@pytest.mark.parametrize("time", ["", " 10:30:00"])
+def test_dates_whose_day_and_month_cannot_be_told_apart_are_refused(tmp_path, time):
+    # Before: 02/01/2024 was read as 2 January without a word, in an American file too.
+    (tmp_path / "d.csv").write_text(f"d,x\n02/01/2024{time},1\n04/03/2024{time},2\n,3\n")
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "d.csv")
+    assert (e.value.code, e.value.field) == (Reason.SOURCE_FORMAT, "d")
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("02/01/2024\n01/13/2024", dt.date(2024, 2, 1)),
+        ("02.01.2024\n25.03.2024", dt.date(2024, 1, 2)),
+    ],
+)
+def test_dates_a_day_above_12_disambiguates_are_read(tmp_path, text, day):
+    (tmp_path / "d.csv").write_text("d\n" + text + "\n")
+    assert read_source(tmp_path / "d.csv").column("d").to_pylist()[0] == day
+
+
 def test_latin1_past_the_first_block_is_a_format_error(tmp_path):
     text = "city,x\n" + "Zurich,1\n" * PAST_SAMPLE + "Zürich,2\n"
     (tmp_path / "l.csv").write_bytes(text.encode("latin-1"))

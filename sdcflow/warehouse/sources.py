@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sdcflow.errors import InputError, Reason
@@ -91,6 +92,8 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
     if suffix == ".csv" and data.num_columns < len(header):
         # The reader fell back to fewer columns than the header names: lines disagree.
         _check_rectangular(source, delimiter)
+    if suffix == ".csv":
+        _check_day_month(source, delimiter, data)
     if data.num_rows == 0:
         raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
     return data
@@ -179,6 +182,41 @@ def _check_is_file(source: Path) -> None:
         raise InputError(
             f"source {source} is not readable; fix its permissions", code=Reason.SOURCE_NOT_FILE
         )
+
+
+def _check_day_month(source: Path, delimiter: str, data: pa.Table) -> None:
+    """Refuse dates whose day and month cannot be told apart: written ``02/01/2024`` with no
+    day above 12 in the column, DuckDB reads them day first (2 January), silently, though
+    the file may be American (1 February). Counts only, never a value."""
+    dated = [
+        f.name
+        for f in data.schema
+        if pa.types.is_date(f.type) or (pa.types.is_timestamp(f.type) and f.type.tz is None)
+    ]
+    if not dated:
+        return
+    con = duckdb.connect(":memory:")
+    try:
+        formats = con.execute(
+            "SELECT DateFormat, TimestampFormat FROM sniff_csv(?, delim=?, header=true)",
+            [str(source), delimiter],
+        ).fetchone()
+    except duckdb.Error:
+        return
+    finally:
+        con.close()
+    if not any(f and "%d" in f and "%m" in f and not f.startswith("%Y") for f in formats or ()):
+        return
+    for name in dated:
+        days = pc.day(data.column(name))
+        if days.null_count < len(days) and pc.max(days).as_py() <= 12:
+            raise InputError(
+                f"{source}: column {name} holds dates written day and month first "
+                "(dd/mm/yyyy or mm/dd/yyyy) and no day above 12 tells which; write them as "
+                "yyyy-mm-dd in the source (or drop the column)",
+                code=Reason.SOURCE_FORMAT,
+                field=name,
+            )
 
 
 def _check_rectangular(source: Path, delimiter: str) -> None:

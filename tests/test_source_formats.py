@@ -166,3 +166,12 @@ def test_a_date_key_is_released(tmp_path, capsys):
     published = pq.read_table(tmp_path / "published" / "dates" / "data.parquet").to_pandas()
     assert len(published) == 48
     assert set(published["day"].dropna()) <= {r.split(",")[1] for r in rows[1:]}
+
+
+@pytest.mark.parametrize("digits", [20, 24, 40])
+def test_integers_beyond_64_bits_are_read_as_their_digits(tmp_path, digits):
+    # Before: HUGEINT (or BIGNUM) reached pandas as float64, and a kept 20-digit id was
+    # published as 1.0000000000000002e+19 for every record.
+    ids = [str(10 ** (digits - 1) + 7 * i + 1) for i in range(3)]
+    (tmp_path / "i.csv").write_text("id,x\n" + "".join(f"{v},{i}\n" for i, v in enumerate(ids)))
+    assert read_source(tmp_path / "i.csv").column("id").to_pylist() == ids

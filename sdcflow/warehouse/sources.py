@@ -69,7 +69,16 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
         reader, params = "read_parquet(?)", [str(source)]
     con = duckdb.connect(":memory:")
     try:
-        data = con.sql(f"SELECT * FROM {reader}", params=params).to_arrow_table()
+        relation = con.sql(f"SELECT * FROM {reader}", params=params)
+        wide = [c for c, t in zip(relation.columns, relation.types, strict=True) if str(t) in _WIDE]
+        if suffix == ".csv" and wide:
+            # Integers beyond 64 bits are identifiers, not quantities; as numbers they reached
+            # pandas as floats, and a kept 20-digit id was published as 1.0000000000000002e+19
+            relation = con.sql(
+                f"SELECT * FROM {reader[:-1]}, types=?)",
+                params=[*params, dict.fromkeys(wide, "VARCHAR")],
+            )
+        data = relation.to_arrow_table()
         if tokens and suffix != ".csv":
             data = _null_tokens(con, data, tokens)
     except duckdb.Error as e:
@@ -238,6 +247,7 @@ def _check_rectangular(source: Path, delimiter: str) -> None:
         return
 
 
+_WIDE = ("HUGEINT", "UHUGEINT", "BIGNUM")  # CSV integers over 64 bits: read as text
 _DELIMITERS = (",", ";", "\t", "|")  # the first of those giving the most header fields wins
 _NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "bar"}
 _MAGIC = {b"\x1f\x8b": "gzip-compressed", b"PAR1": "a Parquet file", b"PK\x03\x04": "a zip archive"}

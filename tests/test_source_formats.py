@@ -175,3 +175,20 @@ def test_integers_beyond_64_bits_are_read_as_their_digits(tmp_path, digits):
     ids = [str(10 ** (digits - 1) + 7 * i + 1) for i in range(3)]
     (tmp_path / "i.csv").write_text("id,x\n" + "".join(f"{v},{i}\n" for i, v in enumerate(ids)))
     assert read_source(tmp_path / "i.csv").column("id").to_pylist() == ids
+
+
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_a_title_line_above_the_header_is_refused_not_skipped(tmp_path, sep):
+    # Before: DuckDB skipped the title and took line 2 as the header, which the duplicate
+    # check had not seen (a, a came out as a, a_1); with the header's delimiter and no skip,
+    # a semicolon file with a title was one column of whole lines.
+    rows = ["Survey 2024, table 1" if sep == ";" else "Survey 2024", sep.join("aac"), "1;2;3"]
+    (tmp_path / "t.csv").write_text("\n".join(r.replace(";", sep) for r in rows) + "\n")
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "t.csv")
+    assert e.value.code is Reason.SOURCE_FORMAT
+
+
+def test_a_one_column_file_is_read(tmp_path):
+    (tmp_path / "o.csv").write_text("pc\n01234\n00501\n")
+    assert read_source(tmp_path / "o.csv").column("pc").to_pylist() == ["01234", "00501"]

@@ -58,11 +58,12 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
         )
     tokens = sorted({"", *missing_values}) if missing_values else None
     if suffix == ".csv":
-        # The delimiter is the header's, so that the duplicate-name and column-count checks
-        # above saw the columns DuckDB reads; the types are detected on every line
+        # The header is line 1 and the delimiter is its, so that the duplicate-name and
+        # column-count checks above saw the columns DuckDB reads (it skipped a title line
+        # and read the next as the header, unchecked). The types are detected on every line
         # (sample_size=-1): from a sample, a value past it was cast to the sample's type --
         # 12.5 rounded to 13 in an integer column, a code 01234 read as the number 1234.
-        reader = "read_csv(?, header=true, delim=?, sample_size=-1"
+        reader = "read_csv(?, header=true, delim=?, skip=0, sample_size=-1"
         reader += ", nullstr=?)" if tokens else ")"
         params: list[Any] = [str(source), delimiter, *([tokens] if tokens else [])]
     else:
@@ -236,6 +237,13 @@ def _check_rectangular(source: Path, delimiter: str) -> None:
             reader = csv.reader(fh, delimiter=delimiter)
             header = next(reader, [])
             for row in reader:
+                if row and len(header) == 1 < len(row):
+                    raise InputError(
+                        f"{source}: line 1 is not a header: it has one field and line "
+                        f"{reader.line_num} has {len(row)}; remove any title lines above the "
+                        "column names",
+                        code=Reason.SOURCE_FORMAT,
+                    )
                 if row and len(row) != len(header):
                     raise InputError(
                         f"{source} is ragged: line {reader.line_num} has {len(row)} fields "
@@ -287,6 +295,8 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
                 continue
             if len(names) > len(best[0]):
                 best = (names, delimiter)
+        if len(best[0]) == 1:  # one column, or a title line: the next line's delimiter
+            best = (best[0], _second_line_delimiter(source))
         if not best[0] and error is not None:
             raise InputError(
                 f"cannot read the header of {source}: {str(error)[:200]}; check that it is "
@@ -305,6 +315,24 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
 # a number with a decimal comma, thousands separators (. , ' or space) or a percent sign
 _FORMATTED_NUMBER = r"[-+]?(\d+,\d+|\d{1,3}([.,' ]\d{3})+([.,]\d+)?|\d+([.,]\d+)?\s?%)"
 _FORMATTED_SQL = "'" + _FORMATTED_NUMBER.replace("'", "''") + "'"
+
+
+def _second_line_delimiter(source: Path) -> str:
+    """Of the delimiters, the one cutting the file's second record into the most fields."""
+    best, most = ",", 1
+    for delimiter in _DELIMITERS:
+        try:
+            with source.open(encoding="utf-8", newline="") as fh:
+                reader = csv.reader(fh, delimiter=delimiter)
+                next(reader, None)
+                fields = len(next(reader, []))
+        except (UnicodeDecodeError, csv.Error):
+            continue
+        if fields > most:
+            best, most = delimiter, fields
+    return best
+
+
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
 _UNSIGNED = ("UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT")
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", *_UNSIGNED)

@@ -192,3 +192,31 @@ def test_a_title_line_above_the_header_is_refused_not_skipped(tmp_path, sep):
 def test_a_one_column_file_is_read(tmp_path):
     (tmp_path / "o.csv").write_text("pc\n01234\n00501\n")
     assert read_source(tmp_path / "o.csv").column("pc").to_pylist() == ["01234", "00501"]
+
+
+def test_a_kept_decimal_a_float_cannot_hold_is_refused(tmp_path, capsys):
+    # Before: the warehouse handed DECIMAL(38,10) on as float64, and the "unchanged" column
+    # was published rounded to about 15 digits (exit 0).
+    import decimal
+
+    n = 30
+    amounts = [decimal.Decimal(f"12345678901.{i:010d}") for i in range(n)]
+    table = pa.table(
+        {
+            "age": [20 + i % 3 for i in range(n)],
+            "amount": pa.array(amounts, pa.decimal128(38, 10)),
+        }
+    )
+    pq.write_table(table, tmp_path / "d.parquet")
+    spec = {
+        "release": "dec",
+        "source": "d.parquet",
+        "quasi_identifiers": ["age"],
+        "keep": ["amount"],
+        "method": {"name": "mdav", "k": 3},
+        "checks": {"keep_k_anonymity": 1},
+        "accept": {"looser_checks": ["keep_k_anonymity"]},
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "release.yaml")]) == 2
+    assert cli_error(capsys.readouterr().err)[:2] == (Reason.COLUMN_TYPE, "amount")

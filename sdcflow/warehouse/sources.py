@@ -351,8 +351,9 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
     of numbers with an undeclared missing-value token reads as text), and
     ``formatted_numbers`` those written as numbers the reader does not take: a decimal
     comma (``12,5``), thousands separators (``1.234,56``, ``1,234``) or a percent sign
-    (``12 %``), which leave a column of numbers as text. Counts only: no value leaves this
-    function.
+    (``12 %``), which leave a column of numbers as text; ``inexact_decimals`` counts, in the
+    DECIMAL columns, the values a float64 does not hold exactly (the warehouse hands them on
+    as floats). Counts only: no value leaves this function.
     """
     con = duckdb.connect(":memory:")
     try:
@@ -361,6 +362,7 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
         present = [c for c in columns if c in types]
         numeric = [c for c in present if is_numeric_type(types[c])]
         text = [c for c in present if types[c] == "VARCHAR"]
+        decimal = [c for c in present if types[c].startswith("DECIMAL")]
         exprs = (
             [f"count(*) - count({quote_identifier(c)})" for c in present]
             + [f"count_if(NOT isfinite(CAST({quote_identifier(c)} AS DOUBLE)))" for c in numeric]
@@ -370,6 +372,11 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
                 f"regexp_full_match(trim({quote_identifier(c)}), {_FORMATTED_SQL}))"
                 for c in text
             ]
+            + [
+                f"count_if(TRY_CAST(CAST({quote_identifier(c)} AS DOUBLE) AS {types[c]}) "
+                f"IS DISTINCT FROM {quote_identifier(c)})"
+                for c in decimal
+            ]
         )
         counts = con.execute(f"SELECT {', '.join(['count(*)', *exprs])} FROM src").fetchone()
     finally:
@@ -377,7 +384,11 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
     missing = counts[1 : 1 + len(present)]
     nonfinite = counts[1 + len(present) : 1 + len(present) + len(numeric)]
     at = 1 + len(present) + len(numeric)
-    numeric_text, formatted = counts[at : at + len(text)], counts[at + len(text) :]
+    numeric_text, formatted = (
+        counts[at : at + len(text)],
+        counts[at + len(text) : at + 2 * len(text)],
+    )
+    inexact = counts[at + 2 * len(text) :]
     return {
         "rows": int(counts[0]),
         "types": types,
@@ -385,6 +396,7 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
         "nonfinite": {c: int(v) for c, v in zip(numeric, nonfinite, strict=True)},
         "numeric_text": {c: int(v) for c, v in zip(text, numeric_text, strict=True)},
         "formatted_numbers": {c: int(v) for c, v in zip(text, formatted, strict=True)},
+        "inexact_decimals": {c: int(v) for c, v in zip(decimal, inexact, strict=True)},
     }
 
 

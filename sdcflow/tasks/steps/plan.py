@@ -78,6 +78,7 @@ class SourceProfile:
     numeric_text : column -> values that read as numbers, for the text ones among them.
     formatted_numbers : column -> values written as numbers with a decimal comma, thousands
         separators or a percent sign, for the text ones among them.
+    inexact_decimals : column -> values a float64 does not hold, for the DECIMAL ones.
     """
 
     rows: int
@@ -86,6 +87,7 @@ class SourceProfile:
     nonfinite: dict[str, int]
     numeric_text: dict[str, int] = field(default_factory=dict)
     formatted_numbers: dict[str, int] = field(default_factory=dict)
+    inexact_decimals: dict[str, int] = field(default_factory=dict)
 
 
 class ReleasePlan(BaseModel):
@@ -306,6 +308,16 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
         raise InputError(
             f"{src}: column name {ROW_ID!r} is reserved by sdcflow; rename it",
             code=Reason.SOURCE_COLUMNS,
+        )
+    unchanged = [*spec.keep, *spec.sensitive]
+    inexact = {c: profile.inexact_decimals[c] for c in unchanged if profile.inexact_decimals.get(c)}
+    if inexact:  # published "unchanged", they would be published as the nearest floats
+        name, count = next(iter(inexact.items()))
+        raise InputError(
+            f"{src}: column {name} is published unchanged but {count} of its decimals have more "
+            "digits than a float holds (about 15); store it as text in the source, or round it",
+            code=Reason.COLUMN_TYPE,
+            field=name,
         )
     qis = set(spec.quasi_identifiers)
     infinite = {c: m for c, m in profile.nonfinite.items() if m and c in qis}

@@ -70,7 +70,8 @@ def test_a_semicolon_file_reads_its_columns(tmp_path):
 def test_a_gzip_or_parquet_file_named_csv_is_a_format_error(tmp_path):
     (tmp_path / "g.csv").write_bytes(gzip.compress(b"a,b\n1,2\n"))
     pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "p.csv")
-    for name in ("g.csv", "p.csv"):
+    (tmp_path / "c.parquet").write_text("a,b\n1,2\n")
+    for name in ("g.csv", "p.csv", "c.parquet"):
         with pytest.raises(InputError) as e:
             read_source(tmp_path / name)
         assert e.value.code is Reason.SOURCE_FORMAT, name

@@ -307,8 +307,21 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
     try:
         return list(pq.read_schema(source).names), ","
     except (pa.ArrowInvalid, OSError) as e:
+        with source.open("rb") as fh:
+            start = fh.read(4096)
+        for magic, what in _MAGIC.items():
+            if start.startswith(magic) and what != "a Parquet file":
+                hint = f"it is {what}: {_FIXES[what]}"
+                break
+        else:
+            try:
+                start.decode("utf-8")  # (a cut multi-byte character at 4096 is text too)
+                hint = "it is text: if it is CSV, name it .csv"
+            except UnicodeDecodeError as cut:
+                text = cut.start > len(start) - 4
+                hint = "it is text: if it is CSV, name it .csv" if text else str(e)
         raise InputError(
-            f"cannot read {source}: not a valid Parquet file ({e})", code=Reason.SOURCE_FORMAT
+            f"cannot read {source}: not a valid Parquet file ({hint})", code=Reason.SOURCE_FORMAT
         ) from e
 
 

@@ -221,3 +221,22 @@ def test_a_kept_decimal_a_float_cannot_hold_is_refused(tmp_path, capsys):
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     assert main(["check", str(tmp_path / "release.yaml")]) == 2
     assert cli_error(capsys.readouterr().err)[:2] == (Reason.COLUMN_TYPE, "amount")
+
+
+def test_weights_with_a_decimal_comma_are_refused_naming_the_column(tmp_path, capsys):
+    rows = ["age;w"] + [f"{20 + i % 4};{1 + i % 3},5" for i in range(30)]
+    spec = _spec(tmp_path, rows)
+    data = yaml.safe_load(spec.read_text())
+    spec.write_text(yaml.safe_dump({**data, "quasi_identifiers": ["age"], "weight_column": "w"}))
+    assert main(["check", str(spec)]) == 2
+    assert cli_error(capsys.readouterr().err)[:2] == (Reason.WEIGHTS, "w")
+
+
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_a_byte_order_mark_does_not_hide_a_duplicate_first_column(tmp_path, sep):
+    # Before: the header was read with the mark ("\ufeffa" != "a"); DuckDB strips it and
+    # renamed the second `a` to `a_1`.
+    (tmp_path / "b.csv").write_text(f"a{sep}a{sep}b\n1{sep}2{sep}3\n", encoding="utf-8-sig")
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "b.csv")
+    assert e.value.code is Reason.SOURCE_COLUMNS

@@ -282,7 +282,7 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
         error: csv.Error | None = None
         for delimiter in _DELIMITERS:
             try:
-                with source.open(encoding="utf-8", newline="") as fh:
+                with source.open(encoding="utf-8-sig", newline="") as fh:
                     names = next(csv.reader(fh, delimiter=delimiter), [])
             except UnicodeDecodeError as e:
                 raise InputError(

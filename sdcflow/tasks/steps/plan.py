@@ -177,7 +177,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     rules: list[Rule] = []
     constraints = feasibility = None
     if spec.edits or spec.rules_file is not None:
-        rules, feasibility = load_edit_rules(spec, profile.types)
+        rules, feasibility = load_edit_rules(spec, profile.types, profile.formatted_numbers)
         hard = [r for r in rules if r.severity == "error"]
         constraints = linear_constraints(hard, numeric_keys(keys))
         check_rules_checkable(spec, rules)
@@ -361,8 +361,19 @@ def _column_uses(node: Node) -> Iterator[tuple[str, str]]:
         yield node.column, "text" if isinstance(node.values[0], str) else "numeric"
 
 
+def formatted_note(count: int) -> str:
+    """Why a column of numbers reads as text, when ``count`` of its values say why."""
+    if not count:
+        return ""
+    return (
+        f" ({count} of its values are numbers written with a decimal comma, thousands "
+        "separators or a percent sign: write them with a decimal point and no separators, "
+        "1234.56)"
+    )
+
+
 def load_edit_rules(
-    spec: ReleaseSpec, types: Mapping[str, str]
+    spec: ReleaseSpec, types: Mapping[str, str], formatted: Mapping[str, int] | None = None
 ) -> tuple[list[Rule], FeasibilityReport]:
     """Parse and check the spec's edit rules against the source's columns.
 
@@ -371,6 +382,9 @@ def load_edit_rules(
     spec : ReleaseSpec
     types : mapping column -> DuckDB type
         Every column of the source (``profile_source(...)["types"]``).
+    formatted : mapping column -> count, optional
+        Values written as numbers with a decimal comma or separators, for text columns
+        (``SourceProfile.formatted_numbers``): named when such a column is used as a number.
 
     Returns
     -------
@@ -411,8 +425,9 @@ def load_edit_rules(
         for column, use in _column_uses(rule.node):
             numeric = is_numeric_type(types[column])
             if use == "numeric" and not numeric:
+                note = formatted_note((formatted or {}).get(column, 0))
                 raise RuleError(
-                    f"column {column!r} is {types[column]}, but the rule uses it as a number",
+                    f"column {column!r} is {types[column]}{note}, but the rule uses it as a number",
                     rule=rule.text,
                     name=rule.name,
                     hint="compare a text column with quoted values (region == 'N', "
@@ -743,8 +758,9 @@ def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> 
         return
     if not is_numeric_type(profile.types[w]):
         raise InputError(
-            f"{spec.source}: weight_column {w} is {profile.types[w]}, not numbers; give "
-            "sampling weights as positive numbers",
+            f"{spec.source}: weight_column {w} is {profile.types[w]}, not numbers"
+            f"{formatted_note(profile.formatted_numbers.get(w, 0))}; give sampling weights as "
+            "positive numbers",
             code=Reason.WEIGHTS,
             field=str(w),
         )

@@ -61,6 +61,23 @@ def progress_artifacts(keys: list[str]) -> dict[str, float]:
     return out
 
 
+def progress_descriptions(keys: list[str]) -> dict[str, str]:
+    """The description of the latest progress artifact of each key (see
+    :func:`progress_artifacts`)."""
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    body = {"artifacts": {"key": {"any_": keys}}, "limit": 50, "offset": 0,
+            "sort": "CREATED_DESC"}  # fmt: skip
+    response = httpx.post(f"{PREFECT_API_URL.value()}/artifacts/filter", json=body, timeout=30)
+    response.raise_for_status()
+    out: dict[str, str] = {}
+    for item in response.json():
+        if item["type"] == "progress":
+            out.setdefault(item["key"], item["description"] or "")
+    return out
+
+
 def expenditure_survey(n: int):
     """n records (expenditure 16 %, 7 %, total; seed 0) violating total = 1.16 a + 1.07 b by
     noise, and the linear rules: that equality and a >= 10. Shapes: X (n, 3), rules."""

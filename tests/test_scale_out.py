@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from survey import EXAMPLE, QIS, progress_artifacts, write_release
+from survey import EXAMPLE, QIS, progress_artifacts, progress_descriptions, write_release
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
@@ -285,6 +285,25 @@ def test_many_pieces_run_in_bundles_with_the_same_release(tmp_path, prefect_api,
     names = _task_runs(json.loads((b / "manifest.json").read_text())["run_id"])
     assert sum(n.startswith("mask-cell") for n in names) == 4  # 8 cells, 2 per task run
     assert progress_artifacts(["survey-mask-cell-progress"]) == {"survey-mask-cell-progress": 100.0}
+
+
+@pytest.mark.flow
+def test_pieces_of_each_stratum_say_which_stratum_they_are(tmp_path, prefect_api):
+    """With a categorical key the method runs once per stratum, and each stratum's cells
+    start their progress count again: the artifact and the bar name the stratum, so that
+    going back to 0 % says where the mask is instead of seeming to start over."""
+    common = {
+        "quasi_identifiers": [*QIS, "region"],
+        "method": {"name": "mdav", "k": 5, "cell_size": 100},
+        "checks": {"k_anonymity": 5},
+        "seed": 11,
+    }
+    b = release_local_and_on_dask(tmp_path, 600, common)
+    strata = json.loads((b / "manifest.json").read_text())["method_details"]["strata"]
+    assert strata > 1
+    key = "survey-mask-cell-progress"
+    assert progress_descriptions([key])[key].startswith(f"stratum {strata} of {strata}: cell")
+    assert progress_artifacts([key]) == {key: 100.0}
 
 
 @pytest.mark.flow

@@ -29,6 +29,7 @@ def serial_map(fn: Callable[..., Any], calls: Sequence[Call], label: str = "part
 
 
 _MAP: ContextVar[PartMap] = ContextVar("sdcflow_part_map", default=serial_map)
+_STAGE: ContextVar[str] = ContextVar("sdcflow_part_stage", default="")
 
 
 @contextmanager
@@ -48,6 +49,22 @@ def map_parts(fn: Callable[..., Any], calls: Sequence[Call], label: str = "part"
     if len(calls) <= 1:  # nothing to spread
         return serial_map(fn, calls, label)
     return _MAP.get()(fn, calls, label)
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Name the part of the work that the pieces mapped inside this block belong to (e.g.
+    ``stratum 2 of 5``, when a method runs once per stratum), for a map's progress reports."""
+    token = _STAGE.set(name)
+    try:
+        yield
+    finally:
+        _STAGE.reset(token)
+
+
+def current_stage() -> str:
+    """The name :func:`stage` set around this call, or ``""``."""
+    return _STAGE.get()
 
 
 def parallel() -> bool:

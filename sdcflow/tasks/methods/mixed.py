@@ -63,6 +63,7 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     group_representatives,
     heterogeneous_groups,
 )
+from sdcflow.tasks.parallel import stage
 from sdcflow.tasks.recoding.recode import recode
 from sdcflow.tasks.suppression.local import importance_rank, restore, strata_suppression
 from sdcflow.tasks.validation import check_k
@@ -111,14 +112,16 @@ def _strata(
     bounds = np.searchsorted(labels[order], np.arange(int(labels.max()) + 2))
     gaps = 0
     bounded: list[np.ndarray] = []  # strata whose method reports a loss bound (crisp)
-    for s in range(int(labels.max()) + 1):
+    count = int(labels.max()) + 1
+    for s in range(count):
         rows = order[bounds[s] : bounds[s + 1]]
         X = enc.numeric[rows]
         if np.isnan(X).any():
             released[rows] = _partial_mdav(X, k)
             gaps += 1
         else:
-            part = mask(X, enc.numeric_names, params, rng, constraints)
+            with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
+                part = mask(X, enc.numeric_names, params, rng, constraints)
             released[rows] = part.points
             if "lower_bound" in part.details:
                 bounded.append(rows)

@@ -35,7 +35,7 @@ from prefect.futures import PrefectFuture, as_completed
 from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.methods import METHODS, get_method
 from sdcflow.tasks.microaggregation.blocked import warm_mask
-from sdcflow.tasks.parallel import part_map
+from sdcflow.tasks.parallel import current_stage, part_map
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.progress import Progress
@@ -190,6 +190,8 @@ def submitted_parts(
         else:
             futures = [runner.submit(run_bundle, (fn, calls[lo:hi])) for lo, hi in spans]
     names = [f"{label} {lo + 1}" if hi - lo == 1 else f"{label}s {lo + 1}-{hi}" for lo, hi in spans]
+    if current_stage():  # e.g. once per stratum: say which, as the count starts again
+        names = [f"{current_stage()}: {name}" for name in names]
     if release:
         progress = Progress(release, f"mask-{label}", names)
         index = {id(future): i for i, future in enumerate(futures)}

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -304,6 +305,51 @@ def test_pieces_of_each_stratum_say_which_stratum_they_are(tmp_path, prefect_api
     key = "survey-mask-cell-progress"
     assert progress_descriptions([key])[key].startswith(f"stratum {strata} of {strata}: cell")
     assert progress_artifacts([key]) == {key: 100.0}
+
+
+def _piece_that_ends_its_worker(*args):
+    """A cell whose worker shuts down under it (as when every worker of a cluster dies)."""
+    import time
+
+    from distributed import get_worker
+
+    worker = get_worker()
+    worker.loop.add_callback(worker.close)
+    time.sleep(5)
+
+
+@pytest.mark.flow
+def test_a_cluster_whose_workers_all_died_fails_the_run_instead_of_waiting(
+    tmp_path, prefect_api, monkeypatch
+):
+    """An external cluster (``--dask-address``) whose only worker dies while a cell runs:
+    the pieces cannot run anywhere, and the run used to wait, "running", for ever. After
+    NO_WORKER_SECONDS without any worker it fails (exit 3) and publishes nothing."""
+    from distributed import LocalCluster
+
+    from sdcflow.tasks.microaggregation import blocked
+    from sdcflow.tasks.steps import scale
+
+    monkeypatch.setattr(scale, "NO_WORKER_SECONDS", 2.0)
+    monkeypatch.setattr(scale, "WATCH_SECONDS", 0.2)
+    monkeypatch.setattr(blocked, "group_cell", _piece_that_ends_its_worker)
+    spec = write_release(
+        tmp_path,
+        rows=300,
+        quasi_identifiers=QIS,
+        method={"name": "mdav", "k": 5, "cell_size": 100},
+        seed=11,
+    )
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        started = time.monotonic()
+        code = main(["release", str(spec), "--dask-address", cluster.scheduler_address])
+        assert time.monotonic() - started < 120
+    assert code == 3
+    assert not (tmp_path / "published").exists()
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT status FROM audit.runs").fetchall() == [("failed",)]
 
 
 @pytest.mark.flow

@@ -30,7 +30,7 @@ from typing import Any
 
 from prefect import get_run_logger, task
 from prefect.context import FlowRunContext, TaskRunContext
-from prefect.futures import PrefectFuture, as_completed
+from prefect.futures import PrefectFuture
 
 from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.methods import METHODS, get_method
@@ -192,10 +192,10 @@ def submitted_parts(
     names = [f"{label} {lo + 1}" if hi - lo == 1 else f"{label}s {lo + 1}-{hi}" for lo, hi in spans]
     if current_stage():  # e.g. once per stratum: say which, as the count starts again
         names = [f"{current_stage()}: {name}" for name in names]
-    if release:
-        progress = Progress(release, f"mask-{label}", names)
-        index = {id(future): i for i, future in enumerate(futures)}
-        for future in as_completed(futures):
+    progress = Progress(release, f"mask-{label}", names) if release else None
+    index = {id(future): i for i, future in enumerate(futures)}
+    for future in completed(futures, f"{label} pieces"):
+        if progress is not None:
             progress.advance(names[index[id(future)]])
     if per <= 1:
         results = [future.result() for future in futures]
@@ -205,6 +205,70 @@ def submitted_parts(
         "ran %d %s pieces as %d task runs on the cluster", len(calls), label, len(futures)
     )
     return results
+
+
+#: How long pieces wait on a cluster without any worker before the run fails: an embedded
+#: cluster restarts a dead worker within seconds, but an external cluster (``dask.address``)
+#: whose workers all died would hold the run "running" for ever.
+NO_WORKER_SECONDS = 300.0
+#: How often the wait looks at the cluster's workers while no piece ends.
+WATCH_SECONDS = 5.0
+
+
+class ClusterError(RuntimeError):
+    """The cluster has had no worker for ``NO_WORKER_SECONDS`` while pieces waited (the run
+    fails: exit 3, nothing published)."""
+
+
+def completed(futures: Sequence[PrefectFuture], what: str = "pieces") -> Iterator[PrefectFuture]:
+    """``futures`` as each one ends (in the order they end), watching the cluster meanwhile:
+    when it has had no worker at all for ``NO_WORKER_SECONDS`` (every worker of an external
+    cluster died, or its scheduler), raise :class:`ClusterError` instead of waiting for ever.
+    Futures of another runner are awaited in turn."""
+    if not futures:
+        return
+    from distributed import Future
+    from distributed import wait as dask_wait
+
+    pending = {}
+    for future in futures:
+        wrapped = getattr(future, "wrapped_future", None)
+        if not isinstance(wrapped, Future):
+            future.wait()
+            yield future
+            continue
+        pending[wrapped] = future
+    alone_since: float | None = None
+    while pending:
+        try:
+            done, _ = dask_wait(list(pending), timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        if done:
+            alone_since = None
+            for wrapped in [w for w in pending if w in done]:
+                yield pending.pop(wrapped)
+            continue
+        if _live_workers() > 0:
+            alone_since = None
+            continue
+        now = time.monotonic()
+        alone_since = now if alone_since is None else alone_since
+        if now - alone_since >= NO_WORKER_SECONDS:
+            raise ClusterError(
+                f"the Dask cluster has had no worker for {now - alone_since:.0f} s while "
+                f"{len(pending)} {what} waited; start workers on it (`dask worker "
+                "<scheduler address>`) and run the release again"
+            )
+
+
+def _live_workers() -> int:
+    """Workers the flow's cluster has now; 0 when its scheduler does not answer within 5 s."""
+    try:
+        client = FlowRunContext.get().task_runner.client
+        return len(client.nthreads(callback_timeout=5))
+    except Exception:
+        return 0
 
 
 def warm_up(spec: ReleaseSpec) -> list[PrefectFuture]:
@@ -253,8 +317,8 @@ def scaled_out(warm: Sequence[PrefectFuture] = (), release: str = "") -> Iterato
     """Inside this block, the mask's independent pieces run on the Dask cluster when the flow
     runs on one; yields whether it does. ``warm``: the futures of :func:`warm_up`, awaited
     here (they are done long before); ``release``: names the pieces' progress artifacts."""
-    for future in warm:
-        future.wait()
+    for _ in completed(warm, "warm-up pieces"):
+        pass
     if not on_dask():
         yield False
         return

@@ -6,7 +6,9 @@ to the numerical core (:mod:`sdcflow.tasks.measures`), which holds the formulas 
 references. DataFrames are matched by column name: the released frame must have every
 column of the original (point methods release the same columns); arrays by position. Rows
 are paired by position, or by row label when both frames (or the keys and the sensitive
-values) carry the same labels in another order.
+values) carry the same labels in another order; a released frame built from an array (a
+default ``RangeIndex``) is paired by position, and the same labels reordered with one repeated
+are refused (``Reason.DATA``).
 
 Missing values (NaN, None, ``pd.NA``, nullable dtypes) are counted as a release counts them,
 so that a figure here is the manifest's for the same records: for k-anonymity, l-diversity
@@ -28,6 +30,7 @@ command line.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -56,20 +59,34 @@ __all__ = [
 _NUMERIC_OBJECTS = {"integer", "floating", "mixed-integer-float", "decimal", "empty"}
 
 
-def _aligned(original: pd.DataFrame, other: Any) -> Any:
+def _aligned(original: pd.DataFrame, other: Any, which: str) -> Any:
     """``other`` in the original's row order when both carry the same row labels in another
     order (a released frame sorted, or a column picked from a reordered frame); otherwise
-    unchanged (rows are then paired by position, as the functions say)."""
+    unchanged (rows are then paired by position, as the functions say). A default
+    ``RangeIndex`` on ``other`` (a frame built from an array) carries no labels: it is paired
+    by position even when the original's labels are a shuffle of ``0..n-1``. The same labels
+    in another order with a label repeated cannot be paired: ``DataError`` (field ``which``).
+    """
     index = getattr(other, "index", None)
     if (
         index is None
         or index.equals(original.index)
-        or not (index.is_unique and original.index.is_unique)
         or len(index) != len(original.index)
-        or not index.isin(original.index).all()
+        or index.equals(pd.RangeIndex(len(index)))
     ):
         return other
-    return other.loc[original.index]
+    if index.is_unique and original.index.is_unique:
+        return other.loc[original.index] if index.isin(original.index).all() else other
+    if Counter(index) == Counter(original.index):
+        raise DataError(
+            f"the rows of {which} carry the original's labels in another order, with a label "
+            "repeated, so they cannot be paired by label, and pairing them by position would "
+            "measure other records; pass them in the original's row order, or give both "
+            "unique labels (reset_index(drop=True) on both before reordering)",
+            code=Reason.DATA,
+            field=which,
+        )
+    return other
 
 
 def _floats(data: Any, which: str) -> tuple[np.ndarray, list[str]]:
@@ -134,7 +151,7 @@ def _pair_with_missing(original: Any, released: Any) -> tuple[np.ndarray, np.nda
                 code=Reason.COLUMN_UNKNOWN,
                 field=str(missing[0]),
             )
-        released = _aligned(original, released[list(original.columns)])
+        released = _aligned(original, released[list(original.columns)], "released")
     X, labels = _floats(original, "original")
     Xm, _ = _floats(released, "released")
     if X.shape != Xm.shape:
@@ -223,7 +240,7 @@ def _sensitive_aligned(released: Any, sensitive: Any) -> Any:
             field="sensitive",
         )
     if isinstance(released, pd.DataFrame) and isinstance(sensitive, (pd.Series, pd.DataFrame)):
-        return _aligned(released, sensitive)
+        return _aligned(released, sensitive, "sensitive")
     return sensitive
 
 

@@ -95,3 +95,34 @@ def test_a_column_name_as_sensitive_is_refused_by_field():
         with pytest.raises(InputError) as e:
             measure(keys, "income")
         assert (e.value.code, e.value.field) == (Reason.PARAMETER, "sensitive")
+
+
+def test_a_release_from_an_array_is_paired_by_position_with_a_shuffled_original(pair):
+    """A default RangeIndex (a frame built from an array, a Series of values) carries no
+    labels: with an original whose labels are a shuffle of 0..n-1 the rows pair by position,
+    not reordered to the original's labels (which paired other records, silently)."""
+    original, released = pair
+    shuffled = original.set_axis(np.random.default_rng(0).permutation(len(original)))
+    from_array = pd.DataFrame(released.to_numpy(), columns=released.columns)
+    assert M.information_loss(shuffled, from_array) == M.information_loss(original, released)
+    assert M.record_linkage(shuffled, from_array) == M.record_linkage(original, released)
+    keys = pd.DataFrame({"g": ["x"] * 6 + ["y"] * 6}, index=shuffled.index)
+    sensitive = pd.Series(["s", "t"] * 3 + ["u"] * 6)
+    assert M.l_diversity(keys, sensitive) == 1
+
+
+def test_reordered_rows_with_a_repeated_label_are_refused(pair):
+    """Rows carrying the original's labels in another order with a label repeated cannot be
+    paired by label, and by position they would measure other records: refused."""
+    original, released = pair
+    twice = np.arange(12) % 6
+    original, released = original.set_axis(twice), released.set_axis(twice)
+    assert M.information_loss(original, released) == M.information_loss(*pair)
+    for measure in (M.information_loss, M.record_linkage):
+        with pytest.raises(InputError) as e:
+            measure(original, released.iloc[::-1])
+        assert (e.value.code, e.value.field) == (Reason.DATA, "released")
+    keys = pd.DataFrame({"g": ["x"] * 6 + ["y"] * 6}, index=twice)
+    with pytest.raises(InputError) as e:
+        M.l_diversity(keys, pd.Series(["s"] * 12, index=twice).iloc[::-1])
+    assert (e.value.code, e.value.field) == (Reason.DATA, "sensitive")

@@ -214,28 +214,67 @@ def _wait_healthy(process: subprocess.Popen, url: str, wait: float, log, httpx) 
 
 
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): .+$")
+# a URL's password (scheme://user:password@host) and password-like query values
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][\w+.-]*://[^\s:/@]*:)\S*@")  # up to the last @
+_SECRET_VALUE = re.compile(r"(?i)((?:password|passwd|pwd|secret|token|api_?key)=)[^\s&'\"]+")
+
+
+def _redacted(text: str) -> str:
+    """``text`` with the passwords of URLs and of ``password=`` values replaced by ``***``:
+    a server's exception line can quote its database URL."""
+    return _SECRET_VALUE.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
+
+
+def _database() -> tuple[str, bool]:
+    """The server's database, its password hidden, and whether it is the Prefect home's
+    default (``prefect.db`` there) rather than one configured by URL or driver settings."""
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    home = str(settings.home)
+    default = f"sqlite+aiosqlite:///{home}/prefect.db"
+    url = settings.server.database.connection_url
+    value = url.get_secret_value() if url is not None else default
+    if value == default:
+        return home, True
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(value).render_as_string(hide_password=True), False
+    except Exception:  # an unparsable URL: named with its password hidden as we can
+        return _redacted(value), False
 
 
 def _startup_failure(code: int, log: bytes) -> str:
     """What to tell the user when the server's process ended while starting: the cause
     from its log (the last exception line, not uvicorn's closing "Application startup
-    failed"), and the fix for the case we know -- a database upgraded by a newer Prefect."""
+    failed"), and the fix for the case we know -- a database upgraded by a newer Prefect.
+    Passwords in the log's line (a database URL) are hidden."""
     lines = log.decode(errors="replace").splitlines()
     causes = [line.strip() for line in lines if _EXCEPTION_LINE.match(line.strip())]
     if any("Can't locate revision" in line for line in causes):
         import prefect
-        from prefect.settings import get_current_settings
 
+        database, in_home = _database()
+        if in_home:
+            return (
+                f"Prefect's API server could not start: its database (in PREFECT_HOME="
+                f"{database}) was upgraded by a newer Prefect than the "
+                f"{prefect.__version__} installed here, which cannot read it. Give sdcflow a "
+                "Prefect home of its own (e.g. PREFECT_HOME=~/.prefect-sdcflow), or set "
+                "PREFECT_API_URL to a server of the newer Prefect"
+            )
         return (
-            f"Prefect's API server could not start: its database (in PREFECT_HOME="
-            f"{get_current_settings().home}) was upgraded by a newer Prefect than the "
-            f"{prefect.__version__} installed here, which cannot read it. Give sdcflow a "
-            "Prefect home of its own (e.g. PREFECT_HOME=~/.prefect-sdcflow), or set "
-            "PREFECT_API_URL to a server of the newer Prefect"
+            f"Prefect's API server could not start: its database ({database}, set by "
+            "PREFECT_SERVER_DATABASE_* settings) was upgraded by a newer Prefect than the "
+            f"{prefect.__version__} installed here, which cannot read it. Point "
+            "PREFECT_SERVER_DATABASE_CONNECTION_URL at a database of this Prefect (or unset "
+            "the database settings to use PREFECT_HOME's), or set PREFECT_API_URL to a "
+            "server of the newer Prefect"
         )
     last = causes[-1] if causes else (lines[-1].strip() if lines else "")
     return f"Prefect's API server exited with code {code} while starting" + (
-        f": {last[:300]}" if last else ""
+        f": {_redacted(last)[:300]}" if last else ""
     )
 
 

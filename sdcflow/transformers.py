@@ -248,8 +248,11 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
     transformer masks numeric keys (a release spec takes categorical ones too)."""
     if not frame.shape[1]:
         return np.empty((0, 0))
-    for column in frame.columns:  # booleans are nominal keys, as in a release spec
-        if pd.api.types.is_bool_dtype(frame[column].dtype):
+    for j, column in enumerate(frame.columns):  # booleans are nominal keys, as in a spec
+        col = frame.iloc[:, j]
+        if pd.api.types.is_bool_dtype(col.dtype) or (  # also True/False held as objects
+            col.dtype == object and any(isinstance(v, (bool, np.bool_)) for v in col)
+        ):
             raise DataError(
                 f"column {column} is boolean: the transformers mask numeric keys (a mean of "
                 "booleans is no boolean); release it as a categorical key with "

@@ -64,6 +64,21 @@ def test_nullable_and_boolean_columns(frame):
         assert (e.value.code, e.value.field) == (Reason.COLUMN_TYPE, "flag")
 
 
+def test_booleans_held_as_objects_are_refused_too(frame):
+    """True/False in an object column (df.astype(object), an object array) were averaged into
+    0.33, 0.67 as a numeric key, while a bool column is refused."""
+    keys = frame[["age", "income"]]
+    objects = keys.assign(flag=pd.Series([True, False] * 15, dtype=object))
+    with pytest.raises(InputError) as e:
+        MDAV(k=5).fit(objects)
+    assert (e.value.code, e.value.field) == (Reason.COLUMN_TYPE, "flag")
+    array = np.empty((30, 2), dtype=object)
+    array[:, 0], array[:, 1] = keys["age"].to_numpy(), [True, False] * 15
+    with pytest.raises(InputError) as e:
+        MDAV(k=5).fit(array)
+    assert (e.value.code, e.value.field) == (Reason.COLUMN_TYPE, "x1")
+
+
 def test_integer_columns_are_released_as_integers_as_a_release_publishes_them():
     """MDAV released integer keys as group means (age 69.8), the release publishes them
     rounded (precision 0): on Adult's four integer keys the notebook's IL was 3.91 % against

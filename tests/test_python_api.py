@@ -194,3 +194,14 @@ def test_preflight_errors_about_a_column_name_it_in_their_field(tmp_path, spec, 
     with pytest.raises(InputError) as e:
         sdcflow.release(body, publish=False, base_dir=tmp_path)
     assert (e.value.code, e.value.field) == (code, field)
+
+
+def test_a_reserved_column_name_is_named_in_the_error_field(tmp_path):
+    """The source's column named like sdcflow's row id was refused with field None."""
+    rows = [(30 + i % 7, i) for i in range(30)]
+    pd.DataFrame(rows, columns=["age", "sdc_row_id"]).to_csv(tmp_path / "data.csv", index=False)
+    body = {"release": "t", "source": "data.csv", "quasi_identifiers": ["age"],
+            "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    with pytest.raises(InputError) as e:
+        sdcflow.release(body, publish=False, base_dir=tmp_path)
+    assert (e.value.code, e.value.field) == (Reason.SOURCE_COLUMNS, "sdc_row_id")

@@ -308,6 +308,7 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
         raise InputError(
             f"{src}: column name {ROW_ID!r} is reserved by sdcflow; rename it",
             code=Reason.SOURCE_COLUMNS,
+            field=ROW_ID,
         )
     unchanged = [*spec.keep, *spec.sensitive]
     inexact = {c: profile.inexact_decimals[c] for c in unchanged if profile.inexact_decimals.get(c)}

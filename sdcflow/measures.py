@@ -7,8 +7,9 @@ references. DataFrames are matched by column name: the released frame must have 
 column of the original (point methods release the same columns); arrays by position. Rows
 are paired by position, or by row label when both frames (or the keys and the sensitive
 values) carry the same labels in another order; a released frame built from an array (a
-default ``RangeIndex``) is paired by position, and the same labels reordered with one repeated
-are refused (``Reason.DATA``).
+default ``RangeIndex``) is paired by position, and labels that cannot pair the rows (the same
+labels reordered with one repeated, some of the original's labels at other positions) are
+refused (``Reason.DATA``).
 
 Missing values (NaN, None, ``pd.NA``, nullable dtypes) are counted as a release counts them,
 so that a figure here is the manifest's for the same records: for k-anonymity, l-diversity
@@ -64,8 +65,9 @@ def _aligned(original: pd.DataFrame, other: Any, which: str) -> Any:
     order (a released frame sorted, or a column picked from a reordered frame); otherwise
     unchanged (rows are then paired by position, as the functions say). A default
     ``RangeIndex`` on ``other`` (a frame built from an array) carries no labels: it is paired
-    by position even when the original's labels are a shuffle of ``0..n-1``. The same labels
-    in another order with a label repeated cannot be paired: ``DataError`` (field ``which``).
+    by position even when the original's labels are a shuffle of ``0..n-1``. Refused
+    (``DataError``, field ``which``): the same labels in another order with a label repeated,
+    and some of the original's labels at other positions (both labelled, not all shared).
     """
     index = getattr(other, "index", None)
     if (
@@ -75,8 +77,24 @@ def _aligned(original: pd.DataFrame, other: Any, which: str) -> Any:
         or index.equals(pd.RangeIndex(len(index)))
     ):
         return other
+    shared = index.isin(original.index)
     if index.is_unique and original.index.is_unique:
-        return other.loc[original.index] if index.isin(original.index).all() else other
+        if shared.all():
+            return other.loc[original.index]
+        if (
+            shared.any()
+            and not original.index.equals(pd.RangeIndex(len(index)))
+            and (original.index[shared] != index[shared]).any()
+        ):
+            raise DataError(
+                f"the rows of {which} carry some of the original's labels, at other positions: "
+                "pairing them by position would pair records whose labels differ, and by label "
+                "some have no partner; pass the same records under the same labels (or "
+                "reset_index(drop=True) on both to pair them by position)",
+                code=Reason.DATA,
+                field=which,
+            )
+        return other
     if Counter(index) == Counter(original.index):
         raise DataError(
             f"the rows of {which} carry the original's labels in another order, with a label "

@@ -126,3 +126,18 @@ def test_reordered_rows_with_a_repeated_label_are_refused(pair):
     with pytest.raises(InputError) as e:
         M.l_diversity(keys, pd.Series(["s"] * 12, index=twice).iloc[::-1])
     assert (e.value.code, e.value.field) == (Reason.DATA, "sensitive")
+
+
+def test_rows_sharing_only_some_labels_at_other_positions_are_refused(pair):
+    """A reordered release with one label changed (only some labels shared) fell back to
+    pairing by position, silently measuring other records; a release under other labels
+    altogether, or beside an original with a default RangeIndex, still pairs by position."""
+    original, released = pair
+    relabelled = released.iloc[::-1].rename(index={released.index[-1]: 999})
+    with pytest.raises(InputError) as e:
+        M.information_loss(original, relabelled)
+    assert (e.value.code, e.value.field) == (Reason.DATA, "released")
+    figure = M.information_loss(original, released)
+    assert M.information_loss(original, released.set_axis(released.index + 1000)) == figure
+    sliced = released.set_axis(np.arange(5, 17))  # as df.iloc[5:17] beside a reset original
+    assert M.information_loss(original.reset_index(drop=True), sliced) == figure

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +20,13 @@ settings.register_profile("ci", deadline=None, derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# Every Prefect API the tests start (the command line's temporary one in the real-process
+# tests too) keeps its database in a Prefect home of the session's own, never in the
+# developer's ~/.prefect: the tests' runs would fill it, and a database that another Prefect
+# version has migrated there would fail every real-process test at the server's start.
+_PREFECT_HOME = tempfile.mkdtemp(prefix="sdcflow-tests-prefect-home-")
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
+atexit.register(shutil.rmtree, _PREFECT_HOME, ignore_errors=True)
 # Prefect's console handler keeps the stream pytest captured for the first test and writes
 # to it after pytest closed it; do not echo those handler errors into later tests' stderr.
 logging.raiseExceptions = False

@@ -23,6 +23,7 @@ import functools
 import itertools
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -224,30 +225,43 @@ def completed(futures: Sequence[PrefectFuture], what: str = "pieces") -> Iterato
     """``futures`` as each one ends (in the order they end), watching the cluster meanwhile:
     when it has had no worker at all for ``NO_WORKER_SECONDS`` (every worker of an external
     cluster died, or its scheduler), raise :class:`ClusterError` instead of waiting for ever.
-    Futures of another runner are awaited in turn."""
+    Futures of another runner are awaited in turn.
+
+    The futures' own done-callbacks wake the wait: not ``distributed.wait`` (it needs a
+    default client, which the flow's process does not have) nor Prefect's ``as_completed``
+    with a timeout (it arms ``SIGALRM`` in the main thread while the caller runs)."""
     if not futures:
         return
     from distributed import Future
-    from distributed import wait as dask_wait
 
-    pending = {}
+    pending: dict[int, PrefectFuture] = {}
+    ended: list[int] = []
+    lock = threading.Lock()
+    woken = threading.Event()
+
+    def ended_one(wrapped: Future) -> None:
+        with lock:
+            ended.append(id(wrapped))
+        woken.set()
+
     for future in futures:
         wrapped = getattr(future, "wrapped_future", None)
         if not isinstance(wrapped, Future):
             future.wait()
             yield future
             continue
-        pending[wrapped] = future
+        pending[id(wrapped)] = future
+        wrapped.add_done_callback(ended_one)
     alone_since: float | None = None
     while pending:
-        try:
-            done, _ = dask_wait(list(pending), timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")
-        except TimeoutError:
-            done = set()
-        if done:
+        if woken.wait(WATCH_SECONDS):
+            with lock:
+                batch = [i for i in ended if i in pending]
+                ended.clear()
+                woken.clear()
             alone_since = None
-            for wrapped in [w for w in pending if w in done]:
-                yield pending.pop(wrapped)
+            for i in batch:
+                yield pending.pop(i)
             continue
         if _live_workers() > 0:
             alone_since = None

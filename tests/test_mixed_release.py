@@ -183,6 +183,15 @@ def test_non_positive_weights(tmp_path, capsys):
     _one_line_refusal(capsys, spec, Reason.WEIGHTS, "weight")
 
 
+def test_weights_whose_total_overflows(tmp_path, capsys):
+    # Each weight is finite, but F (their sum over a key combination) would be infinite: the
+    # release used to fail in the mask step with an internal "Fk must be ... finite" error.
+    frame = people()
+    frame["weight"] = 1.7e308
+    spec = write_spec(tmp_path, frame)
+    _one_line_refusal(capsys, spec, Reason.WEIGHTS, "weight")
+
+
 def test_a_missing_token_that_is_also_a_level(tmp_path, capsys):
     spec = write_spec(
         tmp_path,

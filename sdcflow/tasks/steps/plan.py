@@ -753,7 +753,8 @@ def check_missing_numbers_fit_method(
 
 
 def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> None:
-    """The weight column is numeric, complete and positive. Raises ``InputError`` (WEIGHTS)."""
+    """The weight column is numeric, complete and positive, with a finite total. Raises
+    ``InputError`` (WEIGHTS)."""
     w = spec.weight_column
     if w is None:
         return
@@ -772,6 +773,15 @@ def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> 
         raise InputError(
             f"{spec.source}: weight_column {w} has {missing} missing and {bad} non-positive or "
             "infinite value(s); every record needs a positive sampling weight",
+            code=Reason.WEIGHTS,
+            field=str(w),
+        )
+    if not np.isfinite(values.sum()):
+        # Each weight is finite but their total is not: F (a sum of weights) would overflow.
+        raise InputError(
+            f"{spec.source}: weight_column {w} adds up to more than the largest number a "
+            "float holds, so the population estimates (sums of weights) would be infinite; "
+            "give sampling weights on a smaller scale",
             code=Reason.WEIGHTS,
             field=str(w),
         )

@@ -27,6 +27,16 @@ def test_individual_risk_by_hand():
     assert r[1] == pytest.approx(0.25 - 0.0625 * math.log(5))
 
 
+def test_weights_below_one_give_one_over_f_not_sdcmicros_figure_above_one():
+    # f = 1, F = 0.1: sdcMicro's formula with p = 10 gives 10/(-9) ln(0.1) = 2.5584 (> 1);
+    # sdcflow takes 1/f there, as where F = f (README, "Weights and risk").
+    # f = 3, F = 2: sdcMicro gives 1.5 / (3 + 0.5) = 0.4286; sdcflow 1/3.
+    # f = 2, F = 2.5 (weights 0.5 and 2): F > f, the formula: p = 0.8, 4 - 16 ln 1.25 = 0.4297
+    r = individual_risk(np.array([1, 3, 2]), np.array([0.1, 2.0, 2.5]))
+    assert r == pytest.approx([1.0, 1 / 3, 4 - 16 * math.log(1.25)], rel=1e-12)
+    assert r[2] == pytest.approx(0.42971, abs=1e-5)
+
+
 def test_without_weights_risk_is_one_over_f():
     assert individual_risk(np.array([1, 2, 5])) == pytest.approx([1.0, 0.5, 0.2])
 

@@ -37,6 +37,20 @@ def test_weights_below_one_give_one_over_f_not_sdcmicros_figure_above_one():
     assert r[2] == pytest.approx(0.42971, abs=1e-5)
 
 
+def test_f_two_with_F_barely_above_f_is_not_lost_to_cancellation():
+    # Weights 1 and 1.000000002 (f = 2, F = 2.000000002): p/(1-p) - (p/(1-p))^2 ln(1/p)
+    # subtracts two terms near 1e9 and gave 1.5, a "probability" above 1. By hand, with
+    # q = 1 - p: r = p - p^2 (1/2 + q/3 + ...) -> 1/2 as q -> 0; q = 1e-9 here.
+    F = np.array([2.000000002, 2.00000002, 2.0002])
+    r = individual_risk(np.array([2, 2, 2]), F)
+    q = (F - 2) / F
+    p = 1 - q
+    assert r == pytest.approx(p - p**2 * (1 / 2 + q / 3 + q**2 / 4), rel=1e-12)
+    assert r[0] == pytest.approx(0.5, abs=1e-9)
+    # f = 1 in the same place: p/(1-p) ln(1/p) -> 1
+    assert individual_risk(np.array([1]), np.array([1.000000001]))[0] == pytest.approx(1.0)
+
+
 def test_without_weights_risk_is_one_over_f():
     assert individual_risk(np.array([1, 2, 5])) == pytest.approx([1.0, 0.5, 0.2])
 

@@ -76,16 +76,24 @@ def individual_risk(fk: np.ndarray, Fk: np.ndarray | None = None) -> np.ndarray:
     if F.shape != f.shape or not np.all(np.isfinite(F)) or np.any(F <= 0):
         raise ParameterError("Fk must be one positive finite number per record, like fk")
     population = F <= f * (1 + 1e-12)
-    p = np.where(population, 0.5, f / F)  # [3] p_k = f_k / F_k (0.5: placeholder, replaced)
-    odds = p / (1.0 - p)
-    log_inv = np.log(1.0 / p)
+    # [3] p_k = f_k / F_k and q = 1 - p_k (0.5: placeholder, replaced), q from F - f so that
+    # it keeps its digits where F is barely above f; ln(1/p_k) from the smaller of the two.
+    p = np.where(population, 0.5, f / F)
+    q = np.where(population, 0.5, (F - f) / F)
+    log_inv = np.where(q < 0.5, -np.log1p(-q), -np.log(p))
+    # f_k = 2 as written, p/q - (p/q)^2 ln(1/p), subtracts two terms of order 1/q: where F
+    # exceeds f by a part in 1e9 it gave 1.5 instead of about 1/2. The same value without the
+    # cancellation: p - p^2 S, S = (ln(1/p) - q) / q^2 = sum_{j>=2} q^(j-2) / j.
+    small = q < 1e-3
+    series = sum(q**j / (j + 2) for j in range(8))
+    S = np.where(small, series, (log_inv - q) / np.where(small, 1.0, q) ** 2)
     r = np.where(
         f == 1,
-        odds * log_inv,  # [3] f_k = 1
+        p * log_inv / q,  # [3] f_k = 1: p/(1-p) ln(1/p)
         np.where(
             f == 2,
-            odds - odds**2 * log_inv,  # [3] f_k = 2
-            p / (f - (1.0 - p)),  # [3] f_k > 2
+            p - p**2 * S,  # [3] f_k = 2: p/(1-p) - (p/(1-p))^2 ln(1/p)
+            p / (f - q),  # [3] f_k > 2: p / (f_k - (1 - p))
         ),
     )
     return np.where(population, 1.0 / f, r)  # [2] r_k = 1/f_k where f_k = F_k

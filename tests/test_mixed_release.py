@@ -183,6 +183,25 @@ def test_non_positive_weights(tmp_path, capsys):
     _one_line_refusal(capsys, spec, Reason.WEIGHTS, "weight")
 
 
+def test_decimal_weights_a_float_does_not_hold(tmp_path, capsys):
+    # A Parquet DECIMAL(38, 20) weight of 12.34567890123456789012 was published as
+    # 12.345678901234567: changed, though weights are published unchanged (keep and
+    # sensitive DECIMAL columns of that kind were already refused).
+    from decimal import Decimal
+
+    frame = people(40)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    weights = [Decimal("12.34567890123456789012")] * 39 + [Decimal("7.5")]
+    table = table.set_column(
+        table.schema.get_field_index("weight"),
+        "weight",
+        pa.array(weights, type=pa.decimal128(38, 20)),
+    )
+    pq.write_table(table, tmp_path / "people.parquet")
+    spec = write_spec(tmp_path, frame, source="people.parquet")
+    _one_line_refusal(capsys, spec, Reason.WEIGHTS, "weight")
+
+
 def test_weights_whose_total_overflows(tmp_path, capsys):
     # Each weight is finite, but F (their sum over a key combination) would be infinite: the
     # release used to fail in the mask step with an internal "Fk must be ... finite" error.

@@ -766,6 +766,15 @@ def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> 
             code=Reason.WEIGHTS,
             field=str(w),
         )
+    inexact = profile.inexact_decimals.get(w, 0)
+    if inexact and w not in set(spec.quasi_identifiers):
+        # Published unchanged (as keep and sensitive columns): not as the nearest floats.
+        raise InputError(
+            f"{spec.source}: weight_column {w} is published unchanged but {inexact} of its "
+            "decimals have more digits than a float holds (about 15); round them in the source",
+            code=Reason.WEIGHTS,
+            field=str(w),
+        )
     values = data.column(w).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan)
     missing = int(np.isnan(values).sum())
     bad = int((~np.isnan(values) & ~(np.isfinite(values) & (values > 0))).sum())

@@ -154,3 +154,21 @@ def test_figures_of_complete_records_are_not_checked_when_no_record_is_complete(
     figures = measure(ctx, ["max_record_linkage", "max_pil", "max_cluster_loss_d1"])
     assert figures["max_record_linkage"] == 100.0
     assert np.isnan(figures["max_pil"]) and np.isnan(figures["max_cluster_loss_d1"])
+
+
+def test_a_figure_is_never_printed_equal_to_a_threshold_it_differs_from(capsys) -> None:
+    """With 6 significant digits a weighted risk of 0.004499441 against a threshold of
+    0.0044994405 printed "0.00449944 <= 0.00449944 FAIL": a true verdict that read as false.
+    The console, the log, the artifacts and the report take digits enough to tell them apart."""
+    from sdcflow.flows.cli import _print_outcome
+    from sdcflow.tasks.gates.base import GateOutcome, distinct_digits
+
+    o = GateOutcome("max_individual_risk", 0.004499441, 0.0044994405, "max", False, "risk")
+    figure, threshold = o.shown
+    assert (figure, threshold) == ("0.004499441", "0.0044994405")
+    assert distinct_digits(0.5, 0.5) == ("0.5", "0.5")
+    assert distinct_digits(7.7147, 25.0) == ("7.7147", "25")
+    assert distinct_digits(1.0, 1.0 + 2**-52) == ("1", "1.0000000000000002")
+    _print_outcome(SimpleNamespace(checks=[o]), False, checks_only=True)
+    line = capsys.readouterr().out
+    assert "0.004499441 <= 0.0044994405" in line and "FAIL" in line

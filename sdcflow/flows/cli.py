@@ -88,10 +88,8 @@ def _print_outcome(outcome, publish: bool, *, checks_only: bool = False) -> None
             _say(f"  {o.key:<34} {shown}  ({o.note})")
             continue
         note = f"  ({o.note})" if o.note else ""
-        _say(
-            f"  {o.key:<34} {o.figure:>12.6g} {o.rule} {o.threshold:<10.6g} {o.unit:<9} "
-            f"{o.verdict}{note}"
-        )
+        figure, threshold = o.shown
+        _say(f"  {o.key:<34} {figure:>12} {o.rule} {threshold:<10} {o.unit:<9} {o.verdict}{note}")
     if checks_only:  # a refusal: its one line goes to stderr
         return
     if getattr(outcome, "status", None) == "unchanged":

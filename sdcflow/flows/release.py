@@ -111,7 +111,7 @@ def _decision(failed: list[GateOutcome], publish: bool) -> str:
 def _refused(outcome: ReleaseOutcome) -> State:
     # A Failed final state ends the flow run Failed and raises ChecksFailed in the caller,
     # without logging a traceback for what is a decision, not a crash.
-    names = ", ".join(f"{o.key} ({o.figure:.6g} vs {o.threshold:.6g})" for o in outcome.failed)
+    names = ", ".join(f"{o.key} ({' vs '.join(o.shown)})" for o in outcome.failed)
     error = ChecksFailed(f"check(s) failed: {names}; nothing was published", outcome)
     return Failed(message=outcome.message, data=error)
 

@@ -178,6 +178,17 @@ class Gate:
         return figure >= threshold if self.direction == "min" else figure <= threshold
 
 
+def distinct_digits(figure: float, threshold: float, digits: int = 6) -> tuple[str, str]:
+    """``figure`` and ``threshold`` as text with ``digits`` significant digits, or with as
+    many more (up to 17) as tell them apart: a figure is never shown equal to a threshold it
+    differs from ("0.00449944 <= 0.00449944 FAIL" was a true verdict that read as false)."""
+    for p in range(digits, 18):
+        a, b = f"{figure:.{p}g}", f"{threshold:.{p}g}"
+        if a != b or figure == threshold:
+            return a, b
+    return repr(float(figure)), repr(float(threshold))
+
+
 @dataclass(frozen=True)
 class GateOutcome:
     """A gate's figure, threshold and verdict.
@@ -199,6 +210,11 @@ class GateOutcome:
     @property
     def rule(self) -> str:
         return ">=" if self.direction == "min" else "<="
+
+    @property
+    def shown(self) -> tuple[str, str]:
+        """The figure and the threshold as printed: digits enough to tell them apart."""
+        return distinct_digits(self.figure, self.threshold)
 
     @property
     def verdict(self) -> str:

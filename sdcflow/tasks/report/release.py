@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.tasks.gates import Evidence
+from sdcflow.tasks.gates.base import distinct_digits
 from sdcflow.tasks.measures.anonymity import match_counts
 from sdcflow.tasks.methods import MaskResult, MethodParams, get_method
 from sdcflow.tasks.report import plots
@@ -162,7 +163,7 @@ def checks_section(checks: Sequence[Mapping[str, Any]]) -> Section:
     )
     columns = ["check", "figure", "rule", "threshold", "unit", "verdict", "description"]
     rows = [
-        [r["check"], _figure(r), r["rule"], r["threshold"], r.get("unit", ""), r["verdict"],
+        [r["check"], *_figure_and_threshold(r), r.get("unit", ""), r["verdict"],
          r.get("description", "")]
         for r in checks
     ]  # fmt: skip
@@ -177,9 +178,14 @@ def checks_section(checks: Sequence[Mapping[str, Any]]) -> Section:
     )
 
 
-def _figure(row: Mapping[str, Any]) -> Any:
-    figure = row.get("figure")
-    return "not checked" if figure is None else figure
+def _figure_and_threshold(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(figure, rule, threshold) as the table shows them: digits enough to tell the figure
+    from the threshold."""
+    figure, threshold = row.get("figure"), row["threshold"]
+    if figure is None:
+        return "not checked", row["rule"], fmt(threshold)
+    shown, limit = distinct_digits(figure, threshold)
+    return shown, row["rule"], limit
 
 
 def edits_section(facts: ReleaseFacts) -> Section:

@@ -75,14 +75,9 @@ def check_release(
         if not o.checked:
             logger.info("check %s: %s -> %s", o.key, o.note, o.verdict)
             continue
+        figure, threshold = o.shown
         logger.info(
-            "check %s: %.6g %s %.6g %s -> %s",
-            o.key,
-            o.figure,
-            o.rule,
-            o.threshold,
-            o.unit,
-            o.verdict,
+            "check %s: %s %s %s %s -> %s", o.key, figure, o.rule, threshold, o.unit, o.verdict
         )
     extra = measure(ctx, [k for k in figures if k not in {o.key for o in outcomes}])
     evidence = gather_evidence(ctx)

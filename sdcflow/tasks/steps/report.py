@@ -14,6 +14,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from sdcflow.expectations.rules import Rule
 from sdcflow.tasks.gates import Evidence, GateOutcome
+from sdcflow.tasks.gates.base import distinct_digits
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.report.html import write_report
 from sdcflow.tasks.report.release import ReleaseFacts, RuleFacts, release_sections
@@ -72,8 +73,10 @@ def run_report(
     return path
 
 
-def _figure(value: float | None) -> str:
-    return "not checked" if value is None else f"{value:.6g}"
+def _figure_and_threshold(row: dict[str, Any]) -> tuple[str, str]:
+    if row["figure"] is None:
+        return "not checked", f"{row['threshold']:.6g}"
+    return distinct_digits(row["figure"], row["threshold"])
 
 
 @task(name="report-artifacts", **STEP)
@@ -90,9 +93,9 @@ def report_artifacts(
         "| check | figure | rule | threshold | unit | verdict |",
         "|---|---:|:-:|---:|---|:-:|",
         *(
-            f"| {r['check']} | {_figure(r['figure'])} | {r['rule']} | {r['threshold']:.6g} | "
-            f"{r['unit']} | {r['verdict']} |"
-            for r in rows
+            f"| {r['check']} | {figure} | {r['rule']} | {threshold} | {r['unit']} | "
+            f"{r['verdict']} |"
+            for r, (figure, threshold) in zip(rows, map(_figure_and_threshold, rows), strict=True)
         ),
         "",
         f"**Decision:** {decision}",

@@ -155,3 +155,28 @@ def test_python_release_returns_outcomes_and_raises_input_errors(tmp_path, prefe
     with pytest.raises(InputError) as bad_field:
         sdcflow.release({**body, "method": {"name": "mdav", "k": 1}}, base_dir=tmp_path)
     assert bad_field.value.code == Reason.SPEC_FIELD
+
+
+@pytest.mark.parametrize(
+    "extra, field, model",
+    [
+        ({"foo": 1}, "foo", "ReleaseSpec"),
+        ({"retention": {"keep_lst": 1}}, "retention.keep_lst", "RetentionSpec"),
+        ({"method": {"name": "mdav", "k": 5, "kk": 1}}, "method.kk", "mdav"),
+    ],
+)
+def test_an_unknown_key_is_refused_with_the_keys_allowed_there(tmp_path, extra, field, model):
+    # README: "Unknown keys ... are errors that list what is allowed"; they only said
+    # "Extra inputs are not permitted", leaving the user to guess the spelling.
+    from sdcflow.tasks.methods import METHODS
+    from sdcflow.tasks.spec import ReleaseSpec, RetentionSpec, spec_from_dict
+
+    base = {"release": "z", "source": "d.csv", "quasi_identifiers": ["x"]}
+    base["method"] = {"name": "mdav", "k": 5}
+    with pytest.raises(InputError) as e:
+        spec_from_dict({**base, **extra}, tmp_path)
+    assert e.value.code is Reason.SPEC_FIELD and e.value.field == field
+    cls = {"ReleaseSpec": ReleaseSpec, "RetentionSpec": RetentionSpec}.get(model)
+    allowed = [n for n, f in (cls or METHODS[model].params).model_fields.items() if not f.exclude]
+    listed = str(e.value).rsplit("allowed: ", 1)[1].split(" (got")[0].split(", ")
+    assert listed == allowed

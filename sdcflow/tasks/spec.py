@@ -13,7 +13,8 @@ import json
 import math
 import stat
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -303,7 +304,9 @@ class ReleaseSpec(BaseModel):
         try:
             return METHODS[name].params.model_validate(value)
         except ValidationError as e:
-            raise _NestedError(_join_errors(e), error_field(e)) from None
+            raise _NestedError(
+                _join_errors(e, model=METHODS[name].params), error_field(e)
+            ) from None
 
     @field_validator("checks")
     @classmethod
@@ -493,11 +496,51 @@ def error_field(error: ValidationError) -> str | None:
     return loc or None
 
 
-def _join_errors(error: ValidationError, prefix: str = "") -> str:
+def _field_type(tp: Any, part: str | int) -> Any:
+    """The type found at ``part`` inside ``tp`` (a model's field, a dict's value, a list's
+    item), looking through ``X | None``; None when there is none."""
+    args = [a for a in get_args(tp) if a is not type(None)]
+    if get_origin(tp) in (Union, UnionType):
+        for arg in args:
+            found = _field_type(arg, part)
+            if found is not None:
+                return found
+        return None
+    if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+        field = tp.model_fields.get(part)
+        return None if field is None else field.annotation
+    if get_origin(tp) is dict and isinstance(part, str) and len(args) == 2:
+        return args[1]
+    if get_origin(tp) is list and isinstance(part, int) and args:
+        return args[0]
+    return None
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys the mapping holding ``loc``'s last key accepts (empty when not a model)."""
+    tp: Any = model
+    for part in loc[:-1]:
+        tp = _field_type(tp, part)
+    candidates = [tp, *get_args(tp)] if get_origin(tp) in (Union, UnionType) else [tp]
+    for cand in candidates:
+        if isinstance(cand, type) and issubclass(cand, BaseModel):
+            return [n for n, f in cand.model_fields.items() if not f.exclude]
+    return []
+
+
+def _join_errors(
+    error: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+) -> str:
+    """One text for every error of ``error``; an unknown key lists the keys allowed where it
+    stands (``model``: the model validated, to find them)."""
     parts = []
     for err in error.errors():
         loc = ".".join(str(p) for p in err["loc"] if p != "__root__")
         msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden" and model is not None:
+            allowed = _allowed_keys(model, tuple(p for p in err["loc"] if p != "__root__"))
+            if allowed:
+                msg = f"unknown key; allowed: {', '.join(allowed)}"
         where = f"{prefix}{loc}" if loc else prefix.rstrip(".")
         bad = err.get("input")
         shown = "" if isinstance(bad, dict | list) or bad is None else f" (got {bad!r})"
@@ -537,7 +580,9 @@ def spec_from_dict(data: Any, base_dir: str | Path, where: str = "spec") -> Rele
         return ReleaseSpec.model_validate({**data, "base_dir": Path(base_dir).resolve()})
     except ValidationError as e:
         raise InputError(
-            f"{where}: {_join_errors(e)}", code=Reason.SPEC_FIELD, field=error_field(e)
+            f"{where}: {_join_errors(e, model=ReleaseSpec)}",
+            code=Reason.SPEC_FIELD,
+            field=error_field(e),
         ) from None
 
 

@@ -180,3 +180,23 @@ def test_an_unknown_key_is_refused_with_the_keys_allowed_there(tmp_path, extra, 
     allowed = [n for n, f in (cls or METHODS[model].params).model_fields.items() if not f.exclude]
     listed = str(e.value).rsplit("allowed: ", 1)[1].split(" (got")[0].split(", ")
     assert listed == allowed
+
+
+def test_every_option_of_every_subcommand_is_in_the_readme():
+    # `runs --warehouse`, `serve --name`, `compare --param/--intruder/--out` worked but the
+    # README a new user reads never named them.
+    import argparse
+    from pathlib import Path
+
+    from sdcflow.flows.cli import build_parser
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [
+        f"{name} {opt}"
+        for name, parser in sub.choices.items()
+        for action in parser._actions
+        for opt in action.option_strings
+        if opt.startswith("--") and opt != "--help" and opt not in readme
+    ]
+    assert missing == []

@@ -219,3 +219,32 @@ def test_every_parameter_of_every_method_is_in_the_readme_methods_table():
             f"{name}.{f}" for f in method.params.model_fields if f != "name" and f"`{f}" not in row
         ]
     assert missing == []
+
+
+def test_every_spec_field_and_measure_option_is_in_the_readme():
+    # recode's `labels` and `measures: transparency:` were accepted but never named.
+    from pathlib import Path
+
+    from sdcflow.tasks.fuzzy_mapping.params import FuzzyMapParams
+    from sdcflow.tasks.gates import MeasureOptions
+    from sdcflow.tasks.spec import (
+        Acceptances,
+        DaskSettings,
+        KeyDeclaration,
+        RecodeSpec,
+        ReleaseSpec,
+        RetentionSpec,
+        SuppressionSpec,
+    )
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    models = (ReleaseSpec, RetentionSpec, SuppressionSpec, RecodeSpec, DaskSettings)
+    models += (Acceptances, KeyDeclaration, FuzzyMapParams, MeasureOptions)
+    missing = [
+        f"{m.__name__}.{f}"
+        for m in models
+        for f, info in m.model_fields.items()
+        if not info.exclude and f != "key_types"  # the quasi_identifiers' mappings, parsed
+        if f"`{f}" not in readme and f"{f}:" not in readme
+    ]
+    assert missing == []

@@ -98,6 +98,35 @@ def test_dates_a_day_above_12_disambiguates_are_read(tmp_path, text, day):
     assert read_source(tmp_path / "d.csv").column("d").to_pylist()[0] == day
 
 
+def test_an_iso_date_column_beside_unambiguous_day_month_dates_is_read(tmp_path):
+    # Before: the file's day-first format made every date column suspect, and an ISO
+    # column with no day above 12 was refused though its text says which is the month.
+    rows = [f"{d:02d}/03/2024,2024-0{1 + d % 9}-0{1 + d % 9}" for d in range(1, 29)]
+    (tmp_path / "d.csv").write_text("a,b\n" + "\n".join(rows) + "\n")
+    assert str(read_source(tmp_path / "d.csv").column("b")[0])[:10] == "2024-02-02"
+
+
+def test_an_ambiguous_date_column_the_release_does_not_use_is_not_refused(tmp_path, capsys):
+    # Before: an honest file was refused (exit 2) for a column the release never publishes.
+    rows = ["age;income;when"] + [
+        f"{20 + i % 40};{1000 + 37 * i};0{1 + i % 9}/03/2024" for i in range(60)
+    ]
+    assert main(["check", str(_spec(tmp_path, rows))]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["a;b;c", "a\tb\tc", "a|b|c"])
+def test_a_quoted_header_name_holding_another_delimiter_keeps_the_comma(tmp_path, name):
+    # Before: the name cut the header at ; (or tab, bar) into more fields than the commas,
+    # and an honest comma file was refused as ragged.
+    (tmp_path / "q.csv").write_text(f'id,"{name}"\n1,2\n3,4\n')
+    assert read_source(tmp_path / "q.csv").column_names == ["id", name]
+
+
+def test_a_semicolon_file_whose_header_has_a_comma_in_a_name_is_read(tmp_path):
+    (tmp_path / "s.csv").write_text("id;a,b\n1;x\n2;y\n")
+    assert read_source(tmp_path / "s.csv").column_names == ["id", "a,b"]
+
+
 def test_latin1_past_the_first_block_is_a_format_error(tmp_path):
     text = "city,x\n" + "Zurich,1\n" * PAST_SAMPLE + "Zürich,2\n"
     (tmp_path / "l.csv").write_bytes(text.encode("latin-1"))

@@ -9,7 +9,7 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,11 @@ from sdcflow.limits import MAX_SOURCE_COLUMNS, check_count
 from sdcflow.warehouse.sql import quote_identifier
 
 
-def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa.Table:
+def read_source(
+    source: Path,
+    missing_values: Sequence[str] | None = None,
+    columns: Collection[str] | None = None,
+) -> pa.Table:
     """Read a CSV or Parquet file with DuckDB's readers, rejecting what cannot be trusted.
 
     ``missing_values`` are tokens read as missing (NULL) in every column: for CSV before the
@@ -32,7 +36,9 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
 
     Raises ``InputError`` for a missing, empty, corrupt or unsupported file and for duplicate
     column names (DuckDB would silently rename them, and the spec could then address the
-    wrong column).
+    wrong column). Dates whose day and month cannot be told apart are refused in the
+    ``columns`` given (every column when None): a column the release does not use is not
+    published, whatever DuckDB made of it.
     """
     source = Path(source)
     _check_is_file(source)
@@ -103,14 +109,16 @@ def read_source(source: Path, missing_values: Sequence[str] | None = None) -> pa
         # The reader fell back to fewer columns than the header names: lines disagree.
         _check_rectangular(source, delimiter)
     if suffix == ".csv":
-        _check_day_month(source, delimiter, data)
+        _check_day_month(source, delimiter, data, columns)
     if data.num_rows == 0:
         raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
     return data
 
 
 def read_source_hashed(
-    source: Path, missing_values: Sequence[str] | None = None
+    source: Path,
+    missing_values: Sequence[str] | None = None,
+    columns: Collection[str] | None = None,
 ) -> tuple[pa.Table, str]:
     """:func:`read_source`, and the sha256 of the file's bytes (hex), computed once here.
 
@@ -123,7 +131,7 @@ def read_source_hashed(
     source = Path(source)
     _check_is_file(source)  # a missing or odd source is named as such, before its identity
     before = _identity(source)
-    data = read_source(source, missing_values)
+    data = read_source(source, missing_values, columns)
     with source.open("rb") as fh:
         digest = hashlib.file_digest(fh, "sha256").hexdigest()
     if _identity(source) != before:
@@ -194,14 +202,19 @@ def _check_is_file(source: Path) -> None:
         )
 
 
-def _check_day_month(source: Path, delimiter: str, data: pa.Table) -> None:
+def _check_day_month(
+    source: Path, delimiter: str, data: pa.Table, columns: Collection[str] | None
+) -> None:
     """Refuse dates whose day and month cannot be told apart: written ``02/01/2024`` with no
     day above 12 in the column, DuckDB reads them day first (2 January), silently, though
-    the file may be American (1 February). Counts only, never a value."""
+    the file may be American (1 February). Only the ``columns`` given (all when None) whose
+    text is written day and month first: an ISO column beside them is not ambiguous.
+    Counts only, never a value."""
     dated = [
         f.name
         for f in data.schema
-        if pa.types.is_date(f.type) or (pa.types.is_timestamp(f.type) and f.type.tz is None)
+        if (pa.types.is_date(f.type) or (pa.types.is_timestamp(f.type) and f.type.tz is None))
+        and (columns is None or f.name in columns)
     ]
     if not dated:
         return
@@ -211,13 +224,23 @@ def _check_day_month(source: Path, delimiter: str, data: pa.Table) -> None:
             "SELECT DateFormat, TimestampFormat FROM sniff_csv(?, delim=?, header=true)",
             [str(source), delimiter],
         ).fetchone()
+        if not any(f and "%d" in f and "%m" in f and not f.startswith("%Y") for f in formats or ()):
+            return
+        counts = con.execute(  # the text as written: which columns are day and month first
+            "SELECT "
+            + ", ".join(
+                f"count_if(regexp_matches({quote_identifier(c)}, {_DAY_MONTH_SQL}))" for c in dated
+            )
+            + " FROM read_csv(?, header=true, delim=?, skip=0, all_varchar=true)",
+            [str(source), delimiter],
+        ).fetchone()
     except duckdb.Error:
         return
     finally:
         con.close()
-    if not any(f and "%d" in f and "%m" in f and not f.startswith("%Y") for f in formats or ()):
-        return
-    for name in dated:
+    for name, written in zip(dated, counts or (), strict=False):
+        if not written:
+            continue
         days = pc.day(data.column(name))
         if days.null_count < len(days) and pc.max(days).as_py() <= 12:
             raise InputError(
@@ -255,6 +278,7 @@ def _check_rectangular(source: Path, delimiter: str) -> None:
         return
 
 
+_DAY_MONTH_SQL = r"'^\s*\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}'"  # 02/01/2024, not 2024/01/02
 _WIDE = ("HUGEINT", "UHUGEINT", "BIGNUM")  # CSV integers over 64 bits: read as text
 _DELIMITERS = (",", ";", "\t", "|")  # the first of those giving the most header fields wins
 _NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "bar"}
@@ -268,7 +292,8 @@ _FIXES = {
 
 def _header(source: Path, suffix: str) -> tuple[list[str], str]:
     """The header's column names and (for CSV) its delimiter: of comma, semicolon, tab and
-    bar, the one that cuts the header into the most fields (comma when none does)."""
+    bar, the one that cuts the header into the most fields among those cutting the second
+    record into as many (else into the most fields; comma when none does)."""
     if suffix == ".csv":
         with source.open("rb") as fh:
             magic = fh.read(4)
@@ -279,11 +304,14 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
                     code=Reason.SOURCE_FORMAT,
                 )
         best: tuple[list[str], str] = ([], ",")
+        rank = (False, 0)
         error: csv.Error | None = None
         for delimiter in _DELIMITERS:
             try:
                 with source.open(encoding="utf-8-sig", newline="") as fh:
-                    names = next(csv.reader(fh, delimiter=delimiter), [])
+                    reader = csv.reader(fh, delimiter=delimiter)
+                    names = next(reader, [])
+                    second = next(reader, None)
             except UnicodeDecodeError as e:
                 raise InputError(
                     f"{source} is not UTF-8 text (latin-1 or cp1252 perhaps); convert it to "
@@ -293,8 +321,11 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
             except csv.Error as e:  # a header field over csv's 131072-character limit
                 error = error or e  # (cut at another delimiter, it may be fine)
                 continue
-            if len(names) > len(best[0]):
-                best = (names, delimiter)
+            # a delimiter the second record agrees with beats a longer cut of the header
+            # alone: a quoted name holding ; or a tab cut the header of a comma file
+            agrees = second is not None and len(second) == len(names) > 1
+            if (agrees, len(names)) > rank:
+                best, rank = (names, delimiter), (agrees, len(names))
         if len(best[0]) == 1:  # one column, or a title line: the next line's delimiter
             best = (best[0], _second_line_delimiter(source))
         if not best[0] and error is not None:

@@ -157,15 +157,17 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     check_runner(spec)
     check_cluster(spec)
     check_destinations(spec)
-    data, source_sha256 = read_source_hashed(spec.source_path, spec.missing_values)
-    check_count(
-        data.num_columns, MAX_SOURCE_COLUMNS, where=str(spec.source), what="columns in the file"
-    )
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
     if spec.weight_column and spec.weight_column not in named:
         named.append(spec.weight_column)
+    # an ambiguous date column is refused only if the release uses it (a rule may use any)
+    used = None if spec.edits or spec.rules_file is not None else named
+    data, source_sha256 = read_source_hashed(spec.source_path, spec.missing_values, used)
+    check_count(
+        data.num_columns, MAX_SOURCE_COLUMNS, where=str(spec.source), what="columns in the file"
+    )
     profile = SourceProfile(**profile_table(data, named))
     _check_columns(spec, profile)
     check_fuzzy_map(spec, data, profile)

@@ -127,6 +127,13 @@ def test_a_semicolon_file_whose_header_has_a_comma_in_a_name_is_read(tmp_path):
     assert read_source(tmp_path / "s.csv").column_names == ["id", "a,b"]
 
 
+def test_a_first_record_over_the_csv_field_limit_does_not_hide_the_header(tmp_path):
+    # The delimiter is checked against the first record: one csv cannot read (a field of
+    # 200 000 characters) must leave the header's own cut, not fail the header.
+    (tmp_path / "h.csv").write_text("id,a\n1," + "x" * 200_000 + "\n2,y\n")
+    assert read_source(tmp_path / "h.csv").column_names == ["id", "a"]
+
+
 def test_latin1_past_the_first_block_is_a_format_error(tmp_path):
     text = "city,x\n" + "Zurich,1\n" * PAST_SAMPLE + "Zürich,2\n"
     (tmp_path / "l.csv").write_bytes(text.encode("latin-1"))

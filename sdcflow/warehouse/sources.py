@@ -311,7 +311,7 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
                 with source.open(encoding="utf-8-sig", newline="") as fh:
                     reader = csv.reader(fh, delimiter=delimiter)
                     names = next(reader, [])
-                    second = next(reader, None)
+                    second = _next_record(reader)
             except UnicodeDecodeError as e:
                 raise InputError(
                     f"{source} is not UTF-8 text (latin-1 or cp1252 perhaps); convert it to "
@@ -359,6 +359,15 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
 # a number with a decimal comma, thousands separators (. , ' or space) or a percent sign
 _FORMATTED_NUMBER = r"[-+]?(\d+,\d+|\d{1,3}([.,' ]\d{3})+([.,]\d+)?|\d+([.,]\d+)?\s?%)"
 _FORMATTED_SQL = "'" + _FORMATTED_NUMBER.replace("'", "''") + "'"
+
+
+def _next_record(reader: Any) -> list[str] | None:
+    """The reader's next record; None at the end, or when it cannot be read (a field over
+    csv's limit, a byte that is not UTF-8: the header alone decides then, as before)."""
+    try:
+        return next(reader, None)
+    except (csv.Error, UnicodeDecodeError):
+        return None
 
 
 def _second_line_delimiter(source: Path) -> str:

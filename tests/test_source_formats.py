@@ -259,6 +259,31 @@ def test_a_kept_decimal_a_float_cannot_hold_is_refused(tmp_path, capsys):
     assert cli_error(capsys.readouterr().err)[:2] == (Reason.COLUMN_TYPE, "amount")
 
 
+@pytest.mark.parametrize(
+    ("values", "code"),
+    [
+        (["0.1234567890123456789", "12345678901234567.25"], 2),  # rounded as floats
+        (["0.30000000000000004", "-0.001", "+12.50", "1e16"], 0),  # held exactly
+    ],
+)
+def test_a_sensitive_csv_number_a_float_cannot_hold_is_refused(tmp_path, capsys, values, code):
+    # Before: read as DOUBLE, the "unchanged" column was published as 0.12345678901234568
+    # and 1.2345678901234568e+16 with exit 0; only Parquet DECIMALs were checked.
+    rows = ["age;amount"] + [f"{20 + i % 3};{values[i % len(values)]}" for i in range(30)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = {
+        "release": "dbl",
+        "source": "data.csv",
+        "quasi_identifiers": ["age"],
+        "sensitive": ["amount"],
+        "method": {"name": "mdav", "k": 3},
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "release.yaml")]) == code
+    if code:
+        assert cli_error(capsys.readouterr().err)[:2] == (Reason.COLUMN_TYPE, "amount")
+
+
 def test_weights_with_a_decimal_comma_are_refused_naming_the_column(tmp_path, capsys):
     rows = ["age;w"] + [f"{20 + i % 4};{1 + i % 3},5" for i in range(30)]
     spec = _spec(tmp_path, rows)

@@ -202,6 +202,41 @@ def _check_is_file(source: Path) -> None:
         )
 
 
+def inexact_csv_numbers(source: Path, columns: Sequence[str]) -> dict[str, int]:
+    """For a CSV ``source``, how many values of each of ``columns`` (read as DOUBLE) are
+    written with more digits than the float they are read as holds (``0.1234567890123456789``
+    comes back ``0.12345678901234568``): a column published unchanged would be published
+    rounded. Counts only, never a value; ``{}`` for Parquet (see ``inexact_decimals``)."""
+    source = Path(source)
+    if not columns or source.suffix.lower() != ".csv":
+        return {}
+    delimiter = _header(source, ".csv")[1]
+
+    def digits(expr: str) -> str:  # the significant digits, without sign, point or exponent
+        mantissa = f"regexp_replace(lower(trim({expr})), 'e.*$', '')"
+        return f"trim(regexp_replace({mantissa}, '[^0-9]', '', 'g'), '0')"
+
+    exprs = []
+    for c in columns:
+        v = quote_identifier(c)
+        exprs.append(
+            f"count_if(TRY_CAST({v} AS DOUBLE) IS NOT NULL AND "
+            f"{digits(v)} <> {digits(f'CAST(TRY_CAST({v} AS DOUBLE) AS VARCHAR)')})"
+        )
+    con = duckdb.connect(":memory:")
+    try:
+        counts = con.execute(
+            f"SELECT {', '.join(exprs)} "
+            "FROM read_csv(?, header=true, delim=?, skip=0, all_varchar=true)",
+            [str(source), delimiter],
+        ).fetchone()
+    except duckdb.Error:
+        return {}
+    finally:
+        con.close()
+    return {c: int(n) for c, n in zip(columns, counts or (), strict=False)}
+
+
 def _check_day_month(
     source: Path, delimiter: str, data: pa.Table, columns: Collection[str] | None
 ) -> None:

@@ -56,6 +56,7 @@ from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
 from sdcflow.tasks.validation import check_cell_size
 from sdcflow.warehouse.publish import check_release_paths, check_release_target
 from sdcflow.warehouse.sources import (
+    inexact_csv_numbers,
     is_integer_type,
     is_numeric_type,
     key_kind,
@@ -169,6 +170,9 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         data.num_columns, MAX_SOURCE_COLUMNS, where=str(spec.source), what="columns in the file"
     )
     profile = SourceProfile(**profile_table(data, named))
+    # a CSV's numbers are read as floats: a kept one with more digits would be published rounded
+    unchanged = [c for c in (*spec.keep, *spec.sensitive) if profile.types.get(c) == "DOUBLE"]
+    profile.inexact_decimals.update(inexact_csv_numbers(spec.source_path, unchanged))
     _check_columns(spec, profile)
     check_fuzzy_map(spec, data, profile)
     check_missing_tokens(spec)
@@ -318,7 +322,8 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
         name, count = next(iter(inexact.items()))
         raise InputError(
             f"{src}: column {name} is published unchanged but {count} of its decimals have more "
-            "digits than a float holds (about 15); store it as text in the source, or round it",
+            "digits than a float holds (about 15); round it in the source (or store it as "
+            "text in a Parquet source)",
             code=Reason.COLUMN_TYPE,
             field=name,
         )

@@ -78,11 +78,15 @@ def test_a_gzip_or_parquet_file_named_csv_is_a_format_error(tmp_path):
 
 
 @pytest.mark.parametrize("time", ["", " 10:30:00"])
-def test_dates_whose_day_and_month_cannot_be_told_apart_are_refused(tmp_path, time):
-    # Before: 02/01/2024 was read as 2 January without a word, in an American file too.
-    (tmp_path / "d.csv").write_text(f"d,x\n02/01/2024{time},1\n04/03/2024{time},2\n,3\n")
+@pytest.mark.parametrize("missing", [None, ["?"]])
+def test_dates_whose_day_and_month_cannot_be_told_apart_are_refused(tmp_path, time, missing):
+    # Before: 02/01/2024 was read as 2 January without a word, in an American file too;
+    # and with a missing-value token in the column, the check's sniffer saw text and let
+    # the dates through.
+    gap = "?" if missing else ""
+    (tmp_path / "d.csv").write_text(f"d,x\n02/01/2024{time},1\n04/03/2024{time},2\n{gap},3\n")
     with pytest.raises(InputError) as e:
-        read_source(tmp_path / "d.csv")
+        read_source(tmp_path / "d.csv", missing)
     assert (e.value.code, e.value.field) == (Reason.SOURCE_FORMAT, "d")
 
 

@@ -126,6 +126,12 @@ def test_a_quoted_header_name_holding_another_delimiter_keeps_the_comma(tmp_path
     assert read_source(tmp_path / "q.csv").column_names == ["id", name]
 
 
+def test_a_quoted_name_and_values_holding_the_same_semicolons_keep_the_comma(tmp_path):
+    # The records agree with the semicolons too (3 fields each); the comma cut is whole.
+    (tmp_path / "q.csv").write_text('id,"a;b;c"\n1,"x;y;z"\n2,"u;v;w"\n')
+    assert read_source(tmp_path / "q.csv").column_names == ["id", "a;b;c"]
+
+
 def test_a_semicolon_file_whose_header_has_a_comma_in_a_name_is_read(tmp_path):
     (tmp_path / "s.csv").write_text("id;a,b\n1;x\n2;y\n")
     assert read_source(tmp_path / "s.csv").column_names == ["id", "a,b"]

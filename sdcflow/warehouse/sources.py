@@ -335,7 +335,7 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
                     code=Reason.SOURCE_FORMAT,
                 )
         best: tuple[list[str], str] = ([], ",")
-        rank = (False, 0)
+        rank = (False, False, 0)
         error: csv.Error | None = None
         for delimiter in _DELIMITERS:
             try:
@@ -355,8 +355,10 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
             # a delimiter the second record agrees with beats a longer cut of the header
             # alone: a quoted name holding ; or a tab cut the header of a comma file
             agrees = second is not None and len(second) == len(names) > 1
-            if (agrees, len(names)) > rank:
-                best, rank = (names, delimiter), (agrees, len(names))
+            # and a cut through a quoted name leaves a quote in the names: id,"a  b  c"
+            whole = not any('"' in name for name in names)
+            if (whole, agrees, len(names)) > rank:
+                best, rank = (names, delimiter), (whole, agrees, len(names))
         if len(best[0]) == 1:  # one column, or a title line: the next line's delimiter
             best = (best[0], _second_line_delimiter(source))
         if not best[0] and error is not None:

@@ -274,6 +274,8 @@ def test_a_kept_decimal_a_float_cannot_hold_is_refused(tmp_path, capsys):
     [
         (["0.1234567890123456789", "12345678901234567.25"], 2),  # rounded as floats
         (["0.30000000000000004", "-0.001", "+12.50", "1e16"], 0),  # held exactly
+        # numpy's savetxt ('%.18e'): 19 digits, but each is its float written out: not refused
+        (["1.731136370204654495e-01", "5.125730221093393624e+01", "1.000000000000000056e-01"], 0),
     ],
 )
 def test_a_sensitive_csv_number_a_float_cannot_hold_is_refused(tmp_path, capsys, values, code):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import errno
 import hashlib
+import math
 import os
 import re
 import stat
@@ -206,7 +207,9 @@ def inexact_csv_numbers(source: Path, columns: Sequence[str]) -> dict[str, int]:
     """For a CSV ``source``, how many values of each of ``columns`` (read as DOUBLE) are
     written with more digits than the float they are read as holds (``0.1234567890123456789``
     comes back ``0.12345678901234568``): a column published unchanged would be published
-    rounded. Counts only, never a value; ``{}`` for Parquet (see ``inexact_decimals``)."""
+    rounded. A value that is its float written out to more digits (numpy's ``savetxt``
+    writes ``1.731136370204654495e-01``: 19 digits, the float's own) loses nothing and is
+    not counted. Counts only, never a value; ``{}`` for Parquet (see ``inexact_decimals``)."""
     source = Path(source)
     if not columns or source.suffix.lower() != ".csv":
         return {}
@@ -216,25 +219,39 @@ def inexact_csv_numbers(source: Path, columns: Sequence[str]) -> dict[str, int]:
         mantissa = f"regexp_replace(lower(trim({expr})), 'e.*$', '')"
         return f"trim(regexp_replace({mantissa}, '[^0-9]', '', 'g'), '0')"
 
-    exprs = []
-    for c in columns:
-        v = quote_identifier(c)
-        exprs.append(
-            f"count_if(TRY_CAST({v} AS DOUBLE) IS NOT NULL AND "
-            f"{digits(v)} <> {digits(f'CAST(TRY_CAST({v} AS DOUBLE) AS VARCHAR)')})"
-        )
+    out: dict[str, int] = {}
     con = duckdb.connect(":memory:")
     try:
-        counts = con.execute(
-            f"SELECT {', '.join(exprs)} "
-            "FROM read_csv(?, header=true, delim=?, skip=0, all_varchar=true)",
-            [str(source), delimiter],
-        ).fetchone()
+        for c in columns:
+            v = quote_identifier(c)
+            # the values whose shortest float text has other digits: candidates only
+            rows = con.execute(
+                f"SELECT {v} FROM read_csv(?, header=true, delim=?, skip=0, all_varchar=true) "
+                f"WHERE TRY_CAST({v} AS DOUBLE) IS NOT NULL AND "
+                f"{digits(v)} <> {digits(f'CAST(TRY_CAST({v} AS DOUBLE) AS VARCHAR)')}",
+                [str(source), delimiter],
+            ).fetchall()
+            out[c] = sum(not _float_written_out(text) for (text,) in rows)
     except duckdb.Error:
         return {}
     finally:
         con.close()
-    return {c: int(n) for c, n in zip(columns, counts or (), strict=False)}
+    return out
+
+
+def _float_written_out(text: str) -> bool:
+    """Whether ``text`` is exactly the float it reads as, written with as many significant
+    digits as it shows: then publishing the float loses nothing the text held."""
+    mantissa = re.sub(r"[eE].*$", "", text.strip().lstrip("+-"))
+    shown = mantissa.replace(".", "").lstrip("0").rstrip("0")
+    try:
+        value = abs(float(text))
+    except ValueError:
+        return True
+    if not shown or not math.isfinite(value):
+        return True
+    written = f"{value:.{len(shown) - 1}e}".split("e")[0].replace(".", "").rstrip("0")
+    return written == shown
 
 
 def _check_day_month(

@@ -43,7 +43,7 @@ def write_release(
     return path
 
 
-def progress_artifacts(keys: list[str]) -> dict[str, float]:
+def _latest_progress(keys: list[str]) -> dict[str, dict]:
     """The latest progress artifact of each key, from the Prefect REST API (no flow-run or
     task-run filter: the release's own progress artifact belongs to the flow run, not to a
     task)."""
@@ -54,28 +54,21 @@ def progress_artifacts(keys: list[str]) -> dict[str, float]:
             "sort": "CREATED_DESC"}  # fmt: skip
     response = httpx.post(f"{PREFECT_API_URL.value()}/artifacts/filter", json=body, timeout=30)
     response.raise_for_status()
-    out: dict[str, float] = {}
+    out: dict[str, dict] = {}
     for item in response.json():
         if item["type"] == "progress":
-            out.setdefault(item["key"], float(item["data"]))
+            out.setdefault(item["key"], item)
     return out
+
+
+def progress_artifacts(keys: list[str]) -> dict[str, float]:
+    """The percentage of the latest progress artifact of each key."""
+    return {key: float(item["data"]) for key, item in _latest_progress(keys).items()}
 
 
 def progress_descriptions(keys: list[str]) -> dict[str, str]:
-    """The description of the latest progress artifact of each key (see
-    :func:`progress_artifacts`)."""
-    import httpx
-    from prefect.settings import PREFECT_API_URL
-
-    body = {"artifacts": {"key": {"any_": keys}}, "limit": 50, "offset": 0,
-            "sort": "CREATED_DESC"}  # fmt: skip
-    response = httpx.post(f"{PREFECT_API_URL.value()}/artifacts/filter", json=body, timeout=30)
-    response.raise_for_status()
-    out: dict[str, str] = {}
-    for item in response.json():
-        if item["type"] == "progress":
-            out.setdefault(item["key"], item["description"] or "")
-    return out
+    """The description of the latest progress artifact of each key."""
+    return {key: item["description"] or "" for key, item in _latest_progress(keys).items()}
 
 
 def expenditure_survey(n: int):

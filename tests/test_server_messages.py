@@ -25,7 +25,11 @@ def test_a_database_configured_by_url_is_named_not_the_prefect_home(tmp_path):
         line = _startup_failure(3, UPGRADED)
     assert "hunter2" not in line and "db.example:5432/prefect" in line
     assert "PREFECT_SERVER_DATABASE_CONNECTION_URL" in line and str(tmp_path) not in line
-    with temporary_settings(updates={PREFECT_HOME: str(tmp_path)}):
+    # the home's own database: no URL configured (the session's test API sets one)
+    with temporary_settings(
+        updates={PREFECT_HOME: str(tmp_path)},
+        restore_defaults={PREFECT_SERVER_DATABASE_CONNECTION_URL},
+    ):
         line = _startup_failure(3, UPGRADED)
     assert f"PREFECT_HOME={tmp_path}" in line
 

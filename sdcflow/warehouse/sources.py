@@ -219,24 +219,33 @@ def inexact_csv_numbers(source: Path, columns: Sequence[str]) -> dict[str, int]:
         mantissa = f"regexp_replace(lower(trim({expr})), 'e.*$', '')"
         return f"trim(regexp_replace({mantissa}, '[^0-9]', '', 'g'), '0')"
 
-    out: dict[str, int] = {}
+    # one scan: per column, the text of each value whose shortest float text has other
+    # digits (candidates only), NULL elsewhere
+    texts, candidates = [], []
+    for c in columns:
+        v = quote_identifier(c)
+        condition = (
+            f"(TRY_CAST({v} AS DOUBLE) IS NOT NULL AND "
+            f"{digits(v)} <> {digits(f'CAST(TRY_CAST({v} AS DOUBLE) AS VARCHAR)')})"
+        )
+        texts.append(f"CASE WHEN {condition} THEN {v} END")
+        candidates.append(condition)
     con = duckdb.connect(":memory:")
     try:
-        for c in columns:
-            v = quote_identifier(c)
-            # the values whose shortest float text has other digits: candidates only
-            rows = con.execute(
-                f"SELECT {v} FROM read_csv(?, header=true, delim=?, skip=0, all_varchar=true) "
-                f"WHERE TRY_CAST({v} AS DOUBLE) IS NOT NULL AND "
-                f"{digits(v)} <> {digits(f'CAST(TRY_CAST({v} AS DOUBLE) AS VARCHAR)')}",
-                [str(source), delimiter],
-            ).fetchall()
-            out[c] = sum(not _float_written_out(text) for (text,) in rows)
+        rows = con.execute(
+            f"SELECT {', '.join(texts)} "
+            "FROM read_csv(?, header=true, delim=?, skip=0, all_varchar=true) "
+            f"WHERE {' OR '.join(candidates)}",
+            [str(source), delimiter],
+        ).fetchall()
     except duckdb.Error:
         return {}
     finally:
         con.close()
-    return out
+    return {
+        c: sum(row[j] is not None and not _float_written_out(row[j]) for row in rows)
+        for j, c in enumerate(columns)
+    }
 
 
 def _float_written_out(text: str) -> bool:

@@ -106,18 +106,23 @@ def _memberships(
 def _order_desc(u: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Indices of ``u`` by decreasing value, by insertion sort: candidates arrive sorted by
     distance from the last query, so ``u`` is nearly sorted and this is about linear."""
-    Q = u.size
-    for j in range(Q):
+    for j in range(u.size):
         order[j] = j
-    for j in range(1, Q):
-        cur = order[j]
-        val = u[cur]
-        t = j - 1
-        while t >= 0 and u[order[t]] < val:
-            order[t + 1] = order[t]
-            t -= 1
-        order[t + 1] = cur
+    _sort_desc(u, order, u.size)
     return order
+
+
+@nb.njit(cache=True, inline="always")
+def _sort_desc(values: np.ndarray, idx: np.ndarray, count: int) -> None:
+    """Stable insertion sort of ``idx[:count]`` by decreasing ``values[idx]``, in place."""
+    for j in range(1, count):
+        cur = idx[j]
+        val = values[cur]
+        t = j - 1
+        while t >= 0 and values[idx[t]] < val:
+            idx[t + 1] = idx[t]
+            t -= 1
+        idx[t + 1] = cur
 
 
 @nb.njit(cache=True, inline="always")
@@ -281,14 +286,7 @@ def _kept_in_row(row, thr, mass, cand, out_i, out_u):
         for j in range(nc):
             cand[j] = sub[order[j]]
     else:  # few: a stable insertion sort
-        for j in range(1, nc):
-            cur = cand[j]
-            val = row[cur]
-            t = j - 1
-            while t >= 0 and row[cand[t]] < val:
-                cand[t + 1] = cand[t]
-                t -= 1
-            cand[t + 1] = cur
+        _sort_desc(row, cand, nc)
     cs = 0.0
     for j in range(nc):
         cs += row[cand[j]]

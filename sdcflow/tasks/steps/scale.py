@@ -186,22 +186,23 @@ def submitted_parts(
     spans = list(itertools.pairwise(bounds))
     runner = run_part.with_options(name=f"mask-{label}")
     with _nothing_but_the_piece():
-        if per <= 1:
-            futures = [runner.submit(fn, args) for args in calls]
-        else:
-            futures = [runner.submit(run_bundle, (fn, calls[lo:hi])) for lo, hi in spans]
+        futures = [
+            runner.submit(fn, calls[lo])
+            if hi - lo == 1
+            else runner.submit(run_bundle, (fn, calls[lo:hi]))
+            for lo, hi in spans
+        ]
     names = [f"{label} {lo + 1}" if hi - lo == 1 else f"{label}s {lo + 1}-{hi}" for lo, hi in spans]
     if current_stage():  # e.g. once per stratum: say which, as the count starts again
         names = [f"{current_stage()}: {name}" for name in names]
     progress = Progress(release, f"mask-{label}", names) if release else None
     index = {id(future): i for i, future in enumerate(futures)}
-    for future in completed(futures, f"{label} pieces"):
+    for future in completed(futures, f"mask-{label} task runs"):
         if progress is not None:
             progress.advance(names[index[id(future)]])
-    if per <= 1:
-        results = [future.result() for future in futures]
-    else:
-        results = [r for future in futures for r in future.result()]
+    results: list[Any] = []
+    for (lo, hi), future in zip(spans, futures, strict=True):
+        results.extend([future.result()] if hi - lo == 1 else future.result())
     get_run_logger().info(
         "ran %d %s pieces as %d task runs on the cluster", len(calls), label, len(futures)
     )
@@ -221,7 +222,7 @@ class ClusterError(RuntimeError):
     fails: exit 3, nothing published)."""
 
 
-def completed(futures: Sequence[PrefectFuture], what: str = "pieces") -> Iterator[PrefectFuture]:
+def completed(futures: Sequence[PrefectFuture], what: str = "task runs") -> Iterator[PrefectFuture]:
     """``futures`` as each one ends (in the order they end), watching the cluster meanwhile:
     when it has had no worker at all for ``NO_WORKER_SECONDS`` (every worker of an external
     cluster died, or its scheduler), raise :class:`ClusterError` instead of waiting for ever.
@@ -302,12 +303,8 @@ def _workers(spec: ReleaseSpec) -> int:
     cluster (``dask.address``) reports now; the local CPUs when it cannot say."""
     if spec.dask.workers:
         return spec.dask.workers
-    try:
-        # a scheduler that is up but does not answer must not hold the run: 5 s at most
-        count = len(FlowRunContext.get().task_runner.client.nthreads(callback_timeout=5))
-    except Exception:  # a cluster that does not answer: the mask step will say so
-        count = 0
-    return count or os.cpu_count() or 1
+    # a cluster that does not answer: the mask step will say so
+    return _live_workers() or os.cpu_count() or 1
 
 
 def _warm() -> None:
@@ -331,7 +328,7 @@ def scaled_out(warm: Sequence[PrefectFuture] = (), release: str = "") -> Iterato
     """Inside this block, the mask's independent pieces run on the Dask cluster when the flow
     runs on one; yields whether it does. ``warm``: the futures of :func:`warm_up`, awaited
     here (they are done long before); ``release``: names the pieces' progress artifacts."""
-    for _ in completed(warm, "warm-up pieces"):
+    for _ in completed(warm, "mask-warm task runs"):
         pass
     if not on_dask():
         yield False

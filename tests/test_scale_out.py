@@ -352,6 +352,53 @@ def test_a_cluster_whose_workers_all_died_fails_the_run_instead_of_waiting(
         assert con.execute("SELECT status FROM audit.runs").fetchall() == [("failed",)]
 
 
+def _piece_that_fails_on_its_third_cell(partition, cell, k):
+    """A cell that raises on the third cell it sees (inside a bundle of four cells)."""
+    from sdcflow.tasks.microaggregation.blocked import refine_part
+
+    _piece_that_fails_on_its_third_cell.seen += 1
+    if _piece_that_fails_on_its_third_cell.seen == 3:
+        raise ArithmeticError("cell 3 failed")
+    return refine_part(cell, partition(cell, k), k)
+
+
+@pytest.mark.flow
+def test_a_piece_that_fails_inside_a_bundle_fails_the_run_and_keeps_the_release(
+    tmp_path, prefect_api, monkeypatch
+):
+    """A bundle is one task run of several cells: when one of its cells raises, the run
+    fails (exit 3, audit ``failed``) and the release published before stays as it was,
+    file for file, with no partial file beside it."""
+    from distributed import LocalCluster
+
+    from sdcflow.tasks.steps import scale
+
+    spec = write_release(
+        tmp_path,
+        rows=600,
+        quasi_identifiers=QIS,
+        method={"name": "mdav", "k": 5, "cell_size": 100},
+        checks={"k_anonymity": 5},
+        seed=11,
+    )
+    assert main(["release", str(spec)]) == 0
+    before = {p: p.read_bytes() for p in (tmp_path / "published").rglob("*") if p.is_file()}
+    assert before
+    monkeypatch.setattr(scale, "TASK_RUNS_PER_WORKER", 2)  # 8 cells, 1 worker: 2 bundles of 4
+    _piece_that_fails_on_its_third_cell.seen = 0
+    monkeypatch.setattr(blocked, "group_cell", _piece_that_fails_on_its_third_cell)
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        code = main(["release", str(spec), "--force", "--dask-address", cluster.scheduler_address])
+    assert code == 3
+    after = {p: p.read_bytes() for p in (tmp_path / "published").rglob("*") if p.is_file()}
+    assert after == before
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        statuses = con.execute("SELECT status FROM audit.runs ORDER BY started_at").fetchall()
+    assert statuses == [("published",), ("failed",)]
+
+
 @pytest.mark.flow
 def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefect_api):
     """benchmarks/scale.py at a tiny n (structure only, never a timed assertion): one

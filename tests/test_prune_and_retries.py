@@ -80,10 +80,15 @@ def test_policy_expires_by_count_days_and_status(warehouse):
 
     assert names(Policy()) == ["refused"]  # default: refused/failed/interrupted copies only
     assert names(Policy(keep_refused=True)) == []
-    assert names(Policy(keep_last=2)) == ["old", "refused"]  # last 2 kept runs: new, mid
+    # keep_last counts published and checked-only runs separately: the checked run "mid",
+    # newer than "old", never displaces a published run's copies
+    assert names(Policy(keep_last=1)) == ["old", "refused"]  # last published: new; checked: mid
+    assert names(Policy(keep_last=2)) == ["refused"]
     assert names(Policy(keep_days=7)) == ["old", "mid", "refused"]
-    assert names(Policy(keep_last=1, keep_days=20)) == ["old", "mid", "refused"]
-    assert names(Policy(keep_last=1), release=None) == ["old", "mid", "refused"]  # other: last 1
+    assert names(Policy(keep_last=1, keep_days=20)) == ["old", "refused"]
+    assert names(Policy(keep_last=1, keep_days=7)) == ["old", "mid", "refused"]
+    assert names(Policy(keep_last=1), release=None) == ["old", "refused"]  # other: last 1
+    assert names(Policy(keep_last=1, keep_refused=True)) == ["old"]  # refused counted apart
     assert {r.schemas for r in expired(wh, Policy(), now=NOW)} == {("masked", "raw")}
 
 
@@ -92,20 +97,21 @@ def test_prune_lists_by_default_and_drops_only_with_yes(warehouse, capsys):
     before = _tables(wh)
     assert main(["prune", "--warehouse", str(wh.path), "--keep-last", "1"]) == 0
     out = capsys.readouterr().out
-    assert "nothing dropped (dry run)" in out and runs["old"] in out and runs["mid"] in out
+    assert "nothing dropped (dry run)" in out and runs["old"] in out and runs["refused"] in out
     assert runs["new"] not in out and runs["other"] not in out  # per release: its last run
+    assert runs["mid"] not in out  # the last checked-only run, counted apart from published
     assert _tables(wh) == before
     assert main(["prune", "--warehouse", str(wh.path), "--keep-last", "1", "--yes"]) == 0
-    assert "dropped 6 table(s) of 3 run(s)" in capsys.readouterr().out
+    assert "dropped 4 table(s) of 2 run(s)" in capsys.readouterr().out
     after = _tables(wh)
-    for name in ("old", "mid", "refused"):
+    for name in ("old", "refused"):
         assert f"raw.run_{runs[name]}" not in after and f"masked.run_{runs[name]}" not in after
     assert before - after == {f"{s}.run_{runs[n]}" for s in ("raw", "masked")
-                              for n in ("old", "mid", "refused")}  # fmt: skip
+                              for n in ("old", "refused")}  # fmt: skip
     assert "raw.mine" in after
     with wh.connect(read_only=True) as con:
         pruned = dict(con.execute("SELECT run_id, copies_pruned_at FROM audit.runs").fetchall())
-    assert {k for k, v in runs.items() if pruned[v] is not None} == {"old", "mid", "refused"}
+    assert {k for k, v in runs.items() if pruned[v] is not None} == {"old", "refused"}
     with pytest.raises(InputError) as e:
         wh.read_frame("raw", runs["old"])
     assert e.value.code == Reason.COPY_PRUNED

@@ -192,3 +192,30 @@ def test_step_times_and_progress_artifacts_exist_for_a_run(scenario):
         assert " s wall, " in line and line.endswith(" s CPU")
     artifacts = scenario["artifacts_after_C"]
     assert artifacts == {"survey-progress": 100.0, "survey-mask-progress": 100.0}
+
+
+def test_a_compare_variant_never_displaces_the_copies_of_the_published_run(
+    tmp_path, prefect_api, capsys
+):
+    """keep_last 1 counts published runs and checked-only runs (a `compare` variant, a
+    `sdcflow check`) separately: the variant run after the release keeps its own copies and
+    leaves the published run's, at the end of its run and under `sdcflow prune`."""
+    spec = write_release(
+        tmp_path, rows=60, checks={"max_information_loss": 60}, retention={"keep_last": 1}
+    )
+    wh = tmp_path / "warehouse.duckdb"
+    assert main(["release", str(spec)]) == 0
+    published = _last_run(wh)["run_id"]
+    code = main(["compare", str(spec), "--methods", "mdav", "--k", "5",
+                 "--out", str(tmp_path / "cmp")])  # fmt: skip
+    assert code == 0
+    variant = _last_run(wh)
+    assert variant["status"] == "checked" and variant["run_id"] != published
+    tables = _tables(wh)
+    for run in (published, variant["run_id"]):
+        assert {f"raw.run_{run}", f"masked.run_{run}"} <= tables
+    capsys.readouterr()
+    assert main(["prune", str(spec), "--yes"]) == 0
+    assert {f"raw.run_{published}", f"masked.run_{published}"} <= _tables(wh)
+    pruned = _rows(wh, "SELECT copies_pruned_at FROM audit.runs WHERE run_id = ?", [published])
+    assert pruned == [(None,)]

@@ -34,7 +34,12 @@ def add_parser(sub: Any, wait_help: str) -> None:
     p.add_argument("spec", nargs="?", help="release spec: its warehouse, release and retention")
     p.add_argument("--warehouse", help="path of a warehouse DuckDB file (every release in it)")
     p.add_argument("--release", help="only the runs of this release")
-    p.add_argument("--keep-last", type=arguments.runs, metavar="N", help="keep the last N runs")
+    p.add_argument(
+        "--keep-last",
+        type=arguments.runs,
+        metavar="N",
+        help="keep the last N published runs, and the last N checked ones",
+    )
     p.add_argument(
         "--keep-days", type=arguments.days, metavar="D", help="keep runs of the last D days"
     )

@@ -145,7 +145,10 @@ class RetentionSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     keep_last: int | None = Field(
-        None, ge=1, description="keep the copies of this many latest runs of the release"
+        None,
+        ge=1,
+        description="keep the copies of this many latest published runs of the release, and "
+        "separately of this many latest runs that only passed their checks (check, compare)",
     )
     keep_days: float | None = Field(
         None, gt=0, description="keep the copies of runs started within this many days"

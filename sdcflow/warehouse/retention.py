@@ -49,8 +49,10 @@ class Policy:
 
     Parameters
     ----------
-    keep_last : keep the copies of this many latest runs of each release (runs that
-        published or passed their checks; refused ones too with ``keep_refused``).
+    keep_last : keep the copies of this many latest runs of each release, counted separately
+        for the runs that published, those that only passed their checks (``sdcflow check``,
+        ``compare`` variants) and, with ``keep_refused``, the refused, failed and interrupted
+        ones: a check or a variant never displaces the copies of a published run.
     keep_days : keep the copies of runs started within this many days.
     keep_refused : keep the copies of refused, failed and interrupted runs (else dropped).
 
@@ -95,10 +97,15 @@ def expired(
         ).fetchone()[0]
         if present < 2:
             return []  # a warehouse of an earlier version: no table is recorded as a run's
+        # keep_last counts each kind of run on its own (published; checked only: `check`
+        # and `compare` variants; ended badly, with keep_refused), so that a check or a
+        # variant never displaces the copies of the run that published
         rows = con.execute(
             "WITH ranked AS (SELECT run_id, release, status, started_at, "
             "  CASE WHEN list_contains(?, status) THEN row_number() OVER ("
-            "    PARTITION BY release, list_contains(?, status) ORDER BY started_at DESC) "
+            "    PARTITION BY release, list_contains(?, status), "
+            "      CASE WHEN list_contains(?, status) THEN status ELSE 'ended badly' END "
+            "    ORDER BY started_at DESC) "
             "  END AS recency FROM audit.runs) "
             "SELECT r.run_id, r.release, r.status, r.started_at, r.recency, "
             "  list(t.schema_name ORDER BY t.schema_name) "
@@ -106,7 +113,14 @@ def expired(
             "WHERE t.dropped_at IS NULL AND r.status <> 'running' "
             "  AND list_contains(?, t.schema_name) AND (? IS NULL OR r.release = ?) "
             "GROUP BY ALL ORDER BY r.started_at",
-            [list(eligible), list(eligible), list(CONFIDENTIAL), release, release],
+            [
+                list(eligible),
+                list(eligible),
+                list(_KEPT_BY_STATUS),
+                list(CONFIDENTIAL),
+                release,
+                release,
+            ],
         ).fetchall()
     out = []
     for run_id, rel, status, started_at, recency, schemas in rows:
@@ -122,7 +136,8 @@ def _why(
     if recency is None:  # not eligible: refused, failed or interrupted (or an unknown status)
         return f"{status} run" if status in ENDED_BADLY else None
     if policy.keep_last is not None and recency > policy.keep_last:
-        return f"older than the last {policy.keep_last} runs"
+        kind = status if status in _KEPT_BY_STATUS else "refused, failed or interrupted"
+        return f"older than the last {policy.keep_last} {kind} runs"
     if policy.keep_days is not None:
         started = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
         if started < now - timedelta(days=policy.keep_days):

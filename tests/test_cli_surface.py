@@ -158,6 +158,32 @@ def test_python_release_returns_outcomes_and_raises_input_errors(tmp_path, prefe
 
 
 @pytest.mark.parametrize(
+    ("checks", "upper"),
+    [
+        ({"max_individual_risk": 1.5}, 1),  # a probability: 1.5 always passed
+        ({"min_cluster_jaccard": 2}, 1),  # an index: never passed
+        ({"max_global_risk": 150}, 100),  # a share in percent
+        ({"max_pil": 100.5}, 100),
+    ],
+)
+def test_a_probability_or_share_threshold_outside_its_range_is_refused(
+    tmp_path, capsys, checks, upper
+):
+    spec = write_release(tmp_path, rows=30, checks=checks)
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.SPEC_FIELD, "checks") and err.count("\n") == 1
+    (key,) = checks
+    assert key in err and f"[0, {upper}]" in err
+    assert not (tmp_path / "warehouse.duckdb").exists()
+    from sdcflow.tasks.spec import spec_from_dict
+
+    body = {"release": "z", "source": "d.csv", "quasi_identifiers": ["x"],
+            "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    assert spec_from_dict({**body, "checks": {key: upper}}, tmp_path).checks == {key: upper}
+
+
+@pytest.mark.parametrize(
     "extra, field, model",
     [
         ({"foo": 1}, "foo", "ReleaseSpec"),

@@ -323,6 +323,15 @@ class ReleaseSpec(BaseModel):
         bad = sorted(k for k, v in value.items() if not (v >= 0 and math.isfinite(v)))
         if bad:
             raise ValueError(f"threshold(s) of {bad} must be finite numbers >= 0")
+        # a probability, an index or a share cannot exceed its range: a `max` gate above it
+        # would always pass (max_individual_risk: 1.5 gated nothing)
+        for key, v in sorted(value.items()):
+            upper = GATES[key].upper
+            if upper is not None and v > upper:
+                raise ValueError(
+                    f"threshold of {key} must be within [0, {upper:g}], the range of its "
+                    f"figure ({GATES[key].unit}); got {v:g}"
+                )
         return value
 
     @model_validator(mode="after")

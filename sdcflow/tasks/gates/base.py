@@ -160,6 +160,9 @@ class Gate:
         method); the preflight refuses it under any other method.
     not_checked : when the figure cannot be established on the release, returns why and
         whether the spec accepts that (the outcome is then "not checked", never a figure).
+    upper : the largest value the figure can take when it is a probability or an index (1)
+        or a share in percent (100), else None; a ``checks:`` threshold above it is refused
+        when the spec is loaded (a ``max`` gate would always pass, a ``min`` one never).
     """
 
     key: str
@@ -171,6 +174,7 @@ class Gate:
     requires: frozenset[str] = frozenset()
     only_for: tuple[type[MethodParams], ...] = ()
     not_checked: Callable[[GateContext], tuple[str, bool] | None] | None = None
+    upper: float | None = None
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):

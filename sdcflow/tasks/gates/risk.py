@@ -54,6 +54,7 @@ GATES = [
         "distance-based record linkage: released records linked to their own original",
         "%",
         not_checked=no_complete_record,
+        upper=100.0,
     ),
     Gate(
         "max_interval_disclosure",
@@ -63,6 +64,7 @@ GATES = [
         "%",
         option=INTERVAL_P,
         not_checked=no_complete_record,
+        upper=100.0,
     ),
     Gate(
         "max_individual_risk",
@@ -71,6 +73,7 @@ GATES = [
         "largest individual re-identification risk over the released keys (sdcMicro's "
         "individual risk from sample frequencies and sampling weights)",
         "probability (0..1)",
+        upper=1.0,
     ),
     Gate(
         "max_global_risk",
@@ -78,6 +81,7 @@ GATES = [
         _global_risk,
         "expected re-identifications (sum of individual risks) as a share of the records",
         "% of records",
+        upper=100.0,
     ),
     Gate(
         "max_transparency_reidentification",
@@ -86,5 +90,6 @@ GATES = [
         "records re-identified by an intruder who knows the method and its parameters",
         "%",
         option=TRANSPARENCY,
+        upper=100.0,
     ),
 ]

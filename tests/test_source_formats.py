@@ -313,3 +313,36 @@ def test_a_byte_order_mark_does_not_hide_a_duplicate_first_column(tmp_path, sep)
     with pytest.raises(InputError) as e:
         read_source(tmp_path / "b.csv")
     assert e.value.code is Reason.SOURCE_COLUMNS
+
+
+@pytest.mark.parametrize(
+    ("column", "role", "code"),
+    [
+        ("w", "weight_column", Reason.WEIGHTS),  # a pandas timedelta64: was a BIGINT weight
+        ("w", "quasi_identifiers", Reason.COLUMN_TYPE),  # was masked as a count of seconds
+        ("b", "weight_column", Reason.WEIGHTS),
+        ("day", "weight_column", Reason.WEIGHTS),
+    ],
+)
+def test_a_parquet_duration_boolean_or_date_is_no_weight_or_numeric_key(
+    tmp_path, capsys, column, role, code
+):
+    """Parquet has no duration type: Arrow writes a duration as int64 and records the type in
+    its own schema, which DuckDB ignored (BIGINT, its unit lost). A weight is a real number."""
+    n = 30
+    pq.write_table(
+        pa.table({
+            "age": [20 + i % 4 for i in range(n)],
+            "w": pa.array([60 * (i + 1) for i in range(n)], type=pa.duration("s")),
+            "b": [i % 2 == 0 for i in range(n)],
+            "day": [dt.date(2024, 1, 1 + i % 28) for i in range(n)],
+        }),
+        tmp_path / "d.parquet",
+    )  # fmt: skip
+    assert pa.types.is_duration(read_source(tmp_path / "d.parquet").schema.field("w").type)
+    spec = {"release": "dur", "source": "d.parquet", "quasi_identifiers": ["age"],
+            "method": {"name": "mdav", "k": 3}}  # fmt: skip
+    spec[role] = ["age", column] if role == "quasi_identifiers" else column
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "release.yaml")]) == 2
+    assert cli_error(capsys.readouterr().err)[:2] == (code, column)

@@ -87,6 +87,8 @@ def read_source(
                 params=[*params, dict.fromkeys(wide, "VARCHAR")],
             )
         data = relation.to_arrow_table()
+        if suffix != ".csv":
+            data = _restore_durations(source, data)
         if tokens and suffix != ".csv":
             data = _null_tokens(con, data, tokens)
     except duckdb.Error as e:
@@ -142,6 +144,28 @@ def read_source_hashed(
             code=Reason.SOURCE_CHANGED,
         )
     return data, digest
+
+
+def _restore_durations(source: Path, data: pa.Table) -> pa.Table:
+    """The duration columns of a Parquet file written by Arrow (pandas' ``timedelta64``) as
+    durations again (DuckDB: INTERVAL).
+
+    Parquet has no duration type: Arrow stores a duration as int64 and its type in the
+    file's Arrow schema, which DuckDB's reader ignores. The column came back as BIGINT, a
+    count of seconds or nanoseconds whose unit was lost, and was taken as a sampling weight,
+    a numeric key or a number published unchanged. As INTERVAL it is refused as a weight
+    (``weights``) and as a key (``column-type``), like the INTERVAL DuckDB writes."""
+    try:
+        schema = pq.read_schema(source)
+    except (pa.ArrowException, OSError):  # DuckDB read it: its own schema stands
+        return data
+    for field in schema:
+        if not pa.types.is_duration(field.type) or field.name not in data.column_names:
+            continue
+        i = data.column_names.index(field.name)
+        if pa.types.is_integer(data.schema.field(i).type):
+            data = data.set_column(i, field.name, data.column(i).cast(field.type))
+    return data
 
 
 def _identity(source: Path) -> tuple[int, int, int, int]:

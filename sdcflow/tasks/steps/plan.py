@@ -767,7 +767,8 @@ def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> 
         return
     if not is_numeric_type(profile.types[w]):
         raise InputError(
-            f"{spec.source}: weight_column {w} is {profile.types[w]}, not numbers"
+            f"{spec.source}: weight_column {w} is {profile.types[w]}"
+            f"{' (a duration)' if profile.types[w] == 'INTERVAL' else ''}, not numbers"
             f"{formatted_note(profile.formatted_numbers.get(w, 0))}; give sampling weights as "
             "positive numbers",
             code=Reason.WEIGHTS,

@@ -211,6 +211,22 @@ def test_weights_whose_total_overflows(tmp_path, capsys):
     _one_line_refusal(capsys, spec, Reason.WEIGHTS, "weight")
 
 
+def test_an_empty_missing_values_list_declares_nothing(tmp_path, capsys):
+    # `missing_values: []` names no token, so it means what leaving the key out means: the
+    # keys' empty cells are refused (it let them through, matching any value in k), and the
+    # spec hash is that of the spec without the key.
+    from sdcflow.tasks.spec import load_spec
+
+    spec = write_spec(tmp_path, missing_values=[])
+    _one_line_refusal(capsys, spec, Reason.VALUES_MISSING, "salary")
+    body = yaml.safe_load(spec.read_text())
+    loaded = load_spec(spec)
+    assert loaded.missing_values is None
+    del body["missing_values"]
+    spec.write_text(yaml.safe_dump(body))
+    assert load_spec(spec).sha256() == loaded.sha256()
+
+
 def test_a_missing_token_that_is_also_a_level(tmp_path, capsys):
     spec = write_spec(
         tmp_path,

@@ -311,6 +311,14 @@ class ReleaseSpec(BaseModel):
                 _join_errors(e, model=METHODS[name].params), error_field(e)
             ) from None
 
+    @field_validator("missing_values")
+    @classmethod
+    def _missing_values(cls, value: list[str] | None) -> list[str] | None:
+        # An empty list declares no token: it means what leaving the key out means (missing
+        # key values refused, the same spec hash). It allowed them, so `missing_values: []`
+        # let a key's empty cells match any value when k was counted, undeclared.
+        return value or None
+
     @field_validator("checks")
     @classmethod
     def _checks(cls, value: dict[str, float]) -> dict[str, float]:

@@ -241,6 +241,16 @@ def test_a_one_column_file_is_read(tmp_path):
     assert read_source(tmp_path / "o.csv").column("pc").to_pylist() == ["01234", "00501"]
 
 
+@pytest.mark.parametrize("sep", [";", ",", "|"])
+def test_a_one_column_file_whose_values_hold_a_delimiter_is_one_column(tmp_path, sep):
+    # Before: the second line's `a;b` chose `;`, and line 1 was refused as a title line above
+    # two columns. Lines that do not cut into one table at any delimiter are one column.
+    (tmp_path / "o.csv").write_text(f"note\na{sep}b\nc\nd{sep}e{sep}f\n")
+    data = read_source(tmp_path / "o.csv")
+    assert data.column_names == ["note"]
+    assert data.column("note").to_pylist() == [f"a{sep}b", "c", f"d{sep}e{sep}f"]
+
+
 def test_a_kept_decimal_a_float_cannot_hold_is_refused(tmp_path, capsys):
     # Before: the warehouse handed DECIMAL(38,10) on as float64, and the "unchanged" column
     # was published rounded to about 15 digits (exit 0).

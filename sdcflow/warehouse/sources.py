@@ -409,8 +409,8 @@ def _header(source: Path, suffix: str) -> tuple[list[str], str]:
             whole = not any('"' in name for name in names)
             if (whole, agrees, len(names)) > rank:
                 best, rank = (names, delimiter), (whole, agrees, len(names))
-        if len(best[0]) == 1:  # one column, or a title line: the next line's delimiter
-            best = (best[0], _second_line_delimiter(source))
+        if len(best[0]) == 1:  # one column, or a title line above a table
+            best = (best[0], _one_field_header_delimiter(source))
         if not best[0] and error is not None:
             raise InputError(
                 f"cannot read the header of {source}: {str(error)[:200]}; check that it is "
@@ -451,6 +451,40 @@ def _next_record(reader: Any) -> list[str] | None:
         return next(reader, None)
     except (csv.Error, UnicodeDecodeError):
         return None
+
+
+def _one_field_header_delimiter(source: Path) -> str:
+    """The delimiter of a file whose first line is one field: a title line above a table, or
+    the header of a one-column file.
+
+    A title line: at one delimiter, every line after it has the same number of fields, more
+    than one (a table); that delimiter is returned, so that the reader refuses line 1 as a
+    title. Else a one-column file, whose values may hold a delimiter unquoted (``a;b`` in a
+    column of notes: taken for a title line above two columns, and refused): the first
+    delimiter that cuts no line, so that each line is one value. Counts only, never a
+    value."""
+    counts: dict[str, set[int]] = {}
+    for delimiter in _DELIMITERS:
+        seen: set[int] = set()
+        try:
+            with source.open(encoding="utf-8-sig", newline="") as fh:
+                reader = csv.reader(fh, delimiter=delimiter)
+                next(reader, None)
+                for row in reader:
+                    if row:  # an empty line: a trailing one, or an empty value
+                        seen.add(len(row))
+                        if len(seen) > 1:  # lines that disagree: not a table at this one
+                            break
+        except (UnicodeDecodeError, csv.Error):
+            continue
+        counts[delimiter] = seen
+    tables = {d: max(seen) for d, seen in counts.items() if len(seen) == 1 and max(seen) > 1}
+    if tables:
+        return max(tables, key=lambda d: tables[d])
+    for delimiter, seen in counts.items():
+        if seen <= {1}:
+            return delimiter
+    return _second_line_delimiter(source)
 
 
 def _second_line_delimiter(source: Path) -> str:

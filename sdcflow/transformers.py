@@ -244,8 +244,10 @@ def _as_frame(X: Any) -> pd.DataFrame:
 
 
 def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
-    """The records as a float array, or ``DataError`` (COLUMN_TYPE) naming a text column: a
-    transformer masks numeric keys (a release spec takes categorical ones too)."""
+    """The records as a float array, or ``DataError`` naming the column: COLUMN_TYPE for a
+    text or boolean column (a transformer masks numeric keys; a release spec takes
+    categorical ones too), VALUES_NONFINITE for an infinite value, VALUES_MISSING for a
+    missing one (NaN, None, ``pd.NA``)."""
     if not frame.shape[1]:
         return np.empty((0, 0))
     for j, column in enumerate(frame.columns):  # booleans are nominal keys, as in a spec
@@ -263,9 +265,13 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
     try:
         values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):
-        for column in frame.columns:
+        # Column by column: the frame's conversion fails on a pd.NA held in an object column
+        # (an array of objects, a nullable column cast to object), which a column's reads as
+        # missing; a column that still fails is text.
+        parts = []
+        for j, column in enumerate(frame.columns):
             try:
-                frame[column].to_numpy(dtype=np.float64)
+                parts.append(frame.iloc[:, j].to_numpy(dtype=np.float64, na_value=np.nan))
             except (TypeError, ValueError):
                 raise DataError(
                     f"column {column} is not numeric: the transformers mask numeric keys; "
@@ -273,7 +279,19 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
                     code=Reason.COLUMN_TYPE,
                     field=str(column),
                 ) from None
-        raise
+        values = np.column_stack(parts)
+    # Infinite first, then missing, as the preflight of a release refuses them, each with the
+    # release's reason: an infinite value is VALUES_NONFINITE, a missing one (NaN, None,
+    # pd.NA) VALUES_MISSING, as sdcflow.measures and a release without missing_values: say.
+    infinite = np.isinf(values).sum(axis=0)
+    if infinite.any():
+        j = int(np.flatnonzero(infinite)[0])
+        raise DataError(
+            f"column {frame.columns[j]} has {int(infinite[j])} infinite value(s): replace them "
+            "with a number, or drop those records",
+            code=Reason.VALUES_NONFINITE,
+            field=str(frame.columns[j]),
+        )
     holes = np.isnan(values).sum(axis=0)
     if holes.any():
         j = int(np.flatnonzero(holes)[0])
@@ -281,7 +299,7 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
             f"column {frame.columns[j]} has {int(holes[j])} missing value(s): the transformers "
             "mask complete records; drop those records (X.dropna()) or release the file with "
             "sdcflow.release and `missing_values:` (a release masks around missing values)",
-            code=Reason.VALUES_NONFINITE,
+            code=Reason.VALUES_MISSING,
             field=str(frame.columns[j]),
         )
     return values

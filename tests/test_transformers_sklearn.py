@@ -56,12 +56,46 @@ def test_nullable_and_boolean_columns(frame):
     nullable.loc[4, "age"] = pd.NA
     with pytest.raises(InputError) as e:
         MDAV(k=5).fit(nullable)
-    assert (e.value.code, e.value.field) == (Reason.VALUES_NONFINITE, "age")
+    assert (e.value.code, e.value.field) == (Reason.VALUES_MISSING, "age")
     flagged = keys.assign(flag=pd.array([True, False, None] * 10, dtype="boolean"))
     for flag in (flagged, keys.assign(flag=[True, False] * 15)):  # was averaged into 0.4, 0.6...
         with pytest.raises(InputError) as e:
             MDAV(k=5).fit(flag)
         assert (e.value.code, e.value.field) == (Reason.COLUMN_TYPE, "flag")
+
+
+@pytest.mark.parametrize(
+    "hole, code",
+    [
+        (np.nan, Reason.VALUES_MISSING),
+        (None, Reason.VALUES_MISSING),
+        (pd.NA, Reason.VALUES_MISSING),
+        (np.inf, Reason.VALUES_NONFINITE),
+        (-np.inf, Reason.VALUES_NONFINITE),
+    ],
+)
+def test_a_missing_value_is_values_missing_and_an_infinite_one_values_nonfinite(frame, hole, code):
+    """A missing value (NaN, None, pd.NA) was refused as ``values-nonfinite`` (and pd.NA in an
+    object column or array as ``column-type``, "not numeric"), while a release (no
+    ``missing_values:``) and sdcflow.measures say ``values-missing``; +-inf stays
+    ``values-nonfinite``. In a frame (float, nullable and object columns) and in an array."""
+    keys = frame[["age", "income"]]
+    for dtype in (object, "Float64" if hole is pd.NA else float):  # pd.NA as object: column-type
+        holed = keys.astype({"income": dtype})
+        holed.loc[holed.index[7], "income"] = hole
+        with pytest.raises(InputError) as e:
+            MDAV(k=5).fit(holed)
+        assert (e.value.code, e.value.field) == (code, "income")
+    array = keys.to_numpy(dtype=object)
+    array[3, 0] = hole
+    with pytest.raises(InputError) as e:
+        MDAV(k=5).fit_transform(array)
+    assert (e.value.code, e.value.field) == (code, "x0")
+    both = keys.assign(age=keys["age"].astype(float))  # missing in age, infinite in income
+    both.loc[both.index[0], "age"], both.loc[both.index[1], "income"] = np.nan, np.inf
+    with pytest.raises(InputError) as e:
+        MDAV(k=5).fit(both)
+    assert (e.value.code, e.value.field) == (Reason.VALUES_NONFINITE, "income")  # as preflight
 
 
 def test_booleans_held_as_objects_are_refused_too(frame):

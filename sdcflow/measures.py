@@ -20,6 +20,10 @@ have every column in both files (``DataError`` naming the emptiest column when t
 The loss and linkage measures take numeric columns; a text, categorical or boolean column
 is refused by name (``Reason.COLUMN_TYPE``), as is an infinite value.
 
+:func:`individual_risk` and :func:`global_risk` take the released records alone, their key
+columns and sampling weights, and return the figures of the ``max_individual_risk`` and
+``max_global_risk`` gates (sdcMicro's individual risk), computed by the gates' function.
+
 >>> from sdcflow import MDAV
 >>> from sdcflow.measures import information_loss, k_anonymity
 >>> released = MDAV(k=5).fit_transform(df[cols])          # doctest: +SKIP
@@ -32,7 +36,8 @@ command line.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -43,11 +48,15 @@ from sdcflow.tasks.measures import anonymity as _anonymity
 from sdcflow.tasks.measures import disclosure_risk
 from sdcflow.tasks.measures import information_loss as _loss
 from sdcflow.tasks.measures.anonymity import equivalence_class_sizes, k_anonymity
+from sdcflow.tasks.measures.risk import RiskSummary, risk_summary
 
 __all__ = [
+    "GlobalRisk",
     "entropy_l_diversity",
     "equivalence_class_sizes",
     "generic_loss",
+    "global_risk",
+    "individual_risk",
     "information_loss",
     "interval_disclosure",
     "k_anonymity",
@@ -276,3 +285,167 @@ _ROWS = (
 )
 l_diversity.__doc__ = (_anonymity.l_diversity.__doc__ or "").rstrip() + _ROWS
 entropy_l_diversity.__doc__ = (_anonymity.entropy_l_diversity.__doc__ or "").rstrip() + _ROWS
+
+
+# --- re-identification risk from key frequencies and sampling weights ----------------------
+
+
+def _key_risk(released: Any, keys: Any, weights: Any) -> tuple[pd.DataFrame, RiskSummary]:
+    """The released frame and the risk of its records over ``keys``, computed by the core
+    function the ``max_individual_risk`` and ``max_global_risk`` gates call
+    (:func:`sdcflow.tasks.measures.risk.risk_summary`, on the released keys and the weights
+    as a release passes them)."""
+    frame = released if isinstance(released, pd.DataFrame) else pd.DataFrame(released)
+    names = [keys] if np.ndim(keys) == 0 else list(keys)
+    if not names:
+        raise ParameterError("name at least one key column (keys=[...])", field="keys")
+    unknown = [k for k in names if k not in frame.columns]
+    if unknown:
+        raise DataError(
+            f"the released frame has no column(s) {unknown}; keys are the released frame's "
+            "columns an intruder could know (the spec's quasi_identifiers)",
+            code=Reason.COLUMN_UNKNOWN,
+            field=str(unknown[0]),
+        )
+    if frame.shape[0] == 0:
+        raise DataError(
+            "the released frame has no records; the risk is measured per record",
+            code=Reason.TOO_FEW_RECORDS,
+            field="released",
+        )
+    return frame, risk_summary(frame[names], _weights(frame, weights))
+
+
+def _weights(frame: pd.DataFrame, weights: Any) -> np.ndarray | None:
+    """The sampling weights as floats, one per record (refused as ``weight_column:`` is:
+    ``Reason.WEIGHTS``, when not numbers, missing, not positive or not finite, or summing
+    beyond a float). A column name, a Series (paired by label as the other measures pair
+    rows) or an array in the frame's row order; None: no weights."""
+    if weights is None:
+        return None
+    field = "weights"
+    if isinstance(weights, pd.Series):
+        series = _aligned(frame, weights, "weights")
+    elif np.ndim(weights) == 0:  # a column label
+        if not isinstance(weights, Hashable) or weights not in frame.columns:
+            raise DataError(
+                f"weights names column {weights!r}, which the released frame lacks; pass the "
+                "weight column's name, or the weights themselves",
+                code=Reason.COLUMN_UNKNOWN,
+                field=str(weights),
+            )
+        field, series = str(weights), frame[weights]
+    else:
+        array = np.asarray(weights)
+        if array.ndim != 1:
+            raise DataError(
+                f"weights must be one number per record (1-dimensional), got {array.ndim}-D",
+                code=Reason.WEIGHTS,
+                field=field,
+            )
+        series = pd.Series(array)
+    kind = pd.api.types.infer_dtype(series, skipna=True)
+    if pd.api.types.is_bool_dtype(series.dtype) or kind not in _NUMERIC_OBJECTS:
+        raise DataError(
+            f"weights are {kind}, not numbers; give sampling weights as positive numbers",
+            code=Reason.WEIGHTS,
+            field=field,
+        )
+    w = pd.to_numeric(series).to_numpy(dtype=np.float64, na_value=np.nan)
+    if w.size != frame.shape[0]:
+        raise DataError(
+            f"{w.size} weight(s) for {frame.shape[0]} released records; give one sampling "
+            "weight per record",
+            code=Reason.WEIGHTS,
+            field=field,
+        )
+    missing = int(np.isnan(w).sum())
+    bad = int((~np.isnan(w) & ~(np.isfinite(w) & (w > 0))).sum())
+    if missing or bad:
+        raise DataError(
+            f"weights have {missing} missing and {bad} non-positive or infinite value(s); "
+            "every record needs a positive sampling weight (as weight_column: in a release)",
+            code=Reason.WEIGHTS,
+            field=field,
+        )
+    if not np.isfinite(w.sum()):
+        raise DataError(
+            "weights add up to more than the largest number a float holds, so the population "
+            "estimates (sums of weights) would be infinite; give them on a smaller scale",
+            code=Reason.WEIGHTS,
+            field=field,
+        )
+    return w
+
+
+def individual_risk(released: Any, keys: Any, weights: Any = None) -> pd.Series:
+    """Individual re-identification risk of every released record over its ``keys``: the
+    figure whose maximum is the ``max_individual_risk`` gate's (sdcMicro's ``measure_risk``,
+    :func:`sdcflow.tasks.measures.risk.individual_risk`).
+
+    With ``f_k`` the number of released records matching the record on every key (a missing
+    or suppressed value matches any value, sdcMicro's ``freqCalc`` with alpha = 1), ``F_k``
+    the sum of their sampling weights and ``p_k = f_k / F_k``, the Benedetti-Franconi
+    approximation::
+
+        r_k = p_k / (1 - p_k) * ln(1 / p_k)                               f_k = 1
+        r_k = p_k / (1 - p_k) - (p_k / (1 - p_k))^2 * ln(1 / p_k)         f_k = 2
+        r_k = p_k / (f_k - (1 - p_k))                                     f_k > 2
+
+    and ``r_k = 1 / f_k`` without weights or where ``F_k <= f_k`` (the sample is the
+    population there). References: Templ, Kowarik and Meindl, JSS 67(4) (2015)
+    (``indivRisk``, ``method = "approx"``); Franconi and Polettini, PSD 2004, LNCS 3050.
+
+    Parameters
+    ----------
+    released : DataFrame (n, d)
+        The released records (as published, or as a method returns them): text, categorical,
+        integer (also nullable) and float keys; NaN, None and ``pd.NA`` are missing.
+    keys : column name or list of names
+        The released columns an intruder could know (the spec's quasi-identifiers).
+    weights : column name, Series, array (n,) or None
+        Sampling weights (``weight_column:``), positive: a column of ``released``, a Series
+        paired by row label when it carries the frame's labels in another order, or an array
+        in the frame's row order. None: the file is the population, ``r = 1 / f``.
+
+    Returns
+    -------
+    Series (n,) in (0, 1], aligned to ``released``'s index, named ``individual_risk``.
+    """
+    frame, summary = _key_risk(released, keys, weights)
+    return pd.Series(summary.risk, index=frame.index, name="individual_risk")
+
+
+@dataclass(frozen=True)
+class GlobalRisk:
+    """The global risk of a released file (:func:`global_risk`).
+
+    Attributes
+    ----------
+    expected_reidentifications : float
+        ``ER = sum_i r_i`` over the records (the manifest's
+        ``method_details.disclosure.risk.after.expected_reidentifications``).
+    percent : float
+        ``100 ER / n``, the ``max_global_risk`` gate's figure (% of records).
+    records : int
+        ``n``.
+    """
+
+    expected_reidentifications: float
+    percent: float
+    records: int
+
+
+def global_risk(released: Any, keys: Any, weights: Any = None) -> GlobalRisk:
+    """Global re-identification risk: the expected number of re-identifications
+    ``ER = sum_i r_i`` (sdcMicro's ``measure_risk``, Templ, Kowarik and Meindl, JSS 67(4)
+    (2015)) and ``100 ER / n``, the ``max_global_risk`` gate's figure, from the individual
+    risks ``r_i`` of :func:`individual_risk` (same arguments, same conventions: a missing
+    value matches any value, weights as ``weight_column:``). Computed by the gate's own
+    function, so that the figures are the manifest's for the same released records."""
+    _, summary = _key_risk(released, keys, weights)
+    return GlobalRisk(
+        expected_reidentifications=summary.expected_reidentifications,
+        percent=summary.global_risk_percent,
+        records=int(summary.risk.size),
+    )

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from sdcflow.errors import InputError
+from sdcflow.tasks.measures.anonymity import exact_parts, match_counts
 from sdcflow.tasks.measures.risk import individual_risk, risk_summary
 
 
@@ -82,3 +83,22 @@ def test_bad_frequencies_are_refused():
         individual_risk(np.array([0, 1]))
     with pytest.raises(InputError):
         individual_risk(np.array([1, 2]), np.array([1.0]))
+
+
+def test_sums_of_weights_are_exact_in_any_order():
+    """F was the sum of the weights in the order of the records (bincount), so a shuffled
+    file (the published one) could give another last digit; now the exact sum, rounded."""
+    rng = np.random.default_rng(0)
+    groups = rng.integers(0, 50, 3000)
+    for weights in (rng.uniform(1, 500, 3000).round(3), np.exp(rng.uniform(-30, 30, 3000))):
+        parts = exact_parts(weights)
+        assert parts.shape[1] <= 4 and np.array_equal(parts.sum(axis=1), weights)
+        _, F = match_counts(pd.DataFrame({"g": groups}), weights)
+        exact = [math.fsum(weights[groups == g]) for g in groups]
+        np.testing.assert_allclose(F, exact, rtol=2**-52)  # 2 parts: the exact sum, rounded
+        order = rng.permutation(3000)
+        _, shuffled = match_counts(pd.DataFrame({"g": groups[order]}), weights[order])
+        np.testing.assert_array_equal(shuffled, F[order])
+    huge = np.array([1e308, 1e307, 5.0])  # no power-of-two boundary above them: as they come
+    assert exact_parts(huge).shape == (3, 1)
+    assert match_counts(pd.DataFrame({"g": [1, 1, 2]}), huge)[1][2] == 5.0

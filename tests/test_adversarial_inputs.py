@@ -24,9 +24,12 @@ from sdcflow.expectations.suite import validate_frame
 from sdcflow.flows.cli import main
 from sdcflow.limits import MAX_RULES
 from sdcflow.tasks.gates import GATES, GateContext
+from sdcflow.tasks.linear.projection import PolyhedronProjector
+from sdcflow.tasks.linear.repair import minimal_adjustment
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.microaggregation.mdav import group_means
+from sdcflow.tasks.steps.plan import linear_constraints
 from sdcflow.tasks.validation import destandardize, standardize, standardize_with
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.sources import read_source
@@ -145,20 +148,22 @@ def test_a_link_loop_a_folder_and_a_pipe_are_not_reported_missing(tmp_path):
 # -- rules ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("rules", "feasible"),
-    [
-        (["a == 1e15*b + c", "b >= 1", "c >= 0", "a <= 1e16"], True),  # a = 1e15, b = 1, c = 0
-        (["x >= 1e15", "x <= 2e15", "y == 1e16 * x"], True),
-        (["1e-15*x >= 1", "x <= 1e16"], True),  # x = 1e15
-        (["a == 1e20*b", "b >= 1e-3", "a <= 1e18"], True),  # b = 1e-3, a = 1e17
-        (["a >= 1e300", "a <= 2e300"], True),
-        (["1e18*x + 1e-18*y == 1", "x >= 0", "y >= 0"], True),
-        (["a == 1e20*b", "b >= 1", "a <= 1e19"], False),  # a >= 1e20
-        (["1e-15*x >= 1", "x <= 1e14"], False),  # x >= 1e15
-        (["a >= 3e300", "a <= 2e300"], False),
-    ],
-)
+COEFFICIENT_CASES = [
+    (["a == 1e15*b + c", "b >= 1", "c >= 0", "a <= 1e16"], True),  # a = 1e15, b = 1, c = 0
+    (["x >= 1e15", "x <= 2e15", "y == 1e16 * x"], True),
+    (["1e-15*x >= 1", "x <= 1e16"], True),  # x = 1e15
+    (["a == 1e20*b", "b >= 1e-3", "a <= 1e18"], True),  # b = 1e-3, a = 1e17
+    (["a >= 1e300", "a <= 2e300"], True),
+    (["1e18*x + 1e-18*y == 1", "x >= 0", "y >= 0"], True),
+    (["a == 1e20*b", "b >= 1", "a <= 1e19"], False),  # a >= 1e20
+    (["1e-15*x >= 1", "x <= 1e14"], False),  # x >= 1e15
+    (["a >= 3e300", "a <= 2e300"], False),
+    (["a >= 1e15 * b"], True),  # b = 0
+    (["a >= 1e100 * b", "b >= 0", "a <= 1"], True),
+]
+
+
+@pytest.mark.parametrize(("rules", "feasible"), COEFFICIENT_CASES)
 def test_huge_and_tiny_coefficients_do_not_change_the_verdict(rules, feasible):
     parsed = parse_rules(rules)
     if feasible:
@@ -166,6 +171,31 @@ def test_huge_and_tiny_coefficients_do_not_change_the_verdict(rules, feasible):
     else:
         with pytest.raises(InfeasibleRulesError):
             check_feasible(parsed)
+
+
+@pytest.mark.parametrize(("rules", "feasible"), COEFFICIENT_CASES)
+def test_the_projector_of_repair_reaches_the_preflight_verdict(rules, feasible):
+    # A rule set the preflight accepted (`a >= 1e15 * b`) was refused by the projector of
+    # the repair step, whose LP was not equilibrated: exit 2 mid-run, after the warehouse,
+    # the report folder and a failed flow run were written.
+    parsed = parse_rules(rules)
+    columns = sorted({c for r in parsed for c in r.columns})
+    constraints = linear_constraints(parsed, columns)
+    if feasible:
+        PolyhedronProjector.from_constraints(constraints)
+    else:
+        with pytest.raises(InputError) as e:
+            PolyhedronProjector.from_constraints(constraints)
+        assert e.value.code is Reason.RULES_INFEASIBLE
+
+
+def test_a_record_is_repaired_onto_a_rule_with_a_coefficient_of_1e15():
+    parsed = parse_rules(["a >= 1e15 * b"])
+    X = np.array([[3.0, 2.0], [5.0, 0.0]])
+    repaired, moved = minimal_adjustment(X, linear_constraints(parsed, ["a", "b"]))
+    assert moved.tolist() == [True, False]
+    assert repaired[0, 0] - 1e15 * repaired[0, 1] >= -1e-8
+    assert abs(repaired[0, 0] - 3.0) < 1e-9 and abs(repaired[0, 1]) < 1e-14
 
 
 def test_ge_in_chunks_gives_the_counts_of_one_batch_and_of_numpy(tmp_path):

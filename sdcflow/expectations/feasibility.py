@@ -37,9 +37,10 @@ References
    of rows and columns by powers of the base).
 
 Coefficients of any finite magnitude are handled: every LP is homogenized and equilibrated
-(:func:`equilibrate`) before HiGHS sees it, which otherwise refuses coefficients of 1e15 and
-more and drops those of 1e-9 and less (rules that can hold were reported as contradicting
-each other).
+(:func:`sdcflow.lp.equilibrate`) before HiGHS sees it, which otherwise refuses coefficients of
+1e15 and more and drops those of 1e-9 and less (rules that can hold were reported as contradicting
+each other). The same LP (``sdcflow.lp``) decides for the projector of repair and
+constrained fuzzy microaggregation, so a rule set this check accepts is not refused there.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import linprog
 
 from sdcflow.errors import InfeasibleRulesError
 from sdcflow.expectations.compile import linear_rows
@@ -61,6 +61,7 @@ from sdcflow.expectations.rules import (
     InSet,
     Rule,
 )
+from sdcflow.lp import feasibility_status
 
 __all__ = ["FeasibilityReport", "InfeasibleRulesError", "check_feasible"]
 
@@ -131,60 +132,14 @@ class _LP:
         self.count += 1
         A, b = self._matrix(eq)
         G, h = self._matrix(ub)
-        # Homogenize (the right-hand side becomes the column of a variable t fixed at 1) and
-        # equilibrate rows and columns by powers of two, so that no coefficient reaches
-        # HiGHS's thresholds: it treats |a| >= 1e15 as too large and drops |a| <= 1e-9.
-        K = np.vstack([np.hstack([A, -b[:, None]]), np.hstack([G, -h[:, None]])])
-        row_e, col_e = equilibrate(K)
-        Ks = np.ldexp(np.ldexp(K, row_e[:, None]), col_e[None, :])  # [4] Sec. 2: exact
-        d = len(self.index)
-        t = float(np.ldexp(1.0, -int(col_e[d])))  # t = 2**col_e[d] * t' = 1
-        p = A.shape[0]
-        res = linprog(
-            np.zeros(d + 1),
-            A_ub=Ks[p:] if ub else None,
-            b_ub=np.zeros(len(ub)) if ub else None,
-            A_eq=Ks[:p] if eq else None,
-            b_eq=np.zeros(p) if eq else None,
-            bounds=[(None, None)] * d + [(t, t)],
-            method="highs",
-        )
-        if res.status == 2:
+        # Homogenized and equilibrated by powers of two (sdcflow.lp), so that no coefficient
+        # reaches HiGHS's thresholds: it treats |a| >= 1e15 as too large and drops |a| <= 1e-9.
+        status, message = feasibility_status(A, b, G, h)
+        if status == 2:
             return False
-        if res.status in (0, 3):
+        if status in (0, 3):
             return True
-        raise RuntimeError(f"the feasibility LP did not finish: {res.message}")
-
-
-def equilibrate(
-    K: np.ndarray, passes: int = 8, max_shift: int = 50
-) -> tuple[np.ndarray, np.ndarray]:
-    """Power-of-two row and column exponents ``r``, ``c`` that bring the nonzero entries of
-    ``2**r_i K_ij 2**c_j`` near 1: alternating geometric-mean scaling of the rows and the
-    columns [4]_ (Curtis and Reid's objective, by the iteration of Fourer's survey), rounded to
-    powers of two so that scaling is exact. The last column's exponent (the right-hand side
-    variable of a homogenized system) is kept within ``±max_shift``.
-
-    Shapes: K (m, n) -> r (m,), c (n,) int.
-    """
-    m, n = K.shape
-    r, c = np.zeros(m, dtype=int), np.zeros(n, dtype=int)
-    nz = K != 0
-    if not nz.any():
-        return r, c
-    logs = np.where(nz, np.log2(np.abs(np.where(nz, K, 1.0))), 0.0)
-    rows, cols = nz.any(axis=1), nz.any(axis=0)
-
-    def middle(scaled: np.ndarray, axis: int, has: np.ndarray) -> np.ndarray:
-        lo = np.where(nz, scaled, np.inf).min(axis=axis)
-        hi = np.where(nz, scaled, -np.inf).max(axis=axis)
-        return np.where(has, np.rint((np.where(has, lo, 0) + np.where(has, hi, 0)) / 2), 0)
-
-    for _ in range(passes):
-        r = r - middle(logs + r[:, None] + c[None, :], 1, rows).astype(int)
-        c = c - middle(logs + r[:, None] + c[None, :], 0, cols).astype(int)
-        c[-1] = int(np.clip(c[-1], -max_shift, max_shift))
-    return r, c
+        raise RuntimeError(f"the feasibility LP did not finish: {message}")
 
 
 def _deletion_filter(lp: _LP, names: list[str], blocks: dict[str, Rows], fixed: Rows) -> list[str]:

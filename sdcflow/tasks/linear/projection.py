@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import null_space
-from scipy.optimize import linprog, nnls
+from scipy.optimize import nnls
 
 from sdcflow.errors import ParameterError, Reason
+from sdcflow.lp import feasibility_status
 from sdcflow.tasks.linear import _kernels as _k
 from sdcflow.tasks.linear.constraints import LinearConstraints
 
@@ -133,7 +134,7 @@ class PolyhedronProjector:
             v0 = np.zeros(d)
             self.N = np.eye(d)
         self.E = np.ascontiguousarray(-(Gt @ self.N))  # (q, r): LDP rows, module step 3
-        if self.n_ineq and not self._nonempty(-self.E, h - Gt @ v0):
+        if self.n_ineq and not self._nonempty(At, b, Gt, h):
             raise ParameterError(_INFEASIBLE, code=Reason.RULES_INFEASIBLE)
         self._args = (self.A, Apinv, self.b, self.G, self.h, self.sw, PROJECTION_TOL)
         self.compiled_args: tuple | None = self._args
@@ -159,13 +160,13 @@ class PolyhedronProjector:
         return cls(A, b, G, h, weights=weights)
 
     @staticmethod
-    def _nonempty(B: np.ndarray, g: np.ndarray) -> bool:
-        """Whether some ``z`` has ``B z <= g`` (a linear program; ``B`` (q, r))."""
-        r = B.shape[1]
-        if r == 0:
-            return bool(np.all(g >= -1e-12 * (1.0 + np.abs(g).max())))
-        lp = linprog(np.zeros(r), A_ub=B, b_ub=g, bounds=[(None, None)] * r, method="highs")
-        return lp.status == 0
+    def _nonempty(A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray) -> bool:
+        """Whether some ``y`` has ``A y = b, G y <= h``: the equilibrated LP of ``sdcflow.lp``
+        on the rules as written, the one the rule-set check before a run solves, so that
+        coefficients of 1e15 and more (which HiGHS refuses raw, and which the null-space
+        coordinates of the equalities blur) do not make a feasible set "empty"."""
+        status, _ = feasibility_status(A, b, G, h)
+        return status in (0, 3)
 
     def project(self, Y: np.ndarray, *, skip_feasible: bool = True) -> np.ndarray:
         """Project every row of ``Y`` (c, d) onto the polyhedron; returns (c, d).

@@ -1,0 +1,80 @@
+"""Linear feasibility at any coefficient magnitude: is ``{x : A x = b, G x <= h}`` empty?
+
+Shared by the rule-set check before a run (``sdcflow.expectations.feasibility``) and the
+polyhedron projector of repair and constrained fuzzy microaggregation
+(``sdcflow.tasks.linear.projection``), so that both reach the same verdict: HiGHS (behind
+``scipy.optimize.linprog``) treats coefficients of 1e15 and more as too large and drops those
+of 1e-9 and less, so a rule such as ``a >= 1e15 * b`` read raw is "infeasible". The LP is
+homogenized (the right-hand side becomes the column of a variable ``t`` fixed at 1) and
+equilibrated by powers of two before HiGHS sees it, which is exact.
+
+References
+----------
+.. [1] A.R. Curtis, J.K. Reid, "On the automatic scaling of matrices for Gaussian
+   elimination", IMA Journal of Applied Mathematics 10(1) (1972) 118-124 (geometric scaling
+   of rows and columns by powers of the base).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linprog
+
+__all__ = ["equilibrate", "feasibility_status"]
+
+
+def equilibrate(
+    K: np.ndarray, passes: int = 8, max_shift: int = 50
+) -> tuple[np.ndarray, np.ndarray]:
+    """Power-of-two row and column exponents ``r``, ``c`` that bring the nonzero entries of
+    ``2**r_i K_ij 2**c_j`` near 1: alternating geometric-mean scaling of the rows and the
+    columns [1]_ (Curtis and Reid's objective, by the iteration of Fourer's survey), rounded to
+    powers of two so that scaling is exact. The last column's exponent (the right-hand side
+    variable of a homogenized system) is kept within ``±max_shift``.
+
+    Shapes: K (m, n) -> r (m,), c (n,) int.
+    """
+    m, n = K.shape
+    r, c = np.zeros(m, dtype=int), np.zeros(n, dtype=int)
+    nz = K != 0
+    if not nz.any():
+        return r, c
+    logs = np.where(nz, np.log2(np.abs(np.where(nz, K, 1.0))), 0.0)
+    rows, cols = nz.any(axis=1), nz.any(axis=0)
+
+    def middle(scaled: np.ndarray, axis: int, has: np.ndarray) -> np.ndarray:
+        lo = np.where(nz, scaled, np.inf).min(axis=axis)
+        hi = np.where(nz, scaled, -np.inf).max(axis=axis)
+        return np.where(has, np.rint((np.where(has, lo, 0) + np.where(has, hi, 0)) / 2), 0)
+
+    for _ in range(passes):
+        r = r - middle(logs + r[:, None] + c[None, :], 1, rows).astype(int)
+        c = c - middle(logs + r[:, None] + c[None, :], 0, cols).astype(int)
+        c[-1] = int(np.clip(c[-1], -max_shift, max_shift))
+    return r, c
+
+
+def feasibility_status(
+    A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray
+) -> tuple[int, str]:
+    """HiGHS's status and message for ``min 0 s.t. A x = b, G x <= h`` (x free), solved
+    homogenized and equilibrated: 0 or 3 feasible, 2 infeasible, anything else unfinished.
+
+    Shapes: A (p, d), b (p,), G (q, d), h (q,); p + q >= 1.
+    """
+    d = A.shape[1]
+    p, q = A.shape[0], G.shape[0]
+    K = np.vstack([np.hstack([A, -b[:, None]]), np.hstack([G, -h[:, None]])])
+    row_e, col_e = equilibrate(K)
+    Ks = np.ldexp(np.ldexp(K, row_e[:, None]), col_e[None, :])  # [1] Sec. 2: exact
+    t = float(np.ldexp(1.0, -int(col_e[d])))  # t = 2**col_e[d] * t' = 1
+    res = linprog(
+        np.zeros(d + 1),
+        A_ub=Ks[p:] if q else None,
+        b_ub=np.zeros(q) if q else None,
+        A_eq=Ks[:p] if p else None,
+        b_eq=np.zeros(p) if p else None,
+        bounds=[(None, None)] * d + [(t, t)],
+        method="highs",
+    )
+    return res.status, res.message

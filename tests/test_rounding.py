@@ -188,3 +188,43 @@ def test_a_borrowed_value_is_snapped_like_its_groups():
     done = round_keeping_equalities(X, cols, [0, 0, 0], rule)
     assert done.derived == ["c"] and done.off_precision == {}
     assert done.values[0, 2] == done.values[1, 2] == 3.0
+
+
+def test_a_record_on_an_inequality_is_rounded_towards_it():
+    # Census under constrained_fuzzy: a centre on `FICA <= 0.1 * WSALVAL + 100` rounded to
+    # nearest (223.66 -> 224, 1236.6 -> 1237) broke the rule (224 > 223.7) and the release
+    # was refused. Rounded towards the row (FICA down, WSALVAL up) it holds; records with
+    # equal values stay equal, and the equality's total is still solved from its parts.
+    cols = ["fica", "wsal", "total", "earn", "other"]
+    rules = LinearConstraints.from_rows(
+        [
+            ("fica", [], [({"fica": 1, "wsal": -0.1}, 100.0)]),
+            ("total", [({"total": 1, "earn": -1, "other": -1}, 0.0)], []),
+            ("other", [], [({"other": -1}, 0.0)]),
+        ],
+        cols,
+    )
+    X = np.array([[223.66, 1236.6, 10.6, 10.3, 0.3]] * 2 + [[200.2, 1000.4, 5.0, 5.0, 0.0]])
+    done = round_keeping_equalities(X, cols, [0] * 5, rules)
+    V = done.values
+    assert (V[:, 0] <= 0.1 * V[:, 1] + 100).all()
+    assert (V[:, 2] == V[:, 3] + V[:, 4]).all() and (V[:, 4] >= 0).all()
+    assert V[0].tolist() == V[1].tolist() == [223.0, 1237.0, 11.0, 10.0, 1.0]
+    assert V[2].tolist() == [200.0, 1000.0, 5.0, 5.0, 0.0]  # nothing broken: rounded as before
+
+
+def test_an_inequality_through_a_solved_total_is_rounded_towards():
+    # `total >= 20.5` with total = a + b solved from its rounded parts: 10.3 + 10.2 = 20.5
+    # rounds to 10 + 10 = 20 < 20.5; the parts are rounded up instead (the row reads
+    # -a - b <= -20.5 once the total is substituted).
+    cols = ["a", "b", "total"]
+    rules = LinearConstraints.from_rows(
+        [
+            ("sum", [({"total": 1, "a": -1, "b": -1}, 0.0)], []),
+            ("floor", [], [({"total": -1}, -20.5)]),
+        ],
+        cols,
+    )
+    done = round_keeping_equalities(np.array([[10.3, 10.2, 20.5]]), cols, [0] * 3, rules)
+    assert done.derived == ["total"]
+    assert done.values.tolist() == [[11.0, 11.0, 22.0]]

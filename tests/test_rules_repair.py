@@ -215,3 +215,19 @@ def test_conditional_rows_are_validated() -> None:
     with pytest.raises(InputError) as e:  # rows over (y, x), not (x, y)
         minimal_adjustment(np.ones((2, 2)), lc, conditional=[(np.array([True, False]), other)])
     assert e.value.code is Reason.PARAMETER and e.value.field == "conditional[0]"
+
+
+def test_a_record_within_its_rules_tolerance_is_not_moved() -> None:
+    # EIA: `TOTREVENUE == RESREVENUE + ... ` with `tolerance: 2` (totals rounded on their own)
+    # failed validation on 10 records, but repair moved 423: every record off by 1 or 2,
+    # which the rule allows. A rule's tolerance now decides for its rows in repair too.
+    rules = parse_rules([{"rule": "t == a + b", "name": "sum", "tolerance": 2}, "a <= 100"])
+    lc = linear_constraints(rules, ["t", "a", "b"])
+    X = np.array([[11.0, 5.0, 5.0], [13.0, 5.0, 5.0], [10.0, 101.0, -91.0]])
+    tolerances = {r.name: r.tolerance for r in rules}
+    assert violating_records(X, lc, row_tol=tolerances).tolist() == [False, True, True]
+    out, moved = minimal_adjustment(X, lc, row_tol=tolerances)
+    assert moved.tolist() == [False, True, True]
+    assert out[0].tolist() == X[0].tolist()
+    assert np.abs(out[1:, 0] - out[1:, 1] - out[1:, 2]).max() < 1e-9
+    assert minimal_adjustment(X, lc)[1].tolist() == [True, True, True]  # without: 1e-8

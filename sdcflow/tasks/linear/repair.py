@@ -6,10 +6,10 @@ For a record ``x0`` the repaired record is the weighted least-squares projection
 
 as R's ``rspa`` package computes it [1]_ (by successive projections there; exactly here, with
 :class:`~sdcflow.tasks.linear.projection.PolyhedronProjector`). Records that already satisfy
-every row (within ``tol``) are returned unchanged. The feasible set is the one of section 2.3
-of [2]_; because it is convex, any average of repaired records (the group centroid MDAV
-publishes) satisfies it too: equalities because they are linear, inequalities because a
-convex set contains the convex combinations of its points.
+every row (within ``tol``, or its rule's own tolerance) are returned unchanged. The feasible
+set is the one of section 2.3 of [2]_; because it is convex, any average of repaired records
+(the group centroid MDAV publishes) satisfies it too: equalities because they are linear,
+inequalities because a convex set contains the convex combinations of its points.
 
 Conditional rules ``if C then D`` with a linear consequent enter per record: the flow passes
 ``D``'s rows with the mask of records on which ``C`` holds (``conditional=``), and records are
@@ -28,7 +28,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -41,15 +41,24 @@ __all__ = ["minimal_adjustment", "violating_records"]
 
 
 def violating_records(
-    X: np.ndarray, constraints: LinearConstraints, *, tol: float = 1e-8
+    X: np.ndarray,
+    constraints: LinearConstraints,
+    *,
+    tol: float = 1e-8,
+    row_tol: Mapping[str, float] | None = None,
 ) -> np.ndarray:
-    """Boolean mask (n,) of records violating some row: ``|A x - b| > tol`` or ``G x - h > tol``."""
+    """Boolean mask (n,) of records violating some row: ``|A x - b| > tol`` or ``G x - h > tol``,
+    where a row whose rule is named in ``row_tol`` has that rule's tolerance instead (the one
+    its validation uses, on the same residual)."""
     eq, ineq = constraints.residuals(X)
+    row_tol = row_tol or {}
     bad = np.zeros(X.shape[0], dtype=bool)
     if eq.size:
-        bad |= (np.abs(eq) > tol).any(axis=1)
+        t = np.array([row_tol.get(n, tol) for n in constraints.eq_names], dtype=np.float64)
+        bad |= (np.abs(eq) > t).any(axis=1)
     if ineq.size:
-        bad |= (ineq > tol).any(axis=1)
+        t = np.array([row_tol.get(n, tol) for n in constraints.ineq_names], dtype=np.float64)
+        bad |= (ineq > t).any(axis=1)
     return bad
 
 
@@ -59,6 +68,7 @@ def minimal_adjustment(
     *,
     weights: np.ndarray | None = None,
     tol: float = 1e-8,
+    row_tol: Mapping[str, float] | None = None,
     conditional: Sequence[tuple[np.ndarray, LinearConstraints]] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """Project every violating record onto ``{A x = b, G x <= h}`` by weighted least squares.
@@ -74,6 +84,9 @@ def minimal_adjustment(
     tol : float
         A record whose equality residuals are within ``tol`` and inequality excesses at most
         ``tol`` is left unchanged (the validation tolerance, 1e-8 by default).
+    row_tol : mapping str -> float, optional
+        Per rule name, the tolerance of that rule's rows instead of ``tol`` (a rule's own
+        ``tolerance:``), so that a record its validation passes is not moved.
     conditional : sequence of (mask, LinearConstraints)
         Rows that bind only the records where ``mask`` (n,) is True: the linear consequent
         ``D`` of a rule ``if C then D`` for the records on which ``C`` holds. Records are
@@ -134,7 +147,7 @@ def minimal_adjustment(
     for g, pattern in enumerate(patterns):
         rows = np.flatnonzero(group == g)
         parts = [extra for (_, extra), on in zip(conditional, pattern, strict=True) if on]
-        block, block_moved = _repair(X[rows], _stack(constraints, parts), w, tol)
+        block, block_moved = _repair(X[rows], _stack(constraints, parts), w, tol, row_tol)
         out[rows] = block
         moved[rows] = block_moved
     return out, moved
@@ -157,11 +170,15 @@ def _stack(base: LinearConstraints, extra: Sequence[LinearConstraints]) -> Linea
 
 
 def _repair(
-    X: np.ndarray, constraints: LinearConstraints, w: np.ndarray, tol: float
+    X: np.ndarray,
+    constraints: LinearConstraints,
+    w: np.ndarray,
+    tol: float,
+    row_tol: Mapping[str, float] | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The violating records of ``X`` projected onto one constraint set (module docstring)."""
     out = X.copy()
-    moved = violating_records(X, constraints, tol=tol)
+    moved = violating_records(X, constraints, tol=tol, row_tol=row_tol)
     if not moved.any():
         return out, moved
     proj = PolyhedronProjector.from_constraints(constraints, weights=w)

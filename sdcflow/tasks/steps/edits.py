@@ -180,7 +180,10 @@ def repair_edits(
     moved = np.zeros(X.shape[0], dtype=bool)
     if complete.any():
         repaired[complete], moved[complete] = minimal_adjustment(
-            X[complete], constraints, conditional=conditional
+            X[complete],
+            constraints,
+            row_tol={rule.name: rule.tolerance for rule in rules},
+            conditional=conditional,
         )
     edited = frame.copy()
     for j, column in enumerate(qis):

@@ -232,6 +232,10 @@ def caret(message: str) -> tuple[int, int]:
         ("0 <= 1", Reason.RULE_SYNTAX, 0, 6),  # constants on both sides
         ("region in []", Reason.RULE_SYNTAX, 10, 2),  # the set is empty
         ("region in ['N', 1]", Reason.RULE_SYNTAX, 10, 8),  # the set mixes text and numbers
+        # digits of other scripts read as numbers (`1\u0665` was 15 and looks like 1.), and
+        # fullwidth ones (`\uff11\uff10` was 10): a number is written in ASCII digits
+        ("wages <= 1\u0665", Reason.RULE_SYNTAX, 10, 1),
+        ("wages <= \uff11\uff10", Reason.RULE_SYNTAX, 9, 1),
         # a nested 'if' reads as a column named "if", so the parser stops at the next word
         ("if wages >= 0 then if wages >= 1 then total >= 0", Reason.RULE_SYNTAX, 22, 5),
     ],

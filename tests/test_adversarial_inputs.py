@@ -198,6 +198,19 @@ def test_a_record_is_repaired_onto_a_rule_with_a_coefficient_of_1e15():
     assert abs(repaired[0, 0] - 3.0) < 1e-9 and abs(repaired[0, 1]) < 1e-14
 
 
+@pytest.mark.parametrize("coefficient", [1e8, 1e9, 1e12, 1e15])
+def test_a_long_projection_is_not_called_infeasible(coefficient):
+    # `x >= 1`, `y == 1e8 * x` from (0, 0): the projection (1, 1e8) is far away, and the
+    # least-distance step's residual 1 / (1 + ||z||^2) fell below its 1e-12 test, so a
+    # release whose rules the preflight accepted died in repair with exit 2, "the rules admit
+    # no record", after writing the warehouse and a report folder.
+    rules = parse_rules(["x >= 1", f"y == {coefficient!r} * x + z"])
+    projector = PolyhedronProjector.from_constraints(linear_constraints(rules, ["x", "y", "z"]))
+    got = projector.project(np.array([[0.0, 0.0, 0.0], [5.0, 3.0, 0.0]]))
+    half = coefficient / 2  # x = 1, y - z = coefficient, y and z split the move evenly
+    np.testing.assert_allclose(got, [[1.0, half, -half], [1.0, half + 1.5, 1.5 - half]], rtol=1e-9)
+
+
 def test_ge_in_chunks_gives_the_counts_of_one_batch_and_of_numpy(tmp_path):
     rng = np.random.default_rng(5)
     frame = pd.DataFrame(rng.normal(size=(200, 4)), columns=list("abcd"))

@@ -199,6 +199,20 @@ class PolyhedronProjector:
         q, r = E.shape
         if r == 0 or not (f > 0).any():
             return yp
+        # Rows scaled to unit norm and f to unit size (the same set, the same z up to the
+        # factor s): the LDP's residual res[r] = 1 / (1 + ||z||^2) must not vanish below its
+        # 1e-12 test because z is long (x >= 1, y == 1e8 * x projected from 0 has ||z|| = 1e8
+        # and was called infeasible).
+        norms = np.linalg.norm(E, axis=1)
+        live = norms > 0
+        if (f[~live] > 1e-12 * (1.0 + np.abs(h[~live]))).any():
+            raise ParameterError(_INFEASIBLE, code=Reason.RULES_INFEASIBLE)
+        E, f = E[live] / norms[live, None], f[live] / norms[live]
+        s = float(np.abs(f).max())
+        if s == 0.0:
+            return yp
+        f = f / s
+        q = E.shape[0]
         # Lawson-Hanson LDP: NNLS on [E^T; f^T] u ~ e_{r+1}; z = -res[:r] / res[r]
         M = np.vstack([E.T, f[None, :]])  # (r + 1, q)
         e = np.zeros(r + 1)
@@ -207,7 +221,7 @@ class PolyhedronProjector:
         res = M @ u - e
         if abs(res[r]) <= 1e-12 or np.linalg.norm(res) <= 1e-12:
             raise ParameterError(_INFEASIBLE, code=Reason.RULES_INFEASIBLE)
-        y = yp + (self.N @ (-res[:r] / res[r])) / sw
+        y = yp + (self.N @ (s * (-res[:r] / res[r]))) / sw
         # Polish: the projection lies on the face of the rows active at the LDP point, and is
         # the projection of y0 onto that face's affine hull whatever the multipliers (which
         # degenerate vertices make ambiguous); solve it exactly and keep it if it is feasible

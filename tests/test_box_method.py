@@ -283,3 +283,50 @@ def test_box_spec_errors_are_refused_at_preflight(tmp_path, extra, field):
     with pytest.raises(InputError) as e:
         plan_release(load_spec(tmp_path / "s.yaml"))
     assert e.value.code == Reason.SPEC_CONTRADICTION and e.value.field == field
+
+
+def _box_plan(tmp_path, frame, **extra):
+    import yaml
+
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.tasks.steps.plan import plan_release
+
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b"],
+            "method": {"name": "box", "k": 2}, **extra}  # fmt: skip
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    return plan_release(load_spec(tmp_path / "s.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("column", "role"),
+    [("weight", "keep"), ("box_id", "sensitive"), ("a_lo", "keep"), ("weight", "weight_column")],
+)
+def test_box_refuses_a_published_column_named_as_its_own_columns(tmp_path, column, role):
+    # a sensitive `box_id` replaced the box labels, and `weight_column: weight` published the
+    # box weights instead of the sampling weights ("published unchanged"): both exit 0
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(12, 2)), columns=["a", "b"])
+    frame[column] = rng.integers(1, 4, size=12)
+    extra = {role: column if role == "weight_column" else [column]}
+    with pytest.raises(InputError) as e:
+        _box_plan(tmp_path, frame, **extra)
+    assert e.value.code is Reason.SPEC_CONTRADICTION and e.value.field == column
+
+
+def test_box_data_it_cannot_release_is_refused_at_preflight(tmp_path):
+    # l above a key's distinct values, and magnitudes box cannot hold, were refused in the
+    # mask step: exit 2, but with a 'failed' run in audit.runs and the warehouse written
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0] * 4, "b": np.arange(12.0)})
+    with pytest.raises(InputError) as e:
+        _box_plan(tmp_path, frame, method={"name": "box", "k": 2, "l": 4})
+    assert e.value.code is Reason.PARAMETER and e.value.field == "method.l"
+    # epsilon merges close values: 1, 2, 3 with epsilon 1.5 are fewer than 3 values
+    with pytest.raises(InputError) as e:
+        _box_plan(tmp_path, frame, method={"name": "box", "k": 2, "l": 3, "epsilon": {"a": 1.5}})
+    assert e.value.code is Reason.PARAMETER and e.value.field == "method.l"
+    assert _box_plan(tmp_path, frame, method={"name": "box", "k": 2, "l": 3}).profile.rows == 12
+    huge = frame.assign(a=frame["a"] * 1e200)
+    with pytest.raises(InputError) as e:
+        _box_plan(tmp_path, huge)
+    assert e.value.code is Reason.VALUES_RANGE

@@ -21,8 +21,10 @@ Released columns: ``<q>_lo``, ``<q>_hi`` per quasi-identifier, ``box_id`` and ``
 weight is constant within a box and computed from the boxes only; it is not identifying).
 Crisp and fuzzy weights estimate the statistics of the re-weighted records, not of the file
 ([1] eq. 43 has no bias term); the manifest then holds the equal-weight intervals as well.
-Each box is the bounding box of its cell, so every bound is the value of one of the cell's
->= k records (as in Mondrian generalization), without saying which.
+Each box is the bounding box of its cell moved strictly outward onto a per-variable grid
+(``grid``, default a power of ten near sd/100), so no bound is a record's value; with
+``exact_bounds: true`` every bound is the value of one of the cell's >= k records (as in
+Mondrian generalization), without saying which.
 
 References
 ----------
@@ -44,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validato
 
 from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.box.anonymize import box_anonymize
-from sdcflow.tasks.box.partition import default_grid
+from sdcflow.tasks.box.partition import default_grid, distinct_counts
 from sdcflow.tasks.box.sensitivity import STAT_ARITY, Target, default_delta0
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams, k_gate
@@ -215,21 +217,18 @@ def _check_target_columns(targets: Sequence[BoxTarget], columns: Sequence[str]) 
             )
 
 
-def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> BoxResult:
-    """Run box anonymization for the spec parameters.
+def check_box_values(X: np.ndarray, columns: Sequence[str], params: Any) -> None:
+    """Refuse values box anonymization cannot release (the preflight and the method both ask).
 
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-        Quasi-identifiers, original units.
-    columns : sequence of str, length d
-    params : BoxParams
-
-    Returns
-    -------
-    BoxResult
-        ``masked`` holds ``<q>_lo``, ``<q>_hi`` per quasi-identifier, ``box_id`` and
-        ``weight``; ``points`` the box centres (n, d); ``groups`` the box ids.
+    Raises
+    ------
+    DataError
+        Reason ``values-range``: magnitudes whose variances or box volumes overflow, or a
+        spread so small that box volumes underflow.
+    ParameterError
+        Reason ``parameter``, field ``method.l``: a quasi-identifier with fewer than ``l``
+        distinct values (closer than its ``epsilon`` count as one) in the whole file, so that
+        no box can hold ``l`` of them.
     """
     cols = list(columns)
     # Variances and covariances of boxes multiply the values themselves, summed over the
@@ -250,6 +249,37 @@ def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> Box
             "units before release",
             code=Reason.VALUES_RANGE,
         )
+    if params.l is not None and n:
+        eps = np.array([float(params.epsilon.get(c, 0.0)) for c in cols])
+        total = distinct_counts(X, np.zeros(n, dtype=np.int64), eps)[0]
+        if (total < params.l).any():
+            j = int(np.flatnonzero(total < params.l)[0])
+            raise ParameterError(
+                f"method.l = {params.l}: {cols[j]} has only {int(total[j])} distinct value(s) "
+                "in the whole file (closer than its epsilon count as one), so no box can hold "
+                f"{params.l}; lower l or {cols[j]}'s epsilon",
+                field="method.l",
+            )
+
+
+def box_release(X: np.ndarray, columns: Sequence[str], params: BoxParams) -> BoxResult:
+    """Run box anonymization for the spec parameters.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Quasi-identifiers, original units.
+    columns : sequence of str, length d
+    params : BoxParams
+
+    Returns
+    -------
+    BoxResult
+        ``masked`` holds ``<q>_lo``, ``<q>_hi`` per quasi-identifier, ``box_id`` and
+        ``weight``; ``points`` the box centres (n, d); ``groups`` the box ids.
+    """
+    cols = list(columns)
+    check_box_values(X, cols, params)
     check_box_columns(params, cols)
     targets = resolve_targets(X, cols, params.targets)
     eps = np.array([float(params.epsilon.get(c, 0.0)) for c in cols])

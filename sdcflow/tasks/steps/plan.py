@@ -39,7 +39,7 @@ from sdcflow.limits import MAX_RULES, MAX_SOURCE_COLUMNS, check_count
 from sdcflow.tasks.gates import GATES, contradictions
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import get_method
-from sdcflow.tasks.methods.box import check_box_columns
+from sdcflow.tasks.methods.box import check_box_columns, check_box_values
 from sdcflow.tasks.methods.keys import Key, as_text, numeric_keys
 from sdcflow.tasks.recoding.recode import (
     Recoding,
@@ -129,6 +129,7 @@ class ReleasePlan(BaseModel):
         _check_columns(spec, self.profile)
         check_keys_fit_method(spec, self.resolved_keys, self.profile.rows)
         check_missing_numbers_fit_method(spec, self.resolved_keys, self.profile.missing)
+        check_box_data(spec, self.data)
         check_runner(spec)  # a variant runs on the spec's runner too (runner: dask)
         return self.model_copy(update={"spec": spec})
 
@@ -179,6 +180,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     keys = resolve_keys(spec, profile, data)
     check_keys_fit_method(spec, keys, profile.rows)
     check_missing_numbers_fit_method(spec, keys, profile.missing)
+    check_box_data(spec, data)
     check_weights(spec, profile, data)
     rules: list[Rule] = []
     constraints = feasibility = None
@@ -707,6 +709,20 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
                 "box_id, weight and interval estimates); remove `blocks:`"
             )
         check_box_columns(spec.method, spec.quasi_identifiers)
+        box_columns = {f"{q}_{end}" for q in spec.quasi_identifiers for end in ("lo", "hi")}
+        box_columns |= {"box_id", "weight"}
+        passed = [*spec.keep, *spec.sensitive]
+        if spec.weight_column and spec.weight_column not in spec.quasi_identifiers:
+            passed.append(spec.weight_column)
+        clash = [c for c in passed if c in box_columns]
+        if clash:
+            raise InputError(
+                f"column {clash[0]} is published unchanged and method box publishes a column "
+                "of that name (<key>_lo, <key>_hi, box_id, weight), so one would overwrite the "
+                f"other; rename {clash[0]} in the source",
+                code=Reason.SPEC_CONTRADICTION,
+                field=str(clash[0]),
+            )
     cell_size = getattr(spec.method, "cell_size", None)
     if cell_size is not None:
         try:
@@ -725,6 +741,20 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
         wrong = sorted(set(spec.checks) & _LOSS_GATES)
         if wrong:
             refuse(f"check(s) {wrong} measure numeric keys and this release has none; remove them")
+
+
+def check_box_data(spec: ReleaseSpec, data: pa.Table) -> None:
+    """Method ``box``: the values it cannot release (magnitudes, a key with fewer than ``l``
+    distinct values) are refused here, before the run starts, rather than in the mask step
+    (see :func:`~sdcflow.tasks.methods.box.check_box_values`). Keys are numeric and complete
+    by then (:func:`check_keys_fit_method`, :func:`check_missing_numbers_fit_method`)."""
+    if spec.method.name != "box" or not data.num_rows:
+        return
+    cols = list(spec.quasi_identifiers)
+    X = np.column_stack(
+        [data.column(c).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan) for c in cols]
+    )
+    check_box_values(X, cols, spec.method)
 
 
 def check_missing_numbers_fit_method(

@@ -16,6 +16,7 @@ from sdcflow.tasks.fuzzy_mapping import (
     combine,
     custom_sets,
     integer_hull,
+    integer_ranges,
     memberships,
     preimage,
     uniform_sets,
@@ -251,7 +252,7 @@ def test_rule_text_is_rewritten_in_the_original_domain():
         "native-country=United-States 4685 conf:(0.92)"
     )
     out = remap_rule_text(rule, {"age": (sets, "random_pick")}, integer=True)
-    assert out.startswith("12. age in 17..71 education=Some-college 5098 ==>")
+    assert out.startswith("12. age in 17..44 or 63..71 education=Some-college 5098 ==>")
     exact = remap_rule_text("age in [2, 2.5] ==> x", {"age": (sets, "maximum")})
     assert exact == "age in [17, 44.375] ==> x"
     # other columns' intervals are left alone
@@ -364,3 +365,28 @@ def test_mined_rules_carry_their_record_counts():
     chosen = select_rules(rules, ["a=x"], ["b=p"], "age=")
     assert [set(r) for r in chosen["antecedents"]] == [{"a=x", "age=(-inf-50]"}]
     assert rule_counts(frame, {"a": "x"}, {"b": "p"}, {"age": (0, 30)}) == (6, 6)
+
+
+@pytest.mark.parametrize("combiner", ["minimum", "random_pick", "highest_affinity"])
+def test_integer_remap_names_only_integers_mapped_into_the_interval(combiner):
+    """`remap --integer` printed the hull of the pieces: under minimum, `age in 17..71` for a
+    bin no age in 40..62 maps into, a rule the owner would apply to 23 ages it does not hold
+    for."""
+    sets = uniform_sets(3, (17, 90), "modified")
+    ages = np.arange(17, 91, dtype=float)
+    if combiner == "random_pick":  # every age one of whose candidates lies in the bin
+        m = memberships(ages, sets)
+        values = np.where(m.member, m.values, np.nan)
+        hit = ((values > 1.77055) & (values <= 2.5137)).any(axis=1)
+    else:
+        y = FuzzyMapping(sets, combiner).apply(ages)
+        hit = (y > 1.77055) & (y <= 2.5137)
+    ranges = integer_ranges(preimage((1.77055, 2.5137), sets, combiner))
+    shown = np.zeros_like(hit)
+    for a, b in ranges:
+        shown |= (ages >= a) & (ages <= b)
+    assert (shown == hit).all()
+    out = remap_rule_text("age='(1.77055-2.5137]' ==> x", {"age": (sets, combiner)}, integer=True)
+    assert out == "age in " + " or ".join(f"{a}..{b}" for a, b in ranges) + " ==> x"
+    if combiner == "minimum":
+        assert ranges == [(17, 39), (63, 71)]

@@ -511,7 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--run", dest="run_id", help="run whose mapping to use (default: latest published)"
     )
-    p.add_argument("--integer", action="store_true", help="show integer ranges (age in 17..71)")
+    p.add_argument(
+        "--integer",
+        action="store_true",
+        help="show the integers of each piece (age in 17..44 or 63..71)",
+    )
     return parser
 
 

@@ -43,7 +43,13 @@ from sdcflow.tasks.fuzzy_mapping.membership import (
     memberships,
     uniform_sets,
 )
-from sdcflow.tasks.fuzzy_mapping.remap import Interval, hull, integer_hull, preimage
+from sdcflow.tasks.fuzzy_mapping.remap import (
+    Interval,
+    hull,
+    integer_hull,
+    integer_ranges,
+    preimage,
+)
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ __all__ = [
     "custom_sets",
     "hull",
     "integer_hull",
+    "integer_ranges",
     "memberships",
     "preimage",
     "uniform_sets",

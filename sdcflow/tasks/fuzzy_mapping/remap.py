@@ -196,14 +196,26 @@ def hull(intervals: list[Interval]) -> Interval | None:
     return Interval(a.lo, b.hi, a.lo_closed, b.hi_closed)
 
 
-def integer_hull(intervals: list[Interval]) -> tuple[int, int] | None:
-    """The smallest and largest integers in the intervals (integer attributes such as age)."""
-    ints = []
+def integer_ranges(intervals: list[Interval]) -> list[tuple[int, int]]:
+    """The integers in the intervals as disjoint increasing ranges ``(first, last)``, adjacent
+    ones joined (integer attributes such as age)."""
+    ints: list[tuple[int, int]] = []
     for iv in intervals:
         lo = math.ceil(iv.lo) if iv.lo_closed else math.floor(iv.lo) + 1
         hi = math.floor(iv.hi) if iv.hi_closed else math.ceil(iv.hi) - 1
-        if lo <= hi:
+        if lo > hi:
+            continue
+        if ints and lo <= ints[-1][1] + 1:
+            ints[-1] = (ints[-1][0], max(hi, ints[-1][1]))
+        else:
             ints.append((lo, hi))
+    return ints
+
+
+def integer_hull(intervals: list[Interval]) -> tuple[int, int] | None:
+    """The smallest and largest integers in the intervals (the paper's Table 3 reports this,
+    "17-71"; it may hold integers outside the intervals: :func:`integer_ranges` does not)."""
+    ints = integer_ranges(intervals)
     return (ints[0][0], ints[-1][1]) if ints else None
 
 
@@ -264,7 +276,8 @@ def remap_rule_text(
     """``text`` with every interval item on a mapped column replaced by its preimage.
 
     ``mappings``: column -> (sets, combiner). An item becomes ``age in [17, 71.75)`` (pieces
-    joined by `` or ``), or ``age in 17..71`` with ``integer=True``; an interval no value maps
+    joined by `` or ``), or ``age in 17..44 or 63..71`` with ``integer=True`` (the integers of
+    the pieces, never their hull, which may hold values mapped elsewhere); an interval no value maps
     into becomes ``age in {}``.
     """
     items = parse_intervals(text, set(mappings))
@@ -273,8 +286,9 @@ def remap_rule_text(
         sets, combiner = mappings[col]
         pieces = preimage((a, b), sets, combiner, lo_closed=lc, hi_closed=rc)
         if integer:
-            ih = integer_hull(pieces)
-            shown = f"{_shown(col)} in {ih[0]}..{ih[1]}" if ih else f"{_shown(col)} in {{}}"
+            ranges = integer_ranges(pieces)
+            joined = " or ".join(f"{a}..{b}" for a, b in ranges) if ranges else "{}"
+            shown = f"{_shown(col)} in {joined}"
         else:
             joined = " or ".join(str(p) for p in pieces) if pieces else "{}"
             shown = f"{_shown(col)} in {joined}"

@@ -390,3 +390,20 @@ def test_integer_remap_names_only_integers_mapped_into_the_interval(combiner):
     assert out == "age in " + " or ".join(f"{a}..{b}" for a, b in ranges) + " ==> x"
     if combiner == "minimum":
         assert ranges == [(17, 39), (63, 71)]
+
+
+@pytest.mark.parametrize("combiner", COMBINERS)
+def test_uniform_sets_cover_the_ends_of_the_domain_exactly(combiner):
+    """Two sets on [10, 90] started at 10.000000000000004: the file's minimum belonged to no
+    set and was mapped to 0 (weighted average), 1 (highest affinity), NaN or -inf."""
+    for domain in ((10, 90), (17, 90), (0.1, 0.7), (-3, 1e6)):
+        for k in (2, 3, 5, 7):
+            for definition in ("modified", "earlier", "triangular"):
+                sets = uniform_sets(k, domain, definition)
+                assert sets.lo[0] == domain[0] and sets.hi[-1] == domain[1]
+                x = np.array(domain, dtype=float)
+                y = FuzzyMapping(sets, combiner, 0).apply(x)
+                assert np.isfinite(y).all() and (y >= 1).all() and (y <= k + 1).all()
+    sets = uniform_sets(2, (10, 90), "modified")
+    y = FuzzyMapping(sets, combiner, 0).apply(np.array([10.0, 11.0]))
+    assert y[0] == y[1] == 2.0  # affinity 1 to set 1 below its peak, as for 11

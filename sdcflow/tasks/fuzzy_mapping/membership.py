@@ -183,10 +183,14 @@ def uniform_sets(k: int, domain: Sequence[float], definition: Definition = "modi
     dmin, dmax = _check_domain(domain)
     h = (dmax - dmin) / (k + 1)
     peak = dmin + h * np.arange(1, k + 1)
+    # Each set spans from the peak before it to the peak after it, the first from min and the
+    # last to max, exactly: ``peak - h`` rounds (min = 10, max = 90, k = 2 gives a first set
+    # starting at 10.000000000000004), and the file's minimum then belonged to no set and
+    # was published as 0, NaN or -inf.
     return FuzzySets(
-        lo=peak - h,
+        lo=np.concatenate([[dmin], peak[:-1]]),
         peak=peak,
-        hi=peak + h,
+        hi=np.concatenate([peak[1:], [dmax]]),
         domain=(dmin, dmax),
         definition=_check_definition(definition),
         n_given=int(k),

@@ -46,6 +46,7 @@ from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
 from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.tasks.methods.microaggregation import released_loss_details
 from sdcflow.tasks.spec import _join_errors, error_field
 from sdcflow.tasks.validation import check_random_state
 
@@ -150,7 +151,7 @@ class MethodTransformer:
         rng = check_random_state(self.random_state)
         constraints = self._constraints(columns)
         result = mask_quasi_identifiers(values, columns, params, rng, constraints)
-        result = _integers(frame, columns, result, constraints)
+        result = _integers(frame, values, columns, result, constraints)
         self.result_: MaskResult = result
         released = result.masked.set_axis(frame.index, axis=0)
         if list(released.columns) == columns:  # point methods: the caller's own labels back
@@ -307,6 +308,7 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
 
 def _integers(
     frame: pd.DataFrame,
+    values: np.ndarray,
     columns: list[str],
     result: MaskResult,
     constraints: LinearConstraints | None,
@@ -333,7 +335,9 @@ def _integers(
         result,
         masked=masked,
         points=done.values,
-        details={**result.details, "precision": precision},
+        details=released_loss_details(
+            {**result.details, "precision": precision}, values, done.values, columns
+        ),
     )
 
 

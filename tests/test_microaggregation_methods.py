@@ -158,3 +158,59 @@ def test_a_cell_size_below_2k_is_refused_at_preflight(tmp_path, name: str) -> No
     with pytest.raises(InputError) as e:
         plan_release(spec_with(tmp_path, {"name": name, "k": 2, "cell_size": 3}))
     assert e.value.code == Reason.SPEC_FIELD and e.value.field == "method.cell_size"
+
+
+def test_loss_beside_the_bound_is_that_of_the_published_values() -> None:
+    # The method measured IL on its unrounded group means; the release publishes them rounded
+    # (integer keys, `precision:`), which raises the loss. The manifest's `information_loss`
+    # and `IL / bound` were those of values never published (Adult, age in whole years:
+    # ratio 1.488 in the manifest, 1.526 from the files). They must be the release's.
+    from sdcflow import MDAV
+    from sdcflow.measures import information_loss
+    from sdcflow.tasks.measures.information_loss import sse_sst_loss_present
+    from sdcflow.tasks.methods import MdavParams
+    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.tasks.methods.mixed import mask_keys
+
+    rng = np.random.default_rng(11)
+    frame = pd.DataFrame(
+        {
+            "a": rng.integers(0, 12, 120),
+            "b": rng.integers(0, 9, 120),
+            "s": np.repeat(["x", "y"], 60),
+        }
+    )
+    X = frame[["a", "b"]].to_numpy(float)
+    cases = {
+        "numeric": [Key("a", "numeric", decimals=0, integer=True), Key("b", "numeric", 0, True)],
+        "strata": [
+            Key("a", "numeric", decimals=0, integer=True),
+            Key("b", "numeric", decimals=0, integer=True),
+            Key("s", "nominal"),
+        ],
+        "hundreds": [Key("a", "numeric", decimals=-1), Key("b", "numeric", decimals=-1)],
+    }
+    for name, keys in cases.items():
+        res = mask_keys(frame, keys, MdavParams(k=3), np.random.default_rng(0))
+        d = res.details
+        published = sse_sst_loss_present(X, res.points)
+        assert d["information_loss_before_rounding"] < published, name
+        assert d["information_loss"] == pytest.approx(published, rel=1e-12), name
+        assert d["information_loss_over_bound"] == pytest.approx(
+            published / d["information_loss_lower_bound"], rel=1e-12
+        ), name
+    # blocks: each block's own figures too
+    blocked = mask_keys(
+        frame[["a", "b"]], cases["numeric"], MdavParams(k=3), rng, blocks=[["a"], ["b"]]
+    )
+    for j, part in enumerate(blocked.details["blocks"]):
+        own = sse_sst_loss_present(X[:, [j]], blocked.points[:, [j]])
+        assert part["information_loss"] == pytest.approx(own, rel=1e-12)
+    # the transformer's details_ say what its release loses (the manifest's figure)
+    model = MDAV(k=3)
+    released = model.fit_transform(frame[["a", "b"]])
+    il = information_loss(frame[["a", "b"]], released)
+    assert model.details_["information_loss"] == pytest.approx(il, rel=1e-12)
+    assert model.details_["information_loss_over_bound"] == pytest.approx(
+        il / model.details_["information_loss_lower_bound"], rel=1e-12
+    )

@@ -57,7 +57,10 @@ from sdcflow.tasks.methods.keys import (
     decode,
     encode_keys,
 )
-from sdcflow.tasks.methods.microaggregation import stratified_bound_details
+from sdcflow.tasks.methods.microaggregation import (
+    released_loss_details,
+    stratified_bound_details,
+)
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
     group_representatives,
@@ -311,7 +314,13 @@ def mask_keys(
             out = replace(legacy, masked=masked, points=rel.numeric)
         out.point_columns = enc.numeric_names
         out.details = {**legacy.details, **details}
+        if "precision" in details:  # the loss beside the bound is that of what is published
+            out.details = released_loss_details(
+                out.details, enc.numeric, rel.numeric, enc.numeric_names
+            )
         return out
+    if "precision" in details:
+        details = released_loss_details(details, enc.numeric, rel.numeric, enc.numeric_names)
     return MaskResult(
         masked=_assemble(enc, rel, resolved, frame),
         points=rel.numeric,

@@ -293,7 +293,7 @@ def lower_bound_rows(details: Mapping[str, Any]) -> tuple[list[list[Any]], str]:
         return [], ""
     rows: list[list[Any]] = []
     if _number(own):
-        rows.append(["IL of the method on the records it masked (its own figure)", own, "%"])
+        rows.append(["IL of the release against the records the method masked", own, "%"])
     rows.append(["lower bound on IL for any partition into groups of >= k records", bound, "%"])
     ratio = details.get("information_loss_over_bound")
     if _number(ratio):

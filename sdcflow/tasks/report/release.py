@@ -11,10 +11,11 @@ function and one line in :func:`release_sections`.
 
 Lower bounds on IL: a method that proves one reports it among its details as
 ``information_loss_lower_bound`` (IL's units, %: no partition into groups of >= k records of
-the records it masked loses less), with its own ``information_loss`` on those records and
-their ratio ``information_loss_over_bound``, and ``lower_bound.status`` when no bound was
-computed (crisp microaggregation, :mod:`sdcflow.tasks.methods.microaggregation`); the report
-shows them beside IL.
+the records it masked loses less; with ``lower_bound.scope``, no partition within that scope,
+e.g. groups inside the strata of the categorical keys), with its own ``information_loss`` on
+those records and their ratio ``information_loss_over_bound``, and ``lower_bound.status``
+when no bound was computed (crisp microaggregation,
+:mod:`sdcflow.tasks.methods.microaggregation`); the report shows them beside IL.
 
 Nothing here reads or shows a record value: moments, correlations, counts per safe bin
 (:func:`~sdcflow.tasks.report.plots.safe_bins`), group sizes and the distribution of
@@ -292,17 +293,32 @@ def lower_bound_rows(details: Mapping[str, Any]) -> tuple[list[list[Any]], str]:
             return [], f"No lower bound on IL: {status['status']}."
         return [], ""
     rows: list[list[Any]] = []
+    # stratified releases: the bound holds for partitions inside the strata only (a partition
+    # whose groups cross strata can lose far less), and the manifest names that scope
+    scope = status.get("scope") if isinstance(status, Mapping) else None
     if _number(own):
         rows.append(["IL of the release against the records the method masked", own, "%"])
-    rows.append(["lower bound on IL for any partition into groups of >= k records", bound, "%"])
+    if scope:
+        rows.append([f"lower bound on IL for {scope}", bound, "%"])
+    else:
+        rows.append(["lower bound on IL for any partition into groups of >= k records", bound, "%"])
     ratio = details.get("information_loss_over_bound")
     if _number(ratio):
-        rows.append(["IL / bound (1 would be provably optimal)", ratio, "ratio"])
-    note = (
-        "The bound is proved on the records the method masked: no partition of them into "
-        "groups of at least k records loses less, so the optimum's IL lies between the bound "
-        "and the method's own figure."
-    )
+        among = f" among {scope}" if scope else ""
+        rows.append([f"IL / bound (1 would be provably optimal{among})", ratio, "ratio"])
+    if scope:
+        note = (
+            f"The bound is proved on the records the method masked for {scope} only: no such "
+            "partition loses less, so the best of them lies between the bound and the "
+            "method's own figure. A partition outside that scope (groups across strata) is "
+            "not bounded by it and may lose less."
+        )
+    else:
+        note = (
+            "The bound is proved on the records the method masked: no partition of them into "
+            "groups of at least k records loses less, so the optimum's IL lies between the "
+            "bound and the method's own figure."
+        )
     return rows, note
 
 

@@ -416,3 +416,33 @@ def test_a_stratified_bound_is_not_shown_as_a_bound_on_every_partition():
     (label,) = [r[0] for r in rows if r[1] == bound]
     assert details["lower_bound"]["scope"] in label
     assert lower_bound_rows({k: v for k, v in details.items() if k != "lower_bound"})[0] != rows
+
+
+def test_the_keys_risk_table_shows_the_manifests_figures():
+    # The risk figures were rounded to 4 significant digits before display: Adult's 16414.72
+    # expected re-identifications read "16410", a count the manifest does not hold.
+    from sdcflow.tasks.report.release import keys_sections
+    from sdcflow.tasks.report.sections import fmt
+
+    def risk(er: float, pct: float, top: float) -> dict:
+        return {
+            "expected_reidentifications": er,
+            "global_risk_percent": pct,
+            "max": top,
+            "sample_uniques": 3,
+        }
+
+    before, after = risk(16414.72185308026, 50.41221661828647, 1.0), risk(4995.87, 15.343, 0.2)
+    details = {
+        "disclosure": {
+            "k_anonymity": 5,
+            "k_identical_rows": 1,
+            "risk": {"before": before, "after": after},
+        }
+    }
+    (table,) = [b for b in keys_sections(details)[0].blocks if b.kind == "table"]
+    shown = [fmt(v) for _, v in table.rows]
+    for figures in (before, after):
+        for key in ("expected_reidentifications", "global_risk_percent", "max"):
+            assert fmt(figures[key]) in shown
+    assert "16410" not in shown

@@ -507,11 +507,6 @@ def risk_section(facts: ReleaseFacts) -> Section:
     )
 
 
-def _sig(x: float) -> float:
-    """Four significant digits (risks span many orders of magnitude)."""
-    return float(f"{x:.4g}")
-
-
 def keys_sections(details: Mapping[str, Any]) -> list[Section]:
     """The keys' figures of a release with categorical or missing keys (``details
     ['disclosure']``): k over all keys and with the keep columns, the individual and global
@@ -532,12 +527,11 @@ def keys_sections(details: Mapping[str, Any]) -> list[Section]:
     for when in ("before", "after"):
         r = risk[when]
         rows += [
-            (
-                f"global risk {when}: expected re-identifications",
-                _sig(r["expected_reidentifications"]),
-            ),
-            (f"global risk {when} (% of records)", _sig(r["global_risk_percent"])),
-            (f"largest individual risk {when}", _sig(r["max"])),
+            # the manifest's figures as they are (shown with 6 significant digits): rounding
+            # them to 4 first printed 16410 for 16414.7 expected re-identifications
+            (f"global risk {when}: expected re-identifications", r["expected_reidentifications"]),
+            (f"global risk {when} (% of records)", r["global_risk_percent"]),
+            (f"largest individual risk {when}", r["max"]),
             (f"sample uniques {when}", r["sample_uniques"]),
         ]
     section = Section("Keys: anonymity and re-identification risk")

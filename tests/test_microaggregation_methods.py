@@ -214,3 +214,14 @@ def test_loss_beside_the_bound_is_that_of_the_published_values() -> None:
     assert model.details_["information_loss_over_bound"] == pytest.approx(
         il / model.details_["information_loss_lower_bound"], rel=1e-12
     )
+
+
+def test_a_zero_bound_is_recorded_as_zero() -> None:
+    # Records that coincide in groups of k: both bounds are 0.0, and the manifest recorded
+    # them as null (the mark of a bound not computed).
+    X = np.repeat(np.array([[0.0, 1.0], [3.0, 2.0], [5.0, 7.0]]), 4, axis=0)
+    params = METHODS["mdav"].params.model_validate({"name": "mdav", "k": 2})
+    d = METHODS["mdav"].mask(X, ["a", "b"], params, np.random.default_rng(0), None).details
+    assert d["information_loss"] == 0.0 and d["information_loss_lower_bound"] == 0.0
+    assert d["lower_bound"]["nearest_neighbour_il"] == 0.0
+    assert d["lower_bound"]["dual_il"] == 0.0

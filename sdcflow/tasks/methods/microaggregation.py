@@ -141,10 +141,13 @@ def loss_bound_details(X: np.ndarray, points: np.ndarray, k: int) -> dict[str, A
         "lower_bound": {
             "sse": bound.sse,
             "sst": sst,
+            # 0.0 is a figure (records that coincide in groups of k), not "not computed"
             "nearest_neighbour_il": (
-                100.0 * bound.nearest_neighbour / sst if bound.nearest_neighbour and sst else None
+                100.0 * bound.nearest_neighbour / sst
+                if bound.nearest_neighbour is not None and sst > 0
+                else None
             ),
-            "dual_il": 100.0 * bound.dual / sst if bound.dual and sst else None,
+            "dual_il": 100.0 * bound.dual / sst if bound.dual is not None and sst > 0 else None,
             "neighbours": bound.neighbours,
             "seconds": bound.seconds,
             "status": bound.status,

@@ -115,7 +115,10 @@ def interval_disclosure_per_variable(
 
     For variable j and a percentage p ([1], [2]): sort the original values; the
     released value ``x'_ij`` sits at rank ``c`` = the rank of the original value nearest to it
-    (the lower one on a tie); the interval around it spans the original values of ranks
+    (the lower value when two are equally near; when that value occurs several times, the
+    rank of its copy nearest to ``x'_ij``: the last copy for a value below ``x'_ij``, the first
+    for one above or equal -- ``x'_ij``'s own place among the sorted originals); the
+    interval around it spans the original values of ranks
     ``c - h .. c + h`` with ``h = floor(p n / 200)``, so that ranks inside it differ by at most
     p percent of n. The original value ``x_ij`` is disclosed when it lies in that interval
     (bounds included). The figure is the percentage of disclosed values, averaged over the

@@ -116,3 +116,20 @@ def test_census_figures(census: pd.DataFrame, k: int, nn: float, bound: float) -
     b = sse_lower_bound(Z, k)
     assert 100 * b.nearest_neighbour / sst == pytest.approx(nn, abs=5e-4)
     assert 100 * b.sse / sst == pytest.approx(bound, abs=5e-4)
+
+
+def test_one_variable_bound_is_the_optimum() -> None:
+    # Bound 3: with one variable the optimum is computed exactly, so the bound meets it (a
+    # univariate release read IL / bound 1.54 on Census AFNLWGT, k = 4, although optimal).
+    rng = np.random.default_rng(8)
+    for n, k in ((9, 2), (10, 3), (11, 4), (8, 2)):
+        for z in (rng.standard_normal(n), rng.integers(0, 3, n).astype(float)):
+            Z = z[:, None]
+            best, _ = optimal_sse(Z, k)
+            b = sse_lower_bound(Z, k)
+            assert b.sse <= best and b.sse == pytest.approx(best, rel=1e-8, abs=1e-12)
+    X = rng.lognormal(size=(400, 1))
+    Z = working_scale(X)
+    labels = univariate_groups(Z[:, 0], 5)
+    ratio = partition_sse(Z, labels) / sse_lower_bound(Z, 5).sse
+    assert 1.0 <= ratio <= 1.0 + 1e-8

@@ -100,6 +100,13 @@ def univariate_groups(z: np.ndarray, k: int) -> np.ndarray:
     return labels
 
 
+def optimal_sse(z: np.ndarray, k: int) -> float:
+    """The least SSE of any partition of the values ``z`` (n,) into groups of at least k [1]
+    (2 <= k <= n; finite values)."""
+    v = np.sort(np.asarray(z, dtype=np.float64).reshape(-1), kind="stable")
+    return float(_shortest_path(np.ascontiguousarray(v), int(k))[1])
+
+
 def univariate(X: np.ndarray, k: int, *, columns: list[str] | None = None) -> np.ndarray:
     """Optimal microaggregation of one variable (Hansen and Mukherjee [1]).
 

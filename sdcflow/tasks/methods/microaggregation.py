@@ -15,9 +15,12 @@ Every release records, beside the sizes, the information loss, a provable lower 
 information loss of *any* partition into groups of at least k (the optimum included) and
 their ratio (:mod:`sdcflow.tasks.microaggregation.bound`).
 
-The release is a deterministic function of the file given the parameters (and, with
-``refine``, of the secret seed), so the method's transparency intruder reruns it and finds
-every record's group (:class:`~sdcflow.tasks.methods.base.CrispIntruder`).
+The release is a deterministic function of the file given the parameters (with ``refine``,
+of the secret seed too when ``rounds`` is set; under a CPU-seconds budget alone the number of
+rounds, and so the partition, varies from run to run: on EIA, k = 3, one second gave three
+different partitions with one seed). The transparency intruder is credited with every
+record's group either way (:class:`~sdcflow.tasks.methods.base.CrispIntruder`, the worst
+case), so its figure does not depend on that.
 """
 
 from __future__ import annotations

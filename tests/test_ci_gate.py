@@ -86,6 +86,18 @@ def test_the_workflow_checks_pull_requests_and_releases_main() -> None:
     assert upload["with"]["path"].startswith(str(Path(SPEC).parent) + "/published/")
 
 
+def _uploaded(folder: Path, options: dict[str, object]) -> list[str]:
+    """The files ``actions/upload-artifact@v4`` keeps of ``folder``: since v4.4 a file or
+    folder whose name starts with a dot is left out unless ``include-hidden-files: true``."""
+    hidden = options.get("include-hidden-files") in (True, "true")
+    return [
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file()
+        and (hidden or not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    ]
+
+
 def _play(event: str, root: Path) -> tuple[bool, list[tuple[str, int | None]]]:
     """Run the job for ``event`` in ``root``; return (job succeeded, [(step, exit code or
     None when skipped)])."""
@@ -99,8 +111,9 @@ def _play(event: str, root: Path) -> tuple[bool, list[tuple[str, int | None]]]:
         if "run" in step and step["run"].startswith("sdcflow "):
             code = main(shlex.split(step["run"])[1:])
         elif step.get("uses", "").startswith("actions/upload-artifact"):
-            files = list((root / step["with"]["path"]).glob("*"))
+            files = _uploaded(root / step["with"]["path"], step["with"])
             code = 0 if files else 1  # if-no-files-found: error
+            (root / "uploaded.txt").write_text("\n".join(sorted(files)))
         else:
             code = 0  # checkout, setup-python, pip install: this environment already has them
         ran.append((label, code))
@@ -134,6 +147,10 @@ def test_a_passing_release_passes_the_gate(repo_copy: Path, prefect_api, event: 
     assert ok and set(codes) == {0}, ran
     published = repo_copy / "examples" / "business_survey" / "published" / "business-survey"
     assert (published / "manifest.json").is_file() == (event == "push")
+    if event == "push":  # the kept release is the whole release, its marker included
+        kept = (repo_copy / "uploaded.txt").read_text().splitlines()
+        assert ".sdcflow-release" in kept
+        assert sorted(kept) == sorted(p.name for p in published.iterdir())
 
 
 @pytest.mark.flow

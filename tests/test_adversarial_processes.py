@@ -413,3 +413,45 @@ def test_the_loss_of_stdout_is_said_once_when_a_line_and_the_final_flush_both_fa
         "sdcflow: the output could not be written to stdout (No space left on device); "
         "the exit code stands"
     ]
+
+
+def test_a_compaction_killed_midway_leaves_no_copy_of_the_warehouse_behind(tmp_path):
+    """``prune --yes --compact`` killed (SIGKILL) while it copies the warehouse left its
+    private folder, a partial copy of the confidential warehouse, beside it for ever; the
+    next ``prune --yes`` (or release) removes it, and nothing that only looks like one."""
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    path = tmp_path / "warehouse.duckdb"
+    Warehouse(path).initialize()  # audit.runs: prune acts on it
+    with duckdb.connect(str(path)) as con:  # enough rows for the copy to take a while
+        con.execute("CREATE TABLE main.mine AS SELECT range AS x, md5(range::VARCHAR) AS s "
+                    "FROM range(3000000)")  # fmt: skip
+    mine = [
+        tmp_path / ".warehouse.duckdb.compact-mine",
+        tmp_path / ".warehouse.duckdb.compact-abcd1234",
+    ]
+    mine[0].mkdir(mode=0o700)
+    mine[1].mkdir(mode=0o700)
+    (mine[1] / "notes.txt").write_text("mine")  # named like one, but holds a file of mine
+
+    def leftovers() -> list[Path]:
+        return [p for p in tmp_path.glob(".warehouse.duckdb.compact-*") if p not in mine]
+
+    proc = cli("prune", "--warehouse", str(path), "--yes", "--compact", cwd=tmp_path)
+    try:
+        assert wait_for(lambda: bool(leftovers()) or proc.poll() is not None, timeout=120)
+        proc.kill()
+    finally:
+        proc.communicate(timeout=60)
+    left = leftovers()
+    if not left:
+        pytest.skip("the compaction ended before it could be killed")
+    assert list(left[0].iterdir()) in ([], [left[0] / "warehouse.duckdb"])
+
+    done = cli("prune", "--warehouse", str(path), "--yes", cwd=tmp_path)
+    _, err = done.communicate(timeout=240)
+    assert done.returncode == 0, err[-2000:]
+    assert leftovers() == []  # the killed compaction's copy is gone
+    assert all(p.is_dir() for p in mine) and (mine[1] / "notes.txt").read_text() == "mine"
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM main.mine").fetchone()[0] == 3_000_000

@@ -60,7 +60,13 @@ def add_parser(sub: Any, wait_help: str) -> None:
 
 def prune(args: argparse.Namespace) -> int:
     """Run ``sdcflow prune``; return the exit code (0)."""
-    from sdcflow.warehouse.retention import Policy, compact, drop_copies, expired
+    from sdcflow.warehouse.retention import (
+        Policy,
+        compact,
+        drop_copies,
+        expired,
+        sweep_compactions,
+    )
     from sdcflow.warehouse.warehouse import Warehouse, check_warehouse_file
 
     release = args.release
@@ -105,6 +111,7 @@ def prune(args: argparse.Namespace) -> int:
     with warehouse.lock(args.wait):
         warehouse.initialize()
         warehouse.resolve_ended_runs()  # holding the lock, every running run here has ended
+        sweep_compactions(warehouse)  # and no compaction runs: a killed one's copy goes
         runs = expired(warehouse, policy, release=release)
         dropped = drop_copies(warehouse, runs)
         sizes = compact(warehouse) if args.compact else None

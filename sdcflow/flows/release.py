@@ -37,7 +37,7 @@ from sdcflow.tasks.steps.scale import scaled_out, settle, warm_up
 from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
 from sdcflow.warehouse.publish import SWAPPED_IN, published_run, recover
-from sdcflow.warehouse.retention import Policy, apply_policy
+from sdcflow.warehouse.retention import Policy, apply_policy, sweep_compactions
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -212,6 +212,7 @@ def _release(
     rng = check_random_state(spec.seed)
     recover(spec.output_dir)  # what killed earlier runs left, for any release in that folder
     sweep_incomplete(spec.reports_dir)  # their partial report folders
+    sweep_compactions(warehouse)  # a killed `prune --compact`'s copy of the warehouse
     report_folder = IncompleteFolder(spec.reports_dir / spec.release / run_id)
     report_dir = report_folder.path
     docs = report_dir / "data-docs"

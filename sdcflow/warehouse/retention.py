@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -36,7 +37,7 @@ from sdcflow.warehouse.sql import quote_identifier
 from sdcflow.warehouse.warehouse import Warehouse, check_warehouse_file, table_name
 
 __all__ = ["CONFIDENTIAL", "ENDED_BADLY", "Expired", "Policy", "apply_policy", "compact",
-           "drop_copies", "expired"]  # fmt: skip
+           "drop_copies", "expired", "sweep_compactions"]  # fmt: skip
 
 CONFIDENTIAL = ("raw", "edited", "masked")
 ENDED_BADLY = ("refused", "failed", "interrupted")
@@ -207,6 +208,7 @@ def compact(warehouse: Warehouse) -> tuple[int, int]:
     """
     # a file with other hard links is refused (the other names would keep the bytes)
     check_warehouse_file(warehouse.path)
+    sweep_compactions(warehouse)
     path = Path(os.path.realpath(warehouse.path))
     info = path.stat()
     before = info.st_size
@@ -242,3 +244,43 @@ def compact(warehouse: Warehouse) -> tuple[int, int]:
     finally:
         os.close(directory)
     return before, path.stat().st_size
+
+
+_COMPACT_SUFFIX = re.compile(r"[a-z0-9_]{8}")  # tempfile.mkdtemp's random part
+
+
+def sweep_compactions(warehouse: Warehouse) -> list[Path]:
+    """Remove the private folders of compactions that were killed before their end
+    (``SIGKILL``, a power cut: :func:`compact`'s ``finally`` never ran); return them.
+
+    Such a folder holds a partial copy of the warehouse (the raw copies of every kept run,
+    the owner's secrets) that nothing else would ever remove. Only a folder this module made
+    is touched: beside the warehouse's real file, named ``.<name>.compact-`` and the eight
+    characters of :func:`tempfile.mkdtemp`, a folder (not a link) of mode ``0700``, holding
+    nothing but that copy (``<name>``, its ``.wal``). The caller holds the writer lock, so no
+    compaction of this warehouse is running.
+    """
+    path = Path(os.path.realpath(warehouse.path))
+    prefix = f".{path.name}.compact-"
+    removed: list[Path] = []
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        if not _COMPACT_SUFFIX.fullmatch(entry.name[len(prefix) :]):
+            continue
+        try:
+            info = entry.lstat()
+            names = {p.name for p in entry.iterdir()} if stat.S_ISDIR(info.st_mode) else None
+        except OSError:
+            continue
+        if names is None or stat.S_IMODE(info.st_mode) != 0o700:
+            continue
+        if not names <= {path.name, f"{path.name}.wal"}:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed

@@ -120,6 +120,24 @@ def test_a_rerun_on_the_same_input_and_spec_publishes_nothing_new(scenario, caps
     assert not any(b["run_id"] in t for t in scenario["tables_end"])
 
 
+def test_a_release_edited_since_its_publication_is_published_again(tmp_path, prefect_api):
+    """The marker and the manifest untouched, a data file edited: it is not the release any
+    more, so a re-run does not say "already published" of it, and publishes it again."""
+    spec = write_release(tmp_path, rows=60, seed=None, checks={"max_information_loss": 60})
+    folder = tmp_path / "published" / "survey"
+    assert main(["release", str(spec)]) == 0
+    first = _last_run(tmp_path / "warehouse.duckdb")
+    with (folder / "data.csv").open("a") as fh:
+        fh.write("1,2,3\n")
+    assert published_run(folder) == first["run_id"]  # the marker still names the run
+    assert main(["release", str(spec)]) == 0
+    again = _last_run(tmp_path / "warehouse.duckdb")
+    assert again["status"] == "published" and again["run_id"] != first["run_id"]
+    assert published_run(folder) == again["run_id"]
+    assert main(["release", str(spec)]) == 0  # the release is whole again: unchanged
+    assert _last_run(tmp_path / "warehouse.duckdb")["status"] == "unchanged"
+
+
 def test_the_input_hash_is_the_sha256_of_the_file_as_read(scenario):
     _, d = scenario["D"]
     assert d["input_sha256"] == scenario["sha_D"]  # hashlib on the bytes, independently

@@ -36,7 +36,7 @@ from sdcflow.tasks.steps.report import report_artifacts, run_report
 from sdcflow.tasks.steps.scale import scaled_out, settle, warm_up
 from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
-from sdcflow.warehouse.publish import SWAPPED_IN, published_run, recover
+from sdcflow.warehouse.publish import SWAPPED_IN, files_intact, published_run, recover
 from sdcflow.warehouse.retention import Policy, apply_policy, sweep_compactions
 from sdcflow.warehouse.warehouse import Warehouse
 
@@ -374,7 +374,8 @@ def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any]
     :meth:`ReleaseSpec.sha256` (the public spec, canonical JSON; ``retention`` and the
     runner aside) and :meth:`ReleaseSpec.secrets_sha256` (the seed, the fuzzy mappings). Live:
     the latest ``published`` run of the release in ``audit.runs`` is the one whose marker
-    the release folder carries now (a folder removed or replaced since is published again).
+    the release folder carries now, with the data files its manifest lists (a folder
+    removed, replaced or edited since is published again).
     """
     if not plan.source_sha256:
         return None
@@ -386,7 +387,7 @@ def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any]
     if last["secrets_sha256"] != plan.spec.secrets_sha256():  # another seed or mapping
         return None
     folder = Path(last["published_to"])
-    if published_run(folder) != last["run_id"]:
+    if published_run(folder) != last["run_id"] or not files_intact(folder):
         return None
     return last
 

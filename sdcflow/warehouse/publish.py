@@ -130,6 +130,19 @@ def published_run(folder: Path, release: str | None = None) -> str | None:
     return str(marker["run_id"]) if marker else None
 
 
+def files_intact(folder: Path) -> bool:
+    """Whether every data file ``folder``'s manifest lists is there with the sha256 the
+    manifest records (a release edited or truncated since its publication is not)."""
+    try:
+        files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+        return bool(files) and all(
+            isinstance(entry, dict) and _sha256(folder / name) == entry.get("sha256")
+            for name, entry in files.items()
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def previous_release_problem(target: Path, release: str | None = None) -> str | None:
     """Why ``target`` is not a previous sdcflow release that a new run may replace; None when
     it is one, or when nothing is there.

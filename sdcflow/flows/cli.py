@@ -658,10 +658,9 @@ def _main(argv: Sequence[str] | None) -> int:
             return done
         if isinstance(e, InputError):
             return _fail(_input_error(e), EXIT_INPUT)
-        if isinstance(e, WarehouseBusy):
-            return _fail(
-                f"could not complete: {_one_line(str(e))}; nothing was published", EXIT_ERROR
-            )
+        if isinstance(e, WarehouseBusy):  # the lock was not taken: nothing was done
+            nothing = "nothing was dropped" if args.command == "prune" else "nothing was published"
+            return _fail(f"could not complete: {_one_line(str(e))}; {nothing}", EXIT_ERROR)
         if isinstance(e, KeyboardInterrupt) or type(e).__name__ == "TerminationSignal":
             # Prefect turns SIGTERM into TerminationSignal during a flow run
             return _fail("interrupted; nothing was published", EXIT_INTERRUPTED)

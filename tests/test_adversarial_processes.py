@@ -135,9 +135,10 @@ def test_kills_at_random_moments_never_leave_disk_and_audit_disagreeing(tmp_path
 
 def test_two_releases_and_a_reader_on_one_warehouse(tmp_path):
     spec = _spec(tmp_path)
-    first = cli("release", str(spec), cwd=tmp_path)
+    first = cli("release", str(spec), "--force", cwd=tmp_path)
     time.sleep(1)
-    # --force: the same input and spec would otherwise publish nothing new (status unchanged)
+    # --force on both: the same input and spec would otherwise publish nothing new (status
+    # unchanged), and either one may take the lock first (each starts its own Prefect server)
     second = cli("release", str(spec), "--wait", "600", "--force", cwd=tmp_path)
     reader = spawn(
         """
@@ -455,3 +456,33 @@ def test_a_compaction_killed_midway_leaves_no_copy_of_the_warehouse_behind(tmp_p
     assert all(p.is_dir() for p in mine) and (mine[1] / "notes.txt").read_text() == "mine"
     with duckdb.connect(str(path), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM main.mine").fetchone()[0] == 3_000_000
+
+
+def test_a_signal_during_compaction_is_an_interruption_and_leaves_the_file_whole(tmp_path):
+    """SIGTERM while ``prune --compact`` copies the warehouse: DuckDB turned it into
+    'Query interrupted', which exited 3 as an unexpected error; it is an interruption."""
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    path = tmp_path / "warehouse.duckdb"
+    Warehouse(path).initialize()
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE main.mine AS SELECT range AS x, md5(range::VARCHAR) AS s "
+                    "FROM range(3000000)")  # fmt: skip
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    proc = cli("prune", "--warehouse", str(path), "--yes", "--compact", cwd=tmp_path)
+    copying = lambda: any(tmp_path.glob(".warehouse.duckdb.compact-*/*"))  # noqa: E731
+    try:
+        assert wait_for(lambda: copying() or proc.poll() is not None, timeout=120)
+        if proc.poll() is None:
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+    finally:
+        _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the compaction ended before the signal")
+    assert proc.returncode == 130, err[-2000:]
+    assert err.strip().splitlines() == [
+        "sdcflow: interrupted; `sdcflow runs` shows which runs' copies were dropped"
+    ]
+    assert not list(tmp_path.glob(".warehouse.duckdb.compact-*"))
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # not replaced

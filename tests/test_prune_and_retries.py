@@ -20,7 +20,7 @@ from survey import write_release
 from sdcflow.errors import InputError, Reason, WarehouseBusy
 from sdcflow.flows.cli import main
 from sdcflow.warehouse.retention import Policy, expired
-from sdcflow.warehouse.transient import is_transient
+from sdcflow.warehouse.transient import is_interrupted, is_transient
 from sdcflow.warehouse.warehouse import Warehouse
 
 HOLD_LOCK = """
@@ -197,6 +197,33 @@ def test_a_warehouse_of_an_earlier_version_gains_the_columns_and_keeps_its_table
 )
 def test_which_errors_count_as_transient(error, transient):
     assert is_transient(error) is transient
+
+
+def test_a_signal_during_a_duckdb_query_counts_as_an_interruption():
+    """DuckDB swallows the KeyboardInterrupt a signal handler raised during its query and
+    raises RuntimeError('Query interrupted'): still an interruption (exit 130), not an error."""
+    import signal
+    import threading
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        with duckdb.connect() as con:
+            timer.start()
+            with pytest.raises(BaseException) as e:
+                con.execute(
+                    "SELECT count(*) FROM range(20000000000) t "
+                    "WHERE md5(t.range::VARCHAR) LIKE '%abcabc%'"
+                ).fetchall()
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, previous)
+    assert is_interrupted(e.value), repr(e.value)
+    assert not is_transient(e.value)  # never retried
+    assert not is_interrupted(RuntimeError("another error")) and not is_interrupted(None)
 
 
 @pytest.mark.flow

@@ -661,8 +661,16 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(e, WarehouseBusy):  # the lock was not taken: nothing was done
             nothing = "nothing was dropped" if args.command == "prune" else "nothing was published"
             return _fail(f"could not complete: {_one_line(str(e))}; {nothing}", EXIT_ERROR)
-        if isinstance(e, KeyboardInterrupt) or type(e).__name__ == "TerminationSignal":
-            # Prefect turns SIGTERM into TerminationSignal during a flow run
+        from sdcflow.warehouse.transient import is_interrupted
+
+        if type(e).__name__ == "TerminationSignal" or is_interrupted(e):
+            # Prefect turns SIGTERM into TerminationSignal during a flow run; DuckDB turns a
+            # signal during a query into RuntimeError('Query interrupted')
+            if args.command == "prune":
+                return _fail(
+                    "interrupted; `sdcflow runs` shows which runs' copies were dropped",
+                    EXIT_INTERRUPTED,
+                )
             return _fail("interrupted; nothing was published", EXIT_INTERRUPTED)
         if os.environ.get("SDCFLOW_DEBUG"):
             raise

@@ -38,6 +38,7 @@ from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
 from sdcflow.warehouse.publish import SWAPPED_IN, files_intact, published_run, recover
 from sdcflow.warehouse.retention import Policy, apply_policy, sweep_compactions
+from sdcflow.warehouse.transient import is_interrupted
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -342,7 +343,7 @@ def _release(
             status, published = "published", SWAPPED_IN[run_id]
             what = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             message = f"published; then {what}"
-        elif isinstance(e, (KeyboardInterrupt, ExternalSignal)):
+        elif isinstance(e, (KeyboardInterrupt, ExternalSignal)) or is_interrupted(e):
             status = "interrupted"
             message = "interrupted by a signal before publication; nothing was published"
         elif status == "failed":

@@ -16,7 +16,7 @@ import duckdb
 
 from sdcflow.errors import SdcflowError, WarehouseBusy
 
-__all__ = ["TRANSIENT_ERRNOS", "is_transient"]
+__all__ = ["TRANSIENT_ERRNOS", "is_interrupted", "is_transient"]
 
 # Interrupted, would block, busy, timed out, stale NFS handle, lock table full, I/O error of a
 # network file system: each may clear by itself. ENOSPC, EDQUOT, EROFS, EACCES, EPERM, ENOENT
@@ -48,4 +48,22 @@ def is_transient(error: BaseException) -> bool:
     if isinstance(error, duckdb.IOException):
         text = str(error)
         return not any(t in text for t in _PERMANENT_TEXT)
+    return False
+
+
+def is_interrupted(error: BaseException | None) -> bool:
+    """Whether ``error`` is (or was caused by) a signal: ``KeyboardInterrupt`` (``SIGINT``, or
+    ``SIGTERM`` as the command line raises it), or what DuckDB makes of one that arrives
+    while a query runs. DuckDB swallows the ``KeyboardInterrupt`` its query raised and raises
+    ``RuntimeError('Query interrupted')`` instead, which would otherwise read as an unexpected
+    error (exit 3, the run ``failed``) instead of an interruption (exit 130, ``interrupted``).
+    """
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, (KeyboardInterrupt, duckdb.InterruptException)):
+            return True
+        if type(error) is RuntimeError and str(error).startswith("Query interrupted"):
+            return True
+        error = error.__cause__ or error.__context__
     return False

@@ -228,3 +228,27 @@ def test_an_inequality_through_a_solved_total_is_rounded_towards():
     done = round_keeping_equalities(np.array([[10.3, 10.2, 20.5]]), cols, [0] * 3, rules)
     assert done.derived == ["total"]
     assert done.values.tolist() == [[11.0, 11.0, 22.0]]
+
+
+def test_a_record_with_a_missing_value_follows_its_group_towards_an_inequality():
+    # Two records equal on every value the second has (k counts a missing value as matching
+    # any): the complete one breaks `a + e <= 0.5 * d` once rounded (6 + 0 > 5.5) and is
+    # rounded towards it; the other cannot be checked on the rule (e missing) and was left
+    # rounded to nearest, so the two no longer matched. It now takes its group's values.
+    cols = ["a", "d", "e"]
+    rules = LinearConstraints.from_rows([("r", [], [({"a": 1, "e": 1, "d": -0.5}, 0.0)])], cols)
+    X = np.array([[5.6, 11.2, 0.0], [5.6, 11.2, np.nan]])
+    V = round_keeping_equalities(X, cols, [0, 0, 0], rules).values
+    assert V[0].tolist() == [5.0, 12.0, 0.0]
+    assert V[1, :2].tolist() == [5.0, 12.0] and np.isnan(V[1, 2])
+
+
+def test_many_records_on_a_boundary_are_rounded_towards_it_at_once():
+    # 200k records on `f <= 0.1 * w + 100`: a loop over the broken records took seconds.
+    rng = np.random.default_rng(0)
+    w = rng.uniform(1000, 5000, 200_000)
+    X = np.column_stack([0.1 * w + 100, w])
+    rules = LinearConstraints.from_rows([("f", [], [({"f": 1, "w": -0.1}, 100.0)])], ["f", "w"])
+    V = round_keeping_equalities(X, ["f", "w"], [0, 0], rules).values
+    assert (V[:, 0] <= 0.1 * V[:, 1] + 100 + 1e-9).all()
+    assert (np.abs(V - X) < 1).all()

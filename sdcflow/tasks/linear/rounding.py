@@ -27,7 +27,8 @@ substituted (``x_P = A_P^{-1} (b - A_F x_F)``) the row reads ``g_eff . x_F <= h'
 rounding each free column down where its ``g_eff`` is positive and up where it is negative
 cannot raise ``g_eff . x_F``, so the row then holds. The directed values are kept only when
 they leave the record fewer violated rows (rows can pull a column both ways); the decision
-depends on the record's values alone, so records released with equal values stay equal. What
+depends on the record's values alone, so records released with equal values stay equal (one
+with a missing value follows a complete record equal to it on the values it has). What
 still fails (no integer point nearby, e.g. ``tax == 0.2 * net`` with ``net`` odd) is left to
 the validation of what is published, where a violated error rule blocks publication.
 
@@ -254,7 +255,12 @@ def _towards_inequalities(
     """Round again, towards the row, the records whose rounding broke an inequality that
     their unrounded values meet (module docstring); ``X`` (n, d) is changed in place.
     ``solved``: ``(pivot columns, free columns, A_F, b, A_P^+, tol)`` of the equalities in
-    ``X``'s column indices, or None without them."""
+    ``X``'s column indices, or None without them.
+
+    Vectorized over the records (200k records on a rule's boundary would take seconds in a
+    loop). A record missing a value the decision reads but otherwise equal, before rounding,
+    to a complete record that was rounded towards its rows takes that record's values on the
+    columns it has, so records that shared their values still do."""
     G, h = constraints.G, constraints.h
     if G.shape[0] == 0:
         return
@@ -271,38 +277,67 @@ def _towards_inequalities(
 
     slack = 1e-12
     before, after = excess(unrounded), excess(X)
-    broken = ((after > slack) & (before <= slack)).any(axis=1)
-    if not broken.any():
+    rows = (after > slack) & (before <= slack)
+    hit_rows = np.flatnonzero(rows.any(axis=1))
+    if hit_rows.size == 0:
         return
     G_eff = Gx.copy()
     if solved is not None:
         pcols, fcols, A_F, _, sol, _ = solved
         G_eff[:, fcols] -= Gx[:, pcols] @ sol @ A_F  # x_P substituted
         G_eff[:, pcols] = 0.0
-    for i in np.flatnonzero(broken):
-        rows = np.flatnonzero((after[i] > slack) & (before[i] <= slack))
-        trial = X[i].copy()
-        for j in range(X.shape[1]):
-            dec = decimals[j]
-            if dec is None or np.isnan(unrounded[i, j]):
-                continue
-            pull = np.sign(G_eff[rows, j])
-            if not pull.any() or ((pull > 0).any() and (pull < 0).any()):
-                continue
-            unit = 10.0 ** -int(dec)
-            step = np.floor if pull.max() > 0 else np.ceil
-            value = step(np.round(unrounded[i, j] / unit, 9)) * unit + 0.0
-            if value == 0 and abs(unrounded[i, j]) > 1e-9 * unit:
-                continue  # zero and non-zero stay apart (``_round``)
-            trial[j] = value
-        if solved is not None:
-            pcols, fcols, A_F, b, sol, tol = solved
-            if np.isnan(trial[pcols + fcols]).any():
-                continue
-            trial[pcols] = _solve(trial[None, :][:, :], A_F, b, fcols, sol)[0]
-            for j in pcols:
-                if decimals[j] is not None:
-                    trial[j] = _snap(trial[j : j + 1], decimals[j], tol)[0]
-        new = excess(trial[None, :])[0]
-        if (new > slack).sum() < (after[i] > slack).sum():
-            X[i] = trial
+    R = rows[hit_rows].astype(np.float64)  # (m, q) the rows each record broke
+    down = R @ (G_eff > 0).astype(np.float64) > 0  # (m, d) pulled down by one of them
+    up = R @ (G_eff < 0).astype(np.float64) > 0
+    U = unrounded[hit_rows]
+    trial = X[hit_rows].copy()
+    for j, dec in enumerate(decimals):
+        if dec is None:
+            continue
+        unit = 10.0 ** -int(dec)
+        scaled = np.round(U[:, j] / unit, 9)
+        value = np.where(down[:, j], np.floor(scaled), np.ceil(scaled)) * unit + 0.0
+        move = (down[:, j] != up[:, j]) & ~np.isnan(U[:, j])
+        move &= ~((value == 0) & (np.abs(U[:, j]) > 1e-9 * unit))  # zero and non-zero apart
+        trial[move, j] = value[move]
+    ok = np.ones(hit_rows.size, dtype=bool)
+    if solved is not None:
+        pcols, fcols, A_F, b, sol, tol = solved
+        ok = ~np.isnan(trial[:, pcols + fcols]).any(axis=1)
+        P = np.array(pcols, dtype=int)
+        trial[np.ix_(ok, P)] = _solve(trial[ok], A_F, b, fcols, sol)
+        for j in pcols:
+            if decimals[j] is not None:
+                trial[ok, j] = _snap(trial[ok, j], decimals[j], tol)
+    new = excess(trial)
+    keep = ok & ((new > slack).sum(axis=1) < (after[hit_rows] > slack).sum(axis=1))
+    moved = hit_rows[keep]
+    X[moved] = trial[keep]
+    _follow(X, unrounded, moved)
+
+
+def _follow(X: np.ndarray, unrounded: np.ndarray, moved: np.ndarray) -> None:
+    """A record with a missing value, equal before rounding on every value it has to a
+    ``moved`` complete record (rounded towards an inequality), takes that record's rounded
+    values on those columns (the first such record by position), as before the directed
+    rounding, when rounding was by value alone, it had them; ``X`` is changed in place."""
+    if moved.size == 0:
+        return
+    missing = np.isnan(unrounded)
+    rows = np.flatnonzero(missing.any(axis=1))
+    full = moved[~missing[moved].any(axis=1)]
+    if rows.size == 0 or full.size == 0:
+        return
+    for pattern in np.unique(~missing[rows], axis=0):
+        present = np.flatnonzero(pattern)
+        mine = rows[(~missing[rows] == pattern).all(axis=1)]
+        if present.size == 0:
+            continue
+        keys = np.concatenate([unrounded[np.ix_(full, present)], unrounded[np.ix_(mine, present)]])
+        _, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        first = np.full(int(inverse.max()) + 1, -1)
+        first[inverse[: full.size][::-1]] = full[::-1]
+        hit = first[inverse[full.size :]]
+        found = hit >= 0
+        X[np.ix_(mine[found], present)] = X[np.ix_(hit[found], present)]

@@ -252,3 +252,19 @@ def test_many_records_on_a_boundary_are_rounded_towards_it_at_once():
     V = round_keeping_equalities(X, ["f", "w"], [0, 0], rules).values
     assert (V[:, 0] <= 0.1 * V[:, 1] + 100 + 1e-9).all()
     assert (np.abs(V - X) < 1).all()
+
+
+def test_rounding_towards_an_inequality_keeps_a_solved_total_non_zero():
+    # total = a + b is solved from the parts; rounded towards `a <= 1.6` (a down to 1) the
+    # total of 1.6 + -0.7 = 0.9 became 1 + -1 = 0: zero where it was not, so a rule such as
+    # `if total == 0 then ...` read the published record otherwise. Rounded to nearest
+    # (2 + -1 = 1) it keeps its sign; the rule is left to the validation of what is published.
+    cols = ["a", "b", "total"]
+    rules = LinearConstraints.from_rows(
+        [("s", [({"total": 1, "a": -1, "b": -1}, 0.0)], []), ("cap", [], [({"a": 1}, 1.6)])],
+        cols,
+    )
+    done = round_keeping_equalities(np.array([[1.6, -0.7, 0.9], [0, 30, 30]]), cols, [0] * 3, rules)
+    assert done.derived == ["total"]
+    assert done.values[0, 2] != 0
+    assert (done.values[:, 2] == done.values[:, 0] + done.values[:, 1]).all()

@@ -309,6 +309,13 @@ def _towards_inequalities(
         for j in pcols:
             if decimals[j] is not None:
                 trial[ok, j] = _snap(trial[ok, j], decimals[j], tol)
+                # a solved total must not lose the sign (zero or not) of its unrounded value
+                # where rounding to nearest kept it: 1.6 + -0.7 = 0.9 rounded towards
+                # `a <= 1.6` gave 1 + -1 = 0, and `if total == 0` rules then read otherwise
+                unit = 10.0 ** -int(decimals[j])
+                u = U[:, j]
+                sign = np.sign(np.where(np.abs(u) > 1e-9 * unit, u, 0.0))
+                ok &= ~((np.sign(trial[:, j]) != sign) & (np.sign(X[hit_rows, j]) == sign))
     new = excess(trial)
     keep = ok & ((new > slack).sum(axis=1) < (after[hit_rows] > slack).sum(axis=1))
     moved = hit_rows[keep]

@@ -156,3 +156,15 @@ def test_fuzzy_microaggregation_lowers_the_transparency_risk_of_mdav(guarantee):
         figures[spec["name"]] = figure
     assert figures["mdav"] == pytest.approx(20.0)
     assert figures["fuzzy"] < 0.5 * figures["mdav"]
+
+
+def test_interval_disclosure_rank_above_every_original_is_the_last_copy():
+    # Originals 1..38, 50, 50; one released value 60, above them all: its nearest original is
+    # 50, and its own place among the sorted originals is after the last copy (rank 39, as
+    # the docstring says), not the copy before it. With p = 10 (h = 2) the interval is then
+    # 38..50 and the record's original 37 lies outside it; from rank 38 it was 37..50.
+    x = np.concatenate([np.arange(1.0, 39.0), [50.0, 50.0]])
+    masked = x.copy()
+    masked[36] = 60.0  # the record whose original is 37
+    X, Xm = x[:, None], masked[:, None]
+    assert interval_disclosure_per_variable(X, Xm, 10.0)[0] == pytest.approx(100.0 * 39 / 40)

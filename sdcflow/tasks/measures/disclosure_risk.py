@@ -133,8 +133,11 @@ def interval_disclosure_per_variable(
     out = np.zeros(d)
     for j in range(d):  # one vectorized pass over the n records per variable
         s, xm = S[:, j], Xm[:, j]
-        hi_pos = np.clip(np.searchsorted(s, xm, side="left"), 0, n - 1)
-        lo_pos = np.clip(hi_pos - 1, 0, n - 1)
+        place = np.searchsorted(s, xm, side="left")  # x'_ij's own place among the originals
+        # (clipped after taking the one below: above every original the nearest copy is the
+        # last, n - 1, not n - 2 when the largest value occurs twice)
+        hi_pos = np.clip(place, 0, n - 1)
+        lo_pos = np.clip(place - 1, 0, n - 1)
         c = np.where(np.abs(xm - s[lo_pos]) <= np.abs(s[hi_pos] - xm), lo_pos, hi_pos)
         for pk in ps:
             h = int(np.floor(pk * n / 200.0))  # [1], [2]: ranks within p % of n

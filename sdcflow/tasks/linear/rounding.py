@@ -325,14 +325,16 @@ def _towards_inequalities(
     keep = ok & ((new > slack).sum(axis=1) < (after[hit_rows] > slack).sum(axis=1))
     moved = hit_rows[keep]
     X[moved] = trial[keep]
-    _follow(X, unrounded, moved)
+    _follow(X, unrounded, hit_rows)
 
 
 def _follow(X: np.ndarray, unrounded: np.ndarray, moved: np.ndarray) -> None:
     """A record with a missing value, equal before rounding on every value it has to a
-    ``moved`` complete record (rounded towards an inequality), takes that record's rounded
-    values on those columns (the first such record by position), as before the directed
-    rounding, when rounding was by value alone, it had them; ``X`` is changed in place."""
+    complete record of ``moved`` (those whose rounding broke an inequality, rounded towards
+    it or not), takes that record's rounded values on those columns (the first such record
+    by position), as before the directed rounding, when rounding was by value alone, it had
+    them; ``X`` is changed in place. (Its rows are those of the complete record that it can
+    be checked on, so it breaks none that record meets.)"""
     if moved.size == 0:
         return
     missing = np.isnan(unrounded)

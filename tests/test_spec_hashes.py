@@ -45,6 +45,7 @@ def test_a_rerun_with_another_seed_publishes_again(tmp_path, monkeypatch):
     import sdcflow.flows.release as release
 
     monkeypatch.setattr(release, "published_run", lambda folder: "run1")  # the live release
+    monkeypatch.setattr(release, "files_intact", lambda folder: True)  # as its manifest lists
     spec = _spec(seed=7)
     last = {
         "run_id": "run1",

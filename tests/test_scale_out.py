@@ -439,6 +439,62 @@ def test_benchmark_script_prints_every_figure_beside_its_target(tmp_path, prefec
     for target in result["targets"]:
         assert {"figure", "target", "met"} <= set(target)
     assert "target" in out.stdout
+    # every piece's task run logged its time on the worker process: 3 cells and the border
+    # search's parts, within the run
+    for run in result["runs"]:
+        pieces = run["pieces"]
+        assert pieces is not None and pieces["pieces"] >= 3 and pieces["task_runs"] >= 1
+        assert 0 < pieces["wall_seconds"] and 0 < pieces["span_seconds"] < run["wall_seconds"]
+    assert "the mask's pieces:" in out.stdout
+
+
+def test_the_benchmark_reads_the_pieces_span_from_their_log_lines():
+    """By hand: two workers' lines; the earliest start is 10:00:02.000 - 2.5 s = 09:59:59.500,
+    the latest end 10:00:04.000, so the span is 4.5 s; a bundle counts its pieces; the
+    warm-up and other lines are not pieces. With a 9 s span on 1 worker, the span's speed-up
+    is 9 / 4.5 = 2."""
+    spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "benchmarks" / "scale.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    log = "\n".join(
+        [
+            "09:59:58.000 | INFO    | Task run 'mask-warm-1a2' - piece done in 0.50 s wall, "
+            "0.40 s CPU",
+            "10:00:02.000 | INFO    | Task run 'mask-cell-0f3' - piece done in 2.50 s wall, "
+            "2.40 s CPU",
+            "10:00:03.000 | INFO    | Task run 'mask-cell-9b1' - 4 pieces done in 3.00 s wall, "
+            "2.90 s CPU",
+            "10:00:04.000 | INFO    | Task run 'mask-border-77c' - piece done in 1.00 s wall, "
+            "1.00 s CPU",
+            "10:00:04.500 | INFO    | Task run 'mask-border-77c' - Finished in state Completed()",
+        ]
+    )
+    pieces = bench.piece_seconds(log)
+    assert pieces == {
+        "pieces": 6,
+        "task_runs": 3,
+        "wall_seconds": 6.5,
+        "cpu_seconds": 6.3,
+        "span_seconds": 4.5,
+    }
+    assert bench.piece_seconds("no pieces here") is None
+    runs = [
+        {
+            "workers": w,
+            "runner": "dask",
+            "status": "published",
+            "wall_seconds": wall,
+            "cpu_seconds": 20.0,
+            "peak_rss_mb": 1.0,
+            "steps": {},
+            "pieces": {"span_seconds": span},
+        }
+        for w, wall, span in ((1, 20.0, 9.0), (2, 15.0, 4.5))
+    ]
+    result = {"n": 1000, "method": "mdav", "load": {"cpus": 2}, "runs": runs}
+    figures = {t["figure"]: t["value"] for t in bench.targets(result)}
+    span = next(v for f, v in figures.items() if f.startswith("speed-up of the pieces' span"))
+    assert span == 2.0
 
 
 def test_the_benchmark_ceiling_is_the_1_worker_wall_over_the_2_worker_cpu_per_core():

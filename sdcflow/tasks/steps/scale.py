@@ -138,8 +138,21 @@ TASK_RUNS_PER_WORKER = 16
 @task(name="mask-part", **STEP)
 def run_part(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """One independent piece of the mask: ``fn(*args)`` on a worker (a cell to group, a part
-    of the border search, a chunk of a neighbour query); it receives only that piece's data."""
-    return fn(*args)
+    of the border search, a chunk of a neighbour query); it receives only that piece's data.
+
+    Logs the piece's (or bundle's) wall seconds and the CPU seconds of the thread that ran
+    it, so that the time the workers spent on the pieces themselves can be told from the
+    rest of the mask step (``benchmarks/scale.py`` reads these lines)."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    out = fn(*args)
+    pieces = len(args[1]) if fn is run_bundle else 1
+    get_run_logger().info(
+        "%s done in %.2f s wall, %.2f s CPU",
+        "piece" if pieces == 1 else f"{pieces} pieces",
+        time.perf_counter() - wall,
+        time.thread_time() - cpu,
+    )
+    return out
 
 
 def run_bundle(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:

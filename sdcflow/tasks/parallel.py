@@ -30,6 +30,7 @@ def serial_map(fn: Callable[..., Any], calls: Sequence[Call], label: str = "part
 
 _MAP: ContextVar[PartMap] = ContextVar("sdcflow_part_map", default=serial_map)
 _STAGE: ContextVar[str] = ContextVar("sdcflow_part_stage", default="")
+_THREADS: ContextVar[int] = ContextVar("sdcflow_piece_threads", default=-1)
 
 
 @contextmanager
@@ -70,3 +71,25 @@ def current_stage() -> str:
 def parallel() -> bool:
     """Whether a map other than :func:`serial_map` is installed (worth cutting work for)."""
     return _MAP.get() is not serial_map
+
+
+@contextmanager
+def piece_threads(n: int) -> Iterator[None]:
+    """Inside this block a multithreaded call of the core (SciPy's KD-tree queries) uses
+    ``n`` threads (:func:`threads`). A map that runs a piece on one thread of a cluster's
+    worker sets 1: the cluster, not the piece, spreads the work over the cores, as Dask sets
+    ``OMP_NUM_THREADS=1`` in its workers for BLAS. Without it, a worker's piece would run on
+    every core of its machine, beside the other workers' pieces."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {n!r}")
+    token = _THREADS.set(n)
+    try:
+        yield
+    finally:
+        _THREADS.reset(token)
+
+
+def threads() -> int:
+    """Threads a multithreaded call may use here, as SciPy's ``workers`` argument: -1 (every
+    core) unless :func:`piece_threads` says otherwise."""
+    return _THREADS.get()

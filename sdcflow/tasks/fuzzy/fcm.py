@@ -77,6 +77,7 @@ from sdcflow.errors import ParameterError
 from sdcflow.tasks.fuzzy import _kernels as _k
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.projection import PolyhedronProjector
+from sdcflow.tasks.parallel import threads
 from sdcflow.tasks.validation import check_matrix, check_random_state
 
 DENSE_LIMIT = 5e7  # n * c above which truncate='auto' switches to nearest-centre truncation
@@ -214,7 +215,7 @@ class _Neighbours:
             # refresh repairs the lists.
             first = self.nbr is None
             eps = 1.0 if first else 0.0
-            dist, nbr = cKDTree(V).query(self.X, k=self.Q, eps=eps, workers=-1)
+            dist, nbr = cKDTree(V).query(self.X, k=self.Q, eps=eps, workers=threads())
             self.nbr = np.ascontiguousarray(nbr.reshape(len(self.X), self.Q), dtype=np.int64)
             dist = np.asarray(dist).reshape(len(self.X), -1)
             # the candidate list's margin: how far centres may move before a centre outside
@@ -226,7 +227,7 @@ class _Neighbours:
             return self.nbr, not first
         if np.quantile(self.moved, 0.9) > self.refresh * self.radius:
             L = min(self.graph_size, len(V))
-            graph = cKDTree(V).query(V, k=L, workers=-1)[1].reshape(len(V), L)
+            graph = cKDTree(V).query(V, k=L, workers=threads())[1].reshape(len(V), L)
             self.nbr = _k.refine_candidates(
                 self.X, V, self.nbr, np.ascontiguousarray(graph, dtype=np.int64), 2
             )
@@ -620,7 +621,7 @@ def truncated_memberships(
     V = check_matrix(centers, name="centers")
     mm, ll, ent = check_fuzziness(m, lam).kernel_args()
     Q = min(int(n_neighbors), V.shape[0])
-    _, nbr = cKDTree(V).query(X, k=Q, workers=-1)
+    _, nbr = cKDTree(V).query(X, k=Q, workers=threads())
     nbr = np.ascontiguousarray(np.asarray(nbr).reshape(len(X), Q), dtype=np.int64)
     return _k.candidate_memberships(X, V, nbr, mm, ll, ent, mass)
 

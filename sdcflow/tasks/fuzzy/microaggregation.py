@@ -86,6 +86,7 @@ from sdcflow.tasks.fuzzy import _kernels as _k
 from sdcflow.tasks.fuzzy.fcm import Fuzziness, check_fuzziness, fuzzy_c_means
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.projection import PolyhedronProjector
+from sdcflow.tasks.parallel import threads
 from sdcflow.tasks.validation import (
     check_k,
     check_matrix,
@@ -182,7 +183,7 @@ def _draw_memberships(
     from scipy.spatial import cKDTree
 
     Q = min(s.n_neighbors, c)
-    _, nbr = cKDTree(V).query(Z, k=Q, workers=-1)
+    _, nbr = cKDTree(V).query(Z, k=Q, workers=threads())
     nbr = np.ascontiguousarray(np.asarray(nbr).reshape(n, Q), dtype=np.int64)
     idx, val = _k.candidate_memberships(Z, V, nbr, m, lam, ent, s.mass)
     r, j = np.nonzero(idx >= 0)

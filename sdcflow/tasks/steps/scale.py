@@ -36,7 +36,7 @@ from prefect.futures import PrefectFuture
 from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.methods import METHODS, get_method
 from sdcflow.tasks.microaggregation.blocked import warm_mask
-from sdcflow.tasks.parallel import current_stage, part_map
+from sdcflow.tasks.parallel import current_stage, part_map, piece_threads
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.progress import Progress
@@ -142,9 +142,11 @@ def run_part(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
 
     Logs the piece's (or bundle's) wall seconds and the CPU seconds of the thread that ran
     it, so that the time the workers spent on the pieces themselves can be told from the
-    rest of the mask step (``benchmarks/scale.py`` reads these lines)."""
+    rest of the mask step (``benchmarks/scale.py`` reads these lines). The piece runs on
+    this one thread (:func:`~sdcflow.tasks.parallel.piece_threads`)."""
     wall, cpu = time.perf_counter(), time.thread_time()
-    out = fn(*args)
+    with piece_threads(1):  # one task, one of the worker's threads: no more
+        out = fn(*args)
     pieces = len(args[1]) if fn is run_bundle else 1
     get_run_logger().info(
         "%s done in %.2f s wall, %.2f s CPU",

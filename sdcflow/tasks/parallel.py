@@ -13,9 +13,11 @@ calls, so nothing computed depends on the map.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any
+
+from sdcflow.errors import ParameterError
 
 Call = tuple[Any, ...]
 #: ``map(fn, calls, label) -> [fn(*args) for args in calls]``, in the order of ``calls``;
@@ -34,14 +36,19 @@ _THREADS: ContextVar[int] = ContextVar("sdcflow_piece_threads", default=-1)
 
 
 @contextmanager
-def part_map(mapper: PartMap) -> Iterator[None]:
-    """Run the pieces of :func:`map_parts` with ``mapper`` inside this block (this thread and
-    context only), e.g. in parallel on a cluster; the results are the same."""
-    token = _MAP.set(mapper)
+def _holding(var: ContextVar[Any], value: Any) -> Iterator[None]:
+    """``var`` is ``value`` inside this block (this thread and context only)."""
+    token = var.set(value)
     try:
         yield
     finally:
-        _MAP.reset(token)
+        var.reset(token)
+
+
+def part_map(mapper: PartMap) -> AbstractContextManager[None]:
+    """Run the pieces of :func:`map_parts` with ``mapper`` inside this block (this thread and
+    context only), e.g. in parallel on a cluster; the results are the same."""
+    return _holding(_MAP, mapper)
 
 
 def map_parts(fn: Callable[..., Any], calls: Sequence[Call], label: str = "part") -> list[Any]:
@@ -52,15 +59,10 @@ def map_parts(fn: Callable[..., Any], calls: Sequence[Call], label: str = "part"
     return _MAP.get()(fn, calls, label)
 
 
-@contextmanager
-def stage(name: str) -> Iterator[None]:
+def stage(name: str) -> AbstractContextManager[None]:
     """Name the part of the work that the pieces mapped inside this block belong to (e.g.
     ``stratum 2 of 5``, when a method runs once per stratum), for a map's progress reports."""
-    token = _STAGE.set(name)
-    try:
-        yield
-    finally:
-        _STAGE.reset(token)
+    return _holding(_STAGE, name)
 
 
 def current_stage() -> str:
@@ -73,20 +75,15 @@ def parallel() -> bool:
     return _MAP.get() is not serial_map
 
 
-@contextmanager
-def piece_threads(n: int) -> Iterator[None]:
+def piece_threads(n: int) -> AbstractContextManager[None]:
     """Inside this block a multithreaded call of the core (SciPy's KD-tree queries) uses
     ``n`` threads (:func:`threads`). A map that runs a piece on one thread of a cluster's
     worker sets 1: the cluster, not the piece, spreads the work over the cores, as Dask sets
     ``OMP_NUM_THREADS=1`` in its workers for BLAS. Without it, a worker's piece would run on
     every core of its machine, beside the other workers' pieces."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"threads must be an integer >= 1, got {n!r}")
-    token = _THREADS.set(n)
-    try:
-        yield
-    finally:
-        _THREADS.reset(token)
+        raise ParameterError(f"threads must be an integer >= 1, got {n!r}", field="threads")
+    return _holding(_THREADS, n)
 
 
 def threads() -> int:

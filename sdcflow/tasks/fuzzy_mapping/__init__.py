@@ -47,6 +47,7 @@ from sdcflow.tasks.fuzzy_mapping.remap import (
     Interval,
     hull,
     integer_hull,
+    integer_preimage,
     integer_ranges,
     preimage,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "custom_sets",
     "hull",
     "integer_hull",
+    "integer_preimage",
     "integer_ranges",
     "memberships",
     "preimage",

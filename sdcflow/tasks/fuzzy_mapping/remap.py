@@ -73,12 +73,17 @@ def _fmt(v: float) -> str:
 
 def _real_roots(coef: np.ndarray, p: float, q: float) -> list[float]:
     """Real roots in the open interval (p, q) of the polynomial with coefficients ``coef``
-    (lowest degree first); an identically zero polynomial has none that matter."""
+    (lowest degree first); an identically zero polynomial has none that matter.
+
+    A double root (a combiner's curve touching a level: its minimum exactly at a bin's bound)
+    comes back as a complex pair ``r +- i*e`` with ``e`` near the square root of the rounding
+    error, so roots within 1e-6 of the real axis count: a cut point too many only splits a gap
+    in two, a missing one loses the single value that touches the level."""
     coef = np.trim_zeros(np.asarray(coef, dtype=np.float64), "b")
     if coef.size <= 1:
         return []
     roots = P.polyroots(coef)
-    real = roots[np.abs(roots.imag) <= 1e-12 * (1 + np.abs(roots.real))].real
+    real = roots[np.abs(roots.imag) <= 1e-6 * (1 + np.abs(roots.real))].real
     return [float(r) for r in real if p < r < q]
 
 
@@ -149,25 +154,105 @@ def preimage(
         Disjoint, increasing, inside ``sets.domain``; empty when no value maps there.
     """
     combiner = check_combiner(combiner)
+    c0, c1 = _check_interval(interval)
+    xs = _grid(sets, (c0, c1))
+    return _merge(xs, _maps_into(xs, sets, combiner, (c0, c1), lo_closed, hi_closed))
+
+
+def _check_interval(interval: tuple[float, float]) -> tuple[float, float]:
     c0, c1 = (float(v) for v in interval)
     if math.isnan(c0) or math.isnan(c1) or c0 > c1:
         raise ParameterError("an interval of mapped values needs two bounds lo <= hi")
-    levels = tuple(c for c in (c0, c1) if math.isfinite(c))
+    return c0, c1
+
+
+def _grid(sets: FuzzySets, interval: tuple[float, float]) -> np.ndarray:
+    """Every cut point (even index) and the midpoint of every gap between two (odd index)."""
+    levels = tuple(c for c in interval if math.isfinite(c))
     bps = sets.breakpoints()
     cut = list(bps)
     for p, q in pairwise(bps):
         cut += _cuts(sets, float(p), float(q), levels)
     pts = np.unique(np.asarray(cut))
-    mids = (pts[:-1] + pts[1:]) / 2
-    # evaluate at the points and at the midpoints of the gaps between them, interleaved
-    xs = np.empty(pts.size + mids.size)
-    xs[0::2], xs[1::2] = pts, mids
+    xs = np.empty(2 * pts.size - 1)
+    xs[0::2], xs[1::2] = pts, (pts[:-1] + pts[1:]) / 2
+    return xs
+
+
+def _maps_into(
+    xs: np.ndarray,
+    sets: FuzzySets,
+    combiner: str,
+    interval: tuple[float, float],
+    lo_closed: bool,
+    hi_closed: bool,
+) -> np.ndarray:
+    """Whether each value of ``xs`` is mapped into the interval (``random_pick``: may be).
+
+    Shapes: (n,) -> (n,) bool."""
     m = memberships(xs, sets, name="remap grid")
+    c0, c1 = interval
     if combiner == "random_pick":
-        hit = (_inside(m.values, c0, c1, lo_closed, hi_closed) & m.member).any(axis=1)
-    else:
-        hit = _inside(combine(m, combiner), c0, c1, lo_closed, hi_closed)
-    return _merge(xs, hit)
+        return (_inside(m.values, c0, c1, lo_closed, hi_closed) & m.member).any(axis=1)
+    return _inside(combine(m, combiner), c0, c1, lo_closed, hi_closed)
+
+
+def integer_preimage(
+    interval: tuple[float, float],
+    sets: FuzzySets,
+    combiner: str,
+    *,
+    lo_closed: bool = False,
+    hi_closed: bool = True,
+) -> list[tuple[int, int]]:
+    """The integers whose mapped value lies in ``interval``, as disjoint increasing ranges
+    ``(first, last)`` (what ``remap --integer`` prints).
+
+    :func:`preimage`'s intervals decide the integers inside a gap between two cut points.
+    An integer within one of a cut point is mapped itself: a cut point is a root computed in
+    floating point, so an integer sitting on it (a tie of two affinities at age 35, or a bin
+    whose bound is the mapped value of an age) could otherwise fall on the wrong side of it.
+    """
+    combiner = check_combiner(combiner)
+    c0, c1 = _check_interval(interval)
+    xs = _grid(sets, (c0, c1))
+    ranges = integer_ranges(
+        _merge(xs, _maps_into(xs, sets, combiner, (c0, c1), lo_closed, hi_closed))
+    )
+    pts = xs[0::2]
+    near = np.unique(np.concatenate([np.floor(pts) + d for d in (-1.0, 0.0, 1.0, 2.0)]))
+    lo, hi = sets.domain
+    near = near[(near >= lo) & (near <= hi)]
+    if near.size == 0:
+        return ranges
+    hit = _maps_into(near, sets, combiner, (c0, c1), lo_closed, hi_closed)
+    return _with_points(ranges, near.astype(np.int64).tolist(), hit.tolist())
+
+
+def _with_points(
+    ranges: list[tuple[int, int]], points: list[int], hit: list[bool]
+) -> list[tuple[int, int]]:
+    """``ranges`` with each of ``points`` (increasing) put in (``hit``) or taken out."""
+    out_points = [p for p, h in zip(points, hit, strict=True) if not h]
+    pieces: list[tuple[int, int]] = []
+    for a, b in ranges:
+        start = a
+        for p in out_points:
+            if start <= p <= b:
+                if p > start:
+                    pieces.append((start, p - 1))
+                start = p + 1
+        if start <= b:
+            pieces.append((start, b))
+    pieces += [(p, p) for p, h in zip(points, hit, strict=True) if h]
+    pieces.sort()
+    merged: list[tuple[int, int]] = []
+    for a, b in pieces:
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
 
 
 def _merge(xs: np.ndarray, hit: np.ndarray) -> list[Interval]:
@@ -284,12 +369,12 @@ def remap_rule_text(
     out, last = [], 0
     for col, a, b, lc, rc, (s, e) in items:
         sets, combiner = mappings[col]
-        pieces = preimage((a, b), sets, combiner, lo_closed=lc, hi_closed=rc)
         if integer:
-            ranges = integer_ranges(pieces)
+            ranges = integer_preimage((a, b), sets, combiner, lo_closed=lc, hi_closed=rc)
             joined = " or ".join(f"{a}..{b}" for a, b in ranges) if ranges else "{}"
             shown = f"{_shown(col)} in {joined}"
         else:
+            pieces = preimage((a, b), sets, combiner, lo_closed=lc, hi_closed=rc)
             joined = " or ".join(str(p) for p in pieces) if pieces else "{}"
             shown = f"{_shown(col)} in {joined}"
         out += [text[last:s], shown]

@@ -216,7 +216,9 @@ def test_a_record_on_an_inequality_is_rounded_towards_it():
 def test_an_inequality_through_a_solved_total_is_rounded_towards():
     # `total >= 20.5` with total = a + b solved from its rounded parts: 10.3 + 10.2 = 20.5
     # rounds to 10 + 10 = 20 < 20.5; the parts are rounded up instead (the row reads
-    # -a - b <= -20.5 once the total is substituted).
+    # -a - b <= -20.5 once the total is substituted), as few as it takes: a alone (it adds
+    # the least rounding error, 0.4 of a unit against b's 0.6) gives 21. Pulling every part
+    # gave 11 + 11 = 22, a total moved by 1.5.
     cols = ["a", "b", "total"]
     rules = LinearConstraints.from_rows(
         [
@@ -227,7 +229,7 @@ def test_an_inequality_through_a_solved_total_is_rounded_towards():
     )
     done = round_keeping_equalities(np.array([[10.3, 10.2, 20.5]]), cols, [0] * 3, rules)
     assert done.derived == ["total"]
-    assert done.values.tolist() == [[11.0, 11.0, 22.0]]
+    assert done.values.tolist() == [[11.0, 10.0, 21.0]]
 
 
 def test_a_record_with_a_missing_value_follows_its_group_towards_an_inequality():
@@ -235,12 +237,13 @@ def test_a_record_with_a_missing_value_follows_its_group_towards_an_inequality()
     # any): the complete one breaks `a + e <= 0.5 * d` once rounded (6 + 0 > 5.5) and is
     # rounded towards it; the other cannot be checked on the rule (e missing) and was left
     # rounded to nearest, so the two no longer matched. It now takes its group's values.
+    # Rounding a down alone is enough (5 + 0 <= 5.5), so d stays at its nearest, 11.
     cols = ["a", "d", "e"]
     rules = LinearConstraints.from_rows([("r", [], [({"a": 1, "e": 1, "d": -0.5}, 0.0)])], cols)
     X = np.array([[5.6, 11.2, 0.0], [5.6, 11.2, np.nan]])
     V = round_keeping_equalities(X, cols, [0, 0, 0], rules).values
-    assert V[0].tolist() == [5.0, 12.0, 0.0]
-    assert V[1, :2].tolist() == [5.0, 12.0] and np.isnan(V[1, 2])
+    assert V[0].tolist() == [5.0, 11.0, 0.0]
+    assert V[1, :2].tolist() == [5.0, 11.0] and np.isnan(V[1, 2])
 
 
 def test_many_records_on_a_boundary_are_rounded_towards_it_at_once():
@@ -283,3 +286,23 @@ def test_rounding_towards_an_inequality_keeps_a_solved_column_on_its_precision()
     done = round_keeping_equalities(np.array([[100.4, 20.08]]), cols, [0, 0], rules)
     assert done.derived == ["tax"] and done.off_precision == {}
     assert done.values.tolist() == [[100.0, 20.0]]
+
+
+def test_rounding_towards_an_inequality_pulls_only_the_columns_it_needs():
+    # Three parts of a solved total, `total >= 30.6`: 10.2 + 10.2 + 10.2 rounds to 30 < 30.6.
+    # One part up is enough (31); pulling all three gave 33. With `total >= 31.5` two are
+    # needed (32), and records with equal values are still rounded alike.
+    cols = ["a", "b", "c", "total"]
+    for floor, want in ((30.6, [11.0, 10.0, 10.0, 31.0]), (31.5, [11.0, 11.0, 10.0, 32.0])):
+        rules = LinearConstraints.from_rows(
+            [
+                ("sum", [({"total": 1, "a": -1, "b": -1, "c": -1}, 0.0)], []),
+                ("floor", [], [({"total": -1}, -floor)]),
+            ],
+            cols,
+        )
+        X = np.array([[10.2, 10.2, 10.2, floor]] * 2 + [[10.0, 12.0, 10.0, 32.0]])
+        V = round_keeping_equalities(X, cols, [0] * 4, rules).values
+        assert V[0].tolist() == V[1].tolist() == want
+        assert V[2].tolist() == [10.0, 12.0, 10.0, 32.0]
+        assert (V[:, 3] == V[:, :3].sum(axis=1)).all() and (V[:, 3] >= floor).all()

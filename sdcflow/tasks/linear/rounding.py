@@ -25,7 +25,9 @@ violating it, and the release was refused). So a record whose unrounded values s
 that its rounded values break is rounded again *towards* that row: with the derived columns
 substituted (``x_P = A_P^{-1} (b - A_F x_F)``) the row reads ``g_eff . x_F <= h'``, and
 rounding each free column down where its ``g_eff`` is positive and up where it is negative
-cannot raise ``g_eff . x_F``, so the row then holds. The directed values are kept only when
+cannot raise ``g_eff . x_F``, so the row then holds. Only as many columns are pulled as it
+takes (those adding the least rounding error first), so a solved total moves by one unit
+where one does. The directed values are kept only when
 they leave the record fewer violated rows (rows can pull a column both ways); the decision
 depends on the record's values alone, so records released with equal values stay equal (one
 with a missing value follows a complete record equal to it on the values it has). What
@@ -199,7 +201,7 @@ def round_keeping_equalities(
     A_P, A_F = A[:, P], A[:, F]
     # A_P (p, |P|) has full column rank; with dependent rows its pseudo-inverse solves the
     # consistent system exactly.
-    sol = np.linalg.pinv(A_P)  # (|P|, p)
+    sol = _exact_integers(np.linalg.pinv(A_P))  # (|P|, p)
     sub_X = X[:, idx]
     complete = ~np.isnan(sub_X[:, np.concatenate([P, F]).astype(int)]).any(axis=1)
     derived = _solve(sub_X, A_F, b, F, sol)
@@ -229,6 +231,15 @@ def round_keeping_equalities(
             if bad.any():
                 off[cols[col]] = int(bad.sum())
     return Rounded(X, [cols[idx[j]] for j in P], off)
+
+
+def _exact_integers(M: np.ndarray) -> np.ndarray:
+    """``M`` with entries within 1e-9 of an integer set to it. With unit pivots (sums and
+    differences) ``A_P^{-1}`` is integral, but the pseudo-inverse carries rounding noise that
+    depends on the BLAS: on an AVX-512 machine 3 + 3 was solved as 5.999999999999998, which a
+    column without a precision then published."""
+    nearest = np.rint(M)
+    return np.where(np.abs(M - nearest) <= 1e-9, nearest, M) + 0.0
 
 
 def _solve(sub_X: np.ndarray, A_F: np.ndarray, b: np.ndarray, F: list[int], sol: np.ndarray):
@@ -300,31 +311,56 @@ def _towards_inequalities(
         move = (down[:, j] != up[:, j]) & ~np.isnan(U[:, j])
         move &= ~((value == 0) & (np.abs(U[:, j]) > 1e-9 * unit))  # zero and non-zero apart
         trial[move, j] = value[move]
-    ok = np.ones(hit_rows.size, dtype=bool)
-    if solved is not None:
-        pcols, fcols, A_F, b, sol, tol = solved
-        ok = ~np.isnan(trial[:, pcols + fcols]).any(axis=1)
-        P = np.array(pcols, dtype=int)
-        trial[np.ix_(ok, P)] = _solve(trial[ok], A_F, b, fcols, sol)
-        for j in pcols:
-            if decimals[j] is not None:
-                trial[ok, j] = _snap(trial[ok, j], decimals[j], tol)
-                # a solved total must not lose the sign (zero or not) of its unrounded value
-                # where rounding to nearest kept it: 1.6 + -0.7 = 0.9 rounded towards
-                # `a <= 1.6` gave 1 + -1 = 0, and `if total == 0` rules then read otherwise
-                unit = 10.0 ** -int(decimals[j])
-                u = U[:, j]
-                sign = np.sign(np.where(np.abs(u) > 1e-9 * unit, u, 0.0))
-                ok &= ~((np.sign(trial[:, j]) != sign) & (np.sign(X[hit_rows, j]) == sign))
-                # nor leave its precision where rounding to nearest had it on it (tax = 0.2 *
-                # net: net 100.4 rounded up to 101 gives tax 20.2 in an integer column)
-                on = _round(trial[:, j], int(decimals[j])) == trial[:, j]
-                was = _round(X[hit_rows, j], int(decimals[j])) == X[hit_rows, j]
-                ok &= on | ~was
-    new = excess(trial)
-    keep = ok & ((new > slack).sum(axis=1) < (after[hit_rows] > slack).sum(axis=1))
-    moved = hit_rows[keep]
-    X[moved] = trial[keep]
+    base = X[hit_rows]
+    before_count = (after[hit_rows] > slack).sum(axis=1)
+
+    def settle(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``V`` with its derived columns solved from the free ones, whether that is
+        acceptable, and the rows it breaks: (m, d), (m,), (m,)."""
+        V = V.copy()
+        ok = np.ones(V.shape[0], dtype=bool)
+        if solved is not None:
+            pcols, fcols, A_F, b, sol, tol = solved
+            ok = ~np.isnan(V[:, pcols + fcols]).any(axis=1)
+            P = np.array(pcols, dtype=int)
+            V[np.ix_(ok, P)] = _solve(V[ok], A_F, b, fcols, sol)
+            for j in pcols:
+                if decimals[j] is not None:
+                    V[ok, j] = _snap(V[ok, j], decimals[j], tol)
+                    # a solved total must not lose the sign (zero or not) of its unrounded
+                    # value where rounding to nearest kept it: 1.6 + -0.7 = 0.9 rounded
+                    # towards `a <= 1.6` gave 1 + -1 = 0, and `if total == 0` rules then
+                    # read otherwise
+                    unit = 10.0 ** -int(decimals[j])
+                    u = U[:, j]
+                    sign = np.sign(np.where(np.abs(u) > 1e-9 * unit, u, 0.0))
+                    ok &= ~((np.sign(V[:, j]) != sign) & (np.sign(base[:, j]) == sign))
+                    # nor leave its precision where rounding to nearest had it on it (tax =
+                    # 0.2 * net: net 100.4 rounded up to 101 gives tax 20.2 in an integer
+                    # column)
+                    on = _round(V[:, j], int(decimals[j])) == V[:, j]
+                    was = _round(base[:, j], int(decimals[j])) == base[:, j]
+                    ok &= on | ~was
+        return V, ok, (excess(V) > slack).sum(axis=1)
+
+    # Pull as few columns as it takes: the pulled columns in order of the rounding error
+    # each adds (in units of its precision; ties by column), the shortest prefix that leaves
+    # the fewest broken rows. Pulling them all moved a solved total by more than one unit
+    # (10.3 + 10.2 >= 20.5 rounded to 11 + 11 = 22 where 11 + 10 = 21 holds).
+    pulled = (trial != base) & ~np.isnan(trial)
+    units = np.array([10.0 ** -int(d) if d is not None else 1.0 for d in decimals])
+    extra = (np.abs(trial - U) - np.abs(base - U)) / units
+    order = np.argsort(np.where(pulled, extra, np.inf), axis=1, kind="stable")
+    best, best_count = base.copy(), before_count.copy()
+    take = np.zeros_like(pulled)
+    records = np.arange(hit_rows.size)
+    for t in range(int(pulled.sum(axis=1).max(initial=0))):
+        take[records, order[:, t]] = True
+        V, ok, count = settle(np.where(take & pulled, trial, base))
+        better = ok & (count < best_count)
+        best[better], best_count[better] = V[better], count[better]
+    moved = hit_rows[best_count < before_count]
+    X[moved] = best[best_count < before_count]
     _follow(X, unrounded, hit_rows)
 
 

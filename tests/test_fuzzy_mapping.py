@@ -458,3 +458,49 @@ def test_integer_remap_keeps_an_integer_touching_the_bound():
     sets = uniform_sets(2, (17, 90), "modified")
     bound = FuzzyMapping(sets, "highest_affinity").apply(np.array([56.0]))[0]
     assert integer_preimage((bound, 2.6438356164383565), sets, "highest_affinity") == [(57, 57)]
+
+
+def _integers_in(pieces, ints):
+    inside = np.zeros(ints.size, dtype=bool)
+    for p in pieces:
+        lo_ok = ints >= p.lo if p.lo_closed else ints > p.lo
+        hi_ok = ints <= p.hi if p.hi_closed else ints < p.hi
+        inside |= lo_ok & hi_ok
+    return ints[inside].tolist()
+
+
+@pytest.mark.parametrize(
+    "combiner", ["arithmetic_average", "weighted_average", "normalized_average"]
+)
+def test_averages_remap_on_custom_sets_whose_flat_part_overlaps_another(combiner):
+    """The first set's flat part (affinity 1 on [0, 20]) overlaps the second set: its
+    affinity [1, 0] came back from numpy's polyadd as [1], which summed with [a, b] into a
+    slope, and the averages' preimages were wrong (arithmetic average, bin (2.175, 2.275]:
+    none, where ages 14, 15, 25 and 26 map into it)."""
+    sets = custom_sets([[0, 40], [10, 30]], (0, 40), "modified")
+    ints = np.arange(0, 41, dtype=float)
+    y = FuzzyMapping(sets, combiner).apply(ints)
+    c0, c1 = (y[13] + y[14]) / 2, (y[15] + y[16]) / 2
+    want = ints[(y > c0) & (y <= c1)].tolist()
+    assert 14.0 in want and 15.0 in want and len(want) >= 4
+    assert _integers_in(preimage((c0, c1), sets, combiner), ints) == want
+    got = [v for a, b in integer_preimage((c0, c1), sets, combiner) for v in range(a, b + 1)]
+    assert got == [int(v) for v in want]
+
+
+def test_integer_remap_within_the_tolerance_of_a_bound_and_on_wide_domains():
+    """Bounds are compared with a tolerance (1e-9 relative, Weka's rounding): age 65 maps to
+    3.875, within it of the bin (3.855, 3.8749999999], and was left out; on (0, 1e9) the
+    tolerance spans many integers, of which only those next to the exact crossing were
+    mapped; past 2**63 the integers overflowed to negative ones."""
+    sets = uniform_sets(4, (0, 100), "triangular")
+    assert (65, 65) in integer_preimage((3.855, 3.8749999999), sets, "weighted_average")
+    sets = uniform_sets(3, (0, 1e9), "earlier")
+    ranges = integer_preimage((2.82396, 2.83635), sets, "arithmetic_average")
+    window = np.arange(ranges[0][0] - 60, ranges[0][0] + 61, dtype=float)
+    y = FuzzyMapping(sets, "arithmetic_average").apply(window)
+    tol = 1e-9 * 2.83635
+    inside = window[(y > 2.82396 + tol) & (y <= 2.83635 + tol)]
+    assert inside.min() == ranges[0][0]
+    huge = integer_preimage((2.5, 3.5), uniform_sets(2, (0, 1e19), "modified"), "maximum")
+    assert huge and all(0 <= a <= b <= 10**19 for a, b in huge)

@@ -97,12 +97,16 @@ def _cuts(sets: FuzzySets, p: float, q: float, levels: tuple[float, ...]) -> lis
     if active.size == 0:
         return []
     num = sets.numbers
+    # Coefficient arrays of fixed length (numpy's polyadd / polymul drop trailing zeros, and a
+    # flat affinity [1, 0] then came back as [1], which Python's sum broadcast against the
+    # other sets' [a, b] into a slope: the averages' cut points were wrong on custom sets
+    # whose flat outer part overlaps another set).
     aff = [np.array([alpha[i], beta[i]]) for i in active]  # a_i(x), linear
-    cand = [P.polyadd(a, [num[i]]) for a, i in zip(aff, active, strict=True)]  # i + a_i(x)
-    D = P.polyadd(np.zeros(1), sum(aff))  # sum a_i
-    S_i = sum(a * num[i] for a, i in zip(aff, active, strict=True))  # sum i a_i
-    S_2 = sum(P.polymul(a, a) for a in aff)  # sum a_i^2
-    mean = P.polydiv(sum(cand), [float(active.size)])[0]
+    cand = [a + np.array([num[i], 0.0]) for a, i in zip(aff, active, strict=True)]  # i + a_i
+    D = np.sum(aff, axis=0)  # sum a_i
+    S_i = np.sum([a * num[i] for a, i in zip(aff, active, strict=True)], axis=0)  # sum i a_i
+    S_2 = np.sum([[a[0] * a[0], 2 * a[0] * a[1], a[1] * a[1]] for a in aff], axis=0)  # a_i^2
+    mean = np.sum(cand, axis=0) / float(active.size)
     cuts: list[float] = []
     for c in levels:
         polys = [P.polysub(v, [c]) for v in cand]  # candidates (max, min, highest, random)
@@ -118,10 +122,15 @@ def _cuts(sets: FuzzySets, p: float, q: float, levels: tuple[float, ...]) -> lis
     return cuts
 
 
-def _inside(values: np.ndarray, lo: float, hi: float, lo_closed: bool, hi_closed: bool):
-    tol = _TOL * max(
+def _tolerance(lo: float, hi: float) -> float:
+    """How far from a bound a mapped value still counts as on it (rounding in the bounds)."""
+    return _TOL * max(
         1.0, abs(lo) if math.isfinite(lo) else 1.0, abs(hi) if math.isfinite(hi) else 1.0
     )
+
+
+def _inside(values: np.ndarray, lo: float, hi: float, lo_closed: bool, hi_closed: bool):
+    tol = _tolerance(lo, hi)
     above = values >= lo - tol if lo_closed else values > lo + tol
     below = values <= hi + tol if hi_closed else values < hi - tol
     return above & below
@@ -166,9 +175,16 @@ def _check_interval(interval: tuple[float, float]) -> tuple[float, float]:
     return c0, c1
 
 
-def _grid(sets: FuzzySets, interval: tuple[float, float]) -> np.ndarray:
-    """Every cut point (even index) and the midpoint of every gap between two (odd index)."""
-    levels = tuple(c for c in interval if math.isfinite(c))
+def _grid(sets: FuzzySets, interval: tuple[float, float], *, band: bool = False) -> np.ndarray:
+    """Every cut point (even index) and the midpoint of every gap between two (odd index).
+
+    With ``band``, the levels are also the bounds moved by :func:`_inside`'s tolerance, where
+    a value's membership changes too (the integers near them are then mapped one by one): a
+    curve passing within the tolerance of a bound (its minimum 1e-10 below it), or a domain
+    so wide that the tolerance spans many integers."""
+    tol = _tolerance(*interval) if band else 0.0
+    shifts = (-tol, 0.0, tol) if band else (0.0,)
+    levels = tuple(c + e for c in interval if math.isfinite(c) for e in shifts)
     bps = sets.breakpoints()
     cut = list(bps)
     for p, q in pairwise(bps):
@@ -215,7 +231,7 @@ def integer_preimage(
     """
     combiner = check_combiner(combiner)
     c0, c1 = _check_interval(interval)
-    xs = _grid(sets, (c0, c1))
+    xs = _grid(sets, (c0, c1), band=True)
     ranges = integer_ranges(
         _merge(xs, _maps_into(xs, sets, combiner, (c0, c1), lo_closed, hi_closed))
     )
@@ -226,7 +242,7 @@ def integer_preimage(
     if near.size == 0:
         return ranges
     hit = _maps_into(near, sets, combiner, (c0, c1), lo_closed, hi_closed)
-    return _with_points(ranges, near.astype(np.int64).tolist(), hit.tolist())
+    return _with_points(ranges, [int(v) for v in near], hit.tolist())  # no int64 overflow
 
 
 def _with_points(

@@ -448,3 +448,20 @@ def test_the_dry_run_lists_the_copies_of_a_killed_run_that_yes_drops(warehouse, 
     assert [line.split(" of run ")[1] for line in listed.splitlines() if " of run " in line] == [
         line.split(" of run ")[1] for line in dropped.splitlines() if " of run " in line
     ]
+
+
+@pytest.mark.parametrize("days", [1e6, 1e10, float("inf")])
+def test_a_keep_days_beyond_any_date_keeps_every_run_and_still_drops_refused_copies(
+    warehouse, capsys, days
+):
+    """``retention: {keep_days: .inf}`` (or 1e10) passes the spec's validation and means
+    "forever"; the cutoff date overflowed (``OverflowError``), so ``sdcflow prune`` exited 3
+    and the end-of-run retention failed on every run, leaving refused runs' raw copies in
+    the warehouse for good."""
+    wh, runs = warehouse
+    kept = expired(wh, Policy(keep_days=days), release="survey", now=NOW)
+    assert [r.run_id for r in kept] == [runs["refused"]]
+    if days != float("inf"):  # the command line asks for a finite number of days
+        assert main(["prune", "--warehouse", str(wh.path), "--keep-days", f"{days:g}"]) == 0
+        out = capsys.readouterr().out
+        assert runs["refused"] in out and runs["old"] not in out

@@ -156,7 +156,11 @@ def _why(
         return f"older than the last {policy.keep_last} {kind} runs"
     if policy.keep_days is not None:
         started = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
-        if started < now - timedelta(days=policy.keep_days):
+        try:
+            cutoff = now - timedelta(days=policy.keep_days)
+        except OverflowError:  # before any date (`keep_days: .inf`): every run is within it
+            return None
+        if started < cutoff:
             return f"started more than {policy.keep_days:g} days ago"
     return None
 

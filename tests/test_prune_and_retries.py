@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -421,3 +423,45 @@ def test_a_link_to_a_warehouse_in_a_folder_that_cannot_be_written_is_refused(
     assert main(["prune", "--warehouse", str(link), "--keep-last", "1", "--yes"]) == 2
     assert cli_error(capsys.readouterr().err)[0] == Reason.WAREHOUSE
     assert _tables(wh) == before
+
+
+def test_the_dry_run_lists_the_copies_of_a_killed_run_that_yes_drops(warehouse, capsys):
+    """A run whose process was killed stays ``running`` in ``audit.runs`` until a release or
+    ``prune --yes`` settles it ``interrupted`` (``sdcflow runs`` already shows it so). The dry
+    run said "nothing to prune" for it, and ``--yes`` then dropped its raw copy: what is typed
+    by hand must show first what ``--yes`` drops."""
+    wh, _ = warehouse
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    killed = uuid.uuid4().hex
+    wh.start_run(killed, "survey", "s" * 64, "mdav", input_sha256="i" * 64)
+    wh.ingest(pa.table({"x": [1.0, 2.0]}), killed)
+    with wh.connect() as con:  # as its process left it: running, and that process gone
+        con.execute("UPDATE audit.runs SET pid = ? WHERE run_id = ?",
+                    [int(dead.stdout), killed])  # fmt: skip
+    assert main(["prune", "--warehouse", str(wh.path), "--keep-last", "2"]) == 0
+    listed = capsys.readouterr().out
+    assert f"would drop raw of run {killed} (survey, interrupted" in listed
+    assert main(["prune", "--warehouse", str(wh.path), "--keep-last", "2", "--yes"]) == 0
+    dropped = capsys.readouterr().out
+    assert f"dropped raw of run {killed} (survey, interrupted" in dropped
+    assert [line.split(" of run ")[1] for line in listed.splitlines() if " of run " in line] == [
+        line.split(" of run ")[1] for line in dropped.splitlines() if " of run " in line
+    ]
+
+
+@pytest.mark.parametrize("days", [1e6, 1e10, float("inf")])
+def test_a_keep_days_beyond_any_date_keeps_every_run_and_still_drops_refused_copies(
+    warehouse, capsys, days
+):
+    """``retention: {keep_days: .inf}`` (or 1e10) passes the spec's validation and means
+    "forever"; the cutoff date overflowed (``OverflowError``), so ``sdcflow prune`` exited 3
+    and the end-of-run retention failed on every run, leaving refused runs' raw copies in
+    the warehouse for good."""
+    wh, runs = warehouse
+    kept = expired(wh, Policy(keep_days=days), release="survey", now=NOW)
+    assert [r.run_id for r in kept] == [runs["refused"]]
+    if days != float("inf"):  # the command line asks for a finite number of days
+        assert main(["prune", "--warehouse", str(wh.path), "--keep-days", f"{days:g}"]) == 0
+        out = capsys.readouterr().out
+        assert runs["refused"] in out and runs["old"] not in out

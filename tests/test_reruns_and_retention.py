@@ -138,6 +138,31 @@ def test_a_release_edited_since_its_publication_is_published_again(tmp_path, pre
     assert _last_run(tmp_path / "warehouse.duckdb")["status"] == "unchanged"
 
 
+def test_an_edited_rules_file_is_a_changed_spec_and_is_not_already_published(
+    tmp_path, prefect_api, capsys
+):
+    """The spec names its rules file by path: a rule added to that file (one the raw records
+    violate, under ``on_violation: fail``) made ``sdcflow check`` refuse (exit 1) while
+    ``sdcflow release`` said "already published ... from the same input and spec" (exit 0)
+    and left the release published under the old rules live."""
+    (tmp_path / "rules.yaml").write_text("- total_costs == wages + other_costs\n")
+    spec = write_release(
+        tmp_path, rows=60, seed=1, rules_file="rules.yaml", on_violation="fail",
+        checks={"max_information_loss": 60},
+    )  # fmt: skip
+    warehouse = tmp_path / "warehouse.duckdb"
+    assert main(["release", str(spec)]) == 0
+    first = _last_run(warehouse)
+    assert first["status"] == "published"
+    with (tmp_path / "rules.yaml").open("a") as fh:
+        fh.write("- employees <= 1\n")  # most firms have more
+    capsys.readouterr()
+    assert main(["release", str(spec)]) == 1
+    assert "already published" not in capsys.readouterr().out
+    assert _last_run(warehouse)["status"] == "refused"
+    assert published_run(tmp_path / "published" / "survey") == first["run_id"]
+
+
 def test_the_input_hash_is_the_sha256_of_the_file_as_read(scenario):
     _, d = scenario["D"]
     assert d["input_sha256"] == scenario["sha_D"]  # hashlib on the bytes, independently

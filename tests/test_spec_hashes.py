@@ -61,3 +61,19 @@ def test_a_rerun_with_another_seed_publishes_again(tmp_path, monkeypatch):
     assert already_published(other, warehouse) is None
     last["secrets_sha256"] = None  # a run recorded before the column existed
     assert already_published(SimpleNamespace(spec=spec, source_sha256="abc"), warehouse) is None
+
+
+def test_the_files_a_spec_names_are_part_of_its_hash(tmp_path):
+    """A rules file or a recoding hierarchy decides the release as much as the spec's own
+    text: editing one changes the hash; a spec that names no file keeps its hash."""
+    (tmp_path / "rules.yaml").write_text("- a >= 0\n")
+    (tmp_path / "h.csv").write_text("x;X\ny;X\n")
+    body = {**BODY, "rules_file": "rules.yaml", "recode": {"b": {"hierarchy": "h.csv"}}}
+    before = spec_from_dict(body, base_dir=tmp_path).sha256()
+    assert spec_from_dict(body, base_dir=tmp_path).sha256() == before
+    (tmp_path / "rules.yaml").write_text("- a >= 1\n")
+    after_rules = spec_from_dict(body, base_dir=tmp_path).sha256()
+    assert after_rules != before
+    (tmp_path / "h.csv").write_text("x;X\ny;Y\n")
+    assert spec_from_dict(body, base_dir=tmp_path).sha256() != after_rules
+    assert _spec().named_files_sha256() == {}  # no file named: the hash it always had

@@ -451,12 +451,34 @@ class ReleaseSpec(BaseModel):
         ``retention``, ``runner`` and ``dask`` are left out: they govern the warehouse's
         copies and where the work runs, not what is published (the Dask runner publishes the
         local runner's files), so changing them neither changes the hash nor makes a re-run
-        publish again. The secrets are in :meth:`secrets_sha256`, never here: this hash is
-        published in the manifest."""
+        publish again. The files the spec names (its rules file, hierarchy files) count by
+        their contents (:meth:`named_files_sha256`). The secrets are in
+        :meth:`secrets_sha256`, never here: this hash is published in the manifest."""
         skip = {"retention", "runner", "dask"}
         public = {k: v for k, v in self.public_dict().items() if k not in skip}
+        files = self.named_files_sha256()
+        if files:  # a spec that names no file keeps the hash it always had
+            public["files_sha256"] = files
         blob = json.dumps(public, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
+
+    def named_files_sha256(self) -> dict[str, str | None]:
+        """The sha256 of each file the spec names whose contents decide the release (the
+        ``rules_file``, a recoding ``hierarchy`` file), by field: the spec names them by path
+        only, so editing one is a changed spec (None: the file cannot be read)."""
+        named: dict[str, Path] = {}
+        if self.rules_file is not None:
+            named["rules_file"] = self.rules_file
+        for column, recode in sorted(self.recode.items()):
+            if isinstance(recode.hierarchy, Path):
+                named[f"recode.{column}.hierarchy"] = recode.hierarchy
+        digests: dict[str, str | None] = {}
+        for field, value in named.items():
+            try:
+                digests[field] = hashlib.sha256(self.path(value).read_bytes()).hexdigest()
+            except OSError:
+                digests[field] = None
+        return digests
 
     def secrets_sha256(self) -> str:
         """Hash of the secret part of the spec (the seed, the fuzzy mappings), kept in the

@@ -34,7 +34,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sdcflow.warehouse.sql import quote_identifier
-from sdcflow.warehouse.warehouse import Warehouse, check_warehouse_file, table_name
+from sdcflow.warehouse.warehouse import (
+    Warehouse,
+    check_warehouse_file,
+    table_name,
+    unrecorded_ends,
+)
 
 __all__ = ["CONFIDENTIAL", "ENDED_BADLY", "Expired", "Policy", "apply_policy", "compact",
            "drop_copies", "expired", "sweep_compactions"]  # fmt: skip
@@ -98,6 +103,11 @@ def expired(
         ).fetchone()[0]
         if present < 2:
             return []  # a warehouse of an earlier version: no table is recorded as a run's
+        # a run whose process was killed counts as what `prune --yes` or the next release
+        # settles it to (`sdcflow runs` shows it so), so that a dry run lists what --yes drops
+        ends = unrecorded_ends(con)
+        interrupted = [r for r, s in ends.items() if s == "interrupted"]
+        published = [r for r, s in ends.items() if s == "published"]
         # keep_last counts each kind of run on its own (published; checked only: `check`
         # and `compare` variants; ended badly, with keep_refused), so that a check or a
         # variant never displaces the copies of the run that published
@@ -107,7 +117,10 @@ def expired(
             "    PARTITION BY release, list_contains(?, status), "
             "      CASE WHEN list_contains(?, status) THEN status ELSE 'ended badly' END "
             "    ORDER BY started_at DESC) "
-            "  END AS recency FROM audit.runs) "
+            "  END AS recency FROM (SELECT * REPLACE (CASE "
+            "    WHEN list_contains(?, run_id) THEN 'interrupted' "
+            "    WHEN list_contains(?, run_id) THEN 'published' ELSE status END AS status) "
+            "  FROM audit.runs)) "
             "SELECT r.run_id, r.release, r.status, r.started_at, r.recency, "
             "  list(t.schema_name ORDER BY t.schema_name) "
             "FROM ranked r JOIN audit.run_tables t USING (run_id) "
@@ -118,6 +131,8 @@ def expired(
                 list(eligible),
                 list(eligible),
                 list(_KEPT_BY_STATUS),
+                interrupted,
+                published,
                 list(CONFIDENTIAL),
                 release,
                 release,
@@ -141,7 +156,11 @@ def _why(
         return f"older than the last {policy.keep_last} {kind} runs"
     if policy.keep_days is not None:
         started = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
-        if started < now - timedelta(days=policy.keep_days):
+        try:
+            cutoff = now - timedelta(days=policy.keep_days)
+        except OverflowError:  # before any date (`keep_days: .inf`): every run is within it
+            return None
+        if started < cutoff:
             return f"started more than {policy.keep_days:g} days ago"
     return None
 

@@ -580,6 +580,21 @@ def _dropped_at(con: duckdb.DuckDBPyConnection, schema: str, run_id: str) -> dat
     return row[0] if row else None
 
 
+def unrecorded_ends(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Runs left ``running`` by a process of this host that is gone, each with the status the
+    next release or ``sdcflow prune --yes`` records for it (:func:`ended_status`). Read-only:
+    what a dry run or a reader shows before that settles them."""
+    rows = con.execute(
+        "SELECT run_id, pid, target FROM audit.runs WHERE status = 'running' AND host = ?",
+        [_HOST],
+    ).fetchall()
+    return {
+        run_id: ended_status(run_id, target)[0]
+        for run_id, pid, target in rows
+        if pid is not None and not process_alive(int(pid))
+    }
+
+
 def ended_status(run_id: str, target: str | None) -> tuple[str, str, str | None]:
     """``(status, message, published_to)`` of a run whose process ended without recording its
     end: ``published`` when ``target`` holds a release whose marker names the run."""

@@ -168,6 +168,9 @@ def main() -> None:
     statuses = sorted({s for s, _ in rows})
     summary = {
         "final_exit": final.returncode,
+        # the line that says why, when the final run did not publish (an API that did not
+        # start in time on a loaded machine exits 3 and records nothing)
+        "final_said": final.stderr.strip().splitlines()[-1:] if final.returncode else [],
         "runs": len(rows),
         "statuses": {s: sum(1 for t, _ in rows if t == s) for s in statuses},
         "still_running": sum(1 for s, _ in rows if s == "running"),

@@ -152,6 +152,13 @@ def test_runner_options(tmp_path):
     assert (dask.runner, dask.dask.workers, dask.dask.address) == ("dask", 3, None)
     assert cluster_kwargs(dask.dask)["n_workers"] == 3
     assert with_cli_options(spec) is spec
+    # --runner local with a Dask option ran locally without a word: refused, exit 2
+    for option in ({"workers": 2}, {"address": "tcp://127.0.0.1:1"}):
+        with pytest.raises(InputError) as e:
+            with_cli_options(spec, runner="local", **option)
+        assert e.value.code == Reason.RUNNER and e.value.field == "runner"
+    assert main(["check", str(tmp_path / "release.yaml"), "--runner", "local",
+                 "--dask-workers", "2"]) == 2  # fmt: skip
     # a spec cannot ask for both an embedded cluster and an existing one
     both = write_release(
         tmp_path, rows=20, spec_name="both.yaml", dask={"workers": 2, "address": "tcp://x:1"}

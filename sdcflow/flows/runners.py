@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.spec import DaskSettings, ReleaseSpec
 
 if TYPE_CHECKING:
@@ -29,6 +30,15 @@ def with_cli_options(
     ``--dask-address`` in place of its own (``--dask-*`` imply ``--runner dask``)."""
     if runner is None and workers is None and address is None:
         return spec
+    if runner == "local" and (workers is not None or address is not None):
+        # the Dask options would be dropped without a word and the run would be local
+        given = "--dask-workers" if workers is not None else "--dask-address"
+        raise InputError(
+            f"{given} sets up the Dask runner and --runner local was asked for; drop "
+            f"{given}, or use --runner dask",
+            code=Reason.RUNNER,
+            field="runner",
+        )
     if workers is not None or address is not None:
         dask = DaskSettings(workers=workers, address=address)
         runner = runner or "dask"

@@ -299,6 +299,26 @@ def test_progress_tells_listeners_each_step_and_the_bar_stays_off_without_a_term
     assert not wanted()
 
 
+@pytest.mark.parametrize("command", ["check", "release"])
+def test_the_bar_names_the_command_that_runs(command):
+    from rich.console import Console
+
+    from sdcflow.flows.progress_bar import terminal_progress
+    from sdcflow.tasks.steps.progress import Progress
+
+    console = Console(record=True, force_terminal=True, width=120)
+    with terminal_progress(True, command=command, console=console):
+        steps = Progress("survey", "release", ["ingest", "mask"])
+        with steps.step("ingest"):
+            pass
+        phases = Progress("survey", "mask", ["partition"])
+        with phases.step("partition"):
+            console.print("drawn")  # the bar is transient: draw it once while it is live
+    text = console.export_text()
+    assert f"{command}: ingest" in text and "mask: partition" in text
+    assert command == "release" or "release:" not in text  # `sdcflow check` releases nothing
+
+
 def _refused_run_with_secret(wh) -> tuple[str, str]:
     """A refused run whose raw copy holds a random secret, checkpointed into the file:
     (the secret, the run id)."""

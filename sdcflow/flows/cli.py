@@ -185,7 +185,11 @@ def _run_release(
 
             plan = planned[0]
             # One writer per warehouse: wait for it before any flow run starts.
-            with Warehouse(plan.spec.warehouse_path).lock(wait), terminal_progress():
+            command = "release" if publish else "check"
+            with (
+                Warehouse(plan.spec.warehouse_path).lock(wait),
+                terminal_progress(command=command),
+            ):
                 _console_without_tracebacks()
                 outcome = with_runner(release, plan.spec)(
                     str(Path(spec_path).resolve()),

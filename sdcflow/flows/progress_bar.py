@@ -28,8 +28,16 @@ def wanted() -> bool:
 
 
 @contextmanager
-def terminal_progress(enabled: bool | None = None) -> Iterator[None]:
-    """Draw the bar for the runs of this process while the block runs (see the module)."""
+def terminal_progress(
+    enabled: bool | None = None, *, command: str = "release", console: object | None = None
+) -> Iterator[None]:
+    """Draw the bar for the runs of this process while the block runs (see the module).
+
+    ``command`` names the run's own row (``check`` or ``release``): the flow tracks its
+    steps as activity ``release`` in both, which on the terminal of ``sdcflow check``
+    would read as if something were being released. ``console``: a rich console to draw on
+    (a test's recording console); by default stderr's.
+    """
     if not (wanted() if enabled is None else enabled):
         yield
         return
@@ -49,15 +57,16 @@ def terminal_progress(enabled: bool | None = None) -> Iterator[None]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=console if console is not None else Console(stderr=True),
         transient=True,
     )
     rows: dict[str, int] = {}
 
     def show(activity: str, label: str, done: int, total: int) -> None:
+        name = command if activity == "release" else activity
         if activity not in rows:
-            rows[activity] = bar.add_task(activity, total=total)
-        bar.update(rows[activity], completed=done, total=total, description=f"{activity}: {label}")
+            rows[activity] = bar.add_task(name, total=total)
+        bar.update(rows[activity], completed=done, total=total, description=f"{name}: {label}")
 
     with bar, listening(show), _logs_above(bar.console):
         yield

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,8 +16,10 @@ from sdcflow.tasks.methods.mixed import mask_keys
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
     group_representatives,
+    heterogeneous_cells,
     heterogeneous_groups,
 )
+from sdcflow.tasks.parallel import part_map
 
 # x numeric; o ordinal with 3 categories (ranks 0..2); c nominal (A = 0, B = 1)
 X = np.array([[1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
@@ -69,8 +74,9 @@ def test_an_all_missing_categorical_key_is_released_missing():
         assert k_anonymity(result.released_identifiers) >= 5
 
 
+@pytest.mark.parametrize("cell_size", [None, 60])
 @pytest.mark.parametrize("categorical", ["mode", "suppress"])
-def test_the_method_releases_every_key_k_anonymously(categorical):
+def test_the_method_releases_every_key_k_anonymously(categorical, cell_size):
     rng = np.random.default_rng(0)
     n = 240
     frame = pd.DataFrame(
@@ -87,9 +93,11 @@ def test_the_method_releases_every_key_k_anonymously(categorical):
         Key("edu", "ordinal", order=("primary", "secondary", "tertiary")),
     ]
     params = METHODS["heterogeneous"].params.model_validate(
-        {"name": "heterogeneous", "k": 4, "categorical": categorical}
+        {"name": "heterogeneous", "k": 4, "categorical": categorical, "cell_size": cell_size}
     )
     result = mask_keys(frame, keys, params, rng)
+    cells = "within spatial cells of at most 60 records"
+    assert (cells in result.details["strategy"]) == (cell_size is not None)
     released = result.released_identifiers
     assert list(released.columns) == ["age", "sex", "edu"]
     assert k_anonymity(released) >= 4
@@ -104,3 +112,109 @@ def test_the_method_releases_every_key_k_anonymously(categorical):
         assert (released.loc[kept, "edu"] == frame.loc[kept, "edu"]).all()
     else:
         assert sum(suppressed.values()) == 0
+
+
+def test_cells_by_hand_a_missing_value_is_cut_at_the_mean_and_grouped_inside_its_cell():
+    # x = 0, 1, 2, 4, 10, 11, 13 and one record without x (row 7), k = 2, cells of <= 4.
+    # The cut places row 7 at the mean of the present values, 41/7 = 5.86: the median cut
+    # of 8 records puts the 4 lowest (rows 0-3) in one cell and rows 4-7 in the other.
+    # Cell {0, 1, 2, 3}: 4 < 3k, so one step: centroid 1.75, farthest row 3 (x = 4), its
+    # nearest row 2: {2, 3} (mean 3), then {0, 1} (mean 0.5). Cell {4, 5, 6, 7}: centroid of
+    # the present values 11.33, farthest row 6 (x = 13); row 7 shares no key with it, so it
+    # is at distance 0 and joins it: {6, 7} (13, row 7 stays missing), then {4, 5} (10.5).
+    x = np.array([[0.0], [1.0], [2.0], [4.0], [10.0], [11.0], [13.0], [np.nan]])
+    keys = MixedKeys.build(numeric=x)
+    labels = heterogeneous_cells(keys, 2, 4)
+    groups = sorted(sorted(np.flatnonzero(labels == g).tolist()) for g in np.unique(labels))
+    assert groups == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    released = group_representatives(keys, labels).numeric[:, 0]
+    np.testing.assert_array_equal(released, [0.5, 0.5, 3, 3, 10.5, 10.5, 13, np.nan])
+    # a file within one cell is grouped in one pass, whatever cell_size
+    np.testing.assert_array_equal(heterogeneous_cells(keys, 2, 8), heterogeneous_groups(keys, 2))
+
+
+def test_cells_keep_group_sizes_and_do_not_depend_on_the_map():
+    rng = np.random.default_rng(5)
+    n, k, size = 2400, 4, 300
+    num = rng.standard_normal((n, 3)) * [1.0, 50.0, 0.01]
+    num[rng.random(num.shape) < 0.1] = np.nan
+    num[:7] = np.nan  # records with no number at all are grouped too
+    keys = MixedKeys.build(
+        numeric=num,
+        ordinal=rng.integers(-1, 4, (n, 1)),
+        levels=np.array([4]),
+        nominal=rng.integers(-1, 3, (n, 1)),
+    )
+    seen: list[int] = []
+    groups: list[int] = []
+
+    def backwards(fn, calls, label):  # another "cluster": pieces in reverse order
+        assert label == "cell"
+        seen.extend(args[0].shape[0] for args in calls)
+        parts = [fn(*args) for args in calls[::-1]][::-1]
+        groups.extend(int(part.max()) + 1 for part in parts)
+        return parts
+
+    serial = heterogeneous_cells(keys, k, size)
+    with part_map(backwards):
+        mapped = heterogeneous_cells(keys, k, size)
+    np.testing.assert_array_equal(mapped, serial)
+    # 8 cells of 300 records by halving: each piece received its own cell's records only
+    assert seen == [size] * 8
+    sizes = np.bincount(serial)
+    assert sizes.min() >= k and sizes.max() <= 2 * k - 1
+    # the cells' groups are numbered one cell after the other, none shared: each cell's
+    # label range holds exactly that cell's records
+    ends = np.cumsum([0, *groups])
+    held = [int(((serial >= lo) & (serial < hi)).sum()) for lo, hi in itertools.pairwise(ends)]
+    assert held == [size] * 8 and ends[-1] == serial.max() + 1
+    with pytest.raises(Exception, match="cell_size"):
+        heterogeneous_cells(keys, k, 2 * k - 1)
+
+
+def test_missing_numbers_in_cells_release_k_anonymous_and_missing_stays_missing():
+    rng = np.random.default_rng(8)
+    n, k = 1500, 5
+    frame = pd.DataFrame(
+        {
+            "a": rng.normal(40, 9, n).round(1),
+            "b": rng.lognormal(3, 1, n).round(2),
+            "region": rng.choice(["north", "south"], n),
+        }
+    )
+    frame.loc[rng.random(n) < 0.08, "a"] = np.nan
+    frame.loc[rng.random(n) < 0.08, "b"] = np.nan
+    keys = [
+        Key("a", "numeric", decimals=1),
+        Key("b", "numeric", decimals=2),
+        Key("region", "nominal"),
+    ]
+    for columns in (["a", "b"], ["a", "b", "region"]):
+        chosen = [key for key in keys if key.name in columns]
+        params = METHODS["mdav"].params.model_validate({"k": k, "cell_size": 200})
+        result = mask_keys(frame[columns], chosen, params, np.random.default_rng(0))
+        released = result.masked
+        assert k_anonymity(released[columns]) >= k  # a missing value matches any
+        for c in ("a", "b"):
+            assert released[c].isna().tolist() == frame[c].isna().tolist()
+        assert "within spatial cells of at most 200 records" in json.dumps(result.details)
+
+
+def test_the_missing_cells_benchmark_gives_each_figure_against_one_pass(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "missing_cells.py"
+    spec = importlib.util.spec_from_file_location("missing_cells_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "runs.json"
+    args = ["--n", "800", "--cell-size", "200", "--baseline-n", "800", "--json", str(out)]
+    assert bench.main(args) == 0
+    one_pass, cells = json.loads(out.read_text())["runs"]
+    assert one_pass["cell_size"] is None and cells["cell_size"] == 200
+    assert one_pass["k"] >= 5 and cells["k"] >= 5 and cells["missing_kept"]
+    X = bench.records(800, 5, 0.05, 0)
+    assert 0.04 < np.isnan(X).mean() < 0.06
+    assert cells["il_over_one_pass_pct"] == round(100 * (cells["il"] / one_pass["il"] - 1), 3)
+    assert "one pass" in capsys.readouterr().out

@@ -299,6 +299,9 @@ def test_a_method_not_applied_to_missing_numbers_is_refused(tmp_path, capsys, me
 
     spec.write_text(yaml.safe_dump({**fields, "method": {"name": "mdav", "k": 5}}))
     assert plan_release(load_spec(spec)).resolved_keys
+    # and so in spatial cells (a large file): MDAV-generic runs within each cell
+    spec.write_text(yaml.safe_dump({**fields, "method": {"name": "mdav", "k": 5, "cell_size": 20}}))
+    assert plan_release(load_spec(spec)).resolved_keys
 
 
 @pytest.mark.parametrize(

@@ -122,6 +122,27 @@ def test_runner_dask_refusal_offers_cell_size_only_to_methods_that_take_it(tmp_p
     assert "univariate (one pass)" in str(e.value)
 
 
+def test_heterogeneous_runs_under_dask_in_cells_only_and_cuts_along_ordered_keys(tmp_path):
+    spec = write_release(tmp_path, rows=60, method={"name": "heterogeneous", "k": 5}, runner="dask")
+    with pytest.raises(InputError) as e:  # one O(n^2) pass: nothing to spread
+        plan_release(load_spec(spec))
+    assert (e.value.code, e.value.field) == (Reason.RUNNER, "method.cell_size")
+    spec = write_release(
+        tmp_path, rows=60, method={"name": "heterogeneous", "k": 5, "cell_size": 20}, runner="dask"
+    )
+    assert plan_release(load_spec(spec)).resolved_keys
+    # every key nominal: no coordinate to cut the cells along, refused at preflight
+    spec = write_release(
+        tmp_path,
+        rows=60,
+        quasi_identifiers=["region"],
+        method={"name": "heterogeneous", "k": 5, "cell_size": 20},
+    )
+    with pytest.raises(InputError) as e:
+        plan_release(load_spec(spec))
+    assert e.value.code == Reason.SPEC_CONTRADICTION and "every key is nominal" in str(e.value)
+
+
 def test_blocked_mdav_is_blocked_groups_with_mdav():
     Z = _records(1200)
     np.testing.assert_array_equal(blocked_mdav(Z, 3, 200), blocked_groups(Z, 3, 200, mdav_groups))
@@ -272,6 +293,45 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
         masked[QIS].sort_values(key).reset_index(drop=True),
         check_dtype=False,
     )
+
+
+@pytest.mark.flow
+def test_missing_numbers_in_cells_run_on_dask_with_the_local_release(tmp_path, prefect_api):
+    """Numeric keys with missing values and ``cell_size``: MDAV-generic runs within each
+    spatial cell, one task run per cell on the cluster, and the published files are byte for
+    byte the local runner's (it used to be refused: one quadratic pass was the only way)."""
+    from distributed import LocalCluster
+
+    rows, k = 600, 5
+    data = pd.read_csv(EXAMPLE / "data.csv").head(rows)
+    rng = np.random.default_rng(4)
+    for c in ("employees", "turnover", "other_costs"):
+        data.loc[rng.random(rows) < 0.07, c] = np.nan
+    body = {
+        "quasi_identifiers": ["employees", "turnover", "other_costs"],
+        "missing_values": [""],
+        "method": {"name": "mdav", "k": k, "cell_size": 100},
+        "checks": {"k_anonymity": k},
+        "seed": 11,
+    }
+    local = write_release(tmp_path, rows=rows, spec_name="local.yaml", output="local", **body)
+    dask = write_release(tmp_path, rows=rows, spec_name="dask.yaml", output="dask", **body)
+    data.to_csv(tmp_path / "data.csv", index=False)
+    assert main(["release", str(local)]) == 0
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        assert main(["release", str(dask), "--dask-address", cluster.scheduler_address]) == 0
+    a, b = tmp_path / "local" / "survey", tmp_path / "dask" / "survey"
+    for name in ("data.parquet", "data.csv"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+    manifest = json.loads((b / "manifest.json").read_text())
+    assert sum(n.startswith("mask-cell") for n in _task_runs(manifest["run_id"])) == 8
+    assert "within spatial cells of at most 100" in manifest["method_details"]["strategy"]
+    published = pd.read_parquet(b / "data.parquet")
+    keys = body["quasi_identifiers"]
+    assert k_anonymity(published[keys]) >= k
+    assert published[keys].isna().sum().tolist() == data[keys].isna().sum().tolist()
 
 
 @pytest.mark.flow

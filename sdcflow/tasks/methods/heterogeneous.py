@@ -6,6 +6,7 @@ Spec (inside ``method:``)::
       name: heterogeneous
       k: 5
       categorical: mode        # mode | suppress
+      cell_size: 5000          # optional: large files, cells on the workers (runner: dask)
 
 Records are grouped by MDAV-generic under the heterogeneous distance of Domingo-Ferrer and
 Torra (:mod:`sdcflow.tasks.microaggregation.heterogeneous`), and each group is released as the
@@ -15,11 +16,16 @@ median / mode and suppresses it elsewhere, instead of replacing it: the file the
 category a respondent did not give (the group still matches on every key, a suppressed value
 matching any value). Missing values stay missing. The release is deterministic, so the
 method's transparency intruder reruns it.
+
+One pass costs O(n^2): with ``cell_size`` the records are grouped within spatial cells of at
+most that many records (:func:`~sdcflow.tasks.microaggregation.heterogeneous.heterogeneous_cells`:
+median cuts of the numeric and ordinal keys), cell by cell on the workers under
+``runner: dask``; groups do not cross cells.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -31,6 +37,7 @@ from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionS
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
     group_representatives,
+    heterogeneous_cells,
     heterogeneous_groups,
 )
 
@@ -43,6 +50,18 @@ class HeterogeneousParams(MethodParams):
         description="categorical values unlike the group's median/mode: replaced by it, or "
         "suppressed",
     )
+    cell_size: int | None = Field(
+        None,
+        ge=2,
+        description="records per spatial cell (at least 2k): groups formed within cells, "
+        "cost linear in n (large files; runs under runner: dask); none: one pass",
+    )
+
+    def groups(self, keys: MixedKeys) -> np.ndarray:
+        """The groups of the records (one pass, or within cells with ``cell_size``)."""
+        if self.cell_size is None:
+            return heterogeneous_groups(keys, self.k)
+        return heterogeneous_cells(keys, self.k, self.cell_size)
 
 
 def mixed_keys(enc: EncodedKeys) -> tuple[MixedKeys, np.ndarray, np.ndarray]:
@@ -66,7 +85,7 @@ def _mask_keys(
     settings: SuppressionSettings,
 ) -> EncodedRelease:
     keys, ord_idx, nom_idx = mixed_keys(enc)
-    labels = heterogeneous_groups(keys, params.k)
+    labels = params.groups(keys)
     rep = group_representatives(keys, labels)
     codes = np.empty_like(enc.codes)
     codes[:, ord_idx] = rep.ordinal
@@ -74,13 +93,14 @@ def _mask_keys(
     if params.categorical == "suppress":
         codes = np.where(codes == enc.codes, enc.codes, -1)
     sizes = np.bincount(labels)
+    cells = f", within spatial cells of at most {params.cell_size} records" * bool(params.cell_size)
     return EncodedRelease(
         numeric=rep.numeric,
         codes=codes,
         promises={"k_anonymity": float(params.k)},
         details={
             "strategy": "heterogeneous microaggregation (numeric mean, ordinal median, "
-            f"nominal mode; categorical: {params.categorical})",
+            f"nominal mode; categorical: {params.categorical}){cells}",
             "groups": int(sizes.size),
             "min_group_size": int(sizes.min()),
             "max_group_size": int(sizes.max()),
@@ -96,9 +116,15 @@ def _mask(
     constraints: LinearConstraints | None,
 ) -> MaskResult:
     keys = MixedKeys.build(numeric=X)
-    labels = heterogeneous_groups(keys, params.k)
+    labels = params.groups(keys)
     points = group_representatives(keys, labels).numeric
     return MaskResult(masked=pd.DataFrame(points, columns=columns), points=points, groups=labels)
+
+
+def _scale_out(params: HeterogeneousParams) -> Any:
+    """Under ``runner: dask`` the cells are the pieces; without ``cell_size`` one pass of
+    O(n^2) work, refused there."""
+    return "cells" if params.cell_size is not None else None
 
 
 HETEROGENEOUS = Method(
@@ -106,4 +132,5 @@ HETEROGENEOUS = Method(
     _mask,
     summary="heterogeneous microaggregation: numeric means, ordinal medians, nominal modes",
     mask_keys=_mask_keys,
+    scale_out=_scale_out,
 )

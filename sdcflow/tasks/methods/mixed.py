@@ -64,6 +64,7 @@ from sdcflow.tasks.methods.microaggregation import (
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
     group_representatives,
+    heterogeneous_cells,
     heterogeneous_groups,
 )
 from sdcflow.tasks.parallel import stage
@@ -89,12 +90,25 @@ def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, li
     return out, resolved, summary
 
 
-def _partial_mdav(X: np.ndarray, k: int) -> np.ndarray:
+def _partial_mdav(X: np.ndarray, k: int, cell_size: int | None = None) -> np.ndarray:
     """Group means of MDAV-generic with partial distances: records grouped on the values they
-    have, means over the values present, missing stays missing. (m, p) -> (m, p)."""
+    have, means over the values present, missing stays missing; with ``cell_size`` (mdav's),
+    within spatial cells of at most that many records (:func:`heterogeneous_cells`).
+    (m, p) -> (m, p)."""
     keys = MixedKeys.build(numeric=X)
-    labels = heterogeneous_groups(keys, k)
+    if cell_size is None:
+        labels = heterogeneous_groups(keys, k)
+    else:
+        labels = heterogeneous_cells(keys, k, cell_size)
     return group_representatives(keys, labels).numeric
+
+
+def _partial_strategy(cell_size: int | None) -> str:
+    cells = f" within spatial cells of at most {cell_size} records" if cell_size else ""
+    return (
+        "numeric keys with missing values: MDAV-generic with partial distances (records "
+        f"grouped on the values they have){cells}"
+    )
 
 
 def _strata(
@@ -120,7 +134,8 @@ def _strata(
         rows = order[bounds[s] : bounds[s + 1]]
         X = enc.numeric[rows]
         if np.isnan(X).any():
-            released[rows] = _partial_mdav(X, k)
+            with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
+                released[rows] = _partial_mdav(X, k, getattr(params, "cell_size", None))
             gaps += 1
         else:
             with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
@@ -144,6 +159,8 @@ def _strata(
         "strata_with_missing_numbers": gaps,
         "suppressed_then_restored": int(given_back),
     }
+    if gaps:  # how those strata were grouped: not by the spec's method
+        details["missing_numbers"] = _partial_strategy(getattr(params, "cell_size", None))
     if bounded and len(bounded) == int(labels.max()) + 1:  # crisp in every stratum
         details.update(stratified_bound_details(enc.numeric, released, bounded, k))
     return EncodedRelease(released, codes[:, :c].astype(np.int64), details=details)
@@ -256,13 +273,11 @@ def mask_keys(
                     "blocks cannot be masked separately when numeric keys have missing values; "
                     "remove `blocks:`"
                 )
+            cell_size = getattr(params, "cell_size", None)
             rel = EncodedRelease(
-                _partial_mdav(enc.numeric, check_k(k, enc.n)),
+                _partial_mdav(enc.numeric, check_k(k, enc.n), cell_size),
                 enc.codes,
-                details={
-                    "strategy": "numeric keys with missing values: MDAV-generic with partial "
-                    "distances (records grouped on the values they have)"
-                },
+                details={"strategy": _partial_strategy(cell_size)},
             )
             promises = {"k_anonymity": float(k)}
         else:

@@ -23,6 +23,14 @@ common with another is at distance 0 from it. Representatives use the values pre
 mean of the present values...); a missing value stays missing in the release (it matches any
 value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed.
 
+Large files: MDAV-generic costs O(n^2 d / k) (20 000 records of 5 keys: about 13 CPU s here,
+fourfold with every doubling). :func:`heterogeneous_cells` runs it within spatial cells of at
+most ``cell_size`` records -- the recursive median cuts of MDAV's ``cell_size``
+(:func:`~sdcflow.tasks.microaggregation.neighbours.spatial_cells`) on the scaled numeric and
+ordinal keys, a missing value placed at its key's mean for the cut only -- each cell an
+independent piece of :func:`~sdcflow.tasks.parallel.map_parts` (a Dask worker's task run
+under ``runner: dask``), its distances on the scale of the whole file.
+
 Ties: the farthest record and the k nearest go to the lowest row; the median of an even
 number of ranks is the lower one; the mode of a tie is the category listed first (lowest code).
 
@@ -38,12 +46,15 @@ References
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from sdcflow.errors import DataError, ParameterError
-from sdcflow.tasks.validation import check_k, safe_mean
+from sdcflow.tasks.microaggregation.neighbours import spatial_cells
+from sdcflow.tasks.parallel import map_parts
+from sdcflow.tasks.validation import check_cell_size, check_k, safe_mean
 
 
 @dataclass(frozen=True)
@@ -127,14 +138,21 @@ def _scaled(keys: MixedKeys) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Distances:
-    """Partial squared distances from a set of rows to one point (see the module docstring)."""
+    """Partial squared distances from a set of rows to one point (see the module docstring).
 
-    def __init__(self, keys: MixedKeys) -> None:
-        num, ordn = _scaled(keys)
-        self.cont = np.concatenate([num, ordn], axis=1)  # (n, p + q), NaN missing
-        self.numeric = num.shape[1]
-        self.nom = keys.nominal
+    ``cont`` (n, p + q): the numeric keys' z-scores then the ordinal keys' scaled ranks (NaN
+    missing), as :func:`_scaled` gives them; ``numeric`` = p; ``nom`` (n, r) codes."""
+
+    def __init__(self, cont: np.ndarray, numeric: int, nom: np.ndarray) -> None:
+        self.cont = cont
+        self.numeric = numeric
+        self.nom = nom
         self.total = self.cont.shape[1] + self.nom.shape[1]
+
+    @classmethod
+    def of(cls, keys: MixedKeys) -> _Distances:
+        num, ordn = _scaled(keys)
+        return cls(np.concatenate([num, ordn], axis=1), num.shape[1], keys.nominal)
 
     def to(self, rows: np.ndarray, cont: np.ndarray, nom: np.ndarray) -> np.ndarray:
         """Squared distances of ``rows`` to the point (``cont`` (p+q,), ``nom`` (r,))."""
@@ -202,9 +220,13 @@ def heterogeneous_groups(keys: MixedKeys, k: int) -> np.ndarray:
     O(n^2 d / k): every step computes the distances of the remaining records to one centroid
     and to two records, vectorized; no n x n matrix.
     """
-    n = keys.n
-    k = check_k(k, n)
-    dist = _Distances(keys)
+    k = check_k(k, keys.n)
+    return _groups(_Distances.of(keys), k)
+
+
+def _groups(dist: _Distances, k: int) -> np.ndarray:
+    """MDAV-generic on the scaled keys of ``dist`` (:func:`heterogeneous_groups`)."""
+    n = dist.cont.shape[0] if dist.cont.shape[1] else dist.nom.shape[0]
     labels = -np.ones(n, dtype=np.int64)
     remaining = np.arange(n)
     group = 0
@@ -230,6 +252,73 @@ def heterogeneous_groups(keys: MixedKeys, k: int) -> np.ndarray:
         c = dist.centroid(remaining)
         take(remaining[int(np.argmax(dist.to(remaining, *c)))])
     labels[remaining] = group
+    return labels
+
+
+def _cell_groups(cont: np.ndarray, numeric: int, nom: np.ndarray, k: int) -> np.ndarray:
+    """One cell of :func:`heterogeneous_cells` (a piece a map may ship to another process):
+    MDAV-generic on the cell's rows of the file's scaled keys. (m, p + q), (m, r) -> (m,)."""
+    return _groups(_Distances(cont, numeric, nom), k)
+
+
+def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
+    """MDAV-generic [2] under the heterogeneous distance [1] within spatial cells.
+
+    The records are cut into cells of at most ``cell_size`` records by recursive median cuts
+    of the numeric z-scores and scaled ordinal ranks (:func:`spatial_cells`; a missing value
+    stands at its key's mean for the cut only, nominal keys do not cut), and
+    :func:`heterogeneous_groups` groups each cell on its own, with the distances of the
+    whole file (z-scores over every present value, not the cell's). Each cell is one piece of
+    :func:`~sdcflow.tasks.parallel.map_parts`, so the labels do not depend on where the cells
+    ran. Groups never cross a cell's border: a cut through a dense region costs some
+    information loss against one pass over the file (``benchmarks/README.md``, "Missing
+    numbers at scale").
+
+    Parameters
+    ----------
+    keys : MixedKeys
+        n records.
+    k : int
+        Minimum group size, 2 <= k <= n.
+    cell_size : int
+        Most records per cell, at least 2k (every cell then holds at least k records).
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64
+        Groups of k..2k-1 records, numbered cell by cell. A file of at most ``cell_size``
+        records is one cell: the labels of :func:`heterogeneous_groups`.
+    """
+    k = check_k(k, keys.n)
+    cell_size = check_cell_size(cell_size, k)
+    dist = _Distances.of(keys)
+    n = keys.n
+    if n <= cell_size:
+        return _groups(dist, k)
+    cut = np.where(np.isnan(dist.cont), 0.0, dist.cont)  # z-scores: 0 is the mean
+    if dist.numeric < cut.shape[1]:  # ordinal ranks: their mean over the present ones
+        ranks = dist.cont[:, dist.numeric :]
+        mean = np.nanmean(np.where(np.isnan(ranks).all(axis=0), 0.0, ranks), axis=0)
+        cut[:, dist.numeric :] = np.where(np.isnan(ranks), mean, ranks)
+    if not cut.shape[1]:
+        raise ParameterError(
+            "cell_size cuts cells along numeric or ordinal keys and these keys are all "
+            "nominal; remove cell_size (or use local_suppression for categorical keys)",
+            field="cell_size",
+        )
+    order, bounds = spatial_cells(cut, cell_size)
+    # each cell's rows in file order: ties inside it go to the lowest row, as in one pass
+    cells = [np.sort(order[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
+    parts = map_parts(
+        _cell_groups,
+        [(dist.cont[rows], dist.numeric, dist.nom[rows], k) for rows in cells],
+        "cell",
+    )
+    labels = np.empty(n, dtype=np.int64)
+    offset = 0
+    for rows, part in zip(cells, parts, strict=True):
+        labels[rows] = part + offset
+        offset += int(part.max()) + 1
     return labels
 
 

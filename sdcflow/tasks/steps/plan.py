@@ -693,6 +693,13 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
                 f"with categorical keys, {name} needs a crisp guarantee inside each stratum; "
                 "set `guarantee: k_anonymity` or `both`"
             )
+    if name == "heterogeneous" and getattr(spec.method, "cell_size", None) is not None:
+        ordered = [k for k in keys if k.kind == "ordinal" or k.name in binned]
+        if not numeric and not ordered:
+            refuse(
+                "cell_size cuts cells along numeric or ordinal keys and every key is nominal; "
+                "remove cell_size (or use local_suppression for categorical keys)"
+            )
     if name == "univariate":  # one numeric variable per mask call (per block with blocks)
         groups = [list(b) for b in spec.blocks] if spec.blocks else [numeric]
         wide = [g for g in groups if len([c for c in g if c in numeric]) > 1]
@@ -762,9 +769,10 @@ def check_missing_numbers_fit_method(
 ) -> None:
     """Numeric keys with missing values: the release groups those records with MDAV-generic
     on the values they have (``mixed.mask_keys``; with categorical keys, in every stratum
-    where a number is missing), whatever the method, so a method or an option that would
-    not be applied is refused rather than named in the manifest and the report (``box``
-    published points, not boxes). Raises ``InputError`` (SPEC_CONTRADICTION)."""
+    where a number is missing; within spatial cells with mdav's ``cell_size``), whatever
+    the method, so a method or an option that would not be applied is refused rather than
+    named in the manifest and the report (``box`` published points, not boxes). Raises
+    ``InputError`` (SPEC_CONTRADICTION)."""
     binned = {k.name for k in keys if k.recoding is not None and k.recoding.kind == "bins"}
     numeric = [k.name for k in keys if k.kind == "numeric" and k.name not in binned]
     if get_method(spec.method.name).mask_keys is not None:
@@ -775,7 +783,7 @@ def check_missing_numbers_fit_method(
     method = spec.method
     unused = [
         option
-        for option, off in (("refine", None), ("cell_size", None), ("standardize", True))
+        for option, off in (("refine", None), ("standardize", True))
         if getattr(method, option, off) != off
     ]
     if method.name == "mdav" and not unused:
@@ -784,7 +792,8 @@ def check_missing_numbers_fit_method(
     raise InputError(
         f"numeric key(s) {', '.join(gaps)} have missing values, which sdcflow masks with "
         f"MDAV-generic on the values each record has; {what} would not be applied: use "
-        "`method: {name: mdav, k: ...}` without those options, or heterogeneous",
+        "`method: {name: mdav, k: ...}` (with cell_size: N for a large file) without those "
+        "options, or heterogeneous",
         code=Reason.SPEC_CONTRADICTION,
     )
 

@@ -218,3 +218,28 @@ def test_the_missing_cells_benchmark_gives_each_figure_against_one_pass(tmp_path
     assert 0.04 < np.isnan(X).mean() < 0.06
     assert cells["il_over_one_pass_pct"] == round(100 * (cells["il"] / one_pass["il"] - 1), 3)
     assert "one pass" in capsys.readouterr().out
+
+
+def test_every_pointer_to_a_benchmarks_readme_section_names_one_that_exists():
+    # README.md, heterogeneous.py and benchmarks/missing_cells.py sent readers to the figures
+    # of "Missing numbers at scale" in benchmarks/README.md, a section it did not have.
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    lines = (repo / "benchmarks" / "README.md").read_text().splitlines()
+    headings = [re.sub(r"^#+\s*", "", line).strip() for line in lines if line.startswith("#")]
+    pointer = re.compile(r'benchmarks/README\.md`*\)?,?\s*(?:section\s+)?"([^"]+)"')
+    files = [repo / "README.md", *repo.glob("sdcflow/**/*.py"), *repo.glob("benchmarks/*.py")]
+    named = {
+        (path.relative_to(repo).as_posix(), title)
+        for path in files
+        for title in pointer.findall(re.sub(r"\s+", " ", path.read_text()))
+    }
+    assert ("README.md", "Missing numbers at scale") in named
+    missing = sorted(
+        (where, title)
+        for where, title in named
+        if not any(h == title or h.startswith(f"{title} (") for h in headings)
+    )
+    assert missing == []

@@ -344,3 +344,34 @@ def test_a_boolean_key_is_published_as_booleans():
     assert result.details["categorical_values_changed"]["smoker"] == 0
     assert released.notna().all()
     assert (released.astype(bool).to_numpy() == frame["smoker"].to_numpy()).all()
+
+
+@pytest.mark.parametrize("source", ["csv", "parquet"])
+def test_a_key_column_without_any_value_is_planned_not_a_crash(tmp_path, source):
+    """QA: a key column where every value is missing (all `?` in a CSV, all null in Parquet)
+    ended the preflight with exit 3 (``int(None)``): DuckDB's count_if is NULL, not 0, when
+    its condition is NULL on every row."""
+    from sdcflow.tasks.spec import load_spec
+    from sdcflow.tasks.steps.plan import plan_release
+
+    n = 60
+    income = [1000.0 + 37 * i for i in range(n)]
+    if source == "csv":
+        pd.DataFrame({"bonus": ["?"] * n, "income": income}).to_csv(
+            tmp_path / "people.csv", index=False
+        )
+        tokens = ["?"]
+    else:
+        table = pa.table({"bonus": pa.array([None] * n, pa.float64()), "income": income})
+        pq.write_table(table, tmp_path / "people.parquet")
+        tokens = [""]
+    spec = tmp_path / "release.yaml"
+    fields = {
+        "release": "p",
+        "source": f"people.{source}",
+        "quasi_identifiers": ["bonus", "income"],
+    }
+    fields |= {"missing_values": tokens, "method": {"name": "mdav", "k": 5, "cell_size": 20}}
+    spec.write_text(yaml.safe_dump(fields))
+    plan = plan_release(load_spec(spec))
+    assert [k.name for k in plan.resolved_keys] == ["bonus", "income"]

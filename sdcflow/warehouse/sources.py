@@ -548,6 +548,9 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
                 for c in decimal
             ]
         )
+        # count_if is NULL, not 0, when its condition is NULL on every row (a column with no
+        # value at all): coalesce, or int(None) ended the preflight with exit 3.
+        exprs = [f"coalesce({e}, 0)" for e in exprs]
         counts = con.execute(f"SELECT {', '.join(['count(*)', *exprs])} FROM src").fetchone()
     finally:
         con.close()

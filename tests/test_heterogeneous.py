@@ -243,3 +243,14 @@ def test_every_pointer_to_a_benchmarks_readme_section_names_one_that_exists():
         if not any(h == title or h.startswith(f"{title} (") for h in headings)
     )
     assert missing == []
+
+
+def test_the_report_does_not_say_cells_of_missing_numbers_are_refined_across_borders():
+    # The report's "Method and parameters" table gives each set parameter with its field's
+    # description as its meaning. mdav's cell_size read "MDAV within cells, refined across
+    # their borders" also for a release whose numeric keys have missing values, where
+    # MDAV-generic runs within the cells and nothing searches across them.
+    from sdcflow.tasks.methods.microaggregation import MdavParams
+
+    meaning = MdavParams.model_fields["cell_size"].description
+    assert "missing values: MDAV-generic within cells, not refined across them" in meaning

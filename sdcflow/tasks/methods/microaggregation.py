@@ -89,7 +89,8 @@ class MdavParams(CrispParams):
         None,
         ge=2,
         description="records per spatial cell: MDAV within cells, refined across their "
-        "borders (large files); none: exact MDAV on the whole file",
+        "borders (large files; numeric keys with missing values: MDAV-generic within cells, "
+        "not refined across them); none: exact MDAV on the whole file",
     )
 
 

@@ -17,10 +17,9 @@ release gates), and the fewest records matching a released record (a missing val
 any), which must be at least k.
 
 The baseline, measured in the same run: the whole file in one pass at ``--baseline-n``
-(default 20000; one pass costs O(n^2): about 13 CPU s at 20k records of 5 keys, 250 at 80k),
-so that every IL at that n is also given as its excess over one pass, and every time as its
-ratio to the one-pass time. Figures and commands: ``benchmarks/README.md``, section
-"Missing numbers at scale".
+(default 20000; one pass costs O(n^2)), so that every IL at that n is also given as its
+excess over one pass (``IL over``, %), and every time as its ratio to the one-pass time.
+Figures and commands: ``benchmarks/README.md``, section "Missing numbers at scale".
 """
 
 from __future__ import annotations
@@ -87,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     base: dict | None = None
     print(
-        f"{'n':>8} {'cell_size':>9} {'CPU s':>9} {'CPU s/1k':>9} {'IL %':>8} {'IL/base':>9}"
+        f"{'n':>8} {'cell_size':>9} {'CPU s':>9} {'CPU s/1k':>9} {'IL %':>8} {'IL over':>9}"
         f" {'CPU/base':>9} {'k':>4} {'missing kept':>12}"
     )
     for n in sorted(args.n):

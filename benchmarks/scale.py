@@ -13,7 +13,10 @@ normal keys ``x0..x{d-1}``, seed 0 by default) and an ``id`` column, written as 
 spec: ``mdav`` with ``k`` and ``cell_size`` (``constrained_fuzzy``: ``guarantee: both``, and
 ``cell_size`` / ``restarts`` when given; ``--runner dask`` needs ``--cell-size`` for it),
 one edit rule (``x0 >= -1000``, true of every record, so that the validation step runs on
-every record), gates ``k_anonymity: k`` and ``max_information_loss: 100``.
+every record), gates ``k_anonymity: k`` and ``max_information_loss: 100``. ``--missing P``
+(mdav): each value is missing (a null) with probability P, the spec declares
+``missing_values: ['']``, and the cells are grouped by MDAV-generic with partial distances;
+there is no unpartitioned baseline then (one pass is O(n^2)).
 
 Each run is one ``sdcflow release SPEC --runner dask --dask-workers W`` process (its own
 temporary Prefect API, an embedded LocalCluster), so the figures are those a user gets:
@@ -93,8 +96,12 @@ _PIECE = re.compile(
 )
 
 
-def make_data(folder: Path, n: int, d: int, seed: int) -> tuple[Path, np.ndarray]:
+def make_data(
+    folder: Path, n: int, d: int, seed: int, missing: float = 0.0
+) -> tuple[Path, np.ndarray]:
     X = np.random.default_rng(seed).standard_normal((n, d))
+    if missing:  # each value missing with this probability (a null in the Parquet file)
+        X[np.random.default_rng(seed + 1).random((n, d)) < missing] = np.nan
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(d)])
     frame.insert(0, "id", np.arange(n))
     path = folder / "data.parquet"
@@ -120,6 +127,7 @@ def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
         "edits": ["x0 >= -1000"],
         "method": method,
         "checks": {"k_anonymity": args.k, "max_information_loss": 100},
+        **({"missing_values": [""]} if args.missing else {}),
         "output": f"published-{name}",
         "warehouse": f"warehouse-{name}.duckdb",
         "reports": f"reports-{name}",
@@ -341,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--method", default="mdav", choices=["mdav", "ps", "constrained_fuzzy"])
     p.add_argument("--no-baseline", action="store_true", help="skip unpartitioned MDAV")
     p.add_argument(
+        "--missing",
+        type=float,
+        default=0.0,
+        help="probability of each key value being missing (mdav: MDAV-generic with partial "
+        "distances in the cells; no unpartitioned baseline, one pass is O(n^2))",
+    )
+    p.add_argument(
         "--border", action="store_true", help="also split MDAV in cells: cells / border search"
     )
     p.add_argument(
@@ -360,10 +375,14 @@ def main(argv: list[str] | None = None) -> int:
     runner = args.runner or ("local" if args.method == "constrained_fuzzy" else "dask")
     if runner == "dask" and args.method == "constrained_fuzzy" and args.cell_size is None:
         p.error("--runner dask with constrained_fuzzy needs --cell-size (e.g. 5000)")
+    if args.missing and args.method != "mdav":
+        p.error("--missing: only mdav groups records with missing numbers (MDAV-generic)")
+    if not 0.0 <= args.missing < 1.0:
+        p.error("--missing is a probability in [0, 1)")
     work = args.work or Path(tempfile.mkdtemp(prefix="sdcflow-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        _, X = make_data(work, args.n, args.d, args.seed)
+        _, X = make_data(work, args.n, args.d, args.seed, args.missing)
         load_before = Path("/proc/loadavg").read_text().split()[:3]
         runs = []
         plans = [None] if runner == "local" else args.workers
@@ -371,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
             name = "local" if workers is None else f"dask{workers}"
             runs.append(run_release(write_spec(work, args, name), workers))
         load_after = Path("/proc/loadavg").read_text().split()[:3]
-        il0, cpu0 = (None, None) if args.no_baseline else unpartitioned(X, args.k)
+        skip = args.no_baseline or bool(args.missing)  # one pass with gaps: O(n^2)
+        il0, cpu0 = (None, None) if skip else unpartitioned(X, args.k)
         border = border_split(X, args.k, args.cell_size or MDAV_CELL_SIZE) if args.border else None
         del X
         for run in runs:
@@ -387,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.method in ("mdav", "ps")
             else args.cell_size,
             "restarts": args.restarts if args.method == "constrained_fuzzy" else None,
-            "data": "standard normal, independent keys",
+            "data": "standard normal, independent keys"
+            + (f", each value missing with probability {args.missing}" if args.missing else ""),
             "load": {"before": load_before, "after": load_after, "cpus": os.cpu_count()},
             "il_unpartitioned": il0,
             "unpartitioned_cpu_seconds": round(cpu0, 2) if cpu0 is not None else None,

@@ -77,3 +77,19 @@ def test_the_files_a_spec_names_are_part_of_its_hash(tmp_path):
     (tmp_path / "h.csv").write_text("x;X\ny;Y\n")
     assert spec_from_dict(body, base_dir=tmp_path).sha256() != after_rules
     assert _spec().named_files_sha256() == {}  # no file named: the hash it always had
+
+
+def test_an_option_a_method_gained_later_keeps_the_hash_of_specs_without_it():
+    """heterogeneous gained cell_size; a spec without it must keep the hash it had before
+    (pinned: computed by the code before the option), or its re-run would publish again."""
+
+    def sha256(**method):
+        body = {**BODY, "method": {"name": "heterogeneous", "k": 3, **method}}
+        return spec_from_dict(body, base_dir=Path(".")).sha256()
+
+    mode = "8febf9e769c7318bc723c96640d10855e5c9a9a20b23dc0abc8fa5227ca08141"
+    assert sha256() == mode
+    suppress = "d11d030b864722f5812958d1ed6ee081bdc49fed98d8cb19960e97c6b0d04912"
+    assert sha256(categorical="suppress") == suppress
+    assert sha256(cell_size=100) != mode  # given, it counts
+    assert sha256(cell_size=None) == mode

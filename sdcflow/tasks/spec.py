@@ -456,6 +456,9 @@ class ReleaseSpec(BaseModel):
         :meth:`secrets_sha256`, never here: this hash is published in the manifest."""
         skip = {"retention", "runner", "dask"}
         public = {k: v for k, v in self.public_dict().items() if k not in skip}
+        public["method"] = {  # options added later count only when given (MethodParams)
+            k: v for k, v in public["method"].items() if k not in self.method.unhashed_defaults()
+        }
         files = self.named_files_sha256()
         if files:  # a spec that names no file keeps the hash it always had
             public["files_sha256"] = files

@@ -26,6 +26,19 @@ class MethodParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
 
+    def unhashed_defaults(self) -> set[str]:
+        """The options at their default that the spec hash leaves out: those a method gained
+        after specs without them were released (``json_schema_extra={"added": True}``), so
+        that an unchanged spec keeps its hash across the upgrade and a re-run is still
+        "already published"."""
+        return {
+            name
+            for name, field in type(self).model_fields.items()
+            if isinstance(field.json_schema_extra, dict)
+            and field.json_schema_extra.get("added")
+            and getattr(self, name) == field.default
+        }
+
 
 class Intruder(Protocol):
     """The transparency intruder of a method: he knows the method and its parameters and

@@ -55,6 +55,7 @@ class HeterogeneousParams(MethodParams):
         ge=2,
         description="records per spatial cell (at least 2k): groups formed within cells, "
         "cost linear in n (large files; runs under runner: dask); none: one pass",
+        json_schema_extra={"added": True},  # unset, not in the spec hash (MethodParams)
     )
 
     def groups(self, keys: MixedKeys) -> np.ndarray:

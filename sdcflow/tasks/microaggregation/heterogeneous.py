@@ -23,13 +23,13 @@ common with another is at distance 0 from it. Representatives use the values pre
 mean of the present values...); a missing value stays missing in the release (it matches any
 value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed.
 
-Large files: MDAV-generic costs O(n^2 d / k) (20 000 records of 5 keys: about 13 CPU s here,
-fourfold with every doubling). :func:`heterogeneous_cells` runs it within spatial cells of at
-most ``cell_size`` records -- the recursive median cuts of MDAV's ``cell_size``
-(:func:`~sdcflow.tasks.microaggregation.neighbours.spatial_cells`) on the scaled numeric and
-ordinal keys, a missing value placed at its key's mean for the cut only -- each cell an
-independent piece of :func:`~sdcflow.tasks.parallel.map_parts` (a Dask worker's task run
-under ``runner: dask``), its distances on the scale of the whole file.
+Large files: MDAV-generic costs O(n^2 d / k), fourfold with every doubling of n (figures:
+``benchmarks/README.md``, "Missing numbers at scale"). :func:`heterogeneous_cells` runs it
+within spatial cells of at most ``cell_size`` records -- the recursive median cuts of
+MDAV's ``cell_size`` (:func:`~sdcflow.tasks.microaggregation.neighbours.spatial_cells`) on
+the scaled numeric and ordinal keys, a missing value placed at its key's mean for the cut
+only -- each cell an independent piece of :func:`~sdcflow.tasks.parallel.map_parts` (a Dask
+worker's task run under ``runner: dask``), its distances on the scale of the whole file.
 
 Ties: the farthest record and the k nearest go to the lowest row; the median of an even
 number of ranks is the lower one; the mode of a tie is the category listed first (lowest code).

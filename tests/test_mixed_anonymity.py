@@ -145,3 +145,72 @@ def test_mixed_keys_without_missing_values_match_pycanon(pycanon_anonymity, seed
 def test_weights_must_be_positive():
     with pytest.raises(InputError):
         match_counts(MIXED, weights=[1, 1, 1, 0, 1, 1, 1])
+
+
+JOINS = {  # module settings that route the pattern pairs through each way of joining them
+    "pooled": {"SMALL_PATTERN": 10_000},  # every pattern pooled: direct comparison only
+    "indexed": {"SMALL_PATTERN": 1, "INDEX_JOIN_SHARE": float("inf")},
+    "hashed": {"SMALL_PATTERN": 1, "INDEX_JOIN_SHARE": 0.0},
+    "pool and index": {"SMALL_PATTERN": 12, "INDEX_JOIN_SHARE": float("inf")},
+    "pool and hash": {"SMALL_PATTERN": 12, "INDEX_JOIN_SHARE": 0.0},
+    "pool too large": {"SMALL_PATTERN": 12, "POOL_MAX": 0},
+    "default": {},
+}
+
+
+@pytest.mark.parametrize("join", list(JOINS))
+@pytest.mark.parametrize("seed", range(3))
+def test_every_way_of_joining_patterns_gives_the_pairwise_counts(join, seed, monkeypatch):
+    """The counts go through hash joins, index joins, a pool of small patterns compared
+    directly, and rows matching a whole pattern (no key in common); each route on its own
+    must give the O(n^2) reference, and the weighted sums must be the same to the bit."""
+    from sdcflow.tasks.measures import anonymity
+
+    rng = np.random.default_rng(40 + seed)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "g": np.repeat(rng.normal(size=n // 4), 4).round(3),  # group means: selective
+            "h": np.repeat(rng.normal(size=n // 4), 4).round(3),
+            "num": rng.integers(0, 5, n).astype(float),
+            "nom": rng.choice(["a", "b", "c"], n).astype(object),
+            "ord": rng.integers(0, 3, n).astype(float),
+        }
+    )
+    for col, share in zip(frame.columns, (0.1, 0.3, 0.2, 0.15, 0.5), strict=True):
+        frame.loc[rng.random(n) < share, col] = None
+    frame.iloc[:3] = None  # records with no key at all match every record
+    w = rng.uniform(1, 50, n).round(3)
+    _, baseline_F = match_counts(frame, w)
+    for name, value in JOINS[join].items():
+        monkeypatch.setattr(anonymity, name, value)
+    f, F = match_counts(frame, w)
+    ref_f, ref_F = pairwise_reference(frame, w)
+    assert f.tolist() == ref_f.tolist()
+    assert np.allclose(F, ref_F, rtol=1e-12)
+    assert F.tolist() == baseline_F.tolist()  # exact parts: the same sums, to the bit
+    s = pd.Series(rng.choice(["x", "y", "z"], n))
+    codes = key_codes(frame)
+    match = np.ones((n, n), dtype=bool)
+    for j in range(codes.shape[1]):
+        x = codes[:, j]
+        match &= (x[:, None] == x[None, :]) | (x[:, None] < 0) | (x[None, :] < 0)
+    assert l_diversity(frame, s) == min(s[match[i]].nunique() for i in range(n))
+
+
+def test_the_count_benchmark_checks_both_ways_agree(tmp_path, capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "match_counts.py"
+    spec = importlib.util.spec_from_file_location("match_counts_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "runs.json"
+    assert bench.main(["--n", "3000", "--missing", "0.1", "--json", str(out)]) == 0
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["k"] >= 5 and run["patterns"] > 1 and run["distinct_rows"] <= 3000
+    assert run["speed_up"] > 0 and run["pair_joins_cpu_seconds"] > 0
+    frame = bench.released(3000, 10, 5, 0.1, 0)
+    assert 0.08 < frame.isna().to_numpy().mean() < 0.12

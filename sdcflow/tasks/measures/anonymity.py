@@ -15,7 +15,8 @@ Counting never compares all pairs of records: records are grouped by their patte
 keys, and for two patterns P, Q a record of P matches a record of Q exactly when they agree on
 the keys missing in neither, which one hash-and-count pass over the two groups finds. The cost
 is O(M^2 n) for M distinct missing patterns (M = 1 without missing values), after identical
-rows are merged.
+rows are merged; a pair of patterns of very different sizes is joined through a sorted index
+of the larger instead, at the cost of the smaller one's rows and their candidate matches.
 
 Distinct l-diversity reads the "well-represented" values of [2] as at least l distinct
 sensitive values per class; entropy l-diversity asks ``-sum_s p(q, s) log p(q, s) >= log l``
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -110,13 +112,162 @@ def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes[first], ids
 
 
+#: The smallest patterns are pooled: the pool is matched against itself by direct comparison
+#: (at most ``POOL_MAX`` rows) and against each other pattern by one join, instead of one
+#: join per pair of patterns (M^2 of them). ``SMALL_PATTERN`` None pools the patterns that
+#: minimize the estimated cost (:func:`_pooled`); an int pools those of fewer rows.
+SMALL_PATTERN: int | None = None
+POOL_MAX = 20_000
+#: Estimated seconds of one join of two patterns (Python and numpy overhead) and of one cell
+#: of the direct comparison, for :func:`_pooled` (measured here; only their ratio matters).
+JOIN_SECONDS = 3.5e-4
+CELL_SECONDS = 5e-9
+#: An index join is used when it finds fewer candidate pairs than this share of the rows a
+#: hash join of the same patterns would sort (0: never, every pair of patterns hashed).
+INDEX_JOIN_SHARE = 0.5
+
+
+class _SortedIndex:
+    """The rows of one pattern of missing keys sorted by each key, built on first use."""
+
+    def __init__(self, codes: np.ndarray, rows: np.ndarray) -> None:
+        self.codes, self.rows = codes, rows
+        self.missing = codes[rows[0]] < 0  # the pattern (every row has it)
+        self.by_key: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def sorted_by(self, key: int) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in ``rows`` sorted by the key's code, those codes sorted)."""
+        if key not in self.by_key:
+            col = self.codes[self.rows, key]
+            order = np.argsort(col, kind="stable")
+            self.by_key[key] = (order, col[order])
+        return self.by_key[key]
+
+
+def _matches(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise match of code rows (missing matches any). Shapes: (m, d), (m, d) -> (m,)."""
+    return ((a == b) | (a < 0) | (b < 0)).all(axis=-1)
+
+
+def _index_join(
+    codes: np.ndarray, targets: np.ndarray, index: _SortedIndex
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every match between the rows ``targets`` (any patterns) and the indexed pattern's rows.
+
+    Each target row looks up, in the index on one key that both have, the rows sharing its
+    value there (the key where it has the fewest), and is compared with them on every key. A
+    target row with no key in common with the pattern matches all of its rows.
+
+    Returns ``(i, j, whole)``: matched pairs (i a target, j an indexed row) and the target
+    rows that match every indexed row; None when the candidates would outnumber
+    ``INDEX_JOIN_SHARE`` times the rows (a hash join is cheaper then).
+    Shapes: targets (t,) -> (m,), (m,), (w,) row numbers.
+    """
+    rows = index.rows
+    keys = np.flatnonzero(~index.missing)
+    count = np.full((targets.size, max(keys.size, 1)), np.iinfo(np.int64).max)
+    lows = np.zeros_like(count)
+    for c, key in enumerate(keys):
+        _, values = index.sorted_by(int(key))
+        v = codes[targets, key]
+        lo = np.searchsorted(values, v, side="left")
+        n_c = np.searchsorted(values, v, side="right") - lo
+        present = v >= 0
+        count[present, c] = n_c[present]
+        lows[:, c] = lo
+    choice = count.argmin(axis=1)
+    best = count[np.arange(targets.size), choice]
+    whole = best == np.iinfo(np.int64).max  # no key in common with the pattern
+    total = int(best[~whole].sum())
+    if total > INDEX_JOIN_SHARE * (targets.size + rows.size):
+        return None
+    i_parts, j_parts = [], []
+    for c, key in enumerate(keys):
+        mine = np.flatnonzero(~whole & (choice == c))
+        if not mine.size:
+            continue
+        order, _ = index.sorted_by(int(key))
+        n_c, lo = count[mine, c], lows[mine, c]
+        offset = np.arange(int(n_c.sum())) - np.repeat(np.cumsum(n_c) - n_c, n_c)
+        i_parts.append(targets[np.repeat(mine, n_c)])
+        j_parts.append(rows[order[np.repeat(lo, n_c) + offset]])
+    empty = np.zeros(0, dtype=np.int64)
+    i = np.concatenate(i_parts) if i_parts else empty
+    j = np.concatenate(j_parts) if j_parts else empty
+    keep = _matches(codes[i], codes[j])
+    return i[keep], j[keep], targets[whole]
+
+
+def _pool_sums(codes: np.ndarray, pool: np.ndarray, values: Any) -> Any:
+    """For every row of ``pool``, the sum of ``values`` over the rows of ``pool`` matching it
+    (itself included), by direct comparison in blocks of about a million cells; never a
+    list of pairs, which a pool of rows with few, common values would make quadratic.
+    Shapes: pool (p,), values (n, m) dense or sparse -> (p, m) of the same kind."""
+    P = codes[pool]
+    source = values[pool]
+    step = max(1, 1_000_000 // max(pool.size * P.shape[1], 1))
+    blocks = []
+    for lo in range(0, pool.size, step):
+        block = sparse.csr_matrix(_matches(P[lo : lo + step, None, :], P[None, :, :]))
+        blocks.append(block.astype(np.float64) @ source)
+    if sparse.issparse(source):
+        return sparse.vstack(blocks).tocsr()
+    return np.concatenate([np.asarray(b) for b in blocks])
+
+
+def _add_all(out: np.ndarray | list, rows: np.ndarray, source: Any, n: int) -> None:
+    """Add the column sums of ``source`` to every row of ``rows``: into ``out`` (n, m), or as
+    one more sparse part when ``out`` is the list of parts (sparse values). Shapes: rows
+    (r,), source (s, m)."""
+    total = np.asarray(source.sum(axis=0)).reshape(-1)
+    if isinstance(out, list):
+        cols = np.flatnonzero(total)
+        out.append(
+            sparse.coo_matrix(
+                (
+                    np.tile(total[cols], rows.size),
+                    (np.repeat(rows, cols.size), np.tile(cols, rows.size)),
+                ),
+                shape=(n, total.size),
+            )
+        )
+    else:
+        out[rows] += total
+
+
+def _pooled(sizes: np.ndarray, d: int) -> list[int]:
+    """The patterns to pool, given every pattern's number of rows ``sizes`` (M,) and the
+    number of keys: with ``SMALL_PATTERN`` None, the smallest patterns whose pooling
+    minimizes JOIN_SECONDS x (joins left: B^2 / 2 among the B others, B with the pool) +
+    CELL_SECONDS x pool^2 x d, with at most ``POOL_MAX`` rows pooled."""
+    if SMALL_PATTERN is not None:
+        small = [p for p in range(sizes.size) if sizes[p] < SMALL_PATTERN]
+        return small if sizes[small].sum() <= POOL_MAX else []
+    order = np.argsort(sizes, kind="stable")  # smallest first
+    pooled = np.concatenate([[0], np.cumsum(sizes[order])])  # rows pooled with the s smallest
+    others = sizes.size - np.arange(sizes.size + 1)
+    cost = JOIN_SECONDS * (others**2 / 2 + others * (pooled > 0))
+    cost = cost + CELL_SECONDS * pooled.astype(np.float64) ** 2 * d
+    cost[pooled > POOL_MAX] = np.inf
+    s = int(np.argmin(cost))
+    return sorted(order[:s].tolist()) if s > 1 else []
+
+
 def _matching_sums_unique(
     codes: np.ndarray, values: np.ndarray | sparse.csr_matrix
 ) -> np.ndarray | sparse.csr_matrix:
     """``out[i] = sum of values[j] over the rows j matching row i`` (missing matches any).
 
-    Rows are grouped by their pattern of missing keys; for patterns P and Q, rows of P and of Q
-    match exactly when they agree on the keys missing in neither (one hash-and-count pass).
+    Rows are grouped by their pattern of missing keys. For two patterns P and Q, rows of P
+    and of Q match exactly when they agree on the keys missing in neither: one hash-and-count
+    pass over both (:func:`row_ids`), or, when the common keys are selective (the group
+    means of a microaggregation), a lookup of each row of one in a sorted index of the other
+    (:func:`_index_join`), so that the largest pattern (the complete rows) is not sorted
+    again for every other pattern. The smallest patterns (with many keys, most of them) are
+    pooled (:func:`_pooled`) and joined with each larger pattern at once, and with one another
+    by direct comparison. Every pair of rows is found by exactly one join;
+    sums of :func:`exact_parts` are exact in any order, so the result does not depend on
+    which join found a pair.
     Shapes: codes (n, d) with -1 for missing, values (n, m) -> (n, m).
     """
     n = codes.shape[0]
@@ -125,33 +276,83 @@ def _matching_sums_unique(
     order = np.argsort(pid, kind="stable")
     bounds = np.searchsorted(pid[order], np.arange(patterns.shape[0] + 1))
     members = [order[bounds[p] : bounds[p + 1]] for p in range(patterns.shape[0])]
+    small = _pooled(np.array([m.size for m in members]), codes.shape[1])
+    pool = np.concatenate([members[p] for p in small]) if small else np.zeros(0, np.int64)
+    large = [p for p in range(len(members)) if p not in set(small)]
+    indexes = {p: _SortedIndex(codes, members[p]) for p in large}
     is_sparse = sparse.issparse(values)
     if is_sparse:
         values = sparse.csr_matrix(values)
         parts: list[sparse.coo_matrix] = []
     else:
         out = np.zeros((n, values.shape[1]))
-    for a in range(len(members)):
-        for b in range(a, len(members)):
-            both = ~(patterns[a] | patterns[b])  # keys present in both patterns
-            ra, rb = members[a], members[b]
-            rows = ra if a == b else np.concatenate([ra, rb])
-            ids = row_ids(codes[rows][:, both])
-            groups = int(ids.max()) + 1
-            ia = ids[: ra.size]
-            ib = ia if a == b else ids[ra.size :]
-            pairs = [(ra, ia, rb, ib)] if a == b else [(ra, ia, rb, ib), (rb, ib, ra, ia)]
-            for target, t_ids, source, s_ids in pairs:
-                sums = _group_sum(s_ids, values[source], groups)
-                if is_sparse:
-                    block = sums[t_ids].tocoo()
-                    parts.append(
-                        sparse.coo_matrix(
-                            (block.data, (target[block.row], block.col)), shape=(n, values.shape[1])
-                        )
+    both_ways: list[tuple[np.ndarray, np.ndarray]] = []  # pairs (i, j): i gets j's and back
+    whole: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, pattern rows): all match all
+    hashed: list[tuple[int, int]] = []
+
+    def joined(targets: np.ndarray, q: int) -> bool:
+        if INDEX_JOIN_SHARE <= 0:  # index joins off: one hash join per pair of patterns
+            return False
+        found = _index_join(codes, targets, indexes[q])
+        if found is None:
+            return False
+        both_ways.append(found[:2])
+        if found[2].size:
+            whole.append((found[2], members[q]))
+        return True
+
+    for x, a in enumerate(large):
+        hashed.append((a, a))
+        for b in large[x + 1 :]:
+            lo_, hi_ = (a, b) if members[a].size <= members[b].size else (b, a)
+            if not joined(members[lo_], hi_):
+                hashed.append((a, b))
+    if pool.size:
+        sums = _pool_sums(codes, pool, values)
+        if is_sparse:
+            block = sums.tocoo()
+            parts.append(
+                sparse.coo_matrix(
+                    (block.data, (pool[block.row], block.col)), shape=(n, sums.shape[1])
+                )
+            )
+        else:
+            out[pool] += sums
+        for q in large:
+            if not joined(pool, q):
+                hashed += [(p, q) for p in small]
+    for a, b in hashed:
+        both = ~(patterns[a] | patterns[b])  # keys present in both patterns
+        ra, rb = members[a], members[b]
+        rows = ra if a == b else np.concatenate([ra, rb])
+        ids = row_ids(codes[rows][:, both])
+        groups = int(ids.max()) + 1
+        ia = ids[: ra.size]
+        ib = ia if a == b else ids[ra.size :]
+        pairs = [(ra, ia, rb, ib)] if a == b else [(ra, ia, rb, ib), (rb, ib, ra, ia)]
+        for target, t_ids, source, s_ids in pairs:
+            sums = _group_sum(s_ids, values[source], groups)
+            if is_sparse:
+                block = sums[t_ids].tocoo()
+                parts.append(
+                    sparse.coo_matrix(
+                        (block.data, (target[block.row], block.col)), shape=(n, values.shape[1])
                     )
-                else:
-                    out[target] += sums[t_ids]
+                )
+            else:
+                out[target] += sums[t_ids]
+    empty = [np.zeros(0, dtype=np.int64)]
+    i = np.concatenate(empty + [p[0] for p in both_ways] + [p[1] for p in both_ways])
+    j = np.concatenate(empty + [p[1] for p in both_ways] + [p[0] for p in both_ways])
+    for rows, pattern in whole:  # every row of `rows` matches every row of `pattern`
+        _add_all(parts if is_sparse else out, rows, values[pattern], n)
+        _add_all(parts if is_sparse else out, pattern, values[rows], n)
+    if i.size:
+        match = sparse.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n))
+        if is_sparse:
+            parts.append((match @ values).tocoo())
+        else:
+            out += match @ values
     if is_sparse:
         total = sparse.csr_matrix((n, values.shape[1]))
         for part in parts:

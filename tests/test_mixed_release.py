@@ -126,6 +126,7 @@ def test_mixed_release_end_to_end(tmp_path, prefect_api):
     # weights published unchanged, risk computed with them, before and after
     assert np.allclose(np.sort(published["weight"]), np.sort(source["weight"]))
     disclosure = manifest["method_details"]["disclosure"]
+    assert disclosure["keys"]["age"] == "ordinal"  # binned: its released kind, not "numeric"
     assert disclosure["risk"]["weighted"] is True
     assert disclosure["risk"]["after"]["max"] <= disclosure["risk"]["before"]["max"]
     assert sum(disclosure["risk"]["histogram_after"]["records"]) == len(published)
@@ -375,3 +376,9 @@ def test_a_key_column_without_any_value_is_planned_not_a_crash(tmp_path, source)
     spec.write_text(yaml.safe_dump(fields))
     plan = plan_release(load_spec(spec))
     assert [k.name for k in plan.resolved_keys] == ["bonus", "income"]
+    # declared numeric, the column of nothing but tokens is a numeric key (it read as text,
+    # and "declared numeric but reads as VARCHAR" told the user to declare the declared token)
+    fields["quasi_identifiers"] = [{"name": "bonus", "type": "numeric"}, "income"]
+    spec.write_text(yaml.safe_dump(fields))
+    plan = plan_release(load_spec(spec))
+    assert [k.kind for k in plan.resolved_keys] == ["numeric", "numeric"]

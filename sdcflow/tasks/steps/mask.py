@@ -64,7 +64,7 @@ def disclosure_summary(
     before = risk_summary(frame[names].reset_index(drop=True), w)
     out: dict[str, Any] = {
         "convention": "a missing or suppressed value matches any value (as sdcMicro)",
-        "keys": {k.name: k.kind for k in keys},
+        "keys": {k.name: _released_kind(k) for k in keys},
         "k_anonymity": int(after.fk.min()),
         "k_identical_rows": int(equivalence_class_sizes(released).min()),
         "records_below_k": {
@@ -89,6 +89,12 @@ def disclosure_summary(
             },
         }
     return out
+
+
+def _released_kind(key: Key) -> str:
+    """The key's kind as released: a numeric key recoded into bins is ordinal."""
+    binned = key.recoding is not None and key.recoding.kind == "bins"
+    return "ordinal" if binned else key.kind
 
 
 def _k(spec: ReleaseSpec) -> int | None:

@@ -564,6 +564,8 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
             )
         declared = decl.type if decl is not None else None
         present = profile.rows - profile.missing.get(name, 0)
+        if present == 0 and profile.rows:  # every value a declared token: its text type
+            detected = "missing"  # says nothing, e.g. a column of '?' declared numeric
         numeric_text = profile.numeric_text.get(name, 0)
         formatted = profile.formatted_numbers.get(name, 0)
         if detected == "nominal" and declared is None and formatted >= 0.5 * present > 0:

@@ -17,6 +17,7 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
     group_representatives,
     heterogeneous_cells,
+    heterogeneous_cells_release,
     heterogeneous_groups,
 )
 from sdcflow.tasks.parallel import part_map
@@ -152,7 +153,7 @@ def test_cells_keep_group_sizes_and_do_not_depend_on_the_map():
         assert label == "cell"
         seen.extend(args[0].shape[0] for args in calls)
         parts = [fn(*args) for args in calls[::-1]][::-1]
-        groups.extend(int(part.max()) + 1 for part in parts)
+        groups.extend(int(labels.max()) + 1 for labels, _ in parts)
         return parts
 
     serial = heterogeneous_cells(keys, k, size)
@@ -170,6 +171,18 @@ def test_cells_keep_group_sizes_and_do_not_depend_on_the_map():
     assert held == [size] * 8 and ends[-1] == serial.max() + 1
     with pytest.raises(Exception, match="cell_size"):
         heterogeneous_cells(keys, k, 2 * k - 1)
+    # the representatives each piece computes for its cell are those of the whole file's
+    # groups, to the bit (same records, same order)
+    with part_map(backwards):
+        labels, rep = heterogeneous_cells_release(keys, k, size)
+    np.testing.assert_array_equal(labels, serial)
+    whole = group_representatives(keys, labels)
+    for got, want in zip(
+        (rep.numeric, rep.ordinal, rep.nominal),
+        (whole.numeric, whole.ordinal, whole.nominal),
+        strict=True,
+    ):
+        assert got.tobytes() == want.tobytes()
 
 
 def test_missing_numbers_in_cells_release_k_anonymous_and_missing_stays_missing():

@@ -36,8 +36,9 @@ from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
 from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
+    Representatives,
     group_representatives,
-    heterogeneous_cells,
+    heterogeneous_cells_release,
     heterogeneous_groups,
 )
 
@@ -58,11 +59,13 @@ class HeterogeneousParams(MethodParams):
         json_schema_extra={"added": True},  # unset, not in the spec hash (MethodParams)
     )
 
-    def groups(self, keys: MixedKeys) -> np.ndarray:
-        """The groups of the records (one pass, or within cells with ``cell_size``)."""
+    def release(self, keys: MixedKeys) -> tuple[np.ndarray, Representatives]:
+        """The groups of the records (one pass, or within cells with ``cell_size``) and
+        their representatives."""
         if self.cell_size is None:
-            return heterogeneous_groups(keys, self.k)
-        return heterogeneous_cells(keys, self.k, self.cell_size)
+            labels = heterogeneous_groups(keys, self.k)
+            return labels, group_representatives(keys, labels)
+        return heterogeneous_cells_release(keys, self.k, self.cell_size)
 
 
 def mixed_keys(enc: EncodedKeys) -> tuple[MixedKeys, np.ndarray, np.ndarray]:
@@ -86,8 +89,7 @@ def _mask_keys(
     settings: SuppressionSettings,
 ) -> EncodedRelease:
     keys, ord_idx, nom_idx = mixed_keys(enc)
-    labels = params.groups(keys)
-    rep = group_representatives(keys, labels)
+    labels, rep = params.release(keys)
     codes = np.empty_like(enc.codes)
     codes[:, ord_idx] = rep.ordinal
     codes[:, nom_idx] = rep.nominal
@@ -117,8 +119,8 @@ def _mask(
     constraints: LinearConstraints | None,
 ) -> MaskResult:
     keys = MixedKeys.build(numeric=X)
-    labels = params.groups(keys)
-    points = group_representatives(keys, labels).numeric
+    labels, rep = params.release(keys)
+    points = rep.numeric
     return MaskResult(masked=pd.DataFrame(points, columns=columns), points=points, groups=labels)
 
 

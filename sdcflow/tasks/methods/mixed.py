@@ -64,7 +64,7 @@ from sdcflow.tasks.methods.microaggregation import (
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
     group_representatives,
-    heterogeneous_cells,
+    heterogeneous_cells_release,
     heterogeneous_groups,
 )
 from sdcflow.tasks.parallel import stage
@@ -97,10 +97,8 @@ def _partial_mdav(X: np.ndarray, k: int, cell_size: int | None = None) -> np.nda
     (m, p) -> (m, p)."""
     keys = MixedKeys.build(numeric=X)
     if cell_size is None:
-        labels = heterogeneous_groups(keys, k)
-    else:
-        labels = heterogeneous_cells(keys, k, cell_size)
-    return group_representatives(keys, labels).numeric
+        return group_representatives(keys, heterogeneous_groups(keys, k)).numeric
+    return heterogeneous_cells_release(keys, k, cell_size)[1].numeric
 
 
 def _partial_strategy(cell_size: int | None) -> str:

@@ -255,10 +255,15 @@ def _groups(dist: _Distances, k: int) -> np.ndarray:
     return labels
 
 
-def _cell_groups(cont: np.ndarray, numeric: int, nom: np.ndarray, k: int) -> np.ndarray:
+def _cell_groups(
+    cont: np.ndarray, numeric: int, nom: np.ndarray, k: int, raw: MixedKeys | None = None
+) -> tuple[np.ndarray, Representatives | None]:
     """One cell of :func:`heterogeneous_cells` (a piece a map may ship to another process):
-    MDAV-generic on the cell's rows of the file's scaled keys. (m, p + q), (m, r) -> (m,)."""
-    return _groups(_Distances(cont, numeric, nom), k)
+    MDAV-generic on the cell's rows of the file's scaled keys, and with ``raw`` (the cell's
+    keys as given) the groups' representatives, computed here rather than in the process
+    that assembles the cells. (m, p + q), (m, r) -> labels (m,), Representatives or None."""
+    labels = _groups(_Distances(cont, numeric, nom), k)
+    return labels, (None if raw is None else group_representatives(raw, labels))
 
 
 def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
@@ -289,12 +294,31 @@ def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
         Groups of k..2k-1 records, numbered cell by cell. A file of at most ``cell_size``
         records is one cell: the labels of :func:`heterogeneous_groups`.
     """
+    return _in_cells(keys, k, cell_size, representatives=False)[0]
+
+
+def heterogeneous_cells_release(
+    keys: MixedKeys, k: int, cell_size: int
+) -> tuple[np.ndarray, Representatives]:
+    """:func:`heterogeneous_cells` and the groups' representatives
+    (:func:`group_representatives`), each cell's computed by its own piece: the same values
+    as computing them after, without a pass over every group in the assembling process.
+    Shapes: keys with n records -> labels (n,), Representatives."""
+    labels, rep = _in_cells(keys, k, cell_size, representatives=True)
+    assert rep is not None
+    return labels, rep
+
+
+def _in_cells(
+    keys: MixedKeys, k: int, cell_size: int, *, representatives: bool
+) -> tuple[np.ndarray, Representatives | None]:
     k = check_k(k, keys.n)
     cell_size = check_cell_size(cell_size, k)
     dist = _Distances.of(keys)
     n = keys.n
     if n <= cell_size:
-        return _groups(dist, k)
+        labels = _groups(dist, k)
+        return labels, group_representatives(keys, labels) if representatives else None
     cut = np.where(np.isnan(dist.cont), 0.0, dist.cont)  # z-scores: 0 is the mean
     if dist.numeric < cut.shape[1]:  # ordinal ranks: their mean over the present ones
         ranks = dist.cont[:, dist.numeric :]
@@ -311,15 +335,37 @@ def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
     cells = [np.sort(order[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
     parts = map_parts(
         _cell_groups,
-        [(dist.cont[rows], dist.numeric, dist.nom[rows], k) for rows in cells],
+        [
+            (
+                dist.cont[rows],
+                dist.numeric,
+                dist.nom[rows],
+                k,
+                _rows(keys, rows) if representatives else None,
+            )
+            for rows in cells
+        ],
         "cell",
     )
     labels = np.empty(n, dtype=np.int64)
+    rep = Representatives(
+        np.full(keys.numeric.shape, np.nan),
+        -np.ones(keys.ordinal.shape, np.int64),
+        -np.ones(keys.nominal.shape, np.int64),
+    )
     offset = 0
-    for rows, part in zip(cells, parts, strict=True):
+    for rows, (part, cell_rep) in zip(cells, parts, strict=True):
         labels[rows] = part + offset
         offset += int(part.max()) + 1
-    return labels
+        if cell_rep is not None:
+            rep.numeric[rows], rep.ordinal[rows] = cell_rep.numeric, cell_rep.ordinal
+            rep.nominal[rows] = cell_rep.nominal
+    return labels, rep if representatives else None
+
+
+def _rows(keys: MixedKeys, rows: np.ndarray) -> MixedKeys:
+    """The records ``rows`` of ``keys`` (already validated)."""
+    return MixedKeys(keys.numeric[rows], keys.ordinal[rows], keys.levels, keys.nominal[rows])
 
 
 @dataclass(frozen=True)

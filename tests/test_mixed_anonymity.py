@@ -214,3 +214,51 @@ def test_the_count_benchmark_checks_both_ways_agree(tmp_path, capsys):
     assert run["speed_up"] > 0 and run["pair_joins_cpu_seconds"] > 0
     frame = bench.released(3000, 10, 5, 0.1, 0)
     assert 0.08 < frame.isna().to_numpy().mean() < 0.12
+
+
+def _every_record_in_many_patterns(base: int, patterns: int, seed: int) -> np.ndarray:
+    """Codes of ``base`` distinct records, each released once in each of ``patterns`` patterns
+    of two missing keys (of 10): every record matches about one record of every pattern, so
+    every pair of patterns is joined through the index and the matches number n x patterns."""
+    rng = np.random.default_rng(seed)
+    B = rng.integers(0, 10**6, (base, 10))
+    missing = np.zeros((patterns, 10), dtype=bool)
+    for p in range(patterns):
+        missing[p, rng.choice(10, 2, replace=False)] = True
+    codes = np.repeat(B, patterns, axis=0)
+    codes[np.tile(missing, (base, 1))] = -1
+    return codes
+
+
+def test_index_joins_do_not_hold_every_matched_pair_at_once(monkeypatch):
+    """The pairs an index join finds are added into the sums once they number n (with
+    PAIR_BUFFER 0), not held for all M^2 / 2 joins: n x M of them here (24,000 records, 60
+    patterns), 6 times the memory of hashing every pair of patterns before the bound."""
+    import tracemalloc
+
+    from sdcflow.tasks.measures import anonymity
+
+    monkeypatch.setattr(anonymity, "PAIR_BUFFER", 0, raising=False)
+    small = _every_record_in_many_patterns(12, 20, 3)  # the flushed pairs give the same sums
+    frame = pd.DataFrame(np.where(small < 0, np.nan, small))
+    w = np.random.default_rng(3).uniform(1, 50, small.shape[0]).round(3)
+    f, F = match_counts(frame, w)
+    ref_f, ref_F = pairwise_reference(frame, w)
+    assert f.tolist() == ref_f.tolist() and np.allclose(F, ref_F, rtol=1e-12)
+
+    codes = _every_record_in_many_patterns(400, 60, 1)
+    ones = np.ones((codes.shape[0], 1))
+
+    def peak() -> int:
+        tracemalloc.start()
+        try:
+            anonymity.codes_matching_sums(codes, ones)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    indexed = peak()
+    monkeypatch.setattr(anonymity, "INDEX_JOIN_SHARE", 0.0)
+    monkeypatch.setattr(anonymity, "SMALL_PATTERN", 1)
+    hashed = peak()
+    assert indexed < 2 * hashed

@@ -125,6 +125,11 @@ CELL_SECONDS = 5e-9
 #: An index join is used when it finds fewer candidate pairs than this share of the rows a
 #: hash join of the same patterns would sort (0: never, every pair of patterns hashed).
 INDEX_JOIN_SHARE = 0.5
+#: Matched pairs from index joins held before they are added into the sums (at least n, so
+#: that building the (n, n) match matrix stays amortized): without a bound they pile up over
+#: all M^2 / 2 joins, as many as the matches themselves (n M when each record matches one
+#: record of every pattern), where a hash join holds only its own group sums.
+PAIR_BUFFER = 1 << 21
 
 
 class _SortedIndex:
@@ -287,8 +292,21 @@ def _matching_sums_unique(
     else:
         out = np.zeros((n, values.shape[1]))
     both_ways: list[tuple[np.ndarray, np.ndarray]] = []  # pairs (i, j): i gets j's and back
-    whole: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, pattern rows): all match all
+    held = [0]  # pairs in both_ways
     hashed: list[tuple[int, int]] = []
+
+    def add_pairs() -> None:  # the pairs held so far, into the sums (in any order: exact)
+        if not both_ways:
+            return
+        i = np.concatenate([p[0] for p in both_ways] + [p[1] for p in both_ways])
+        j = np.concatenate([p[1] for p in both_ways] + [p[0] for p in both_ways])
+        both_ways.clear()
+        held[0] = 0
+        match = sparse.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n))
+        if is_sparse:
+            parts.append((match @ values).tocoo())
+        else:
+            out[:] += match @ values
 
     def joined(targets: np.ndarray, q: int) -> bool:
         if INDEX_JOIN_SHARE <= 0:  # index joins off: one hash join per pair of patterns
@@ -297,8 +315,12 @@ def _matching_sums_unique(
         if found is None:
             return False
         both_ways.append(found[:2])
-        if found[2].size:
-            whole.append((found[2], members[q]))
+        held[0] += found[0].size
+        if held[0] >= max(PAIR_BUFFER, n):
+            add_pairs()
+        if found[2].size:  # every row of found[2] matches every row of the pattern
+            _add_all(parts if is_sparse else out, found[2], values[members[q]], n)
+            _add_all(parts if is_sparse else out, members[q], values[found[2]], n)
         return True
 
     for x, a in enumerate(large):
@@ -341,18 +363,7 @@ def _matching_sums_unique(
                 )
             else:
                 out[target] += sums[t_ids]
-    empty = [np.zeros(0, dtype=np.int64)]
-    i = np.concatenate(empty + [p[0] for p in both_ways] + [p[1] for p in both_ways])
-    j = np.concatenate(empty + [p[1] for p in both_ways] + [p[0] for p in both_ways])
-    for rows, pattern in whole:  # every row of `rows` matches every row of `pattern`
-        _add_all(parts if is_sparse else out, rows, values[pattern], n)
-        _add_all(parts if is_sparse else out, pattern, values[rows], n)
-    if i.size:
-        match = sparse.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n))
-        if is_sparse:
-            parts.append((match @ values).tocoo())
-        else:
-            out += match @ values
+    add_pairs()
     if is_sparse:
         total = sparse.csr_matrix((n, values.shape[1]))
         for part in parts:

@@ -198,3 +198,13 @@ def test_the_console_loss_line_of_a_release_without_numeric_keys_is_not_empty():
 
     assert loss_line({}).strip()
     assert loss_line({"raw": 2.403, "repaired": 2.436}).count("%") == 2
+
+
+def test_a_code_beyond_int32_is_refused_not_read_as_missing():
+    """QA: codes were cast to int32, so 2**31 wrapped to a negative code and was counted as
+    missing (matching any value): [[2**31, 0], [0, 0]] gave frequencies [2, 2], not [1, 1]."""
+    from sdcflow.errors import DataError
+
+    with pytest.raises(DataError, match="below 2\\*\\*31"):
+        frequencies(np.array([[2**31, 0], [0, 0]], dtype=np.int64))
+    assert frequencies(np.array([[2**31 - 1, 0], [0, 0]], dtype=np.int64)).tolist() == [1, 1]

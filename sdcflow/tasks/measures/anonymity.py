@@ -283,7 +283,8 @@ def _matching_sums_unique(
     members = [order[bounds[p] : bounds[p + 1]] for p in range(patterns.shape[0])]
     small = _pooled(np.array([m.size for m in members]), codes.shape[1])
     pool = np.concatenate([members[p] for p in small]) if small else np.zeros(0, np.int64)
-    large = [p for p in range(len(members)) if p not in set(small)]
+    pooled = set(small)
+    large = [p for p in range(len(members)) if p not in pooled]
     indexes = {p: _SortedIndex(codes, members[p]) for p in large}
     is_sparse = sparse.issparse(values)
     if is_sparse:

@@ -120,6 +120,11 @@ def _check_codes(codes: object) -> np.ndarray:
         )
     if C.size and C.min() < -1:
         raise DataError("codes must be >= 0, or -1 for a missing value")
+    if C.size and C.max() > np.iinfo(np.int32).max:  # would wrap to a "missing" code
+        raise DataError(
+            "codes must be below 2**31; renumber them densely with "
+            "sdcflow.tasks.measures.anonymity.key_codes"
+        )
     return np.ascontiguousarray(C, dtype=np.int32)
 
 

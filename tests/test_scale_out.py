@@ -199,14 +199,19 @@ def _task_runs(flow_run_hex: str) -> list[str]:
     return [item["name"] for item in response.json()]
 
 
-def release_local_and_on_dask(tmp_path: Path, rows: int, spec: dict) -> Path:
+def release_local_and_on_dask(
+    tmp_path: Path, rows: int, spec: dict, data: pd.DataFrame | None = None
+) -> Path:
     """Release ``spec`` on the local runner and on two Dask workers (threads of a cluster in
     this process, ``--dask-address``); assert the published files are byte for byte the
-    same and return the Dask release's folder."""
+    same and return the Dask release's folder. ``data``: the source instead of the first
+    ``rows`` records of the example."""
     from distributed import LocalCluster
 
     local = write_release(tmp_path, rows=rows, spec_name="local.yaml", output="local", **spec)
     dask = write_release(tmp_path, rows=rows, spec_name="dask.yaml", output="dask", **spec)
+    if data is not None:
+        data.to_csv(tmp_path / "data.csv", index=False)
     assert main(["release", str(local)]) == 0
     with LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
@@ -300,7 +305,6 @@ def test_missing_numbers_in_cells_run_on_dask_with_the_local_release(tmp_path, p
     """Numeric keys with missing values and ``cell_size``: MDAV-generic runs within each
     spatial cell, one task run per cell on the cluster, and the published files are byte for
     byte the local runner's (it used to be refused: one quadratic pass was the only way)."""
-    from distributed import LocalCluster
 
     rows, k = 600, 5
     data = pd.read_csv(EXAMPLE / "data.csv").head(rows)
@@ -314,17 +318,7 @@ def test_missing_numbers_in_cells_run_on_dask_with_the_local_release(tmp_path, p
         "checks": {"k_anonymity": k},
         "seed": 11,
     }
-    local = write_release(tmp_path, rows=rows, spec_name="local.yaml", output="local", **body)
-    dask = write_release(tmp_path, rows=rows, spec_name="dask.yaml", output="dask", **body)
-    data.to_csv(tmp_path / "data.csv", index=False)
-    assert main(["release", str(local)]) == 0
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as cluster:
-        assert main(["release", str(dask), "--dask-address", cluster.scheduler_address]) == 0
-    a, b = tmp_path / "local" / "survey", tmp_path / "dask" / "survey"
-    for name in ("data.parquet", "data.csv"):
-        assert (a / name).read_bytes() == (b / name).read_bytes()
+    b = release_local_and_on_dask(tmp_path, rows, body, data)
     manifest = json.loads((b / "manifest.json").read_text())
     assert sum(n.startswith("mask-cell") for n in _task_runs(manifest["run_id"])) == 8
     assert "within spatial cells of at most 100" in manifest["method_details"]["strategy"]

@@ -296,6 +296,17 @@ def _matching_sums_unique(
     held = [0]  # pairs in both_ways
     hashed: list[tuple[int, int]] = []
 
+    def add_rows(rows: np.ndarray, sums: Any) -> None:  # sums (r, m) into the rows' sums
+        if is_sparse:
+            block = sparse.coo_matrix(sums)
+            parts.append(
+                sparse.coo_matrix(
+                    (block.data, (rows[block.row], block.col)), shape=(n, values.shape[1])
+                )
+            )
+        else:
+            out[rows] += sums
+
     def add_pairs() -> None:  # the pairs held so far, into the sums (in any order: exact)
         if not both_ways:
             return
@@ -331,16 +342,7 @@ def _matching_sums_unique(
             if not joined(members[lo_], hi_):
                 hashed.append((a, b))
     if pool.size:
-        sums = _pool_sums(codes, pool, values)
-        if is_sparse:
-            block = sums.tocoo()
-            parts.append(
-                sparse.coo_matrix(
-                    (block.data, (pool[block.row], block.col)), shape=(n, sums.shape[1])
-                )
-            )
-        else:
-            out[pool] += sums
+        add_rows(pool, _pool_sums(codes, pool, values))
         for q in large:
             if not joined(pool, q):
                 hashed += [(p, q) for p in small]
@@ -354,16 +356,7 @@ def _matching_sums_unique(
         ib = ia if a == b else ids[ra.size :]
         pairs = [(ra, ia, rb, ib)] if a == b else [(ra, ia, rb, ib), (rb, ib, ra, ia)]
         for target, t_ids, source, s_ids in pairs:
-            sums = _group_sum(s_ids, values[source], groups)
-            if is_sparse:
-                block = sums[t_ids].tocoo()
-                parts.append(
-                    sparse.coo_matrix(
-                        (block.data, (target[block.row], block.col)), shape=(n, values.shape[1])
-                    )
-                )
-            else:
-                out[target] += sums[t_ids]
+            add_rows(target, _group_sum(s_ids, values[source], groups)[t_ids])
     add_pairs()
     if is_sparse:
         total = sparse.csr_matrix((n, values.shape[1]))

@@ -96,6 +96,7 @@ class PolyhedronProjector:
         h: np.ndarray,
         *,
         weights: np.ndarray | None = None,
+        _known_nonempty: bool = False,
     ) -> None:
         A = np.atleast_2d(np.asarray(A, dtype=np.float64))
         G = np.atleast_2d(np.asarray(G, dtype=np.float64))
@@ -134,7 +135,7 @@ class PolyhedronProjector:
             v0 = np.zeros(d)
             self.N = np.eye(d)
         self.E = np.ascontiguousarray(-(Gt @ self.N))  # (q, r): LDP rows, module step 3
-        if self.n_ineq and not self._nonempty(At, b, Gt, h):
+        if self.n_ineq and not _known_nonempty and not self._nonempty(At, b, Gt, h):
             raise ParameterError(_INFEASIBLE, code=Reason.RULES_INFEASIBLE)
         self._args = (self.A, Apinv, self.b, self.G, self.h, self.sw, PROJECTION_TOL)
         self.compiled_args: tuple | None = self._args
@@ -159,6 +160,13 @@ class PolyhedronProjector:
             A, G = A * scale, G * scale
         return cls(A, b, G, h, weights=weights)
 
+    def reweighted(self, weights: np.ndarray) -> PolyhedronProjector:
+        """The projector onto the same set with other ``weights`` (d,): the set does not
+        depend on them, so the LP that found it non-empty is not solved again."""
+        return PolyhedronProjector(
+            self.A, self.b, self.G, self.h, weights=weights, _known_nonempty=True
+        )
+
     @staticmethod
     def _nonempty(A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray) -> bool:
         """Whether some ``y`` has ``A y = b, G y <= h``: the equilibrated LP of ``sdcflow.lp``
@@ -167,6 +175,13 @@ class PolyhedronProjector:
         coordinates of the equalities blur) do not make a feasible set "empty"."""
         status, _ = feasibility_status(A, b, G, h)
         return status in (0, 3)
+
+    def feasible(self, Y: np.ndarray) -> np.ndarray:
+        """Whether each row of ``Y`` (c, d) satisfies every rule to 1e-12 relative: (c,) bool,
+        the rows :meth:`project` returns unchanged."""
+        Y = np.ascontiguousarray(Y, dtype=np.float64)
+        A, _, b, G, h, _, _ = self._args
+        return _k.feasible_rows(Y, A, b, G, h)
 
     def project(self, Y: np.ndarray, *, skip_feasible: bool = True) -> np.ndarray:
         """Project every row of ``Y`` (c, d) onto the polyhedron; returns (c, d).

@@ -32,6 +32,7 @@ import pandas as pd
 from pydantic import Field
 
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.group_values import group_values_on_rules
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
 from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
 from sdcflow.tasks.microaggregation.heterogeneous import (
@@ -87,9 +88,14 @@ def _mask_keys(
     params: HeterogeneousParams,
     rng: np.random.Generator,
     settings: SuppressionSettings,
+    constraints: LinearConstraints | None = None,
 ) -> EncodedRelease:
     keys, ord_idx, nom_idx = mixed_keys(enc)
     labels, rep = params.release(keys)
+    # means over the values present break the linear rules when some are missing
+    numeric, moved = group_values_on_rules(
+        enc.numeric, rep.numeric, labels, enc.numeric_names, constraints
+    )
     codes = np.empty_like(enc.codes)
     codes[:, ord_idx] = rep.ordinal
     codes[:, nom_idx] = rep.nominal
@@ -97,8 +103,13 @@ def _mask_keys(
         codes = np.where(codes == enc.codes, enc.codes, -1)
     sizes = np.bincount(labels)
     cells = f", within spatial cells of at most {params.cell_size} records" * bool(params.cell_size)
+    moved_detail = (
+        {}
+        if constraints is None or constraints.is_empty
+        else {"groups_moved_onto_edit_rules": moved}
+    )
     return EncodedRelease(
-        numeric=rep.numeric,
+        numeric=numeric,
         codes=codes,
         promises={"k_anonymity": float(params.k)},
         details={
@@ -107,6 +118,7 @@ def _mask_keys(
             "groups": int(sizes.size),
             "min_group_size": int(sizes.min()),
             "max_group_size": int(sizes.max()),
+            **moved_detail,
         },
     )
 
@@ -120,7 +132,7 @@ def _mask(
 ) -> MaskResult:
     keys = MixedKeys.build(numeric=X)
     labels, rep = params.release(keys)
-    points = rep.numeric
+    points, _ = group_values_on_rules(X, rep.numeric, labels, columns, constraints)
     return MaskResult(masked=pd.DataFrame(points, columns=columns), points=points, groups=labels)
 
 

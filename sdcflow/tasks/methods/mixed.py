@@ -11,7 +11,9 @@
    * numeric keys only, none missing: the method as before (by blocks if the spec has them);
    * numeric keys only, some missing: MDAV-generic with partial distances
      (:mod:`sdcflow.tasks.microaggregation.heterogeneous`): records are grouped on the values
-     they have, group means use the values present, a missing value stays missing;
+     they have, group means use the values present, a missing value stays missing, and each
+     group's values are moved onto the linear edit rules its records can be checked against
+     (:mod:`sdcflow.tasks.linear.group_values`);
    * categorical and numeric keys: **strata** (:func:`~sdcflow.tasks.suppression.local.\
 strata_suppression`): the categorical keys are made to agree within groups of at least k
      records by suppressing the fewest disagreeing values, and the method masks the numeric
@@ -44,6 +46,7 @@ import pandas as pd
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.group_values import group_values_on_rules
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
 from sdcflow.tasks.measures.anonymity import key_codes
 from sdcflow.tasks.methods import get_method
@@ -90,15 +93,35 @@ def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, li
     return out, resolved, summary
 
 
-def _partial_mdav(X: np.ndarray, k: int, cell_size: int | None = None) -> np.ndarray:
+def _partial_mdav(
+    X: np.ndarray,
+    k: int,
+    cell_size: int | None,
+    columns: Sequence[str],
+    constraints: LinearConstraints | None,
+    spread: np.ndarray,
+) -> tuple[np.ndarray, int]:
     """Group means of MDAV-generic with partial distances: records grouped on the values they
     have, means over the values present, missing stays missing; with ``cell_size`` (mdav's),
-    within spatial cells of at most that many records (:func:`heterogeneous_cells`).
-    (m, p) -> (m, p)."""
+    within spatial cells of at most that many records (:func:`heterogeneous_cells`). Each
+    group's values are then moved onto the linear rules its records can be checked against
+    (:func:`group_values_on_rules`; means over different records break them), measured in
+    the units of ``spread`` (the whole file's numeric keys).
+    (m, p) -> (m, p) and the number of groups moved."""
     keys = MixedKeys.build(numeric=X)
     if cell_size is None:
-        return group_representatives(keys, heterogeneous_groups(keys, k)).numeric
-    return heterogeneous_cells_release(keys, k, cell_size)[1].numeric
+        labels = heterogeneous_groups(keys, k)
+        values = group_representatives(keys, labels).numeric
+    else:
+        labels, rep = heterogeneous_cells_release(keys, k, cell_size)
+        values = rep.numeric
+    return group_values_on_rules(spread, values, labels, columns, constraints)
+
+
+def _moved(moved: int, constraints: LinearConstraints | None) -> dict[str, int]:
+    """The details' count of groups moved onto the rules, when there are rules."""
+    has_rules = constraints is not None and not constraints.is_empty
+    return {"groups_moved_onto_edit_rules": moved} if has_rules else {}
 
 
 def _partial_strategy(cell_size: int | None) -> str:
@@ -125,7 +148,7 @@ def _strata(
     assert labels is not None
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(int(labels.max()) + 2))
-    gaps = 0
+    gaps = moved = 0
     bounded: list[np.ndarray] = []  # strata whose method reports a loss bound (crisp)
     count = int(labels.max()) + 1
     for s in range(count):
@@ -133,8 +156,15 @@ def _strata(
         X = enc.numeric[rows]
         if np.isnan(X).any():
             with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
-                released[rows] = _partial_mdav(X, k, getattr(params, "cell_size", None))
-            gaps += 1
+                released[rows], m = _partial_mdav(
+                    X,
+                    k,
+                    getattr(params, "cell_size", None),
+                    enc.numeric_names,
+                    constraints,
+                    enc.numeric,
+                )
+            gaps, moved = gaps + 1, moved + m
         else:
             with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
                 part = mask(X, enc.numeric_names, params, rng, constraints)
@@ -159,6 +189,7 @@ def _strata(
     }
     if gaps:  # how those strata were grouped: not by the spec's method
         details["missing_numbers"] = _partial_strategy(getattr(params, "cell_size", None))
+        details.update(_moved(moved, constraints))
     if bounded and len(bounded) == int(labels.max()) + 1:  # crisp in every stratum
         details.update(stratified_bound_details(enc.numeric, released, bounded, k))
     return EncodedRelease(released, codes[:, :c].astype(np.int64), details=details)
@@ -260,7 +291,7 @@ def mask_keys(
         details["recoding"] = recode_summary
     legacy: MaskResult | None = None
     if method.mask_keys is not None:
-        rel = method.mask_keys(enc, params, rng, settings)
+        rel = method.mask_keys(enc, params, rng, settings, constraints)
         promises = rel.promises or ({"k_anonymity": float(k)} if k is not None else {})
     elif not enc.categorical_keys:
         if not enc.numeric_keys:
@@ -272,10 +303,18 @@ def mask_keys(
                     "remove `blocks:`"
                 )
             cell_size = getattr(params, "cell_size", None)
+            values, moved = _partial_mdav(
+                enc.numeric,
+                check_k(k, enc.n),
+                cell_size,
+                enc.numeric_names,
+                constraints,
+                enc.numeric,
+            )
             rel = EncodedRelease(
-                _partial_mdav(enc.numeric, check_k(k, enc.n), cell_size),
+                values,
                 enc.codes,
-                details={"strategy": _partial_strategy(cell_size)},
+                details={"strategy": _partial_strategy(cell_size), **_moved(moved, constraints)},
             )
             promises = {"k_anonymity": float(k)}
         else:

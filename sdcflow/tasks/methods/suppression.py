@@ -37,6 +37,7 @@ def _mask_keys(
     params: LocalSuppressionParams,
     rng: np.random.Generator,
     settings: SuppressionSettings,
+    constraints: LinearConstraints | None = None,  # over numeric keys, which it refuses
 ) -> EncodedRelease:
     if enc.numeric_keys:
         raise ParameterError(

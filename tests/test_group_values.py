@@ -97,6 +97,74 @@ def test_without_rules_nothing_moves():
     assert moved == 0 and np.array_equal(out, released, equal_nan=True)
 
 
+def test_a_conditional_consequent_binds_a_group_whose_values_meet_its_condition():
+    # columns (employees, wages, other, total); total == wages + other; if employees == 0
+    # then wages == 0. Group 0's means (0, 3, 5, 8) keep the sum but employees is 0 on the
+    # records that have it (a record missing employees brought its wages into the mean):
+    # from the means onto {total = wages + other, wages = 0}, n = (2, 3, 3, 3), unit
+    # spread: least 3 (o - 5)^2 + 3 (t - 8)^2 with t = o is o = t = 6.5. Group 1 has no
+    # employees value: the condition is undetermined there and nothing binds it.
+    columns = ["employees", "wages", "other", "total"]
+    rules = LinearConstraints.from_rows(
+        [("sum", [({"total": 1.0, "wages": -1.0, "other": -1.0}, 0.0)], [])], columns
+    )
+    consequent = LinearConstraints.from_rows([("staff", [({"wages": 1.0}, 0.0)], [])], columns)
+    released = np.array(
+        [
+            [0.0, 3.0, 5.0, 8.0],
+            [0.0, 3.0, 5.0, 8.0],
+            [NAN, 3.0, 5.0, 8.0],
+            [NAN, 3.0, 5.0, 8.0],
+            [NAN, 3.0, 5.0, 8.0],
+        ]
+    )
+    labels = np.array([0, 0, 0, 1, 1])
+    spread = np.array([[-1.0] * 4, [1.0] * 4])
+    seen = []
+
+    def no_staff(values):
+        seen.append(values["employees"].copy())
+        return values["employees"] == 0  # NaN: False
+
+    out, moved = group_values_on_rules(
+        spread, released, labels, columns, rules, conditional=[(no_staff, consequent)]
+    )
+    assert moved == 1
+    np.testing.assert_allclose(out[:3], [[0, 0, 6.5, 6.5], [0, 0, 6.5, 6.5], [NAN, 0, 6.5, 6.5]])
+    assert np.array_equal(out[3:], released[3:], equal_nan=True)
+    assert any(np.isnan(v).any() for v in seen)  # the group without employees was asked
+
+
+def test_group_values_are_rounded_keeping_the_equalities_each_group_can_be_checked_on():
+    # group 0 lacks `net` on every record, so only gross == tax + fee binds it; rounded
+    # record by record its columns would round on their own: 10.4 + 2.4 -> 10 + 2 != 13
+    columns = ["net", "tax", "fee", "gross"]
+    rules = LinearConstraints.from_rows(
+        [
+            ("g", [({"gross": 1.0, "tax": -1.0, "fee": -1.0}, 0.0)], []),
+            ("n", [({"net": 1.0, "tax": 1.0, "gross": -1.0}, 0.0)], []),
+        ],
+        columns,
+    )
+    released = np.array([[NAN, 10.4, 2.4, 12.8], [NAN, 10.4, 2.4, 12.8]])
+    spread = np.array([[-1.0] * 4, [1.0] * 4])
+    out, _ = group_values_on_rules(
+        spread, released, np.zeros(2, int), columns, rules, decimals=[0, 0, 0, 0]
+    )
+    assert np.array_equal(out[:, 1] + out[:, 2], out[:, 3])
+    assert np.array_equal(out, np.round(out), equal_nan=True)
+    assert (out[0] == out[1])[1:].all()  # one group, one set of values
+
+
+def test_a_condition_on_a_missing_value_is_undetermined_not_true():
+    # DuckDB orders NaN above every number: NaN != 0 and NaN > 5 would be true
+    from sdcflow.tasks.steps.edits import _sql_condition
+
+    values = {"employees": np.array([0.0, 3.0, NAN]), "wages": np.array([1.0, 2.0, 3.0])}
+    assert _sql_condition('("employees" > 2.0)')(values).tolist() == [False, True, False]
+    assert _sql_condition('(abs("employees") > 0.0)')(values).tolist() == [False, True, False]
+
+
 def _survey_with_gaps(tmp_path, share: float = 0.05, rows: int = 800) -> None:
     frame = pd.read_csv(EXAMPLE / "data.csv").head(rows)
     rng = np.random.default_rng(7)
@@ -140,6 +208,7 @@ def test_the_survey_with_gaps_and_edit_rules_publishes_with_every_rule_kept(
             "total_costs == wages + other_costs",
             "profit == turnover - total_costs",
             "wages >= 0",
+            "if employees == 0 then wages == 0",
         ],
         "method": method,
         "checks": {"k_anonymity": 5},
@@ -158,7 +227,9 @@ def test_the_survey_with_gaps_and_edit_rules_publishes_with_every_rule_kept(
     manifest = json.loads((out / "manifest.json").read_text())
     details = manifest["method_details"]
     assert details["groups_moved_onto_edit_rules"] > 0
-    assert manifest["edit_rules"]["masked"] == {"R1": 0, "R2": 0, "R3": 0}
+    assert manifest["edit_rules"]["masked"] == {"R1": 0, "R2": 0, "R3": 0, "R4": 0}
+    staff = data.dropna(subset=["employees", "wages"])
+    assert (staff.loc[staff["employees"] == 0, "wages"] == 0).all()
 
 
 def test_each_group_gets_the_least_sum_of_squares_a_general_solver_finds():

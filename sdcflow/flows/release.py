@@ -284,7 +284,9 @@ def _release(
             with scaled_out(
                 warm, spec.release
             ):  # runner: dask -- the mask's pieces as task runs on the cluster
-                result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys)
+                result = mask(
+                    spec, edits.frame, rng, plan.constraints, plan.resolved_keys, plan.rules
+                )
             released = released_frame(spec, edits.frame, result)
             store_masked(warehouse, run_id, released)
         with steps.step("edit rules on the released records"):

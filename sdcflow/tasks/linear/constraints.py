@@ -109,10 +109,16 @@ class LinearConstraints:
         return X @ self.A.T - self.b, X @ self.G.T - self.h
 
     def snap_bounds(self, X: np.ndarray) -> np.ndarray:
-        """``X`` (n, d) clipped to the single-variable bounds among ``G x <= h`` (``x_j >= l``,
+        """``X`` (n, d) set to the single-variable equalities among ``A x = b`` (``x_j == c``)
+        and clipped to the single-variable bounds among ``G x <= h`` (``x_j >= l``,
         ``x_j <= u``). Meant for values a projection already put on the rules: its rounding
-        can leave -3e-15 under ``x >= 0``, which a strict check downstream would reject."""
+        can leave -3e-15 under ``x >= 0``, or 4e-16 for ``wages == 0``, which a strict check
+        downstream would reject or a reader would puzzle over."""
         X = np.array(X, dtype=np.float64, copy=True)
+        for row, value in zip(self.A, self.b, strict=True):  # x_j == c: exactly c
+            nz = np.flatnonzero(row)
+            if nz.size == 1:
+                X[:, nz[0]] = value / row[nz[0]]
         for row, limit in zip(self.G, self.h, strict=True):
             nz = np.flatnonzero(row)
             if nz.size != 1:
@@ -121,6 +127,25 @@ class LinearConstraints:
             bound = limit / coef
             X[:, j] = np.minimum(X[:, j], bound) if coef > 0 else np.maximum(X[:, j], bound)
         return X
+
+    def with_rows(self, *others: LinearConstraints) -> LinearConstraints:
+        """The rows of this set and of ``others`` (over the same columns), e.g. the linear
+        consequents of conditional rules where their condition holds."""
+        if not others:
+            return self
+        every = [self, *others]
+        for other in others:
+            if tuple(other.columns) != tuple(self.columns):
+                raise ValueError("constraint sets to stack must be over the same columns")
+        return LinearConstraints(
+            self.columns,
+            np.vstack([c.A for c in every]),
+            np.concatenate([c.b for c in every]),
+            np.vstack([c.G for c in every]),
+            np.concatenate([c.h for c in every]),
+            tuple(name for c in every for name in c.eq_names),
+            tuple(name for c in every for name in c.ineq_names),
+        )
 
     def restrict(self, columns: list[str] | tuple[str, ...]) -> LinearConstraints:
         """The rows that involve only ``columns`` (in that order), for block-wise methods."""

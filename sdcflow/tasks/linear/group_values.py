@@ -21,6 +21,16 @@ A group whose column ``j`` is missing on every record releases no value there, s
 rules that do not read ``j`` bind it. Groups whose means already satisfy their rules (every
 group without a missing value) keep them bit for bit.
 
+Two more kinds of rule break the same way and are kept here, at the group level, so that the
+records of a group keep showing one set of values (k counts on that):
+
+* ``if C then D`` with ``D`` linear: where ``C`` holds on a group's values, ``D``'s rows join
+  the rules it is projected onto, as minimal-adjustment repair does for a record.
+* precision: each group's values are rounded keeping the equalities among its columns
+  (:func:`~sdcflow.tasks.linear.rounding.round_keeping_equalities`). Rounded record by
+  record, a record missing a value of one equality rounds the columns of the others on their
+  own and breaks them by a unit.
+
 References
 ----------
 .. [1] J. Domingo-Ferrer and J. M. Mateo-Sanz, "Practical data-oriented microaggregation for
@@ -33,15 +43,19 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.projection import PolyhedronProjector
+from sdcflow.tasks.linear.rounding import round_keeping_equalities
 
-__all__ = ["group_values_on_rules"]
+__all__ = ["Condition", "group_values_on_rules"]
+
+
+Condition = Callable[[Mapping[str, np.ndarray]], np.ndarray]
 
 
 def group_values_on_rules(
@@ -50,6 +64,8 @@ def group_values_on_rules(
     labels: np.ndarray,
     columns: Sequence[str],
     constraints: LinearConstraints | None,
+    decimals: Sequence[int | None] | None = None,
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> tuple[np.ndarray, int]:
     """Move each group's released values onto the linear rules (module docstring).
 
@@ -65,6 +81,21 @@ def group_values_on_rules(
     columns : sequence of str, length d
         The names of the columns; rules that read any other column are not applied.
     constraints : LinearConstraints or None
+    decimals : sequence of int or None, length d, optional
+        The columns' precision (0: integers). The group values are rounded to it here,
+        keeping the equalities among the columns each group has
+        (:func:`~sdcflow.tasks.linear.rounding.round_keeping_equalities`): rounded record
+        by record, a record missing a value of one equality would round the columns of
+        another independently and break it by a unit.
+    conditional : sequence of (condition, LinearConstraints)
+        Rules ``if C then D`` with a linear consequent: ``condition`` maps column name ->
+        group values (c,) (NaN = missing) to a (c,) bool array, True where ``C`` holds (False
+        where it does not or is undetermined); ``D``'s rows are over ``constraints``'
+        columns. Where ``C`` holds on a group's values once they are on the rules, the group
+        is moved from its means onto the rules and ``D`` (as repair does for a record). A
+        group mean keeps ``if employees == 0 then wages == 0`` on complete records (its
+        employees are 0 only when every record's are), but not when a record missing
+        employees brings its wages into the mean.
 
     Returns
     -------
@@ -74,12 +105,17 @@ def group_values_on_rules(
         How many groups were moved.
     """
     out = np.array(released, dtype=np.float64, copy=True)
-    if constraints is None or constraints.is_empty:
+    if constraints is None and conditional:
+        constraints = LinearConstraints.empty(conditional[0][1].columns)
+    if constraints is None or (constraints.is_empty and not conditional):
         return out, 0
     cols = list(columns)
     # rows reading a column not released as a number here (a key binned by `recode:`)
-    constraints = constraints.restrict([c for c in constraints.columns if c in cols])
-    if constraints.is_empty:
+    kept = [c for c in constraints.columns if c in cols]
+    constraints = constraints.restrict(kept)
+    conditional = [(holds, rows.restrict(kept)) for holds, rows in conditional]
+    conditional = [(holds, rows) for holds, rows in conditional if not rows.is_empty]
+    if constraints.is_empty and not conditional:
         return out, 0
     labels = np.asarray(labels, dtype=np.int64)
     n, d = out.shape
@@ -87,7 +123,7 @@ def group_values_on_rules(
         raise ParameterError("X, released and labels must describe the same d columns, n records")
     if n == 0:
         return out, 0
-    idx = np.array([cols.index(c) for c in constraints.columns])
+    idx = np.array([cols.index(c) for c in constraints.columns], dtype=np.int64)
     g = int(labels.max()) + 1
     values = np.full((g, idx.size), np.nan)  # each group's value per rule column
     counts = np.zeros((g, idx.size), dtype=np.int64)  # its records that have the column
@@ -95,27 +131,79 @@ def group_values_on_rules(
         has = ~np.isnan(out[:, j])
         values[labels[has], t] = out[has, j]
         counts[:, t] = np.bincount(labels[has], minlength=g)
+    means = values.copy()
     filled = np.where(np.isnan(X[:, idx]).all(axis=0), 0.0, X[:, idx])  # a column of gaps
     shift = np.nanmean(filled, axis=0) if len(X) else np.zeros(idx.size)
     scale = np.nanstd(filled, axis=0) if len(X) > 1 else np.ones(idx.size)
     scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+    units = _Units(values, counts, shift, scale)
     patterns, which = np.unique(counts > 0, axis=0, return_inverse=True)
     which = which.ravel()
-    moved = 0
+    dec = None if decimals is None else [decimals[j] for j in idx]
+    rounding = dec is not None and any(x is not None for x in dec)
     for p, present in enumerate(patterns):
-        rules = constraints.restrict([constraints.columns[t] for t in np.flatnonzero(present)])
-        if rules.is_empty:
-            continue
         sub = np.flatnonzero(present)
-        base = PolyhedronProjector.from_constraints(rules, shift=shift[sub], scale=scale[sub])
+        names = [constraints.columns[t] for t in sub]
+        rules = constraints.restrict(names)
+        # a consequent reading a column the group lacks is undetermined on its records
+        extra = [
+            (holds, rows.restrict(names))
+            for holds, rows in conditional
+            if _rows(rows.restrict(names)) == _rows(rows)
+        ]
+        if rules.is_empty and not extra:
+            continue
         groups = np.flatnonzero(which == p)
-        Z = (values[np.ix_(groups, sub)] - shift[sub]) / scale[sub]
+        if not rules.is_empty:
+            units.onto(groups, sub, rules)
+        binding = np.zeros((groups.size, len(extra)), dtype=bool)
+        if extra:
+            at = {c: values[groups, t] for t, c in enumerate(constraints.columns)}
+            for i, (holds, _) in enumerate(extra):
+                binding[:, i] = np.asarray(holds(at), dtype=bool)
+        for bound in np.unique(binding, axis=0):
+            these = groups[(binding == bound).all(axis=1)]
+            stacked = rules.with_rows(*(r for (_, r), on in zip(extra, bound, strict=True) if on))
+            if bound.any():  # from the means again, onto the rules and the consequents
+                values[np.ix_(these, sub)] = means[np.ix_(these, sub)]
+                units.onto(these, sub, stacked)
+            if rounding and not stacked.is_empty:
+                assert dec is not None
+                done = round_keeping_equalities(
+                    values[np.ix_(these, sub)], stacked.columns, [dec[t] for t in sub], stacked
+                )
+                values[np.ix_(these, sub)] = done.values
+    for t, j in enumerate(idx):
+        has_j = ~np.isnan(out[:, j])
+        out[has_j, j] = values[labels[has_j], t]
+    return out, int(units.moved.sum())
+
+
+def _rows(rules: LinearConstraints) -> int:
+    return rules.A.shape[0] + rules.G.shape[0]
+
+
+class _Units:
+    """Each group's values ``values`` (g, r), its counts per column, and the columns' shift
+    and scale: projects groups onto rules in standardized units, weighted by the counts."""
+
+    def __init__(self, values, counts, shift, scale) -> None:
+        self.values, self.counts, self.shift, self.scale = values, counts, shift, scale
+        self.moved = np.zeros(len(values), dtype=bool)
+
+    def onto(self, groups: np.ndarray, sub: np.ndarray, rules: LinearConstraints) -> None:
+        """Project, in place, the values of ``groups`` on the columns ``sub`` that break
+        ``rules`` (the module docstring's problem)."""
+        shift, scale = self.shift[sub], self.scale[sub]
+        base = PolyhedronProjector.from_constraints(rules, shift=shift, scale=scale)
+        Z = (self.values[np.ix_(groups, sub)] - shift) / scale
         off = ~base.feasible(Z)
         if not off.any():
-            continue
+            return
         groups, Z = groups[off], Z[off]
         # the weights n_gj make the change the group's own added sum of squares
-        weights, by_weight = np.unique(counts[np.ix_(groups, sub)], axis=0, return_inverse=True)
+        counts = self.counts[np.ix_(groups, sub)]
+        weights, by_weight = np.unique(counts, axis=0, return_inverse=True)
         by_weight = by_weight.ravel()
         P = np.empty_like(Z)
         for w, weight in enumerate(weights):
@@ -123,10 +211,5 @@ def group_values_on_rules(
             P[rows] = base.reweighted(weight.astype(np.float64)).project(
                 Z[rows], skip_feasible=False
             )
-        moved += groups.size
-        values[np.ix_(groups, sub)] = rules.snap_bounds(shift[sub] + scale[sub] * P)
-    if moved:
-        for t, j in enumerate(idx):
-            has_j = ~np.isnan(out[:, j])
-            out[has_j, j] = values[labels[has_j], t]
-    return out, moved
+        self.values[np.ix_(groups, sub)] = rules.snap_bounds(shift + scale * P)
+        self.moved[groups] = True

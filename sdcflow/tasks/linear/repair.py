@@ -147,26 +147,10 @@ def minimal_adjustment(
     for g, pattern in enumerate(patterns):
         rows = np.flatnonzero(group == g)
         parts = [extra for (_, extra), on in zip(conditional, pattern, strict=True) if on]
-        block, block_moved = _repair(X[rows], _stack(constraints, parts), w, tol, row_tol)
+        block, block_moved = _repair(X[rows], constraints.with_rows(*parts), w, tol, row_tol)
         out[rows] = block
         moved[rows] = block_moved
     return out, moved
-
-
-def _stack(base: LinearConstraints, extra: Sequence[LinearConstraints]) -> LinearConstraints:
-    """The rows of ``base`` and of every constraint set in ``extra`` (same columns)."""
-    if not extra:
-        return base
-    every = [base, *extra]
-    return LinearConstraints(
-        base.columns,
-        np.vstack([c.A for c in every]),
-        np.concatenate([c.b for c in every]),
-        np.vstack([c.G for c in every]),
-        np.concatenate([c.h for c in every]),
-        tuple(name for c in every for name in c.eq_names),
-        tuple(name for c in every for name in c.ineq_names),
-    )
 
 
 def _repair(

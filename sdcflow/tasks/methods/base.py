@@ -212,10 +212,10 @@ class Method:
         that contradict what the method promises under ``params``, one line each naming the
         fix; the preflight refuses the spec on the first (exit 2) before any work.
     mask_keys : for methods that mask numeric and categorical keys together:
-        ``mask_keys(encoded keys, params, rng, suppression settings, constraints) ->
-        EncodedRelease`` (:mod:`sdcflow.tasks.methods.mixed`), whose numeric values keep the
-        linear rules; None: the method masks numeric keys, and
-        categorical ones are handled around it.
+        ``mask_keys(encoded keys, params, rng, suppression settings, constraints,
+        conditional) -> EncodedRelease`` (:mod:`sdcflow.tasks.methods.mixed`), whose numeric
+        values keep the linear rules and the conditional ones' consequents; None: the method
+        masks numeric keys, and categorical ones are handled around it.
     scale_out : how the Dask runner spreads the method's work: ``"cells"`` (its grouping
         runs cell by cell on the workers, ``cell_size`` records each), ``"one pass"`` (cheap
         enough for one process at any size the warehouse holds), or None: the method does

@@ -25,6 +25,7 @@ median cuts of the numeric and ordinal keys), cell by cell on the workers under
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -32,7 +33,7 @@ import pandas as pd
 from pydantic import Field
 
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import group_values_on_rules
+from sdcflow.tasks.linear.group_values import Condition, group_values_on_rules
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
 from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
 from sdcflow.tasks.microaggregation.heterogeneous import (
@@ -89,12 +90,19 @@ def _mask_keys(
     rng: np.random.Generator,
     settings: SuppressionSettings,
     constraints: LinearConstraints | None = None,
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> EncodedRelease:
     keys, ord_idx, nom_idx = mixed_keys(enc)
     labels, rep = params.release(keys)
     # means over the values present break the linear rules when some are missing
     numeric, moved = group_values_on_rules(
-        enc.numeric, rep.numeric, labels, enc.numeric_names, constraints
+        enc.numeric,
+        rep.numeric,
+        labels,
+        enc.numeric_names,
+        constraints,
+        [key.decimals for key in enc.numeric_keys],
+        conditional,
     )
     codes = np.empty_like(enc.codes)
     codes[:, ord_idx] = rep.ordinal

@@ -46,7 +46,7 @@ import pandas as pd
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import group_values_on_rules
+from sdcflow.tasks.linear.group_values import Condition, group_values_on_rules
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
 from sdcflow.tasks.measures.anonymity import key_codes
 from sdcflow.tasks.methods import get_method
@@ -100,13 +100,17 @@ def _partial_mdav(
     columns: Sequence[str],
     constraints: LinearConstraints | None,
     spread: np.ndarray,
+    decimals: Sequence[int | None],
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> tuple[np.ndarray, int]:
     """Group means of MDAV-generic with partial distances: records grouped on the values they
     have, means over the values present, missing stays missing; with ``cell_size`` (mdav's),
     within spatial cells of at most that many records (:func:`heterogeneous_cells`). Each
     group's values are then moved onto the linear rules its records can be checked against
     (:func:`group_values_on_rules`; means over different records break them), measured in
-    the units of ``spread`` (the whole file's numeric keys).
+    the units of ``spread`` (the whole file's numeric keys), and rounded to ``decimals``
+    keeping the equalities each group's columns carry; ``conditional`` rules' consequents
+    bind the groups whose values meet their condition.
     (m, p) -> (m, p) and the number of groups moved."""
     keys = MixedKeys.build(numeric=X)
     if cell_size is None:
@@ -115,7 +119,9 @@ def _partial_mdav(
     else:
         labels, rep = heterogeneous_cells_release(keys, k, cell_size)
         values = rep.numeric
-    return group_values_on_rules(spread, values, labels, columns, constraints)
+    return group_values_on_rules(
+        spread, values, labels, columns, constraints, decimals, conditional
+    )
 
 
 def _moved(moved: int, constraints: LinearConstraints | None) -> dict[str, int]:
@@ -139,6 +145,7 @@ def _strata(
     constraints: LinearConstraints | None,
     settings: SuppressionSettings,
     mask: Callable[..., MaskResult],
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> EncodedRelease:
     k = check_k(params.k, enc.n)  # type: ignore[attr-defined]
     names = enc.categorical_names
@@ -163,6 +170,8 @@ def _strata(
                     enc.numeric_names,
                     constraints,
                     enc.numeric,
+                    [key.decimals for key in enc.numeric_keys],
+                    conditional,
                 )
             gaps, moved = gaps + 1, moved + m
         else:
@@ -255,6 +264,7 @@ def mask_keys(
     constraints: LinearConstraints | None = None,
     blocks: Sequence[Sequence[str]] | None = None,
     suppression: SuppressionSettings | None = None,
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> MaskResult:
     """Mask the release's keys (see the module docstring).
 
@@ -273,6 +283,9 @@ def mask_keys(
     blocks : list of list of str or None
         Blocks of numeric keys masked separately (numeric-only releases).
     suppression : SuppressionSettings or None
+    conditional : sequence of (condition, LinearConstraints)
+        Conditional rules ``if C then D`` that group values computed over the values
+        present keep (:func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`).
 
     Returns
     -------
@@ -291,7 +304,7 @@ def mask_keys(
         details["recoding"] = recode_summary
     legacy: MaskResult | None = None
     if method.mask_keys is not None:
-        rel = method.mask_keys(enc, params, rng, settings, constraints)
+        rel = method.mask_keys(enc, params, rng, settings, constraints, conditional)
         promises = rel.promises or ({"k_anonymity": float(k)} if k is not None else {})
     elif not enc.categorical_keys:
         if not enc.numeric_keys:
@@ -310,6 +323,8 @@ def mask_keys(
                 enc.numeric_names,
                 constraints,
                 enc.numeric,
+                [key.decimals for key in enc.numeric_keys],
+                conditional,
             )
             rel = EncodedRelease(
                 values,
@@ -335,7 +350,7 @@ def mask_keys(
             )
         if k is None:
             raise ParameterError(f"method {params.name} has no k to stratify by")
-        rel = _strata(enc, params, rng, constraints, settings, method.mask)
+        rel = _strata(enc, params, rng, constraints, settings, method.mask, conditional)
         promises = {"k_anonymity": float(k)}
     details.update(rel.details)
     if enc.categorical_keys:

@@ -15,7 +15,8 @@ published as missing and matches any value when k is counted.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -38,6 +39,7 @@ def _mask_keys(
     rng: np.random.Generator,
     settings: SuppressionSettings,
     constraints: LinearConstraints | None = None,  # over numeric keys, which it refuses
+    conditional: Sequence[Any] = (),
 ) -> EncodedRelease:
     if enc.numeric_keys:
         raise ParameterError(

@@ -13,12 +13,14 @@ by the preflight, :mod:`sdcflow.tasks.steps.plan`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
@@ -30,6 +32,7 @@ from sdcflow.expectations.rules import (
 )
 from sdcflow.tasks.gates import GateOutcome
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.group_values import Condition
 from sdcflow.tasks.linear.repair import minimal_adjustment
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.spec import ReleaseSpec
@@ -68,6 +71,50 @@ def conditional_consequents(
         if not rows.is_empty:
             out.append((rule, rows))
     return out
+
+
+def group_conditions(
+    spec: ReleaseSpec, rules: Sequence[Rule], constraints: LinearConstraints | None
+) -> list[tuple[Condition, LinearConstraints]]:
+    """The conditional rules masking with missing numbers keeps on each group's values
+    (:func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`): error rules
+    ``if C then D`` with ``D`` linear over the numeric keys and ``C`` reading only numeric
+    keys, as (C evaluated by DuckDB with the validation's SQL, D's rows over the
+    constraints' columns)."""
+    if constraints is None:
+        return []
+    columns = list(constraints.columns)
+    out: list[tuple[Condition, LinearConstraints]] = []
+    for rule, rows in conditional_consequents(spec, rules, columns):
+        assert isinstance(rule.node, Conditional)
+        if set(rule.node.condition.columns) <= set(columns):
+            out.append((_sql_condition(condition_sql(rule)), rows))
+    return out
+
+
+def _sql_condition(sql: str) -> Condition:
+    """``sql`` (a boolean over named columns) as a function of column -> values (c,), True
+    where it holds; a NaN is NULL (DuckDB orders NaN above every number), so a condition on
+    a missing value is undetermined, not true."""
+
+    def holds(values: Mapping[str, np.ndarray]) -> np.ndarray:
+        columns = {
+            c: pa.array(np.asarray(v, dtype=np.float64), from_pandas=True)
+            for c, v in values.items()
+        }
+        n = len(next(iter(columns.values()))) if columns else 0
+        table = pa.table({**columns, "__sdc_i": pa.array(np.arange(n))})
+        con = duckdb.connect()
+        try:
+            con.register("sdc_groups", table)
+            got = con.sql(
+                f"SELECT coalesce({sql}, false) AS c FROM sdc_groups ORDER BY __sdc_i"
+            ).fetchnumpy()["c"]
+        finally:
+            con.close()
+        return np.asarray(got, dtype=bool)
+
+    return holds
 
 
 def needs_repair(spec: ReleaseSpec, constraints: LinearConstraints) -> bool:

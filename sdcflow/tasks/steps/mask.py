@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 
+from sdcflow.expectations.rules import Rule
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.measures.anonymity import equivalence_class_sizes, k_anonymity
 from sdcflow.tasks.measures.risk import risk_summary
@@ -24,6 +25,7 @@ from sdcflow.tasks.methods.keys import Key, SuppressionSettings
 from sdcflow.tasks.methods.mixed import mask_keys
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
+from sdcflow.tasks.steps.edits import group_conditions
 from sdcflow.tasks.steps.progress import Progress
 from sdcflow.tasks.steps.retry import IO_RETRY
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
@@ -112,6 +114,7 @@ def mask(
     rng: np.random.Generator,
     constraints: LinearConstraints | None = None,
     keys: Sequence[Key] | None = None,
+    rules: Sequence[Rule] = (),
 ) -> MaskResult:
     resolved = spec_keys(spec, keys)
     names = [k.name for k in resolved]
@@ -126,6 +129,7 @@ def mask(
             constraints,
             spec.blocks,
             settings,
+            group_conditions(spec, rules, constraints),
         )
     with phases.step(MASK_PHASES[1]):
         disclosure = disclosure_summary(spec, frame.reset_index(drop=True), resolved, result)

@@ -14,7 +14,12 @@ sums, and on the file with errors the example's nine rules, both with ``on_viola
 The baseline, in the same run, is the same release without edit rules: the same groups,
 their means over the values present, no projection. Printed per release: IL (%) with the
 rules and without, their ratio, the groups moved onto the rules, and the released records
-breaking a rule (the release is refused, exit 1, when any does). Figures:
+breaking a rule (the release is refused, exit 1, when any does).
+
+``--time-n N`` times the projection alone (``group_values_on_rules``, CPU s of this process)
+on N synthetic records in groups of 5 (gamma-distributed parts, their two sums, 5 % gaps,
+two sums and two bounds as rules), with and without rounding to integers, against the
+baseline of computing the same group means over the values present (``bincount``). Figures:
 ``benchmarks/README.md``, section "Edit rules with missing numbers".
 """
 
@@ -62,11 +67,63 @@ def run(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def projection_time(n: int, seed: int = 0) -> dict[str, float]:
+    """CPU s of the projection on ``n`` synthetic records (module docstring)."""
+    import time
+
+    from sdcflow.tasks.linear.constraints import LinearConstraints
+    from sdcflow.tasks.linear.group_values import group_values_on_rules
+
+    rng = np.random.default_rng(seed)
+    wages, other, turnover = rng.gamma(2, 10, n), rng.gamma(2, 5, n), rng.gamma(3, 20, n)
+    X = np.c_[turnover, wages, other, wages + other, turnover - wages - other]
+    columns = ["turnover", "wages", "other", "total", "profit"]
+    X[rng.random(X.shape) < 0.05] = np.nan
+    g = -(-n // 5)
+    labels = rng.permutation(np.repeat(np.arange(g), 5)[:n])
+    t0 = time.process_time()
+    means = np.full(X.shape, np.nan)
+    for j in range(X.shape[1]):
+        has = ~np.isnan(X[:, j])
+        total = np.bincount(labels[has], X[has, j], g)
+        count = np.bincount(labels[has], minlength=g)
+        means[has, j] = (total / np.maximum(count, 1))[labels[has]]
+    baseline = time.process_time() - t0
+    rules = LinearConstraints.from_rows(
+        [
+            ("costs", [({"total": 1, "wages": -1, "other": -1}, 0.0)], []),
+            ("profit", [({"profit": 1, "turnover": -1, "total": 1}, 0.0)], []),
+            ("wages", [], [({"wages": -1}, 0.0)]),
+            ("other", [], [({"other": -1}, 0.0)]),
+        ],
+        columns,
+    )
+    t0 = time.process_time()
+    _, moved = group_values_on_rules(X, means, labels, columns, rules)
+    plain = time.process_time() - t0
+    t0 = time.process_time()
+    group_values_on_rules(X, means, labels, columns, rules, decimals=[0] * 5)
+    rounded = time.process_time() - t0
+    return {
+        "n": n,
+        "groups": g,
+        "groups_moved": moved,
+        "means_cpu_s": baseline,
+        "projection_cpu_s": plain,
+        "with_rounding_cpu_s": rounded,
+        "ratio_to_means": plain / baseline,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--missing", type=float, nargs="+", default=[0.05])
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--time-n", type=int, default=None)
     args = p.parse_args(argv)
+    if args.time_n:
+        print(json.dumps(projection_time(args.time_n)), flush=True)
+        return 0
     example = yaml.safe_load((EXAMPLE / "release_with_errors.yaml").read_text())
     files = {
         "survey, 2 sums": (

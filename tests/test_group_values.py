@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -174,11 +175,12 @@ def _survey_with_gaps(tmp_path, share: float = 0.05, rows: int = 800) -> None:
     frame.to_csv(tmp_path / "data.csv", index=False)
 
 
-def _violations(data: pd.DataFrame) -> tuple[int, int]:
-    """Released records breaking each equality, among those that have its values."""
+def _violations(data: pd.DataFrame, tol: float = 0.0) -> tuple[int, int]:
+    """Records breaking each equality by more than ``tol``, among those that have its
+    values."""
     costs = data["total_costs"] - data["wages"] - data["other_costs"]
     profit = data["profit"] - data["turnover"] + data["total_costs"]
-    return int((costs.dropna() != 0).sum()), int((profit.dropna() != 0).sum())
+    return int((costs.dropna().abs() > tol).sum()), int((profit.dropna().abs() > tol).sum())
 
 
 @pytest.mark.flow
@@ -267,3 +269,49 @@ def test_each_group_gets_the_least_sum_of_squares_a_general_solver_finds():
         assert abs(r[0] + r[1] - r[2]) <= 1e-12 * (1 + np.abs(r).max()) and r[0] >= 0
         assert sse(r) <= best.fun + 1e-9 * (1 + best.fun)
         np.testing.assert_allclose(r, best.x, atol=1e-6)
+
+
+@pytest.mark.flow
+def test_a_record_with_gaps_is_repaired_onto_the_rules_it_can_be_checked_against(
+    tmp_path, prefect_api
+):
+    # before: repair skipped every record missing any key, so the 80 sums it could check
+    # stayed broken in the edited table (the groups' projection still kept the release)
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(400)
+    for column in QIS:
+        frame[column] = frame[column].astype("Int64")
+    frame.loc[0:9, "employees"] = pd.NA  # the sum of costs can be checked, and is broken
+    frame.loc[0:9, "total_costs"] += 7
+    frame.loc[10:19, "wages"] = pd.NA  # only profit == turnover - total_costs applies
+    frame.loc[10:19, "profit"] += 5
+    frame.loc[20:29, "wages"] = pd.NA  # and the consequent reads wages: undetermined
+    frame.loc[20:29, "employees"] = 0
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "gaps-repaired",
+        "source": "data.csv",
+        "id_column": "respondent_id",
+        "quasi_identifiers": [*QIS, "region"],
+        "missing_values": [""],
+        "edits": [
+            "total_costs == wages + other_costs",
+            "profit == turnover - total_costs",
+            "if employees == 0 then wages == 0",
+        ],
+        "on_violation": "repair",
+        "method": {"name": "mdav", "k": 5},
+        "checks": {"k_anonymity": 5},
+        "output": "published/",
+        "warehouse": "warehouse.duckdb",
+    }
+    (tmp_path / "release.yaml").write_text(json.dumps(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 0
+    out = tmp_path / "published" / "gaps-repaired"
+    manifest = json.loads((out / "manifest.json").read_text())
+    run = manifest["run_id"]
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        edited = con.sql(f'SELECT * FROM edited."run_{run}" ORDER BY sdc_row_id').df()
+    assert manifest["edit_rules"]["repaired_records"] >= 20
+    assert _violations(edited, tol=1e-9) == (0, 0)  # repaired values are not rounded
+    assert edited[QIS].isna().equals(frame[QIS].isna())  # gaps stay gaps (input order)
+    np.testing.assert_array_equal(edited.loc[20:29, "employees"], 0)

@@ -73,6 +73,10 @@ def conditional_consequents(
     return out
 
 
+def _rows(rules: LinearConstraints) -> int:
+    return rules.A.shape[0] + rules.G.shape[0]
+
+
 def group_conditions(
     spec: ReleaseSpec, rules: Sequence[Rule], constraints: LinearConstraints | None
 ) -> list[tuple[Condition, LinearConstraints]]:
@@ -212,25 +216,37 @@ def repair_edits(
 ) -> tuple[pd.DataFrame, int]:
     """Project the records that violate the linear rules onto them (least squares, as
     ``rspa``) and store the edited table; returns it and the number of records moved.
-    Records with a missing value in a rule's numeric keys are left as they are (the rules
-    are undetermined on them)."""
+    A record missing some values is projected onto the rules it can be checked against:
+    those that read only values it has (the others are undetermined on it), its missing
+    values staying missing."""
     qis = list(constraints.columns)
     X = frame[qis].to_numpy(dtype=np.float64, na_value=np.nan)
-    complete = ~np.isnan(X).any(axis=1)
     conditional = []
     for rule, rows in conditional_consequents(spec, rules, qis):
         ids = matching_row_ids(warehouse, "raw", run_id, condition_sql(rule))
-        mask = frame[ROW_ID].isin(ids).to_numpy()[complete]
+        mask = frame[ROW_ID].isin(ids).to_numpy()
         if mask.any():
             conditional.append((mask, rows))
     repaired = X.copy()
     moved = np.zeros(X.shape[0], dtype=bool)
-    if complete.any():
-        repaired[complete], moved[complete] = minimal_adjustment(
-            X[complete],
-            constraints,
-            row_tol={rule.name: rule.tolerance for rule in rules},
-            conditional=conditional,
+    row_tol = {rule.name: rule.tolerance for rule in rules}
+    gaps, which = np.unique(np.isnan(X), axis=0, return_inverse=True)
+    which = which.ravel()
+    for p, gap in enumerate(gaps):
+        have = [c for c, missing in zip(qis, gap, strict=True) if not missing]
+        these = np.flatnonzero(which == p)
+        on = constraints.restrict(have) if len(have) < len(qis) else constraints
+        # a consequent reading a value the record lacks is undetermined there
+        extra = [
+            (mask[these], rows.restrict(have))
+            for mask, rows in conditional
+            if mask[these].any() and _rows(rows.restrict(have)) == _rows(rows)
+        ]
+        if on.is_empty and not extra:
+            continue
+        cols = [qis.index(c) for c in have]
+        repaired[np.ix_(these, cols)], moved[these] = minimal_adjustment(
+            X[np.ix_(these, cols)], on, row_tol=row_tol, conditional=extra
         )
     edited = frame.copy()
     for j, column in enumerate(qis):

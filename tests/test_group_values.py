@@ -315,3 +315,18 @@ def test_a_record_with_gaps_is_repaired_onto_the_rules_it_can_be_checked_against
     assert _violations(edited, tol=1e-9) == (0, 0)  # repaired values are not rounded
     assert edited[QIS].isna().equals(frame[QIS].isna())  # gaps stay gaps (input order)
     np.testing.assert_array_equal(edited.loc[20:29, "employees"], 0)
+
+
+def test_a_condition_on_a_key_binned_by_recode_is_not_applied_to_group_values():
+    # employees is published as bin labels: its condition cannot be read on numbers (DuckDB
+    # stopped the mask step with a binder error)
+    from sdcflow.expectations.rules import parse_rules
+    from sdcflow.tasks.steps.edits import group_conditions
+    from sdcflow.tasks.steps.plan import linear_constraints
+
+    columns = ["employees", "wages"]
+    [rule] = parse_rules(["if employees == 0 then wages == 0"])
+    spec = type("Spec", (), {"quasi_identifiers": columns})()
+    constraints = linear_constraints([], columns)
+    assert len(group_conditions(spec, [rule], constraints, columns)) == 1
+    assert group_conditions(spec, [rule], constraints, ["wages"]) == []

@@ -78,20 +78,24 @@ def _rows(rules: LinearConstraints) -> int:
 
 
 def group_conditions(
-    spec: ReleaseSpec, rules: Sequence[Rule], constraints: LinearConstraints | None
+    spec: ReleaseSpec,
+    rules: Sequence[Rule],
+    constraints: LinearConstraints | None,
+    numeric: Sequence[str],
 ) -> list[tuple[Condition, LinearConstraints]]:
     """The conditional rules masking with missing numbers keeps on each group's values
     (:func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`): error rules
-    ``if C then D`` with ``D`` linear over the numeric keys and ``C`` reading only numeric
-    keys, as (C evaluated by DuckDB with the validation's SQL, D's rows over the
-    constraints' columns)."""
+    ``if C then D`` with ``D`` linear over the constraints' columns and ``C`` reading only
+    keys released as numbers (``numeric``: not binned by ``recode:``), as (C evaluated by
+    DuckDB with the validation's SQL, D's rows over the constraints' columns)."""
     if constraints is None:
         return []
     columns = list(constraints.columns)
+    allowed = set(columns) & set(numeric)
     out: list[tuple[Condition, LinearConstraints]] = []
     for rule, rows in conditional_consequents(spec, rules, columns):
         assert isinstance(rule.node, Conditional)
-        if set(rule.node.condition.columns) <= set(columns):
+        if set(rule.node.condition.columns) <= allowed:
             out.append((_sql_condition(condition_sql(rule)), rows))
     return out
 

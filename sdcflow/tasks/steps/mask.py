@@ -129,7 +129,12 @@ def mask(
             constraints,
             spec.blocks,
             settings,
-            group_conditions(spec, rules, constraints),
+            group_conditions(
+                spec,
+                rules,
+                constraints,
+                [k.name for k in resolved if _released_kind(k) == "numeric"],
+            ),
         )
     with phases.step(MASK_PHASES[1]):
         disclosure = disclosure_summary(spec, frame.reset_index(drop=True), resolved, result)

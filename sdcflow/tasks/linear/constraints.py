@@ -118,7 +118,7 @@ class LinearConstraints:
         for row, value in zip(self.A, self.b, strict=True):  # x_j == c: exactly c
             nz = np.flatnonzero(row)
             if nz.size == 1:
-                X[:, nz[0]] = value / row[nz[0]]
+                X[:, nz[0]] = value / row[nz[0]] + 0.0  # + 0.0: 0 / -1 is -0.0
         for row, limit in zip(self.G, self.h, strict=True):
             nz = np.flatnonzero(row)
             if nz.size != 1:
@@ -126,7 +126,7 @@ class LinearConstraints:
             j, coef = nz[0], row[nz[0]]
             bound = limit / coef
             X[:, j] = np.minimum(X[:, j], bound) if coef > 0 else np.maximum(X[:, j], bound)
-        return X
+        return X + 0.0  # ``wages >= 0`` is -wages <= 0, whose bound 0 / -1 is -0.0
 
     def with_rows(self, *others: LinearConstraints) -> LinearConstraints:
         """The rows of this set and of ``others`` (over the same columns), e.g. the linear

@@ -135,7 +135,8 @@ def group_values_on_rules(
     filled = np.where(np.isnan(X[:, idx]).all(axis=0), 0.0, X[:, idx])  # a column of gaps
     shift = np.nanmean(filled, axis=0) if len(X) else np.zeros(idx.size)
     scale = np.nanstd(filled, axis=0) if len(X) > 1 else np.ones(idx.size)
-    scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+    # a column of one value across the file moves last: a tiny unit makes moving it dear
+    scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1e-6 * np.maximum(1.0, np.abs(shift)))
     units = _Units(values, counts, shift, scale)
     patterns, which = np.unique(counts > 0, axis=0, return_inverse=True)
     which = which.ravel()

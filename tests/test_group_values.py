@@ -361,3 +361,24 @@ def test_a_bound_at_zero_is_published_as_0_not_minus_0():
     rules = LinearConstraints.from_rows([("w", [], [({"wages": -1.0}, 0.0)])], ["wages"])
     snapped = rules.snap_bounds(np.array([[-1e-16], [0.0], [-0.0], [3.0]]))
     assert not np.signbit(snapped).any() and snapped.ravel().tolist() == [0.0, 0.0, 0.0, 3.0]
+
+
+def test_the_batched_weighted_projection_is_the_projectors():
+    # every group at once onto the equalities, each with its own weights, against the
+    # projector built for each weight vector; a dependent row (the sum of the two) included
+    from sdcflow.tasks.linear.group_values import _onto_equalities
+    from sdcflow.tasks.linear.projection import PolyhedronProjector
+
+    rng = np.random.default_rng(11)
+    A = np.array([[1.0, 1.0, -1.0, 0.0, 0.0], [0.0, -0.2, 0.0, 1.0, 0.0]])
+    A = np.vstack([A, A[0] + A[1]])
+    b = np.array([0.5, 0.0, 0.5])
+    Z = rng.normal(size=(30, 5)) * 3
+    W = rng.integers(1, 9, size=(30, 5)).astype(float)
+    got = _onto_equalities(Z, W, A, b)
+    for z, w, g in zip(Z, W, got, strict=True):
+        want = PolyhedronProjector(A, b, np.zeros((0, 5)), np.zeros(0), weights=w).project(
+            z[None, :], skip_feasible=False
+        )[0]
+        np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got @ A.T, np.broadcast_to(b, (30, 3)), atol=1e-12)

@@ -180,6 +180,17 @@ def group_values_on_rules(
     return out, int(units.moved.sum())
 
 
+def _onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each row of ``Z`` (m, r) projected onto ``A z = b`` (A (p, r)) with its own weights
+    ``W`` (m, r) > 0: ``z - W^-1 A' (A W^-1 A')^+ (A z - b)``, the weighted least-squares
+    point, batched over the rows (dependent rows of ``A``: the pseudo-inverse)."""
+    inv = 1.0 / W
+    M = np.einsum("pi,mi,qi->mpq", A, inv, A)  # (m, p, p)
+    residual = Z @ A.T - b  # (m, p)
+    lam = np.einsum("mpq,mq->mp", np.linalg.pinv(M), residual)
+    return Z - inv * (lam @ A)
+
+
 def _rows(rules: LinearConstraints) -> int:
     return rules.A.shape[0] + rules.G.shape[0]
 
@@ -203,14 +214,21 @@ class _Units:
             return
         groups, Z = groups[off], Z[off]
         # the weights n_gj make the change the group's own added sum of squares
-        counts = self.counts[np.ix_(groups, sub)]
-        weights, by_weight = np.unique(counts, axis=0, return_inverse=True)
-        by_weight = by_weight.ravel()
+        counts = self.counts[np.ix_(groups, sub)].astype(np.float64)
         P = np.empty_like(Z)
-        for w, weight in enumerate(weights):
-            rows = by_weight == w
-            P[rows] = base.reweighted(weight.astype(np.float64)).project(
-                Z[rows], skip_feasible=False
-            )
+        rest = np.ones(len(Z), dtype=bool)
+        if base.n_eq:
+            # every group at once onto the equalities (the closed form with its own weights);
+            # those that then meet the inequalities too are projected
+            P = _onto_equalities(Z, counts, base.A, base.b)
+            rest = ~base.feasible(P)
+        if rest.any():  # the active set, one projector per pattern of weights
+            weights, by_weight = np.unique(counts[rest], axis=0, return_inverse=True)
+            by_weight = by_weight.ravel()
+            Zr, Pr = Z[rest], np.empty_like(Z[rest])
+            for w, weight in enumerate(weights):
+                rows = by_weight == w
+                Pr[rows] = base.reweighted(weight).project(Zr[rows], skip_feasible=False)
+            P[rest] = Pr
         self.values[np.ix_(groups, sub)] = rules.snap_bounds(shift + scale * P)
         self.moved[groups] = True

@@ -17,9 +17,11 @@ rules and without, their ratio, the groups moved onto the rules, and the release
 breaking a rule (the release is refused, exit 1, when any does).
 
 ``--time-n N`` times the projection alone (``group_values_on_rules``, CPU s of this process)
-on N synthetic records in groups of 5 (gamma-distributed parts, their two sums, 5 % gaps,
-two sums and two bounds as rules), with and without rounding to integers, against the
-baseline of computing the same group means over the values present (``bincount``). Figures:
+on N synthetic records in groups of ``--time-size`` (default 5; gamma-distributed parts,
+their two sums, each value missing with probability ``--missing``, two sums and two bounds
+as rules), with and without rounding to integers, against computing the same group means
+over the values present (``bincount``) and against the route before (``BATCHED = False``:
+one projector per pattern of weights). Figures:
 ``benchmarks/README.md``, section "Edit rules with missing numbers".
 """
 
@@ -67,10 +69,11 @@ def run(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def projection_time(n: int, seed: int = 0) -> dict[str, float]:
+def projection_time(n: int, share: float = 0.05, size: int = 5, seed: int = 0) -> dict[str, float]:
     """CPU s of the projection on ``n`` synthetic records (module docstring)."""
     import time
 
+    from sdcflow.tasks.linear import group_values as gv
     from sdcflow.tasks.linear.constraints import LinearConstraints
     from sdcflow.tasks.linear.group_values import group_values_on_rules
 
@@ -78,9 +81,9 @@ def projection_time(n: int, seed: int = 0) -> dict[str, float]:
     wages, other, turnover = rng.gamma(2, 10, n), rng.gamma(2, 5, n), rng.gamma(3, 20, n)
     X = np.c_[turnover, wages, other, wages + other, turnover - wages - other]
     columns = ["turnover", "wages", "other", "total", "profit"]
-    X[rng.random(X.shape) < 0.05] = np.nan
-    g = -(-n // 5)
-    labels = rng.permutation(np.repeat(np.arange(g), 5)[:n])
+    X[rng.random(X.shape) < share] = np.nan
+    g = -(-n // size)
+    labels = rng.permutation(np.repeat(np.arange(g), size)[:n])
     t0 = time.process_time()
     means = np.full(X.shape, np.nan)
     for j in range(X.shape[1]):
@@ -105,14 +108,25 @@ def projection_time(n: int, seed: int = 0) -> dict[str, float]:
     t0 = time.process_time()
     group_values_on_rules(X, means, labels, columns, rules, decimals=[0] * 5)
     rounded = time.process_time() - t0
+    gv.BATCHED = False  # the route before: one projector per pattern of weights
+    try:
+        t0 = time.process_time()
+        group_values_on_rules(X, means, labels, columns, rules)
+        per_pattern = time.process_time() - t0
+    finally:
+        gv.BATCHED = True
     return {
         "n": n,
+        "missing": share,
+        "group_size": size,
         "groups": g,
         "groups_moved": moved,
         "means_cpu_s": baseline,
         "projection_cpu_s": plain,
         "with_rounding_cpu_s": rounded,
         "ratio_to_means": plain / baseline,
+        "one_projector_per_weight_pattern_cpu_s": per_pattern,
+        "speed_up_over_it": per_pattern / plain,
     }
 
 
@@ -121,9 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--missing", type=float, nargs="+", default=[0.05])
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--time-n", type=int, default=None)
+    p.add_argument("--time-size", type=int, default=5, help="records per group (--time-n)")
     args = p.parse_args(argv)
     if args.time_n:
-        print(json.dumps(projection_time(args.time_n)), flush=True)
+        for share in args.missing:
+            print(json.dumps(projection_time(args.time_n, share, args.time_size)), flush=True)
         return 0
     example = yaml.safe_load((EXAMPLE / "release_with_errors.yaml").read_text())
     files = {

@@ -54,6 +54,10 @@ from sdcflow.tasks.linear.rounding import round_keeping_equalities
 
 __all__ = ["Condition", "group_values_on_rules"]
 
+# Groups are projected onto the equalities all at once (False: one projector per pattern of
+# weights, the route before; benchmarks/missing_rules.py times both)
+BATCHED = True
+
 
 Condition = Callable[[Mapping[str, np.ndarray]], np.ndarray]
 
@@ -217,7 +221,7 @@ class _Units:
         counts = self.counts[np.ix_(groups, sub)].astype(np.float64)
         P = np.empty_like(Z)
         rest = np.ones(len(Z), dtype=bool)
-        if base.n_eq:
+        if base.n_eq and BATCHED:
             # every group at once onto the equalities (the closed form with its own weights);
             # those that then meet the inequalities too are projected
             P = _onto_equalities(Z, counts, base.A, base.b)

@@ -382,3 +382,65 @@ def test_the_batched_weighted_projection_is_the_projectors():
         )[0]
         np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(got @ A.T, np.broadcast_to(b, (30, 3)), atol=1e-12)
+
+
+def _ineq(columns, name, coefficients, bound):
+    return LinearConstraints.from_rows([(name, [], [(coefficients, bound)])], columns)
+
+
+def test_a_condition_rounding_makes_true_binds_its_consequent():
+    # if employees <= 1 then wages <= 50: the means (1.4, 60, 15, 75) do not meet the
+    # condition, rounding makes employees 1 and published (1, 60, 15, 75) broke the rule
+    # (found by a review); the group is moved again with the consequent and rounded
+    columns = ["employees", "wages", "other", "total"]
+    rules = LinearConstraints.from_rows(
+        [("sum", [({"total": 1.0, "wages": -1.0, "other": -1.0}, 0.0)], [])], columns
+    )
+    small = _ineq(columns, "small", {"wages": 1.0}, 50.0)
+    released = np.array([[1.4, 60.0, 15.0, 75.0]] * 5)
+    released[1, 3] = NAN
+    spread = np.array([[0, 0, 10, 10], [1, 40, 10, 50], [1, 45, 5, 50.0]])
+    out, _ = group_values_on_rules(
+        spread,
+        released,
+        np.zeros(5, int),
+        columns,
+        rules,
+        decimals=[0, 0, 0, 0],
+        conditional=[(lambda v: v["employees"] <= 1, small)],
+    )
+    employees, wages, other, total = out[0]
+    assert employees <= 1 and wages <= 50 and wages + other == total
+    assert np.array_equal(out, np.round(out), equal_nan=True)
+
+
+def test_a_consequent_whose_move_makes_another_condition_true_binds_that_one_too():
+    # if wages >= 250 then other >= 150; if other >= 140 then total <= 370. The means
+    # (330, 100, 385) meet the first; moving other to 150 met the second, which was never
+    # added: (273, 150, 423) broke it (found by a review)
+    columns = ["wages", "other", "total"]
+    rules = LinearConstraints.from_rows(
+        [("sum", [({"wages": 1.0, "other": 1.0, "total": -1.0}, 0.0)], [])], columns
+    )
+    first = _ineq(columns, "c1", {"other": -1.0}, -150.0)
+    second = _ineq(columns, "c2", {"total": 1.0}, 370.0)
+    X = np.array(
+        [[400, NAN, NAN], [240, 100, 340], [NAN, 100, NAN], [350, NAN, NAN], [NAN, NAN, 430.0]]
+    )
+    released = np.where(np.isnan(X), NAN, np.nanmean(X, axis=0))
+    out, moved = group_values_on_rules(
+        X,
+        released,
+        np.zeros(5, int),
+        columns,
+        rules,
+        decimals=[0, 0, 0],
+        conditional=[
+            (lambda v: v["wages"] >= 250, first),
+            (lambda v: v["other"] >= 140, second),
+        ],
+    )
+    wages, other, total = np.nanmax(out, axis=0)
+    assert moved == 1 and wages + other == total
+    assert wages < 250 or other >= 150
+    assert other < 140 or total <= 370

@@ -25,7 +25,9 @@ Two more kinds of rule break the same way and are kept here, at the group level,
 records of a group keep showing one set of values (k counts on that):
 
 * ``if C then D`` with ``D`` linear: where ``C`` holds on a group's values, ``D``'s rows join
-  the rules it is projected onto, as minimal-adjustment repair does for a record.
+  the rules it is projected onto, as minimal-adjustment repair does for a record. The
+  conditions are read again on the values moved and rounded, until no other one holds: a
+  consequent's move or the rounding (``employees`` 1.4 to 1) can make another true.
 * precision: each group's values are rounded keeping the equalities among its columns
   (:func:`~sdcflow.tasks.linear.rounding.round_keeping_equalities`). Rounded record by
   record, a record missing a value of one equality rounds the columns of the others on their
@@ -159,25 +161,41 @@ def group_values_on_rules(
         if rules.is_empty and not extra:
             continue
         groups = np.flatnonzero(which == p)
-        if not rules.is_empty:
-            units.onto(groups, sub, rules)
         binding = np.zeros((groups.size, len(extra)), dtype=bool)
-        if extra:
-            at = {c: values[groups, t] for t, c in enumerate(constraints.columns)}
-            for i, (holds, _) in enumerate(extra):
-                binding[:, i] = np.asarray(holds(at), dtype=bool)
-        for bound in np.unique(binding, axis=0):
-            these = groups[(binding == bound).all(axis=1)]
-            stacked = rules.with_rows(*(r for (_, r), on in zip(extra, bound, strict=True) if on))
-            if bound.any():  # from the means again, onto the rules and the consequents
+        redo = np.ones(groups.size, dtype=bool)
+        # Until no condition newly holds: a consequent's move can make another condition
+        # true, and so can rounding (employees 1.4 -> 1 under `if employees <= 1 then ...`).
+        # A consequent, once binding, stays (each round adds one or stops).
+        for _ in range(len(extra) + 1):
+            for bound in np.unique(binding[redo], axis=0):
+                these = groups[redo & (binding == bound).all(axis=1)]
+                on = [r for (_, r), b in zip(extra, bound, strict=True) if b]
+                stacked = rules.with_rows(*on)
                 values[np.ix_(these, sub)] = means[np.ix_(these, sub)]
-                units.onto(these, sub, stacked)
-            if rounding and not stacked.is_empty:
-                assert dec is not None
-                done = round_keeping_equalities(
-                    values[np.ix_(these, sub)], stacked.columns, [dec[t] for t in sub], stacked
-                )
-                values[np.ix_(these, sub)] = done.values
+                try:
+                    if not stacked.is_empty:
+                        units.onto(these, sub, stacked)
+                except ParameterError:  # consequents that together admit no value: the
+                    stacked = rules  # rules alone; the validation then counts the rule
+                    values[np.ix_(these, sub)] = means[np.ix_(these, sub)]
+                    if not stacked.is_empty:
+                        units.onto(these, sub, stacked)
+                if rounding and not stacked.is_empty:
+                    assert dec is not None
+                    done = round_keeping_equalities(
+                        values[np.ix_(these, sub)], stacked.columns, [dec[t] for t in sub], stacked
+                    )
+                    values[np.ix_(these, sub)] = done.values
+            if not extra:
+                break
+            at = {c: values[groups, t] for t, c in enumerate(constraints.columns)}
+            now = binding.copy()
+            for i, (holds, _) in enumerate(extra):
+                now[:, i] |= np.asarray(holds(at), dtype=bool)
+            redo = (now != binding).any(axis=1)
+            if not redo.any():
+                break
+            binding = now
     for t, j in enumerate(idx):
         has_j = ~np.isnan(out[:, j])
         out[has_j, j] = values[labels[has_j], t]

@@ -103,7 +103,7 @@ def projection_time(n: int, share: float = 0.05, size: int = 5, seed: int = 0) -
     )
     group_values_on_rules(X[:50], means[:50], labels[:50] % 10, columns, rules)  # compile
     t0 = time.process_time()
-    _, moved = group_values_on_rules(X, means, labels, columns, rules)
+    _, moved, *_ = group_values_on_rules(X, means, labels, columns, rules)
     plain = time.process_time() - t0
     t0 = time.process_time()
     group_values_on_rules(X, means, labels, columns, rules, decimals=[0] * 5)

@@ -46,6 +46,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -54,7 +55,7 @@ from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
 
-__all__ = ["Condition", "group_values_on_rules"]
+__all__ = ["Condition", "GroupValues", "group_values_on_rules"]
 
 # Groups are projected onto the equalities all at once (False: one projector per pattern of
 # weights, the route before; benchmarks/missing_rules.py times both)
@@ -62,6 +63,28 @@ BATCHED = True
 
 
 Condition = Callable[[Mapping[str, np.ndarray]], np.ndarray]
+
+
+class GroupValues(NamedTuple):
+    """What :func:`group_values_on_rules` returns.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n, d)
+        The released values; missing stays missing.
+    moved : int
+        How many groups were moved onto the rules.
+    rounded : tuple of str
+        The columns rounded here, per group, keeping the equalities (with ``decimals``):
+        their values are final and must not be rounded again record by record.
+    derived : tuple of str
+        Among them, the columns solved from the equalities instead of rounded on their own.
+    """
+
+    values: np.ndarray
+    moved: int
+    rounded: tuple[str, ...] = ()
+    derived: tuple[str, ...] = ()
 
 
 def group_values_on_rules(
@@ -72,7 +95,7 @@ def group_values_on_rules(
     constraints: LinearConstraints | None,
     decimals: Sequence[int | None] | None = None,
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
-) -> tuple[np.ndarray, int]:
+) -> GroupValues:
     """Move each group's released values onto the linear rules (module docstring).
 
     Parameters
@@ -105,16 +128,13 @@ def group_values_on_rules(
 
     Returns
     -------
-    released : ndarray of shape (n, d)
-        A new array; missing stays missing.
-    moved : int
-        How many groups were moved.
+    GroupValues
     """
     out = np.array(released, dtype=np.float64, copy=True)
     if constraints is None and conditional:
         constraints = LinearConstraints.empty(conditional[0][1].columns)
     if constraints is None or (constraints.is_empty and not conditional):
-        return out, 0
+        return GroupValues(out, 0)
     cols = list(columns)
     # rows reading a column not released as a number here (a key binned by `recode:`)
     kept = [c for c in constraints.columns if c in cols]
@@ -122,13 +142,13 @@ def group_values_on_rules(
     conditional = [(holds, rows.restrict(kept)) for holds, rows in conditional]
     conditional = [(holds, rows) for holds, rows in conditional if not rows.is_empty]
     if constraints.is_empty and not conditional:
-        return out, 0
+        return GroupValues(out, 0)
     labels = np.asarray(labels, dtype=np.int64)
     n, d = out.shape
     if X.ndim != 2 or X.shape[1] != d or labels.shape != (n,):
         raise ParameterError("X, released and labels must describe the same d columns, n records")
     if n == 0:
-        return out, 0
+        return GroupValues(out, 0)
     idx = np.array([cols.index(c) for c in constraints.columns], dtype=np.int64)
     g = int(labels.max()) + 1
     values = np.full((g, idx.size), np.nan)  # each group's value per rule column
@@ -148,6 +168,7 @@ def group_values_on_rules(
     which = which.ravel()
     dec = None if decimals is None else [decimals[j] for j in idx]
     rounding = dec is not None and any(x is not None for x in dec)
+    derived: set[str] = set()
     for p, present in enumerate(patterns):
         sub = np.flatnonzero(present)
         names = [constraints.columns[t] for t in sub]
@@ -158,7 +179,14 @@ def group_values_on_rules(
             for holds, rows in conditional
             if _rows(rows.restrict(names)) == _rows(rows)
         ]
-        if rules.is_empty and not extra:
+        if rules.is_empty and not extra:  # no rule binds: only the precision
+            if rounding:
+                assert dec is not None
+                groups = np.flatnonzero(which == p)
+                done = round_keeping_equalities(
+                    values[np.ix_(groups, sub)], names, [dec[t] for t in sub]
+                )
+                values[np.ix_(groups, sub)] = done.values
             continue
         groups = np.flatnonzero(which == p)
         binding = np.zeros((groups.size, len(extra)), dtype=bool)
@@ -186,6 +214,7 @@ def group_values_on_rules(
                         values[np.ix_(these, sub)], stacked.columns, [dec[t] for t in sub], stacked
                     )
                     values[np.ix_(these, sub)] = done.values
+                    derived.update(done.derived)
             if not extra:
                 break
             at = {c: values[groups, t] for t, c in enumerate(constraints.columns)}
@@ -199,7 +228,8 @@ def group_values_on_rules(
     for t, j in enumerate(idx):
         has_j = ~np.isnan(out[:, j])
         out[has_j, j] = values[labels[has_j], t]
-    return out, int(units.moved.sum())
+    rounded = tuple(constraints.columns) if rounding else ()
+    return GroupValues(out, int(units.moved.sum()), rounded, tuple(sorted(derived)))
 
 
 def _onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:

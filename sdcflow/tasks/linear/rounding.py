@@ -233,6 +233,23 @@ def round_keeping_equalities(
     return Rounded(X, [cols[idx[j]] for j in P], off)
 
 
+def off_precision(
+    X: np.ndarray, columns: Sequence[str], decimals: Sequence[int | None], tol: float = 1e-9
+) -> dict[str, int]:
+    """Per column with a precision, how many present values of ``X`` (n, d) are not on it
+    (within ``tol`` relative), when any are: solved values a rule keeps off it."""
+    out: dict[str, int] = {}
+    for j, (name, dec) in enumerate(zip(columns, decimals, strict=True)):
+        if dec is None:
+            continue
+        x = X[~np.isnan(X[:, j]), j]
+        snapped = _round(x, int(dec))
+        bad = int((np.abs(snapped - x) > tol * np.maximum(1.0, np.abs(snapped))).sum())
+        if bad:
+            out[name] = bad
+    return out
+
+
 def _exact_integers(M: np.ndarray) -> np.ndarray:
     """``M`` with entries within 1e-9 of an integer set to it. With unit pivots (sums and
     differences) ``A_P^{-1}`` is integral, but the pseudo-inverse carries rounding noise that

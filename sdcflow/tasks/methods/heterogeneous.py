@@ -95,7 +95,7 @@ def _mask_keys(
     keys, ord_idx, nom_idx = mixed_keys(enc)
     labels, rep = params.release(keys)
     # means over the values present break the linear rules when some are missing
-    numeric, moved = group_values_on_rules(
+    done = group_values_on_rules(
         enc.numeric,
         rep.numeric,
         labels,
@@ -114,10 +114,10 @@ def _mask_keys(
     moved_detail = (
         {}
         if constraints is None or constraints.is_empty
-        else {"groups_moved_onto_edit_rules": moved}
+        else {"groups_moved_onto_edit_rules": done.moved}
     )
     return EncodedRelease(
-        numeric=numeric,
+        numeric=done.values,
         codes=codes,
         promises={"k_anonymity": float(params.k)},
         details={
@@ -128,6 +128,9 @@ def _mask_keys(
             "max_group_size": int(sizes.max()),
             **moved_detail,
         },
+        final_rows=np.ones(enc.n, dtype=bool),
+        final_columns=done.rounded,
+        final_derived=done.derived,
     )
 
 
@@ -140,7 +143,7 @@ def _mask(
 ) -> MaskResult:
     keys = MixedKeys.build(numeric=X)
     labels, rep = params.release(keys)
-    points, _ = group_values_on_rules(X, rep.numeric, labels, columns, constraints)
+    points, *_ = group_values_on_rules(X, rep.numeric, labels, columns, constraints)
     return MaskResult(masked=pd.DataFrame(points, columns=columns), points=points, groups=labels)
 
 

@@ -177,12 +177,22 @@ class EncodedRelease:
         The gates the release guarantees (default: k-anonymity over all keys).
     details : dict
         Figures for the manifest.
+    final_rows : ndarray of shape (n,) bool, or None
+        Records whose ``final_columns`` were rounded per group keeping the edit rules
+        (missing numbers: :func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`):
+        rounding them again record by record would break the rules.
+    final_columns : tuple of str
+    final_derived : tuple of str
+        Among ``final_columns``, those solved from the equalities.
     """
 
     numeric: np.ndarray
     codes: np.ndarray
     promises: dict[str, float] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    final_rows: np.ndarray | None = None
+    final_columns: tuple[str, ...] = ()
+    final_derived: tuple[str, ...] = ()
 
 
 MaskKeysFn = Callable[[EncodedKeys, Any, np.random.Generator, SuppressionSettings], EncodedRelease]

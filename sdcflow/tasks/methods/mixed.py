@@ -46,8 +46,8 @@ import pandas as pd
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import Condition, group_values_on_rules
-from sdcflow.tasks.linear.rounding import round_keeping_equalities
+from sdcflow.tasks.linear.group_values import Condition, GroupValues, group_values_on_rules
+from sdcflow.tasks.linear.rounding import Rounded, off_precision, round_keeping_equalities
 from sdcflow.tasks.measures.anonymity import key_codes
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.methods.base import MaskResult, MethodParams
@@ -102,7 +102,7 @@ def _partial_mdav(
     spread: np.ndarray,
     decimals: Sequence[int | None],
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
-) -> tuple[np.ndarray, int]:
+) -> GroupValues:
     """Group means of MDAV-generic with partial distances: records grouped on the values they
     have, means over the values present, missing stays missing; with ``cell_size`` (mdav's),
     within spatial cells of at most that many records (:func:`heterogeneous_cells`). Each
@@ -111,7 +111,7 @@ def _partial_mdav(
     the units of ``spread`` (the whole file's numeric keys), and rounded to ``decimals``
     keeping the equalities each group's columns carry; ``conditional`` rules' consequents
     bind the groups whose values meet their condition.
-    (m, p) -> (m, p) and the number of groups moved."""
+    (m, p) -> :class:`GroupValues` with values (m, p)."""
     keys = MixedKeys.build(numeric=X)
     if cell_size is None:
         labels = heterogeneous_groups(keys, k)
@@ -156,6 +156,9 @@ def _strata(
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(int(labels.max()) + 2))
     gaps = moved = 0
+    final = np.zeros(enc.n, dtype=bool)  # rows rounded per group (missing numbers)
+    final_columns: set[str] = set()
+    final_derived: set[str] = set()
     bounded: list[np.ndarray] = []  # strata whose method reports a loss bound (crisp)
     count = int(labels.max()) + 1
     for s in range(count):
@@ -163,7 +166,7 @@ def _strata(
         X = enc.numeric[rows]
         if np.isnan(X).any():
             with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
-                released[rows], m = _partial_mdav(
+                done = _partial_mdav(
                     X,
                     k,
                     getattr(params, "cell_size", None),
@@ -173,7 +176,11 @@ def _strata(
                     [key.decimals for key in enc.numeric_keys],
                     conditional,
                 )
-            gaps, moved = gaps + 1, moved + m
+            released[rows] = done.values
+            final[rows] = True
+            final_columns |= set(done.rounded)
+            final_derived |= set(done.derived)
+            gaps, moved = gaps + 1, moved + done.moved
         else:
             with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
                 part = mask(X, enc.numeric_names, params, rng, constraints)
@@ -201,7 +208,38 @@ def _strata(
         details.update(_moved(moved, constraints))
     if bounded and len(bounded) == int(labels.max()) + 1:  # crisp in every stratum
         details.update(stratified_bound_details(enc.numeric, released, bounded, k))
-    return EncodedRelease(released, codes[:, :c].astype(np.int64), details=details)
+    return EncodedRelease(
+        released,
+        codes[:, :c].astype(np.int64),
+        details=details,
+        final_rows=final,
+        final_columns=tuple(sorted(final_columns)),
+        final_derived=tuple(sorted(final_derived)),
+    )
+
+
+def _rounded(
+    rel: EncodedRelease,
+    names: list[str],
+    decimals: list[int | None],
+    constraints: LinearConstraints | None,
+) -> Rounded:
+    """The released numbers at their precision, equalities kept. Values already rounded
+    per group keeping the rules (``rel.final_rows`` x ``rel.final_columns``) are left as
+    they are: rounded again record by record, a record missing a value of one equality
+    would have the others rounded on their own (``tax == 0.2 * net`` at 1828.6 -> 1829)."""
+    final = rel.final_rows
+    if final is None or not rel.final_columns or not final.any():
+        return round_keeping_equalities(rel.numeric, names, decimals, constraints)
+    out = rel.numeric.copy()
+    derived = set(rel.final_derived)
+    if (~final).any():
+        rest = round_keeping_equalities(rel.numeric[~final], names, decimals, constraints)
+        out[~final] = rest.values
+        derived |= set(rest.derived)
+    others = [None if c in rel.final_columns else d for c, d in zip(names, decimals, strict=True)]
+    out[final] = round_keeping_equalities(rel.numeric[final], names, others).values
+    return Rounded(out, sorted(derived), off_precision(out, names, decimals))
 
 
 def _as_integers(series: pd.Series) -> pd.Series:
@@ -316,7 +354,7 @@ def mask_keys(
                     "remove `blocks:`"
                 )
             cell_size = getattr(params, "cell_size", None)
-            values, moved = _partial_mdav(
+            done = _partial_mdav(
                 enc.numeric,
                 check_k(k, enc.n),
                 cell_size,
@@ -327,9 +365,15 @@ def mask_keys(
                 conditional,
             )
             rel = EncodedRelease(
-                values,
+                done.values,
                 enc.codes,
-                details={"strategy": _partial_strategy(cell_size), **_moved(moved, constraints)},
+                details={
+                    "strategy": _partial_strategy(cell_size),
+                    **_moved(done.moved, constraints),
+                },
+                final_rows=np.ones(enc.n, dtype=bool),
+                final_columns=done.rounded,
+                final_derived=done.derived,
             )
             promises = {"k_anonymity": float(k)}
         else:
@@ -366,7 +410,7 @@ def mask_keys(
     decimals = [key.decimals for key in enc.numeric_keys]
     is_box = legacy is not None and list(legacy.masked.columns) != enc.numeric_names
     if any(d is not None for d in decimals) and not is_box:
-        done = round_keeping_equalities(rel.numeric, enc.numeric_names, decimals, constraints)
+        done = _rounded(rel, enc.numeric_names, decimals, constraints)
         rel.numeric = done.values
         details["precision"] = {
             "decimals": {c: d for c, d in zip(enc.numeric_names, decimals, strict=True)},

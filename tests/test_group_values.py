@@ -182,6 +182,27 @@ def _survey_with_gaps(tmp_path, share: float = 0.05, rows: int = 800, floats: bo
     frame.to_csv(tmp_path / "data.csv", index=False)
 
 
+def _released(tmp_path, release: str, edits: list, method: dict, **fields):
+    """Write a spec over ``tmp_path/data.csv`` (the survey's keys and region unless
+    ``fields`` say otherwise), release it (exit 0) and return the published folder."""
+    spec = {
+        "release": release,
+        "source": "data.csv",
+        "id_column": "respondent_id",
+        "quasi_identifiers": [*QIS, "region"],
+        "missing_values": [""],
+        "edits": edits,
+        "method": method,
+        "checks": {"k_anonymity": 5},
+        "output": "published/",
+        "warehouse": "warehouse.duckdb",
+        **fields,
+    }
+    (tmp_path / "release.yaml").write_text(json.dumps(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 0
+    return tmp_path / "published" / release
+
+
 def _violations(data: pd.DataFrame, tol: float = 0.0) -> tuple[int, int]:
     """Records breaking each equality by more than ``tol``, among those that have its
     values."""
@@ -209,26 +230,13 @@ def test_the_survey_with_gaps_and_edit_rules_publishes_with_every_rule_kept(
     # in cells, where groups had no complete record, a sum broke by a unit (17 records)
     _survey_with_gaps(tmp_path, rows=rows, floats=floats)
     source = pd.read_csv(tmp_path / "data.csv")
-    spec = {
-        "release": "survey-gaps",
-        "source": "data.csv",
-        "id_column": "respondent_id",
-        "quasi_identifiers": [*QIS, "region"],
-        "missing_values": [""],
-        "edits": [
-            "total_costs == wages + other_costs",
-            "profit == turnover - total_costs",
-            "wages >= 0",
-            "if employees == 0 then wages == 0",
-        ],
-        "method": method,
-        "checks": {"k_anonymity": 5},
-        "output": "published/",
-        "warehouse": "warehouse.duckdb",
-    }
-    (tmp_path / "release.yaml").write_text(json.dumps(spec))
-    assert main(["release", str(tmp_path / "release.yaml")]) == 0
-    out = tmp_path / "published" / "survey-gaps"
+    edits = [
+        "total_costs == wages + other_costs",
+        "profit == turnover - total_costs",
+        "wages >= 0",
+        "if employees == 0 then wages == 0",
+    ]
+    out = _released(tmp_path, "survey-gaps", edits, method)
     data = pd.read_csv(out / "data.csv")
     assert _violations(data, tol=1e-8) == (0, 0)  # the validation's default tolerance
     assert (data["wages"].dropna() >= 0).all()
@@ -296,26 +304,13 @@ def test_a_record_with_gaps_is_repaired_onto_the_rules_it_can_be_checked_against
     frame.loc[20:29, "wages"] = pd.NA  # and the consequent reads wages: undetermined
     frame.loc[20:29, "employees"] = 0
     frame.to_csv(tmp_path / "data.csv", index=False)
-    spec = {
-        "release": "gaps-repaired",
-        "source": "data.csv",
-        "id_column": "respondent_id",
-        "quasi_identifiers": [*QIS, "region"],
-        "missing_values": [""],
-        "edits": [
-            "total_costs == wages + other_costs",
-            "profit == turnover - total_costs",
-            "if employees == 0 then wages == 0",
-        ],
-        "on_violation": "repair",
-        "method": {"name": "mdav", "k": 5},
-        "checks": {"k_anonymity": 5},
-        "output": "published/",
-        "warehouse": "warehouse.duckdb",
-    }
-    (tmp_path / "release.yaml").write_text(json.dumps(spec))
-    assert main(["release", str(tmp_path / "release.yaml")]) == 0
-    out = tmp_path / "published" / "gaps-repaired"
+    edits = [
+        "total_costs == wages + other_costs",
+        "profit == turnover - total_costs",
+        "if employees == 0 then wages == 0",
+    ]
+    method = {"name": "mdav", "k": 5}
+    out = _released(tmp_path, "gaps-repaired", edits, method, on_violation="repair")
     manifest = json.loads((out / "manifest.json").read_text())
     run = manifest["run_id"]
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
@@ -470,21 +465,10 @@ def test_values_a_rule_keeps_off_integers_are_not_rounded_again_record_by_record
         frame[column] = frame[column].astype("Int64")
         frame.loc[rng.random(n) < 0.1, column] = pd.NA
     frame.to_csv(tmp_path / "data.csv", index=False)
-    spec = {
-        "release": "tax",
-        "source": "data.csv",
-        "id_column": "id",
-        "quasi_identifiers": ["net", "tax", "staff", "turnover", "gross"],
-        "missing_values": [""],
-        "edits": ["tax == 0.2 * net", "gross == net + tax"],
-        "method": {"name": "mdav", "k": 5},
-        "checks": {"k_anonymity": 5},
-        "output": "published/",
-        "warehouse": "warehouse.duckdb",
-    }
-    (tmp_path / "release.yaml").write_text(json.dumps(spec))
-    assert main(["release", str(tmp_path / "release.yaml")]) == 0
-    out = tmp_path / "published" / "tax"
+    keys = ["net", "tax", "staff", "turnover", "gross"]
+    edits = ["tax == 0.2 * net", "gross == net + tax"]
+    method = {"name": "mdav", "k": 5}
+    out = _released(tmp_path, "tax", edits, method, id_column="id", quasi_identifiers=keys)
     data = pd.read_csv(out / "data.csv")
     both = data.dropna(subset=["net", "tax"])
     assert (np.abs(both["tax"] - 0.2 * both["net"]) <= 1e-8).all()

@@ -382,3 +382,26 @@ def test_a_key_column_without_any_value_is_planned_not_a_crash(tmp_path, source)
     spec.write_text(yaml.safe_dump(fields))
     plan = plan_release(load_spec(spec))
     assert [k.kind for k in plan.resolved_keys] == ["numeric", "numeric"]
+
+
+def test_a_rule_reading_a_binned_key_as_a_number_is_refused_before_the_run(tmp_path, capsys):
+    # age is published as bin labels: the rule could not be evaluated on the released
+    # records and the run ended at the post-release validation ("ConversionException")
+    rules = ["income == salary + bonus", "if age >= 65 then bonus <= 900"]
+    spec = write_spec(tmp_path, edits=rules)
+    assert main(["release", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.RULE_NOT_CHECKABLE, "R2") and "bin labels" in err
+    assert "Traceback" not in err and not (tmp_path / "warehouse.duckdb").exists()
+
+
+@pytest.mark.flow
+def test_a_warning_rule_reading_a_binned_key_is_listed_not_checked(tmp_path, prefect_api):
+    rules = [
+        "income == salary + bonus",
+        {"rule": "if age >= 65 then bonus <= 900", "severity": "warning"},
+    ]
+    spec = write_spec(tmp_path, edits=rules)
+    assert main(["release", str(spec)]) == 0
+    manifest = json.loads((tmp_path / "published" / "people" / "manifest.json").read_text())
+    assert manifest["edit_rules"]["not_checked_after_masking"] == ["R2"]

@@ -251,6 +251,18 @@ class Conditional:
 Node = Condition | Conditional
 
 
+def numeric_columns(node: Node) -> set[str]:
+    """The columns ``node`` reads as numbers: in comparisons and arithmetic, and in a set of
+    numbers (``x in [1, 2]``); not in text comparisons or ``is not null``."""
+    if isinstance(node, Conditional):
+        return numeric_columns(node.condition) | numeric_columns(node.consequent)
+    if isinstance(node, Comparison | Chain):
+        return set(node.columns)
+    if isinstance(node, InSet) and any(not isinstance(v, str) for v in node.values):
+        return {node.column}
+    return set()
+
+
 def is_linear_node(node: Node) -> bool:
     """True for a comparison or chain of linear (in)equalities (not ``!=``, not conditional)."""
     if isinstance(node, Comparison):

@@ -29,7 +29,7 @@ from sdcflow.tasks.steps import edits as edit_steps
 from sdcflow.tasks.steps import fuzzy_map as fuzzy_map_steps
 from sdcflow.tasks.steps.ingest import ingest
 from sdcflow.tasks.steps.mask import mask, released_frame, store_masked
-from sdcflow.tasks.steps.plan import ReleasePlan, preflight
+from sdcflow.tasks.steps.plan import ReleasePlan, binned_keys, preflight
 from sdcflow.tasks.steps.progress import Progress
 from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
@@ -91,7 +91,7 @@ def _edit_masked(
         return None, []
     # a fuzzy-mapped column holds mapped values: its rules are not checked on them
     columns = [c for c in released.columns if c not in plan.spec.fuzzy_map]
-    checkable, skipped = edit_steps.released_rules(plan.rules, columns)
+    checkable, skipped = edit_steps.released_rules(plan.rules, columns, binned_keys(plan.spec))
     post = edit_steps.validate_edits(
         warehouse, run_id, "masked", checkable, docs / "masked", plan.spec.release, skipped
     )

@@ -29,6 +29,7 @@ from sdcflow.expectations.rules import (
     Conditional,
     Rule,
     is_linear_node,
+    numeric_columns,
 )
 from sdcflow.tasks.gates import GateOutcome
 from sdcflow.tasks.linear.constraints import LinearConstraints
@@ -135,11 +136,18 @@ def needs_repair(spec: ReleaseSpec, constraints: LinearConstraints) -> bool:
     )
 
 
-def released_rules(rules: Sequence[Rule], columns: Sequence[str]) -> tuple[list[Rule], list[str]]:
-    """The rules that can be checked on a table with ``columns``, and the names of the others."""
-    have = set(columns)
-    ok = [r for r in rules if set(r.columns) <= have]
-    return ok, [r.name for r in rules if not set(r.columns) <= have]
+def released_rules(
+    rules: Sequence[Rule], columns: Sequence[str], labelled: Sequence[str] = ()
+) -> tuple[list[Rule], list[str]]:
+    """The rules that can be checked on a table with ``columns``, and the names of the others:
+    those reading a column it lacks, or reading as a number a column of ``labelled`` (keys
+    that ``recode:`` bins publish as bin labels)."""
+    have, text = set(columns), set(labelled)
+
+    def checkable(rule: Rule) -> bool:
+        return set(rule.columns) <= have and not numeric_columns(rule.node) & text
+
+    return [r for r in rules if checkable(r)], [r.name for r in rules if not checkable(r)]
 
 
 def rule_failures(report: RuleReport) -> list[GateOutcome]:

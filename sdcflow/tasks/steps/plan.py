@@ -33,6 +33,7 @@ from sdcflow.expectations.rules import (
     Rule,
     TextComparison,
     load_rules_file,
+    numeric_columns,
     parse_rules,
 )
 from sdcflow.limits import MAX_RULES, MAX_SOURCE_COLUMNS, check_count
@@ -230,6 +231,11 @@ def check_destinations(spec: ReleaseSpec) -> None:
     check_warehouse_file(spec.warehouse_path)
 
 
+def binned_keys(spec: ReleaseSpec) -> list[str]:
+    """The keys ``recode:`` bins: published as bin labels, not numbers."""
+    return [name for name, rule in spec.recode.items() if rule.bins is not None]
+
+
 def check_rules_checkable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
     """Every error rule must be checkable on the released records: all its columns released
     (quasi-identifiers, ``keep``, ``sensitive``), unless the spec accepts it unchecked
@@ -246,9 +252,21 @@ def check_rules_checkable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
     # the weight column is published too (unchanged unless a key)
     weight = {spec.weight_column} if spec.weight_column else set()
     released = {*spec.quasi_identifiers, *spec.keep, *spec.sensitive, *weight} - set(spec.fuzzy_map)
+    binned = set(binned_keys(spec))
     for rule in rules:
         if rule.severity != "error" or rule.name in spec.accept.unchecked_rules:
             continue
+        labels = sorted(numeric_columns(rule.node) & binned)
+        if labels:
+            raise RuleError(
+                f"the rule reads {', '.join(labels)} as a number, and `recode:` bins publish "
+                "it as bin labels, so the rule cannot be checked on the released records",
+                rule=rule.text,
+                name=rule.name,
+                hint="remove the bins, give the rule severity: warning, or accept it "
+                f"unchecked with `accept: {{unchecked_rules: [{rule.name}]}}`",
+                code=Reason.RULE_NOT_CHECKABLE,
+            )
         hidden = sorted(set(rule.columns) - released)
         if hidden:
             raise RuleError(

@@ -478,3 +478,16 @@ def test_values_a_rule_keeps_off_integers_are_not_rounded_again_record_by_record
     off = precision["off_precision"]  # the manifest counts what is on disk
     assert off.get("tax", 0) == int((data["tax"].dropna() % 1 != 0).sum())
     assert off.get("gross", 0) == int((data["gross"].dropna() % 1 != 0).sum())
+
+
+@pytest.mark.flow
+def test_integer_keys_stay_integers_when_the_only_rule_is_conditional(tmp_path, prefect_api):
+    # the group rounding skipped groups no rule bound while saying it had rounded every
+    # rule column, so the record rounding left them: employees 17.4 was published
+    _survey_with_gaps(tmp_path)
+    edits = ["if employees == 0 then wages == 0"]
+    out = _released(tmp_path, "conditional-only", edits, {"name": "mdav", "k": 5})
+    data = pd.read_csv(out / "data.csv")
+    assert all((data[c].dropna() % 1 == 0).all() for c in QIS)
+    staff = data.dropna(subset=["employees", "wages"])
+    assert (staff.loc[staff["employees"] == 0, "wages"] == 0).all()

@@ -99,6 +99,11 @@ class LinearConstraints:
         )
 
     @property
+    def n_rows(self) -> int:
+        """Equality and inequality rows."""
+        return self.A.shape[0] + self.G.shape[0]
+
+    @property
     def is_empty(self) -> bool:
         return self.A.shape[0] == 0 and self.G.shape[0] == 0
 

@@ -171,22 +171,17 @@ def group_values_on_rules(
     derived: set[str] = set()
     for p, present in enumerate(patterns):
         sub = np.flatnonzero(present)
+        if not sub.size:  # groups with none of the rule columns
+            continue
         names = [constraints.columns[t] for t in sub]
         rules = constraints.restrict(names)
         # a consequent reading a column the group lacks is undetermined on its records
-        extra = [
-            (holds, rows.restrict(names))
-            for holds, rows in conditional
-            if _rows(rows.restrict(names)) == _rows(rows)
-        ]
-        if rules.is_empty and not extra:  # no rule binds: only the precision
-            if rounding:
-                assert dec is not None
-                groups = np.flatnonzero(which == p)
-                done = round_keeping_equalities(
-                    values[np.ix_(groups, sub)], names, [dec[t] for t in sub]
-                )
-                values[np.ix_(groups, sub)] = done.values
+        extra = []
+        for holds, rows in conditional:
+            kept_rows = rows.restrict(names)
+            if kept_rows.n_rows == rows.n_rows:
+                extra.append((holds, kept_rows))
+        if rules.is_empty and not extra and not rounding:
             continue
         groups = np.flatnonzero(which == p)
         binding = np.zeros((groups.size, len(extra)), dtype=bool)
@@ -198,20 +193,17 @@ def group_values_on_rules(
             for bound in np.unique(binding[redo], axis=0):
                 these = groups[redo & (binding == bound).all(axis=1)]
                 on = [r for (_, r), b in zip(extra, bound, strict=True) if b]
-                stacked = rules.with_rows(*on)
                 values[np.ix_(these, sub)] = means[np.ix_(these, sub)]
                 try:
-                    if not stacked.is_empty:
-                        units.onto(these, sub, stacked)
+                    stacked = rules.with_rows(*on)
+                    units.onto(these, sub, stacked)
                 except ParameterError:  # consequents that together admit no value: the
                     stacked = rules  # rules alone; the validation then counts the rule
-                    values[np.ix_(these, sub)] = means[np.ix_(these, sub)]
-                    if not stacked.is_empty:
-                        units.onto(these, sub, stacked)
-                if rounding and not stacked.is_empty:
+                    units.onto(these, sub, stacked)
+                if rounding:  # every group of the pattern, bound by rules or not
                     assert dec is not None
                     done = round_keeping_equalities(
-                        values[np.ix_(these, sub)], stacked.columns, [dec[t] for t in sub], stacked
+                        values[np.ix_(these, sub)], names, [dec[t] for t in sub], stacked
                     )
                     values[np.ix_(these, sub)] = done.values
                     derived.update(done.derived)
@@ -243,10 +235,6 @@ def _onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray)
     return Z - inv * (lam @ A)
 
 
-def _rows(rules: LinearConstraints) -> int:
-    return rules.A.shape[0] + rules.G.shape[0]
-
-
 class _Units:
     """Each group's values ``values`` (g, r), its counts per column, and the columns' shift
     and scale: projects groups onto rules in standardized units, weighted by the counts."""
@@ -258,6 +246,8 @@ class _Units:
     def onto(self, groups: np.ndarray, sub: np.ndarray, rules: LinearConstraints) -> None:
         """Project, in place, the values of ``groups`` on the columns ``sub`` that break
         ``rules`` (the module docstring's problem)."""
+        if rules.is_empty:
+            return
         shift, scale = self.shift[sub], self.scale[sub]
         base = PolyhedronProjector.from_constraints(rules, shift=shift, scale=scale)
         Z = (self.values[np.ix_(groups, sub)] - shift) / scale

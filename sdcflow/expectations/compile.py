@@ -7,15 +7,22 @@ Each rule becomes one *check column*: an SQL expression evaluated per record (ne
 =====================================  ==========================  ==============================
 rule                                   check column (SQL)          expectation on it
 =====================================  ==========================  ==============================
-``lhs == rhs``                         residual ``lhs - rhs``      between ``-tol`` and ``tol``
-``lhs <= rhs`` / ``lhs < rhs``         residual ``lhs - rhs``      at most ``tol`` / below 0
-``lhs >= rhs`` / ``lhs > rhs``         residual ``rhs - lhs``      at most ``tol`` / below 0
-``lo <= expr <= hi`` (constant ends)   value of ``expr``           between ``lo-tol``, ``hi+tol``
+``lhs == rhs``                         residual ``lhs - rhs`` (1)  between ``-tol`` and ``tol``
+``lhs <= rhs`` / ``lhs < rhs``         residual ``lhs - rhs`` (1)  at most ``tol`` / below 0
+``lhs >= rhs`` / ``lhs > rhs``         residual ``rhs - lhs`` (1)  at most ``tol`` / below 0
+``lo <= expr <= hi`` (constant ends)   value of ``expr`` (2)       between ``lo-tol``, ``hi+tol``
 ``x in [...]`` / ``x not in [...]``    ``x``                       in set / not in set
 ``not_null(x)``                        ``x``                       not null
 anything else (conditional, ``!=``,    boolean "rule holds"        the custom ``ExpectRuleToHold``
 text comparison, general chain)
 =====================================  ==========================  ==============================
+
+(1) Of a non-strict comparison, the residual beyond binary rounding: moved towards 0 by
+:data:`~sdcflow.tolerances.ROUNDING_SLACK` times the terms' magnitude
+``sum_j |a_j x_j| + |c|`` (0 when within it), so that the expectation's fixed bounds judge
+``|r| <= tol + slack`` per record. Strict comparisons keep the exact residual.
+(2) Clamped into ``[lo, hi]`` where the rule holds (within its tolerance and slack), so that the
+expectation agrees with :func:`holds_sql` record by record.
 
 A missing value makes a linear residual NULL, and SQL's three-valued logic makes a boolean NULL:
 such records are *undetermined* for the rule, not violations, in both DuckDB and GE (which
@@ -56,6 +63,7 @@ from sdcflow.expectations.rules import (
     Rule,
     TextComparison,
 )
+from sdcflow.tolerances import ROUNDING_SLACK
 from sdcflow.warehouse.sql import quote_identifier
 
 __all__ = [
@@ -96,6 +104,27 @@ def linear_sql(form: LinearForm) -> str:
     return "(" + " + ".join(parts) + ")"
 
 
+def _slack_sql(form: LinearForm, tol: float) -> str:
+    """SQL of a non-strict comparison's allowance on ``form``'s residual: ``tol`` plus
+    ``ROUNDING_SLACK * (sum_j |coef_j col_j| + |const|)``, the binary rounding a double
+    evaluation of the terms can carry (:mod:`sdcflow.tolerances`)."""
+    parts = []
+    for column, coef in form.terms:
+        ref = f"CAST({quote_identifier(column)} AS DOUBLE)"
+        parts.append(f"abs({ref})" if abs(coef) == 1.0 else f"abs({_num(coef)} * {ref})")
+    if form.const != 0.0:
+        parts.append(_num(abs(form.const)))
+    if not parts:
+        return _num(tol)
+    return f"({_num(tol)} + {_num(ROUNDING_SLACK)} * ({' + '.join(parts)}))"
+
+
+def _beyond_rounding_sql(form: LinearForm) -> str:
+    """SQL of ``form``'s residual moved towards 0 by its rounding slack (0 within it)."""
+    r, slack = linear_sql(form), _slack_sql(form, 0.0)
+    return f"(CASE WHEN abs({r}) <= {slack} THEN 0.0 ELSE {r} - sign({r}) * {slack} END)"
+
+
 def _normalized(link: Comparison) -> tuple[LinearForm, bool]:
     """The residual ``r`` with the link meaning ``r <= 0`` (or ``r < 0`` when strict; ``r == 0``
     for ``==``) and whether the link is strict."""
@@ -110,11 +139,14 @@ def _condition_sql(node: Condition, tol: float) -> str:
     """Boolean SQL that is TRUE when ``node`` holds (within ``tol``), NULL when undetermined."""
     if isinstance(node, Comparison):
         if node.op == "!=":
-            return f"(abs({linear_sql(node.residual)}) > {_num(tol)})"
+            r = node.residual
+            return f"(abs({linear_sql(r)}) > {_slack_sql(r, tol)})"
         r, strict = _normalized(node)
         if node.op == "==":
-            return f"(abs({linear_sql(r)}) <= {_num(tol)})"
-        return f"({linear_sql(r)} < 0.0)" if strict else f"({linear_sql(r)} <= {_num(tol)})"
+            return f"(abs({linear_sql(r)}) <= {_slack_sql(r, tol)})"
+        if strict:
+            return f"({linear_sql(r)} < 0.0)"
+        return f"({linear_sql(r)} <= {_slack_sql(r, tol)})"
     if isinstance(node, Chain):
         return "(" + " AND ".join(_condition_sql(link, tol) for link in node.links) + ")"
     if isinstance(node, TextComparison):
@@ -200,11 +232,12 @@ def compile_rule(rule: Rule) -> CompiledRule:
     holds = holds_sql(rule)
     if isinstance(node, Comparison) and node.op != "!=":
         r, strict = _normalized(node)
-        if node.op == "==":
-            return CompiledRule(rule, linear_sql(r), holds, "between", -tol, tol)
         if strict:
             return CompiledRule(rule, linear_sql(r), holds, "between", None, 0.0, strict_max=True)
-        return CompiledRule(rule, linear_sql(r), holds, "between", None, tol)
+        value = _beyond_rounding_sql(r)
+        if node.op == "==":
+            return CompiledRule(rule, value, holds, "between", -tol, tol)
+        return CompiledRule(rule, value, holds, "between", None, tol)
     if isinstance(node, Chain) and len(node.links) == 2:
         first, second = node.links
         lo, mid, hi = first.lhs, first.rhs, second.rhs
@@ -216,9 +249,15 @@ def compile_rule(rule: Rule) -> CompiledRule:
         if lo.is_constant and hi.is_constant and not mid.is_constant:
             lo_v = lo.const if lo_strict else lo.const - tol
             hi_v = hi.const if hi_strict else hi.const + tol
+            x = linear_sql(mid)
+            # within the rounding slack of an end, the value is judged at the end
+            value = (
+                f"(CASE WHEN {holds} THEN least(greatest({x}, {_num(lo.const)}), "
+                f"{_num(hi.const)}) ELSE {x} END)"
+            )
             return CompiledRule(
                 rule,
-                linear_sql(mid),
+                value,
                 holds,
                 "between",
                 lo_v,

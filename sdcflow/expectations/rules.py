@@ -21,7 +21,10 @@ methods and the repair step consume (:func:`sdcflow.tasks.steps.plan.linear_cons
 An edit item is a string or a mapping ``{rule, name, severity, tolerance, description}``.
 ``severity`` is ``error`` (default: a violation blocks a release) or ``warning`` (reported only);
 ``tolerance`` (default 1e-8, ``validate``'s ``lin.eq.eps``) is the absolute slack allowed for
-``==``, ``<=`` and ``>=`` so that rounding does not count as a violation. Strict comparisons
+``==``, ``<=`` and ``>=`` so that rounding does not count as a violation. On top of it, a
+comparison allows ``ROUNDING_SLACK`` (1e-12) of its terms' magnitude
+``sum_j |a_j x_j| + |c|`` for binary rounding (:mod:`sdcflow.tolerances`): amounts of 1e9 with
+cents are off by up to 2.4e-7 in double arithmetic. Strict comparisons
 (``<``, ``>``) are exact, so that a condition such as ``if employees > 0`` does not fire at 0.
 A rule is *violated* by a record when it evaluates to false; a record with a missing value in a
 rule's columns is *undetermined* for that rule (as ``NA`` in ``validate``), and the ``not_null``
@@ -52,8 +55,10 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from sdcflow.errors import Reason, RuleError
 from sdcflow.limits import MAX_RULES_FILE_BYTES, load_yaml, read_bounded
+from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 
 __all__ = [
+    "ROUNDING_SLACK",
     "Chain",
     "Comparison",
     "Conditional",
@@ -68,7 +73,6 @@ __all__ = [
     "parse_rules",
 ]
 
-DEFAULT_TOLERANCE = 1e-8
 SEVERITIES = ("error", "warning")
 ITEM_KEYS = ("rule", "name", "severity", "tolerance", "description")
 RESERVED_NAMES = frozenset({"sdc_row_id"})
@@ -285,7 +289,8 @@ class Rule:
     severity : {"error", "warning"}
         ``error`` rules block a release when violated; ``warning`` rules are only reported.
     tolerance : float
-        Absolute slack for ``==``, ``<=``, ``>=`` (strict comparisons are exact).
+        Absolute slack for ``==``, ``<=``, ``>=``, added to :data:`ROUNDING_SLACK` of the
+        terms' magnitude (strict comparisons are exact).
     node : Comparison, Chain, TextComparison, InSet, NotNull or Conditional
         The AST.
     columns : tuple of str

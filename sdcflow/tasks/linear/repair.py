@@ -36,6 +36,7 @@ from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.validation import check_matrix
+from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 
 __all__ = ["minimal_adjustment", "violating_records"]
 
@@ -44,21 +45,29 @@ def violating_records(
     X: np.ndarray,
     constraints: LinearConstraints,
     *,
-    tol: float = 1e-8,
+    tol: float = DEFAULT_TOLERANCE,
     row_tol: Mapping[str, float] | None = None,
 ) -> np.ndarray:
-    """Boolean mask (n,) of records violating some row: ``|A x - b| > tol`` or ``G x - h > tol``,
-    where a row whose rule is named in ``row_tol`` has that rule's tolerance instead (the one
-    its validation uses, on the same residual)."""
-    eq, ineq = constraints.residuals(X)
+    """Boolean mask (n,) of records violating some row: ``|A x - b| > t`` or ``G x - h > t``.
+
+    ``t`` is the validation's allowance on the same residual: ``tol`` (or, for a row whose
+    rule is named in ``row_tol``, that rule's tolerance) plus ``ROUNDING_SLACK`` times the
+    row's terms' magnitude ``|A_j| |x| + |b_j|``, the binary rounding a double evaluation
+    carries (:mod:`sdcflow.tolerances`). A record the validation passes is not
+    moved."""
     row_tol = row_tol or {}
+    absX = np.abs(np.atleast_2d(X))
+    eq, ineq = constraints.residuals(X)
     bad = np.zeros(X.shape[0], dtype=bool)
-    if eq.size:
-        t = np.array([row_tol.get(n, tol) for n in constraints.eq_names], dtype=np.float64)
-        bad |= (np.abs(eq) > t).any(axis=1)
-    if ineq.size:
-        t = np.array([row_tol.get(n, tol) for n in constraints.ineq_names], dtype=np.float64)
-        bad |= (ineq > t).any(axis=1)
+    for res, M, rhs, names, two_sided in (
+        (eq, constraints.A, constraints.b, constraints.eq_names, True),
+        (ineq, constraints.G, constraints.h, constraints.ineq_names, False),
+    ):
+        if not res.size:
+            continue
+        t = np.array([row_tol.get(n, tol) for n in names], dtype=np.float64)
+        t = t + ROUNDING_SLACK * (absX @ np.abs(M).T + np.abs(rhs))
+        bad |= ((np.abs(res) if two_sided else res) > t).any(axis=1)
     return bad
 
 
@@ -67,7 +76,7 @@ def minimal_adjustment(
     constraints: LinearConstraints,
     *,
     weights: np.ndarray | None = None,
-    tol: float = 1e-8,
+    tol: float = DEFAULT_TOLERANCE,
     row_tol: Mapping[str, float] | None = None,
     conditional: Sequence[tuple[np.ndarray, LinearConstraints]] = (),
 ) -> tuple[np.ndarray, np.ndarray]:

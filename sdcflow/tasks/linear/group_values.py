@@ -53,9 +53,10 @@ import numpy as np
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.projection import PolyhedronProjector
+from sdcflow.tasks.linear.repair import violating_records
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
 
-__all__ = ["Condition", "GroupValues", "group_values_on_rules"]
+__all__ = ["Condition", "GroupValues", "breaking_conditions", "group_values_on_rules"]
 
 # Groups are projected onto the equalities all at once (False: one projector per pattern of
 # weights, the route before; benchmarks/missing_rules.py times both)
@@ -274,3 +275,26 @@ class _Units:
             P[rest] = Pr
         self.values[np.ix_(groups, sub)] = rules.snap_bounds(shift + scale * P)
         self.moved[groups] = True
+
+
+def breaking_conditions(
+    values: np.ndarray,
+    columns: Sequence[str],
+    conditional: Sequence[tuple[Condition, LinearConstraints]],
+) -> np.ndarray:
+    """Records (n,) bool whose ``values`` (n, d) meet a condition ``C`` of ``conditional``
+    and break its consequent ``D`` beyond the default tolerance (as the validation counts,
+    :func:`~sdcflow.tasks.linear.repair.violating_records`). A consequent reading a column
+    not among ``columns`` (a key binned by ``recode:``) is not checked here."""
+    cols = list(columns)
+    bad = np.zeros(values.shape[0], dtype=bool)
+    at = {c: values[:, j] for j, c in enumerate(cols)}
+    for holds, rows in conditional:
+        kept = rows.restrict([c for c in rows.columns if c in cols])
+        if kept.n_rows != rows.n_rows or kept.is_empty:
+            continue
+        met = np.asarray(holds(at), dtype=bool)
+        if met.any():
+            idx = [cols.index(c) for c in kept.columns]
+            bad[met] |= violating_records(values[np.ix_(met, idx)], kept)
+    return bad

@@ -46,7 +46,12 @@ import pandas as pd
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import Condition, GroupValues, group_values_on_rules
+from sdcflow.tasks.linear.group_values import (
+    Condition,
+    GroupValues,
+    breaking_conditions,
+    group_values_on_rules,
+)
 from sdcflow.tasks.linear.rounding import Rounded, off_precision, round_keeping_equalities
 from sdcflow.tasks.measures.anonymity import key_codes
 from sdcflow.tasks.methods import get_method
@@ -242,6 +247,54 @@ def _rounded(
     return Rounded(out, sorted(derived), off_precision(out, names, decimals))
 
 
+def _conditions_kept(
+    rel: EncodedRelease,
+    unrounded: np.ndarray,
+    enc: EncodedKeys,
+    constraints: LinearConstraints | None,
+    conditional: Sequence[tuple[Condition, LinearConstraints]],
+    decimals: Sequence[int | None],
+) -> GroupValues | None:
+    """Redo, at the group level, the groups of records rounded one by one whose values meet
+    a condition ``C`` of ``if C then D`` and break ``D``; ``rel.numeric`` is updated in place.
+
+    A group mean on complete records keeps ``if employees == 0 then wages == 0``, but not
+    every condition: rounding makes ``employees`` 1.4 into 1 under ``if employees <= 1 then
+    wages <= 50``, and a mean of 1 employee can carry more wages than any of its records
+    with one. The records released with the same values before rounding (a group) are moved
+    onto the rules and ``D`` and rounded, reading the conditions again
+    (:func:`group_values_on_rules`), so that they keep sharing one set of values. Groups
+    breaking no condition keep their values bit for bit. Returns None when none broke one.
+    """
+    final = rel.final_rows if rel.final_rows is not None else np.zeros(enc.n, dtype=bool)
+    rows = np.flatnonzero(~final)
+    if not conditional or not rows.size:
+        return None
+    bad = breaking_conditions(rel.numeric[rows], enc.numeric_names, conditional)
+    if not bad.any():
+        return None
+    _, labels = np.unique(unrounded[rows], axis=0, return_inverse=True)
+    labels = labels.ravel()
+    redo = rows[np.isin(labels, labels[bad])]
+    _, groups = np.unique(unrounded[redo], axis=0, return_inverse=True)
+    done = group_values_on_rules(
+        enc.numeric,
+        unrounded[redo],
+        groups.ravel(),
+        enc.numeric_names,
+        constraints,
+        decimals,
+        conditional,
+    )
+    values = done.values
+    if any(d is not None for d in decimals):
+        # columns no rule reads were not rounded there: they keep their record rounding
+        own = [j for j, c in enumerate(enc.numeric_names) if c not in done.rounded]
+        values[:, own] = rel.numeric[np.ix_(redo, own)]
+    rel.numeric[redo] = values
+    return done
+
+
 def _as_integers(series: pd.Series) -> pd.Series:
     """Rounded values as nullable integers: ``Int64`` where they fit, ``UInt64`` for an
     unsigned key beyond 2**63 (a DuckDB UBIGINT), floats where no integer type holds them
@@ -409,6 +462,7 @@ def mask_keys(
     # Precision: integers for integer keys, declared decimals, equalities kept.
     decimals = [key.decimals for key in enc.numeric_keys]
     is_box = legacy is not None and list(legacy.masked.columns) != enc.numeric_names
+    unrounded = rel.numeric.copy()
     if any(d is not None for d in decimals) and not is_box:
         done = _rounded(rel, enc.numeric_names, decimals, constraints)
         rel.numeric = done.values
@@ -417,20 +471,32 @@ def mask_keys(
             "derived_from_equalities": done.derived,
             "off_precision": done.off_precision,
         }
+    kept = (
+        None
+        if is_box
+        else _conditions_kept(rel, unrounded, enc, constraints, conditional, decimals)
+    )
+    if kept is not None:
+        details["groups_moved_onto_conditional_rules"] = kept.moved
+        if "precision" in details:
+            precision = details["precision"]
+            derived = sorted({*precision["derived_from_equalities"], *kept.derived})
+            precision["derived_from_equalities"] = derived
+            precision["off_precision"] = off_precision(rel.numeric, enc.numeric_names, decimals)
     if legacy is not None:
-        if is_box or not any(d is not None for d in decimals):
+        if is_box or ("precision" not in details and kept is None):
             out = legacy
         else:
             masked = _assemble(enc, rel, resolved, frame)[enc.numeric_names]
             out = replace(legacy, masked=masked, points=rel.numeric)
         out.point_columns = enc.numeric_names
         out.details = {**legacy.details, **details}
-        if "precision" in details:  # the loss beside the bound is that of what is published
+        if "precision" in details or kept is not None:  # the loss of what is published
             out.details = released_loss_details(
                 out.details, enc.numeric, rel.numeric, enc.numeric_names
             )
         return out
-    if "precision" in details:
+    if "precision" in details or kept is not None:
         details = released_loss_details(details, enc.numeric, rel.numeric, enc.numeric_names)
     return MaskResult(
         masked=_assemble(enc, rel, resolved, frame),

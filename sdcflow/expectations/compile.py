@@ -17,12 +17,12 @@ anything else (conditional, ``!=``,    boolean "rule holds"        the custom ``
 text comparison, general chain)
 =====================================  ==========================  ==============================
 
-(1) Of a non-strict comparison, the residual beyond binary rounding: moved towards 0 by
-:data:`~sdcflow.tolerances.ROUNDING_SLACK` times the terms' magnitude
-``sum_j |a_j x_j| + |c|`` (0 when within it), so that the expectation's fixed bounds judge
-``|r| <= tol + slack`` per record. Strict comparisons keep the exact residual.
-(2) Clamped into ``[lo, hi]`` where the rule holds (within its tolerance and slack), so that the
-expectation agrees with :func:`holds_sql` record by record.
+(1) Of a non-strict comparison, clamped into ``[-tol, tol]`` (``==``) or to at most ``tol``
+where the rule holds: within ``tol`` plus :data:`~sdcflow.tolerances.ROUNDING_SLACK` times the
+terms' magnitude ``sum_j |a_j x_j| + |c|``, which fixed bounds cannot express. The
+expectation then agrees with :func:`holds_sql` record by record, to the bit. Strict
+comparisons keep the exact residual.
+(2) Clamped into ``[lo, hi]`` where the rule holds, for the same reason.
 
 A missing value makes a linear residual NULL, and SQL's three-valued logic makes a boolean NULL:
 such records are *undetermined* for the rule, not violations, in both DuckDB and GE (which
@@ -119,10 +119,10 @@ def _slack_sql(form: LinearForm, tol: float) -> str:
     return f"({_num(tol)} + {_num(ROUNDING_SLACK)} * ({' + '.join(parts)}))"
 
 
-def _beyond_rounding_sql(form: LinearForm) -> str:
-    """SQL of ``form``'s residual moved towards 0 by its rounding slack (0 within it)."""
-    r, slack = linear_sql(form), _slack_sql(form, 0.0)
-    return f"(CASE WHEN abs({r}) <= {slack} THEN 0.0 ELSE {r} - sign({r}) * {slack} END)"
+def _where_holds(holds: str, clamped: str, value: str) -> str:
+    """The check column: ``clamped`` (inside the expectation's bounds) where ``holds`` is
+    TRUE, ``value`` otherwise (outside them when FALSE, NULL when undetermined)."""
+    return f"(CASE WHEN {holds} THEN {clamped} ELSE {value} END)"
 
 
 def _normalized(link: Comparison) -> tuple[LinearForm, bool]:
@@ -232,11 +232,16 @@ def compile_rule(rule: Rule) -> CompiledRule:
     holds = holds_sql(rule)
     if isinstance(node, Comparison) and node.op != "!=":
         r, strict = _normalized(node)
+        res = linear_sql(r)
         if strict:
-            return CompiledRule(rule, linear_sql(r), holds, "between", None, 0.0, strict_max=True)
-        value = _beyond_rounding_sql(r)
+            return CompiledRule(rule, res, holds, "between", None, 0.0, strict_max=True)
+        # within the rounding slack the residual is judged at the tolerance: the expectation's
+        # fixed bounds then agree with ``holds`` to the bit (an excess ``r - slack`` computed
+        # apart rounds differently from ``|r| <= tol + slack`` within an ulp of the boundary)
         if node.op == "==":
+            value = _where_holds(holds, f"greatest(least({res}, {_num(tol)}), {_num(-tol)})", res)
             return CompiledRule(rule, value, holds, "between", -tol, tol)
+        value = _where_holds(holds, f"least({res}, {_num(tol)})", res)
         return CompiledRule(rule, value, holds, "between", None, tol)
     if isinstance(node, Chain) and len(node.links) == 2:
         first, second = node.links
@@ -250,14 +255,11 @@ def compile_rule(rule: Rule) -> CompiledRule:
             lo_v = lo.const if lo_strict else lo.const - tol
             hi_v = hi.const if hi_strict else hi.const + tol
             x = linear_sql(mid)
-            # within the rounding slack of an end, the value is judged at the end
-            value = (
-                f"(CASE WHEN {holds} THEN least(greatest({x}, {_num(lo.const)}), "
-                f"{_num(hi.const)}) ELSE {x} END)"
-            )
+            # within the tolerance and rounding slack of an end, the value is judged at it
+            clamped = f"least(greatest({x}, {_num(lo.const)}), {_num(hi.const)})"
             return CompiledRule(
                 rule,
-                value,
+                _where_holds(holds, clamped, x),
                 holds,
                 "between",
                 lo_v,

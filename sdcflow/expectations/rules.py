@@ -22,9 +22,10 @@ An edit item is a string or a mapping ``{rule, name, severity, tolerance, descri
 ``severity`` is ``error`` (default: a violation blocks a release) or ``warning`` (reported only);
 ``tolerance`` (default 1e-8, ``validate``'s ``lin.eq.eps``) is the absolute slack allowed for
 ``==``, ``<=`` and ``>=`` so that rounding does not count as a violation. On top of it, a
-comparison allows ``ROUNDING_SLACK`` (1e-12) of its terms' magnitude
+comparison allows ``ROUNDING_SLACK`` (1e-14) of its terms' magnitude
 ``sum_j |a_j x_j| + |c|`` for binary rounding (:mod:`sdcflow.tolerances`): amounts of 1e9 with
-cents are off by up to 2.4e-7 in double arithmetic. Strict comparisons
+cents are off by up to 2.4e-7 in double arithmetic. ``!=`` is the negation of ``==``, in a
+condition as anywhere. Strict comparisons
 (``<``, ``>``) are exact, so that a condition such as ``if employees > 0`` does not fire at 0.
 A rule is *violated* by a record when it evaluates to false; a record with a missing value in a
 rule's columns is *undetermined* for that rule (as ``NA`` in ``validate``), and the ``not_null``

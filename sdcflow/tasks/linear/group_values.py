@@ -281,11 +281,14 @@ def breaking_conditions(
     values: np.ndarray,
     columns: Sequence[str],
     conditional: Sequence[tuple[Condition, LinearConstraints]],
+    tolerances: Mapping[str, float] | None = None,
 ) -> np.ndarray:
     """Records (n,) bool whose ``values`` (n, d) meet a condition ``C`` of ``conditional``
-    and break its consequent ``D`` beyond the default tolerance (as the validation counts,
-    :func:`~sdcflow.tasks.linear.repair.violating_records`). A consequent reading a column
-    not among ``columns`` (a key binned by ``recode:``) is not checked here."""
+    and break its consequent ``D`` as the validation counts it
+    (:func:`~sdcflow.tasks.linear.repair.violating_records`: the default tolerance, or the
+    one ``tolerances`` gives ``D``'s rule by name, plus the rounding slack). A strict ``D``
+    is read as its closure. A consequent reading a column not among ``columns`` (a key
+    binned by ``recode:``) is not checked here."""
     cols = list(columns)
     bad = np.zeros(values.shape[0], dtype=bool)
     at = {c: values[:, j] for j, c in enumerate(cols)}
@@ -296,5 +299,5 @@ def breaking_conditions(
         met = np.asarray(holds(at), dtype=bool)
         if met.any():
             idx = [cols.index(c) for c in kept.columns]
-            bad[met] |= violating_records(values[np.ix_(met, idx)], kept)
+            bad[met] |= violating_records(values[np.ix_(met, idx)], kept, row_tol=tolerances)
     return bad

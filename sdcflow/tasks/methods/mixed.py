@@ -37,7 +37,7 @@ conservative (higher) risk.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -254,7 +254,8 @@ def _conditions_kept(
     constraints: LinearConstraints | None,
     conditional: Sequence[tuple[Condition, LinearConstraints]],
     decimals: Sequence[int | None],
-) -> GroupValues | None:
+    tolerances: Mapping[str, float] | None = None,
+) -> tuple[int, tuple[str, ...]] | None:
     """Redo, at the group level, the groups of records rounded one by one whose values meet
     a condition ``C`` of ``if C then D`` and break ``D``; ``rel.numeric`` is updated in place.
 
@@ -263,24 +264,29 @@ def _conditions_kept(
     wages <= 50``, and a mean of 1 employee can carry more wages than any of its records
     with one. The records released with the same values before rounding (a group) are moved
     onto the rules and ``D`` and rounded, reading the conditions again
-    (:func:`group_values_on_rules`), so that they keep sharing one set of values. Groups
-    breaking no condition keep their values bit for bit. Returns None when none broke one.
+    (:func:`group_values_on_rules`), so that they keep sharing one set of values. ``D`` is
+    broken as the validation counts it, with its rule's tolerance (``tolerances``: rule
+    name -> tolerance). Groups breaking no condition keep their values bit for bit.
+
+    Returns the number of groups whose released values changed and the columns solved from
+    the equalities there, None when none broke a condition.
     """
     final = rel.final_rows if rel.final_rows is not None else np.zeros(enc.n, dtype=bool)
     rows = np.flatnonzero(~final)
     if not conditional or not rows.size:
         return None
-    bad = breaking_conditions(rel.numeric[rows], enc.numeric_names, conditional)
+    bad = breaking_conditions(rel.numeric[rows], enc.numeric_names, conditional, tolerances)
     if not bad.any():
         return None
     _, labels = np.unique(unrounded[rows], axis=0, return_inverse=True)
     labels = labels.ravel()
     redo = rows[np.isin(labels, labels[bad])]
     _, groups = np.unique(unrounded[redo], axis=0, return_inverse=True)
+    groups = groups.ravel()
     done = group_values_on_rules(
         enc.numeric,
         unrounded[redo],
-        groups.ravel(),
+        groups,
         enc.numeric_names,
         constraints,
         decimals,
@@ -291,8 +297,10 @@ def _conditions_kept(
         # columns no rule reads were not rounded there: they keep their record rounding
         own = [j for j, c in enumerate(enc.numeric_names) if c not in done.rounded]
         values[:, own] = rel.numeric[np.ix_(redo, own)]
+    before = rel.numeric[redo]
+    changed = ~((values == before) | (np.isnan(values) & np.isnan(before))).all(axis=1)
     rel.numeric[redo] = values
-    return done
+    return int(np.unique(groups[changed]).size), done.derived
 
 
 def _as_integers(series: pd.Series) -> pd.Series:
@@ -356,6 +364,7 @@ def mask_keys(
     blocks: Sequence[Sequence[str]] | None = None,
     suppression: SuppressionSettings | None = None,
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
+    tolerances: Mapping[str, float] | None = None,
 ) -> MaskResult:
     """Mask the release's keys (see the module docstring).
 
@@ -376,7 +385,10 @@ def mask_keys(
     suppression : SuppressionSettings or None
     conditional : sequence of (condition, LinearConstraints)
         Conditional rules ``if C then D`` that group values computed over the values
-        present keep (:func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`).
+        present keep (:func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`), and
+        groups of complete records whose released values meet ``C`` and break ``D``.
+    tolerances : mapping str -> float, optional
+        Each rule's own tolerance, by name (the consequents' rows carry their rule's name).
 
     Returns
     -------
@@ -471,16 +483,18 @@ def mask_keys(
             "derived_from_equalities": done.derived,
             "off_precision": done.off_precision,
         }
+    # Not with `blocks:`: a group of one block is not a set of equal rows, and moving those
+    # would split it; a broken conditional rule then blocks publication as any other.
     kept = (
         None
-        if is_box
-        else _conditions_kept(rel, unrounded, enc, constraints, conditional, decimals)
+        if is_box or blocks
+        else _conditions_kept(rel, unrounded, enc, constraints, conditional, decimals, tolerances)
     )
     if kept is not None:
-        details["groups_moved_onto_conditional_rules"] = kept.moved
+        details["groups_moved_onto_conditional_rules"] = kept[0]
         if "precision" in details:
             precision = details["precision"]
-            derived = sorted({*precision["derived_from_equalities"], *kept.derived})
+            derived = sorted({*precision["derived_from_equalities"], *kept[1]})
             precision["derived_from_equalities"] = derived
             precision["off_precision"] = off_precision(rel.numeric, enc.numeric_names, decimals)
     if legacy is not None:

@@ -135,6 +135,7 @@ def mask(
                 constraints,
                 [k.name for k in resolved if _released_kind(k) == "numeric"],
             ),
+            {rule.name: rule.tolerance for rule in rules},
         )
     with phases.step(MASK_PHASES[1]):
         disclosure = disclosure_summary(spec, frame.reset_index(drop=True), resolved, result)

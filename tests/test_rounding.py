@@ -306,3 +306,28 @@ def test_rounding_towards_an_inequality_pulls_only_the_columns_it_needs():
         assert V[0].tolist() == V[1].tolist() == want
         assert V[2].tolist() == [10.0, 12.0, 10.0, 32.0]
         assert (V[:, 3] == V[:, :3].sum(axis=1)).all() and (V[:, 3] >= floor).all()
+
+
+def test_a_solved_value_is_snapped_within_the_rounding_of_its_terms_only():
+    # a review: ``share == net / 3`` at 1e9 solved share as 333333335.333, which the snap
+    # (1e-9 of the value: 0.33) moved onto 333333335, breaking the rule by a third; the
+    # release was refused. Now only what a solve can leave (1e-15 of the record's terms)
+    # is snapped: the third stays, counted off precision.
+    rules = LinearConstraints.from_rows(
+        [("third", [({"share": 1.0, "net": -1.0 / 3.0}, 0.0)], [])], ["net", "share"]
+    )
+    X = np.array([[1000000006.0, 333333335.4], [999.0, 333.1]])
+    done = round_keeping_equalities(X, ["net", "share"], [0, 0], rules)
+    assert done.values[0, 1] == pytest.approx(1000000006.0 / 3.0, abs=1e-6)
+    assert done.values[1, 1] == 333.0  # 999 / 3 up to a solve's rounding: snapped exactly
+    assert done.off_precision == {"share": 1}
+    # cancellation: profit = turnover - costs at 1e9 with cents carries 1e-7 of the terms'
+    # rounding, not of the profit; it is snapped onto the cents
+    rules = LinearConstraints.from_rows(
+        [("profit", [({"profit": 1.0, "turnover": -1.0, "costs": 1.0}, 0.0)], [])],
+        ["turnover", "costs", "profit"],
+    )
+    X = np.array([[1234567890.12, 1234567880.11, 10.01]])
+    done = round_keeping_equalities(X, ["turnover", "costs", "profit"], [2, 2, 2], rules)
+    np.testing.assert_array_equal(done.values, X)  # the solved column snapped onto its cents
+    assert done.derived and done.off_precision == {}

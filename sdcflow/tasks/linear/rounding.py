@@ -69,6 +69,12 @@ class Rounded:
     off_precision: dict[str, int] = field(default_factory=dict)
 
 
+# A solved value is snapped onto its precision within this share of its record's magnitude in
+# the equalities (about 4.5 units in the last place): the rounding a solve leaves, and far
+# below what the validation allows (sdcflow.tolerances: 1e-14 of the terms).
+SNAP_TOL = 1e-15
+
+
 def _round(x: np.ndarray, decimals: int) -> np.ndarray:
     """Round half to even at ``decimals``, keeping zero and non-zero apart: a value that is
     not 0 never rounds to 0 (0.3 employees rounds to 1, -0.2 to -1), so rules that test
@@ -147,7 +153,7 @@ def round_keeping_equalities(
     decimals: Sequence[int | None],
     constraints: LinearConstraints | None = None,
     *,
-    tol: float = 1e-9,
+    tol: float = SNAP_TOL,
 ) -> Rounded:
     """Round ``X`` to ``decimals`` per column, keeping the equalities of ``constraints``.
 
@@ -219,32 +225,32 @@ def round_keeping_equalities(
         solved = complete | take
         dec = decimals[col]
         if dec is not None:
-            X[solved, col] = _snap(X[solved, col], dec, tol)
+            scale = _magnitude(sub_X[np.ix_(solved, used)])
+            X[solved, col] = _snap(X[solved, col], dec, tol, scale)
     pcols, fcols = [idx[j] for j in P], [idx[j] for j in F]
     _towards_inequalities(X, unrounded, cols, decimals, eq, (pcols, fcols, A_F, b, sol, tol))
     for j in P:
         col, dec = idx[j], decimals[idx[j]]
         if dec is not None:
             x = X[~np.isnan(X[:, col]), col]
-            snapped = _round(x, int(dec))
-            bad = np.abs(snapped - x) > tol * np.maximum(1.0, np.abs(snapped))
+            bad = _round(x, int(dec)) != x  # what is published off its precision
             if bad.any():
                 off[cols[col]] = int(bad.sum())
     return Rounded(X, [cols[idx[j]] for j in P], off)
 
 
 def off_precision(
-    X: np.ndarray, columns: Sequence[str], decimals: Sequence[int | None], tol: float = 1e-9
+    X: np.ndarray, columns: Sequence[str], decimals: Sequence[int | None]
 ) -> dict[str, int]:
-    """Per column with a precision, how many present values of ``X`` (n, d) are not on it
-    (within ``tol`` relative), when any are: solved values a rule keeps off it."""
+    """Per column with a precision, how many present values of ``X`` (n, d) are not on it,
+    when any are: solved values a rule keeps off it (a solved value within rounding of its
+    precision was snapped onto it exactly)."""
     out: dict[str, int] = {}
     for j, (name, dec) in enumerate(zip(columns, decimals, strict=True)):
         if dec is None:
             continue
         x = X[~np.isnan(X[:, j]), j]
-        snapped = _round(x, int(dec))
-        bad = int((np.abs(snapped - x) > tol * np.maximum(1.0, np.abs(snapped))).sum())
+        bad = int((_round(x, int(dec)) != x).sum())
         if bad:
             out[name] = bad
     return out
@@ -265,11 +271,20 @@ def _solve(sub_X: np.ndarray, A_F: np.ndarray, b: np.ndarray, F: list[int], sol:
     return rhs @ sol.T
 
 
-def _snap(x: np.ndarray, dec: int, tol: float) -> np.ndarray:
-    """A solved value onto its precision when it is there up to ``tol`` (relative)."""
+def _snap(x: np.ndarray, dec: int, tol: float, scale: np.ndarray) -> np.ndarray:
+    """A solved value (n,) onto its precision when it is there up to ``tol`` of ``scale``
+    (n,), the sum of the magnitudes of its record's values in the equalities: the rounding
+    a solve leaves is relative to the terms, not to the result (``profit = turnover -
+    costs`` at 1e9 with cents is off by 1e-7), and a move beyond it would break the rule
+    (``share == net / 3`` at 1e9: 333333335.333 was snapped to 333333335, 1e-9 of it)."""
     snapped = _round(x, int(dec))
-    bad = np.abs(snapped - x) > tol * np.maximum(1.0, np.abs(snapped))
+    bad = np.abs(snapped - x) > tol * np.maximum(1.0, scale)
     return np.where(bad, x, snapped)
+
+
+def _magnitude(V: np.ndarray) -> np.ndarray:
+    """Per row of ``V`` (n, m), the sum of its present values' magnitudes: (n,)."""
+    return np.where(np.isnan(V), 0.0, np.abs(V)).sum(axis=1)
 
 
 def _towards_inequalities(
@@ -343,7 +358,8 @@ def _towards_inequalities(
             V[np.ix_(ok, P)] = _solve(V[ok], A_F, b, fcols, sol)
             for j in pcols:
                 if decimals[j] is not None:
-                    V[ok, j] = _snap(V[ok, j], decimals[j], tol)
+                    scale = _magnitude(V[np.ix_(ok, [*pcols, *fcols])])
+                    V[ok, j] = _snap(V[ok, j], decimals[j], tol, scale)
                     # a solved total must not lose the sign (zero or not) of its unrounded
                     # value where rounding to nearest kept it: 1.6 + -0.7 = 0.9 rounded
                     # towards `a <= 1.6` gave 1 + -1 = 0, and `if total == 0` rules then

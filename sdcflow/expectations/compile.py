@@ -93,12 +93,15 @@ def _literal(value: str | float) -> str:
     return _quote_text(value) if isinstance(value, str) else _num(value)
 
 
+def _term_sql(column: str, coef: float) -> str:
+    """SQL of ``coef * column`` in DOUBLE arithmetic."""
+    ref = f"CAST({quote_identifier(column)} AS DOUBLE)"
+    return ref if coef == 1.0 else f"{_num(coef)} * {ref}"
+
+
 def linear_sql(form: LinearForm) -> str:
     """SQL of ``sum_j coef_j * col_j + const`` in DOUBLE arithmetic."""
-    parts = []
-    for column, coef in form.terms:
-        ref = f"CAST({quote_identifier(column)} AS DOUBLE)"
-        parts.append(ref if coef == 1.0 else f"{_num(coef)} * {ref}")
+    parts = [_term_sql(column, coef) for column, coef in form.terms]
     if form.const != 0.0 or not parts:
         parts.append(_num(form.const))
     return "(" + " + ".join(parts) + ")"
@@ -108,10 +111,7 @@ def _slack_sql(form: LinearForm, tol: float) -> str:
     """SQL of a non-strict comparison's allowance on ``form``'s residual: ``tol`` plus
     ``ROUNDING_SLACK * (sum_j |coef_j col_j| + |const|)``, the binary rounding a double
     evaluation of the terms can carry (:mod:`sdcflow.tolerances`)."""
-    parts = []
-    for column, coef in form.terms:
-        ref = f"CAST({quote_identifier(column)} AS DOUBLE)"
-        parts.append(f"abs({ref})" if abs(coef) == 1.0 else f"abs({_num(coef)} * {ref})")
+    parts = [f"abs({_term_sql(column, coef)})" for column, coef in form.terms]
     if form.const != 0.0:
         parts.append(_num(abs(form.const)))
     if not parts:

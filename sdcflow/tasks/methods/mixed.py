@@ -280,9 +280,9 @@ def _conditions_kept(
         return None
     _, labels = np.unique(unrounded[rows], axis=0, return_inverse=True)
     labels = labels.ravel()
-    redo = rows[np.isin(labels, labels[bad])]
-    _, groups = np.unique(unrounded[redo], axis=0, return_inverse=True)
-    groups = groups.ravel()
+    inside = np.isin(labels, labels[bad])
+    redo = rows[inside]
+    _, groups = np.unique(labels[inside], return_inverse=True)  # numbered 0..g-1
     done = group_values_on_rules(
         enc.numeric,
         unrounded[redo],
@@ -474,7 +474,9 @@ def mask_keys(
     # Precision: integers for integer keys, declared decimals, equalities kept.
     decimals = [key.decimals for key in enc.numeric_keys]
     is_box = legacy is not None and list(legacy.masked.columns) != enc.numeric_names
-    unrounded = rel.numeric.copy()
+    # the values before rounding name the groups a broken conditional rule redoes
+    redoable = bool(conditional) and not is_box and not blocks
+    unrounded = rel.numeric.copy() if redoable else rel.numeric
     if any(d is not None for d in decimals) and not is_box:
         done = _rounded(rel, enc.numeric_names, decimals, constraints)
         rel.numeric = done.values
@@ -486,9 +488,9 @@ def mask_keys(
     # Not with `blocks:`: a group of one block is not a set of equal rows, and moving those
     # would split it; a broken conditional rule then blocks publication as any other.
     kept = (
-        None
-        if is_box or blocks
-        else _conditions_kept(rel, unrounded, enc, constraints, conditional, decimals, tolerances)
+        _conditions_kept(rel, unrounded, enc, constraints, conditional, decimals, tolerances)
+        if redoable
+        else None
     )
     if kept is not None:
         details["groups_moved_onto_conditional_rules"] = kept[0]

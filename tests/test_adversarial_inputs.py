@@ -23,9 +23,10 @@ from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
 from sdcflow.flows.cli import main
 from sdcflow.limits import MAX_RULES
+from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation
 from sdcflow.tasks.gates import GATES, GateContext
 from sdcflow.tasks.linear.projection import PolyhedronProjector
-from sdcflow.tasks.linear.repair import minimal_adjustment
+from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.microaggregation.mdav import group_means
@@ -209,6 +210,35 @@ def test_a_long_projection_is_not_called_infeasible(coefficient):
     got = projector.project(np.array([[0.0, 0.0, 0.0], [5.0, 3.0, 0.0]]))
     half = coefficient / 2  # x = 1, y - z = coefficient, y and z split the move evenly
     np.testing.assert_allclose(got, [[1.0, half, -half], [1.0, half + 1.5, 1.5 - half]], rtol=1e-9)
+
+
+VAT_RULES = ["tax == 0.16 * net", "gross == net + tax", "gross == 1.16 * net", "vat == 0.2 * net"]
+
+
+def _vat_records(n: int, magnitude: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    net = np.round(rng.lognormal(np.log(magnitude), 1.0, n), 2)
+    tax = 0.16 * net
+    return np.column_stack([net, tax, net + tax, 0.2 * net])
+
+
+@pytest.mark.parametrize("magnitude", [3e8, 3e10, 3e13])
+def test_redundant_inexact_equalities_centred_on_large_means_are_consistent(magnitude):
+    # `gross == 1.16 * net` follows from the other two, but 1.16 - 1 - 0.16 is -8e-17 in
+    # binary: centred on means of 4e8, the three rules disagreed by 4e-9, above the old
+    # absolute 1e-9, so constrained_fuzzy and heterogeneous stopped at the mask step with
+    # exit 2 "the linear equality rules are inconsistent" on rules the preflight accepted.
+    constraints = linear_constraints(parse_rules(VAT_RULES), ["net", "tax", "gross", "vat"])
+    X = _vat_records(300, magnitude, 1)
+    fit = fuzzy_microaggregation(X, 3, m1=1.1, m2=1.1, constraints=constraints, random_state=0)
+    assert not violating_records(fit.masked, constraints).any()
+    assert np.unique(fit.masked, axis=0).shape[0] < 300  # masked, not passed through
+    with pytest.raises(InputError) as e:  # a conflict of 1 at 1e10 is still refused
+        PolyhedronProjector.from_constraints(
+            linear_constraints(parse_rules(["x + y == 1e10", "x + y == 1e10 + 1"]), ["x", "y"]),
+            shift=np.array([5e9, 5e9]),
+        )
+    assert e.value.code is Reason.RULES_INFEASIBLE
 
 
 def test_ge_in_chunks_gives_the_counts_of_one_batch_and_of_numpy(tmp_path):

@@ -48,6 +48,7 @@ from sdcflow.errors import ParameterError, Reason
 from sdcflow.lp import feasibility_status
 from sdcflow.tasks.linear import _kernels as _k
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tolerances import ROUNDING_SLACK
 
 __all__ = ["PROJECTION_TOL", "PolyhedronProjector"]
 
@@ -71,6 +72,13 @@ class PolyhedronProjector:
     h : array-like of shape (q,)
     weights : array-like of shape (d,), optional
         Positive cost of moving each variable; default all ones (Euclidean).
+    b_terms : array-like of shape (p,), optional
+        The magnitude of the terms each ``b_i`` was computed from, ``|b0_i| + |A_i| |shift|``
+        when the rules were shifted (:meth:`from_constraints`); default ``|b|``. Equalities
+        are consistent when they agree within the binary rounding of those terms
+        (``sdcflow.tolerances.ROUNDING_SLACK``): redundant rules with inexact decimal
+        coefficients (``tax == 0.16 * net``, ``gross == net + tax``, ``gross == 1.16 * net``)
+        disagree by a few units in the last place of the centred amounts, not by a rule.
 
     Attributes
     ----------
@@ -96,6 +104,7 @@ class PolyhedronProjector:
         h: np.ndarray,
         *,
         weights: np.ndarray | None = None,
+        b_terms: np.ndarray | None = None,
         _known_nonempty: bool = False,
     ) -> None:
         A = np.atleast_2d(np.asarray(A, dtype=np.float64))
@@ -109,6 +118,9 @@ class PolyhedronProjector:
                 f"constraint shapes disagree: A {A.shape} with b {b.shape}, G {G.shape} with "
                 f"h {h.shape}"
             )
+        b_terms = np.abs(b) if b_terms is None else np.asarray(b_terms, dtype=np.float64).ravel()
+        if b_terms.shape != b.shape:
+            raise ParameterError(f"b_terms has shape {b_terms.shape}, b {b.shape}")
         w = np.ones(d) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
         if w.shape != (d,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
             raise ParameterError(
@@ -117,12 +129,14 @@ class PolyhedronProjector:
         self.d, self.n_eq, self.n_ineq = d, A.shape[0], G.shape[0]
         self.A, self.b = np.ascontiguousarray(A), np.ascontiguousarray(b)
         self.G, self.h = np.ascontiguousarray(G), np.ascontiguousarray(h)
+        self.b_terms = b_terms
         self.sw = np.sqrt(w)
         At, Gt = A / self.sw, G / self.sw  # the rules in t = D y, where the metric is Euclidean
         Apinv = np.zeros((d, self.n_eq))
         if self.n_eq:
             v0 = np.linalg.pinv(At) @ b
-            if np.abs(At @ v0 - b).max() > 1e-9 * (1.0 + np.abs(b).max()):
+            allowed = 1e-9 * (1.0 + np.abs(b).max()) + ROUNDING_SLACK * b_terms
+            if np.any(np.abs(At @ v0 - b) > allowed):
                 raise ParameterError(
                     "the linear equality rules are inconsistent (no record can satisfy all of "
                     "them); run the feasibility check and fix the rules",
@@ -154,17 +168,25 @@ class PolyhedronProjector:
         ``(G diag(scale)) z <= h - G shift``. ``shift`` and ``scale`` are (d,), default 0
         and 1; ``weights`` (d,) as in the constructor, in ``z`` coordinates."""
         A, b, G, h = constraints.A, constraints.b, constraints.G, constraints.h
+        b_terms = np.abs(b)
         if shift is not None:
+            b_terms = b_terms + np.abs(A) @ np.abs(shift)
             b, h = b - A @ shift, h - G @ shift
         if scale is not None:
             A, G = A * scale, G * scale
-        return cls(A, b, G, h, weights=weights)
+        return cls(A, b, G, h, weights=weights, b_terms=b_terms)
 
     def reweighted(self, weights: np.ndarray) -> PolyhedronProjector:
         """The projector onto the same set with other ``weights`` (d,): the set does not
         depend on them, so the LP that found it non-empty is not solved again."""
         return PolyhedronProjector(
-            self.A, self.b, self.G, self.h, weights=weights, _known_nonempty=True
+            self.A,
+            self.b,
+            self.G,
+            self.h,
+            weights=weights,
+            b_terms=self.b_terms,
+            _known_nonempty=True,
         )
 
     @staticmethod

@@ -72,6 +72,7 @@ __all__ = [
     "condition_sql",
     "holds_sql",
     "linear_rows",
+    "strict_rows",
     "to_sql",
 ]
 
@@ -297,3 +298,13 @@ def linear_rows(
         row = dict(r.terms)
         (eqs if link.op == "==" else ineqs).append((row, 0.0 - r.const))
     return eqs, ineqs
+
+
+def strict_rows(rule: Rule) -> tuple[bool, ...]:
+    """Per inequality row of :func:`linear_rows` (same order), whether it is strict: ``<`` or
+    ``>``, which no record on the row's boundary meets."""
+    node = rule.node
+    links = node.links if isinstance(node, Chain) else (node,)
+    return tuple(
+        link.op in ("<", ">") for link in links if isinstance(link, Comparison) and link.op != "=="
+    )

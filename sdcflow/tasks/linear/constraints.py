@@ -16,10 +16,14 @@ References
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 import numpy as np
+
+from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 
 Row = tuple[Mapping[str, float], float]
 
@@ -38,6 +42,9 @@ class LinearConstraints:
         Inequalities.
     eq_names, ineq_names : tuple of str
         The rule name behind each row, so that a violated row can be reported by rule.
+    ineq_strict : tuple of bool
+        Per inequality row, whether it is strict (``g . x < h``: its boundary is outside);
+        empty when none is. Projections aim inside a strict row (:meth:`tightened`).
     """
 
     columns: tuple[str, ...]
@@ -47,6 +54,7 @@ class LinearConstraints:
     h: np.ndarray
     eq_names: tuple[str, ...] = field(default=())
     ineq_names: tuple[str, ...] = field(default=())
+    ineq_strict: tuple[bool, ...] = field(default=())
 
     @classmethod
     def empty(cls, columns: tuple[str, ...] | list[str]) -> LinearConstraints:
@@ -56,24 +64,27 @@ class LinearConstraints:
     @classmethod
     def from_rows(
         cls,
-        rows: Sequence[tuple[str, Sequence[Row], Sequence[Row]]],
+        rows: Sequence[tuple],
         columns: Sequence[str],
     ) -> LinearConstraints:
         """Assemble the matrices from sparse rows.
 
         Parameters
         ----------
-        rows : sequence of ``(name, equalities, inequalities)``
+        rows : sequence of ``(name, equalities, inequalities)`` or ``(name, equalities,
+            inequalities, strict)``
             Per rule, equalities ``(coefficients, rhs)`` meaning ``a . x = rhs`` and
-            inequalities meaning ``g . x <= rhs``; ``coefficients`` maps column -> number.
+            inequalities meaning ``g . x <= rhs`` (``< rhs`` where ``strict``, one bool per
+            inequality, says so); ``coefficients`` maps column -> number.
         columns : sequence of str, length d
             Variable order of the matrices.
         """
         columns = tuple(columns)
         index = {c: j for j, c in enumerate(columns)}
         d = len(columns)
-        A, b, G, h, eq_names, ineq_names = [], [], [], [], [], []
-        for name, eqs, ineqs in rows:
+        A, b, G, h, eq_names, ineq_names, strict = [], [], [], [], [], [], []
+        for name, eqs, ineqs, *flags in rows:
+            strict.extend(flags[0] if flags else [False] * len(ineqs))
             for coefs, rhs in eqs:
                 row = np.zeros(d)
                 for c, a in coefs.items():
@@ -96,7 +107,46 @@ class LinearConstraints:
             np.array(h, dtype=float),
             tuple(eq_names),
             tuple(ineq_names),
+            tuple(bool(f) for f in strict) if any(strict) else (),
         )
+
+    @property
+    def strict(self) -> np.ndarray:
+        """(q,) bool: the strict inequality rows."""
+        if not self.ineq_strict:
+            return np.zeros(self.G.shape[0], dtype=bool)
+        return np.array(self.ineq_strict, dtype=bool)
+
+    def tightened(
+        self,
+        magnitude: np.ndarray | None = None,
+        decimals: Sequence[int | None] | None = None,
+    ) -> LinearConstraints:
+        """The closed set a projection aims at: every strict row ``g . x < h`` becomes
+        ``g . x <= h - margin`` (no strict flag left), the others unchanged.
+
+        A projection onto a strict row's closure lands on its boundary, which the row
+        excludes. ``margin`` is at least the allowance a non-strict row gets
+        (:mod:`sdcflow.tolerances`) at the columns' typical ``magnitude`` (d,) >= 0,
+        ``DEFAULT_TOLERANCE + ROUNDING_SLACK (|h| + |g| magnitude)``, beyond what the
+        projection's rounding leaves. Where the values are published on a grid it is exact:
+        when every column the row reads has ``decimals`` (d,) and its coefficients are ratios
+        of small integers (decimals as written, ``1/3``), ``g . x`` takes values on a grid of
+        step ``u`` (the greatest common divisor of ``|g_j| 10^-dec_j``), and ``g . x < h`` is
+        ``g . x <= u (ceil(h / u) - 1)`` on it (``wages < 1`` on integers is ``wages <= 0``).
+        """
+        if not any(self.ineq_strict):
+            return self
+        mag = np.zeros(len(self.columns)) if magnitude is None else np.abs(magnitude)
+        h = self.h.copy()
+        for i in np.flatnonzero(self.strict):
+            g = self.G[i]
+            inside = h[i] - (DEFAULT_TOLERANCE + ROUNDING_SLACK * (abs(h[i]) + np.abs(g) @ mag))
+            step = _grid_step(g, decimals)
+            if step is not None:  # the grid's last value below h, if it is that far inside
+                inside = min(inside, float(step * (math.ceil(Fraction(float(h[i])) / step) - 1)))
+            h[i] = inside
+        return replace(self, h=h, ineq_strict=())
 
     @property
     def n_rows(self) -> int:
@@ -150,6 +200,9 @@ class LinearConstraints:
             np.concatenate([c.h for c in every]),
             tuple(name for c in every for name in c.eq_names),
             tuple(name for c in every for name in c.ineq_names),
+            tuple(bool(f) for c in every for f in c.strict)
+            if any(any(c.ineq_strict) for c in every)
+            else (),
         )
 
     def restrict(self, columns: list[str] | tuple[str, ...]) -> LinearConstraints:
@@ -169,4 +222,25 @@ class LinearConstraints:
             self.h[ki],
             tuple(n for n, k in zip(self.eq_names, ke, strict=False) if k),
             tuple(n for n, k in zip(self.ineq_names, ki, strict=False) if k),
+            tuple(bool(f) for f in self.strict[ki]) if any(self.ineq_strict) else (),
         )
+
+
+def _grid_step(g: np.ndarray, decimals: Sequence[int | None] | None) -> Fraction | None:
+    """The step of the grid ``g . x`` (g (d,)) takes when every column it reads is a multiple
+    of ``10^-decimals[j]``: the greatest common divisor of the ``|g_j| 10^-dec_j``; None
+    when a column has no precision or a coefficient is no ratio of integers below 1e9."""
+    if decimals is None:
+        return None
+    terms = []
+    for j in np.flatnonzero(g):
+        if decimals[j] is None:
+            return None
+        coef = Fraction(float(abs(g[j]))).limit_denominator(10**9)
+        if float(coef) != abs(g[j]):
+            return None
+        terms.append(coef * Fraction(10) ** -int(decimals[j]))
+    if not terms:
+        return None
+    lcm_den = math.lcm(*(t.denominator for t in terms))
+    return Fraction(math.gcd(*(int(t * lcm_den) for t in terms)), lcm_den)

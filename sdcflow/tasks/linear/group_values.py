@@ -195,12 +195,13 @@ def group_values_on_rules(
                 these = groups[redo & (binding == bound).all(axis=1)]
                 on = [r for (_, r), b in zip(extra, bound, strict=True) if b]
                 values[np.ix_(these, sub)] = means[np.ix_(these, sub)]
+                grid = None if dec is None else [dec[t] for t in sub]
                 try:
                     stacked = rules.with_rows(*on)
-                    units.onto(these, sub, stacked)
+                    units.onto(these, sub, stacked.tightened(decimals=grid))
                 except ParameterError:  # consequents that together admit no value: the
                     stacked = rules  # rules alone; the validation then counts the rule
-                    units.onto(these, sub, stacked)
+                    units.onto(these, sub, stacked.tightened(decimals=grid))
                 if rounding:  # every group of the pattern, bound by rules or not
                     assert dec is not None
                     done = round_keeping_equalities(
@@ -286,8 +287,8 @@ def breaking_conditions(
     """Records (n,) bool whose ``values`` (n, d) meet a condition ``C`` of ``conditional``
     and break its consequent ``D`` as the validation counts it
     (:func:`~sdcflow.tasks.linear.repair.violating_records`: the default tolerance, or the
-    one ``tolerances`` gives ``D``'s rule by name, plus the rounding slack). A strict ``D``
-    is read as its closure. A consequent reading a column not among ``columns`` (a key
+    one ``tolerances`` gives ``D``'s rule by name, plus the rounding slack; a strict ``D``
+    exactly). A consequent reading a column not among ``columns`` (a key
     binned by ``recode:``) is not checked here."""
     cols = list(columns)
     bad = np.zeros(values.shape[0], dtype=bool)

@@ -166,7 +166,14 @@ class PolyhedronProjector:
         """The projector of ``constraints`` in the coordinates ``z`` with ``x = shift + scale z``
         (e.g. standardized columns): ``(A diag(scale)) z = b - A shift`` and
         ``(G diag(scale)) z <= h - G shift``. ``shift`` and ``scale`` are (d,), default 0
-        and 1; ``weights`` (d,) as in the constructor, in ``z`` coordinates."""
+        and 1; ``weights`` (d,) as in the constructor, in ``z`` coordinates. Strict rows
+        are replaced by :meth:`LinearConstraints.tightened` at the magnitude
+        ``|shift| + scale`` (a caller that knows the published grid tightens them first)."""
+        if any(constraints.ineq_strict):  # aimed inside strict rows, at the data's magnitude
+            typical = None if shift is None else np.abs(shift)
+            if typical is not None and scale is not None:
+                typical = typical + np.abs(scale)
+            constraints = constraints.tightened(typical)
         A, b, G, h = constraints.A, constraints.b, constraints.G, constraints.h
         b_terms = np.abs(b)
         if shift is not None:

@@ -53,7 +53,8 @@ def violating_records(
     ``t`` is the validation's allowance on the same residual: ``tol`` (or, for a row whose
     rule is named in ``row_tol``, that rule's tolerance) plus ``ROUNDING_SLACK`` times the
     row's terms' magnitude ``|A_j| |x| + |b_j|``, the binary rounding a double evaluation
-    carries (:mod:`sdcflow.tolerances`). A record the validation passes is not
+    carries (:mod:`sdcflow.tolerances`). A strict row (``<``, ``>``) is exact, as in the
+    validation: a record on its boundary violates it. A record the validation passes is not
     moved."""
     row_tol = row_tol or {}
     absX = np.abs(np.atleast_2d(X))
@@ -67,7 +68,11 @@ def violating_records(
             continue
         t = np.array([row_tol.get(n, tol) for n in names], dtype=np.float64)
         t = t + ROUNDING_SLACK * (absX @ np.abs(M).T + np.abs(rhs))
-        bad |= ((np.abs(res) if two_sided else res) > t).any(axis=1)
+        off = (np.abs(res) if two_sided else res) > t
+        if not two_sided and any(constraints.ineq_strict):  # `<` and `>`: exact
+            strict = constraints.strict
+            off[:, strict] = res[:, strict] >= 0.0
+        bad |= off.any(axis=1)
     return bad
 
 
@@ -174,8 +179,10 @@ def _repair(
     moved = violating_records(X, constraints, tol=tol, row_tol=row_tol)
     if not moved.any():
         return out, moved
-    proj = PolyhedronProjector.from_constraints(constraints, weights=w)
+    # strict rows are aimed inside their boundary, at the magnitude of these records
+    inside = constraints.tightened(np.nanmax(np.abs(X), axis=0, initial=0.0))
+    proj = PolyhedronProjector.from_constraints(inside, weights=w)
     # every violating record is projected, also one within the projector's own 1e-12
     # relative: the tolerance here is the caller's
-    out[moved] = constraints.snap_bounds(proj.project(X[moved], skip_feasible=False))
+    out[moved] = inside.snap_bounds(proj.project(X[moved], skip_feasible=False))
     return out, moved

@@ -311,16 +311,20 @@ def _towards_inequalities(
     Gx = np.zeros((G.shape[0], X.shape[1]))
     Gx[:, idx] = G
 
-    def excess(V: np.ndarray) -> np.ndarray:
-        """(n, q) excess of each row over its scale; -inf where a value it reads is missing."""
-        W = np.nan_to_num(V, nan=0.0)
-        out = (W @ Gx.T - h) / (1.0 + np.abs(W) @ np.abs(Gx).T + np.abs(h))
-        missing = np.isnan(V).astype(np.float64) @ (Gx != 0).T > 0
-        return np.where(missing, -np.inf, out)
+    strict = constraints.strict
 
-    slack = 1e-12
-    before, after = excess(unrounded), excess(X)
-    rows = (after > slack) & (before <= slack)
+    def broken(V: np.ndarray) -> np.ndarray:
+        """(n, q) whether each row is broken: by more than 1e-12 of its scale, a strict row
+        on its boundary too; never where a value it reads is missing."""
+        W = np.nan_to_num(V, nan=0.0)
+        raw = W @ Gx.T - h
+        out = raw / (1.0 + np.abs(W) @ np.abs(Gx).T + np.abs(h)) > 1e-12
+        out[:, strict] = raw[:, strict] >= 0.0
+        missing = np.isnan(V).astype(np.float64) @ (Gx != 0).T > 0
+        return out & ~missing
+
+    after = broken(X)
+    rows = after & ~broken(unrounded)
     hit_rows = np.flatnonzero(rows.any(axis=1))
     if hit_rows.size == 0:
         return
@@ -344,7 +348,7 @@ def _towards_inequalities(
         move &= ~((value == 0) & (np.abs(U[:, j]) > 1e-9 * unit))  # zero and non-zero apart
         trial[move, j] = value[move]
     base = X[hit_rows]
-    before_count = (after[hit_rows] > slack).sum(axis=1)
+    before_count = after[hit_rows].sum(axis=1)
 
     def settle(V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``V`` with its derived columns solved from the free ones, whether that is
@@ -374,7 +378,7 @@ def _towards_inequalities(
                     on = _round(V[:, j], int(decimals[j])) == V[:, j]
                     was = _round(base[:, j], int(decimals[j])) == base[:, j]
                     ok &= on | ~was
-        return V, ok, (excess(V) > slack).sum(axis=1)
+        return V, ok, broken(V).sum(axis=1)
 
     # Pull as few columns as it takes: the pulled columns in order of the rounding error
     # each adds (in units of its precision; ties by column), the shortest prefix that leaves

@@ -22,7 +22,7 @@ from prefect import get_run_logger, task
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from sdcflow.errors import InputError, Reason, RuleError
-from sdcflow.expectations.compile import linear_rows
+from sdcflow.expectations.compile import linear_rows, strict_rows
 from sdcflow.expectations.feasibility import FeasibilityReport, check_feasible
 from sdcflow.expectations.rules import (
     Chain,
@@ -285,15 +285,15 @@ def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearC
     """The feasible set of the linear, unconditional rules that involve only ``columns``.
 
     Equalities go to ``A x = b``; ``a <= x <= b`` gives two rows of ``G x <= h``; ``>=`` rows
-    are negated; strict inequalities enter as their closure. Rules that read any other column,
-    conditional rules and non-linear rules are left out.
+    are negated; strict inequalities are flagged (``ineq_strict``). Rules that read any other
+    column, conditional rules and non-linear rules are left out.
 
     Shapes: ``A`` (p, d), ``b`` (p,), ``G`` (q, d), ``h`` (q,) with d = len(columns), and the
     rule name of every row.
     """
     allowed = set(columns)
     rows = [
-        (rule.name, *linear_rows(rule))
+        (rule.name, *linear_rows(rule), strict_rows(rule))
         for rule in rules
         if rule.is_linear and set(rule.columns) <= allowed
     ]

@@ -1,0 +1,110 @@
+"""Strict edit rules (``<``, ``>``): no record on the boundary meets them, so the repair, the
+projections and the rounding aim inside. Figures by hand."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcflow.expectations.rules import parse_rules
+from sdcflow.flows.cli import main
+from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
+from sdcflow.tasks.linear.rounding import round_keeping_equalities
+from sdcflow.tasks.steps.plan import linear_constraints
+
+
+def test_the_rules_carry_which_rows_are_strict():
+    rules = parse_rules(["turnover > 0", "0 <= wages < turnover", "costs == wages + other"])
+    cons = linear_constraints(rules, ["turnover", "wages", "costs", "other"])
+    assert cons.ineq_names == ("R1", "R2", "R2")
+    assert cons.strict.tolist() == [True, False, True]
+    assert cons.restrict(["turnover", "wages"]).strict.tolist() == [True, False, True]
+    assert cons.restrict(["wages"]).strict.tolist() == [False]
+    assert cons.with_rows(cons).strict.tolist() == [True, False, True] * 2
+
+
+def test_a_strict_row_is_tightened_onto_the_grid_its_values_are_published_on():
+    rules = parse_rules(["wages < 1", "wages < 0.9 * turnover", "share < turnover / 3"])
+    cons = linear_constraints(rules, ["wages", "turnover", "share"])
+    # integers: wages <= 0; wages - 0.9 turnover takes multiples of 0.1, so <= -0.1; share
+    # - turnover / 3 multiples of 1/3 (3 share < turnover is 3 share <= turnover - 1)
+    got = cons.tightened(decimals=[0, 0, 0])
+    np.testing.assert_array_equal(got.h, [0.0, -0.1, -1 / 3])
+    assert not got.strict.any()
+    # cents in wages: wages <= 0.99, and multiples of 0.01 for the second row; no precision
+    # for share: the allowance of a non-strict row, 1e-8 at magnitude 0
+    np.testing.assert_array_equal(cons.tightened(decimals=[2, 0, None]).h, [0.99, -0.01, -1e-8])
+    # a grid finer than the allowance: the allowance (1e-8 + 1e-14 at h = 1)
+    fine = cons.tightened(decimals=[12, 12, 12])
+    np.testing.assert_allclose(fine.h[0], 1 - 1e-8 - 1e-14, rtol=0, atol=1e-16)
+    # a column without precision: the allowance at the columns' magnitude, 1e-8 + 1e-14 (|h|
+    # + |g| m), here with m = (1e9, 1e9, 1e9)
+    loose = cons.tightened(magnitude=np.full(3, 1e9))
+    want = [1 - (1e-8 + 1e-14 * (1 + 1e9)), -(1e-8 + 1e-14 * 1.9e9), -(1e-8 + 1e-14 * 4e9 / 3)]
+    np.testing.assert_allclose(loose.h, want, rtol=1e-12)
+    # non-strict rows are untouched, and a set without strict rows is itself
+    plain = linear_constraints(parse_rules(["wages <= 1"]), ["wages"])
+    assert plain.tightened(decimals=[0]) is plain
+
+
+def test_a_record_on_a_strict_boundary_violates_it_and_is_repaired_inside():
+    cons = linear_constraints(parse_rules(["turnover > 0", "profit == turnover - costs"]),
+                              ["turnover", "costs", "profit"])  # fmt: skip
+    X = np.array([[0.0, 5.0, -5.0], [-4.0, 5.0, -9.0], [1e-300, 0.0, 1e-300], [7.0, 2.0, 5.0]])
+    np.testing.assert_array_equal(violating_records(X, cons), [True, True, False, False])
+    fixed, moved = minimal_adjustment(X, cons)
+    np.testing.assert_array_equal(moved, [True, True, False, False])
+    assert (fixed[:, 0] > 0).all() and not violating_records(fixed, cons).any()
+    # the least change onto turnover >= m, m = 1e-8 + 1e-14 x 7 (the allowance at the
+    # records' largest turnover): turnover rises by m and, to keep profit == turnover -
+    # costs at the least sum of squares, profit rises and costs fall by m / 2
+    m = 1e-8 + 1e-14 * 7.0
+    np.testing.assert_allclose(fixed[0], [m, 5.0 + m / 2, -5.0 + m / 2], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(fixed[2:], X[2:])
+
+
+def test_rounding_keeps_a_strict_row_its_unrounded_values_meet():
+    cons = linear_constraints(parse_rules(["wages < 2"]), ["wages"])
+    done = round_keeping_equalities(np.array([[1.6], [1.4], [2.4]]), ["wages"], [0], cons)
+    # 1.6 rounds to 2, on the boundary: rounded towards the row instead; 2.4 broke it before
+    np.testing.assert_array_equal(done.values[:, 0], [1.0, 1.0, 2.0])
+
+
+@pytest.mark.flow
+@pytest.mark.parametrize("integers", [True, False], ids=["integers", "tenths"])
+def test_a_strict_consequent_is_kept_by_the_group_it_binds(tmp_path, prefect_api, integers):
+    # A review: under `if employees <= 1 then wages < 1` the group was moved onto the
+    # closure wages <= 1 and published on it, so the release was refused (exit 1). MDAV's
+    # two groups of three; the first's means (4/3, 1) round to (1, 1) (integers), or are
+    # (1.0, 1.0) already (tenths): the condition holds and wages sits on the excluded
+    # boundary. By hand it moves onto the grid's wages <= 0 (integers) or <= 0.9 (tenths).
+    if integers:
+        employees, wages, first = [1, 1, 2, 10, 10, 11], [0, 0, 3, 500, 510, 520], (1, 0)
+    else:
+        employees = [0.5, 1.0, 1.5, 10.5, 11.0, 12.5]
+        wages, first = [0.5, 1.0, 1.5, 500.5, 510.0, 520.5], (1.0, 0.9)
+    frame = pd.DataFrame({"id": range(6), "employees": employees, "wages": wages})
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    wages_key = "wages" if integers else {"name": "wages", "precision": 1}
+    spec = {
+        "release": "strict",
+        "source": "data.csv",
+        "id_column": "id",
+        "quasi_identifiers": ["employees", wages_key],
+        "edits": ["if employees <= 1 then wages < 1"],
+        "method": {"name": "mdav", "k": 3},
+        "checks": {"k_anonymity": 3},
+        "output": "published/",
+        "warehouse": "warehouse.duckdb",
+    }
+    (tmp_path / "release.yaml").write_text(json.dumps(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 0
+    out = tmp_path / "published" / "strict"
+    data = pd.read_csv(out / "data.csv").sort_values("employees").reset_index(drop=True)
+    assert [tuple(r) for r in data.head(3).itertuples(index=False)] == [first] * 3
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["edit_rules"]["masked"] == {"R1": 0}
+    assert manifest["method_details"]["groups_moved_onto_conditional_rules"] == 1

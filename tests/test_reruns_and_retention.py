@@ -262,3 +262,34 @@ def test_a_compare_variant_never_displaces_the_copies_of_the_published_run(
     assert {f"raw.run_{published}", f"masked.run_{published}"} <= _tables(wh)
     pruned = _rows(wh, "SELECT copies_pruned_at FROM audit.runs WHERE run_id = ?", [published])
     assert pruned == [(None,)]
+
+
+def test_a_spec_changed_only_in_form_is_the_same_release(tmp_path, prefect_api):
+    """A review: appending `reports: office-reports/`, spacing a rule differently or naming
+    the source by its absolute path changed the spec's hash, so a second, different masking
+    of the same file was published (a randomized method, no seed: two maskings of one file
+    disclose more than either). Those are the same release; moving a rule to the rules file
+    too. A change in what is asked (k) publishes."""
+    spec = write_release(
+        tmp_path, rows=60, seed=None, checks={"max_information_loss": 60},
+        edits=["total_costs == wages + other_costs"],
+    )  # fmt: skip
+    warehouse, folder = tmp_path / "warehouse.duckdb", tmp_path / "published" / "survey"
+    assert main(["release", str(spec)]) == 0
+    first = _last_run(warehouse)["run_id"]
+    body = yaml.safe_load(spec.read_text())
+    (tmp_path / "rules.yaml").write_text("- total_costs  ==  wages+other_costs\n")
+    for form in (
+        {"reports": "office-reports/"},
+        {"edits": ["total_costs  ==wages +  other_costs"]},
+        {"source": str(tmp_path / "data.csv")},
+        {"edits": [], "rules_file": "rules.yaml"},
+    ):
+        spec.write_text(yaml.safe_dump({**body, **form}))
+        assert main(["release", str(spec)]) == 0
+        assert _last_run(warehouse)["status"] == "unchanged", form
+        assert published_run(folder) == first
+    spec.write_text(yaml.safe_dump({**body, "method": {"name": "mdav", "k": 4}}))
+    assert main(["release", str(spec)]) == 0
+    assert _last_run(warehouse)["status"] == "published"
+    assert published_run(folder) != first

@@ -227,6 +227,7 @@ def _release(
         kind=kind,
         input_sha256=plan.source_sha256 or None,
         secrets_sha256=spec.secrets_sha256(),
+        release_sha256=plan.release_sha256(),
     )
     status, message, published, n_rows = "failed", None, None, None
     recorded = False
@@ -375,7 +376,10 @@ def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any]
 
     Same input: the sha256 of the source file's bytes (``plan.source_sha256``); same spec:
     :meth:`ReleaseSpec.sha256` (the public spec, canonical JSON; ``retention`` and the
-    runner aside) and :meth:`ReleaseSpec.secrets_sha256` (the seed, the fuzzy mappings). Live:
+    runner aside) or :meth:`ReleasePlan.release_sha256` (the same, also without the reports
+    folder and the source's path, with the rules as parsed: a spec that differs in those
+    alone would publish a second masking of the same file), and
+    :meth:`ReleaseSpec.secrets_sha256` (the seed, the fuzzy mappings). Live:
     the latest ``published`` run of the release in ``audit.runs`` is the one whose marker
     the release folder carries now, with the data files its manifest lists (a folder
     removed, replaced or edited since is published again).
@@ -385,7 +389,10 @@ def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any]
     last = warehouse.latest_published(plan.spec.release)
     if last is None or last["input_sha256"] != plan.source_sha256:
         return None
-    if last["spec_sha256"] != plan.spec.sha256() or not last["published_to"]:
+    if not last["published_to"]:
+        return None
+    same_spec = last["spec_sha256"] == plan.spec.sha256()
+    if not same_spec and last.get("release_sha256") != plan.release_sha256():
         return None
     if last["secrets_sha256"] != plan.spec.secrets_sha256():  # another seed or mapping
         return None

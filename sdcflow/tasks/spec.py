@@ -454,16 +454,21 @@ class ReleaseSpec(BaseModel):
         publish again. The files the spec names (its rules file, hierarchy files) count by
         their contents (:meth:`named_files_sha256`). The secrets are in
         :meth:`secrets_sha256`, never here: this hash is published in the manifest."""
-        skip = {"retention", "runner", "dask"}
-        public = {k: v for k, v in self.public_dict().items() if k not in skip}
-        public["method"] = {  # options added later count only when given (MethodParams)
-            k: v for k, v in public["method"].items() if k not in self.method.unhashed_defaults()
-        }
+        public = self.hashed_dict(skip={"retention", "runner", "dask"})
         files = self.named_files_sha256()
         if files:  # a spec that names no file keeps the hash it always had
             public["files_sha256"] = files
         blob = json.dumps(public, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
+
+    def hashed_dict(self, skip: set[str]) -> dict[str, Any]:
+        """:meth:`public_dict` without the fields ``skip`` names, and without the method's
+        options added later that the spec does not give (MethodParams)."""
+        public = {k: v for k, v in self.public_dict().items() if k not in skip}
+        public["method"] = {
+            k: v for k, v in public["method"].items() if k not in self.method.unhashed_defaults()
+        }
+        return public
 
     def named_files_sha256(self) -> dict[str, str | None]:
         """The sha256 of each file the spec names whose contents decide the release (the

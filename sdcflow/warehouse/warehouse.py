@@ -165,6 +165,7 @@ ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS target VARCHAR;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS input_sha256 VARCHAR;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS copies_pruned_at TIMESTAMPTZ;
 ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS secrets_sha256 VARCHAR;
+ALTER TABLE audit.runs ADD COLUMN IF NOT EXISTS release_sha256 VARCHAR;
 """
 
 # The tables each run created (the only ones retention may drop), and when they were dropped.
@@ -366,19 +367,21 @@ class Warehouse:
         kind: str = "release",
         input_sha256: str | None = None,
         secrets_sha256: str | None = None,
+        release_sha256: str | None = None,
     ) -> None:
         """Record a run as ``running`` with this host, process id, what started it (``kind``:
         ``release``, ``check`` or ``compare``), the folder it may publish to (``target``) and
-        the sha256 of its source file (``input_sha256``) and of the spec's secrets
-        (``secrets_sha256``), after settling the runs of
+        the sha256 of its source file (``input_sha256``), of the spec's secrets
+        (``secrets_sha256``) and of what decides its files (``release_sha256``,
+        ``ReleasePlan.release_sha256``), after settling the runs of
         processes that are gone (:meth:`resolve_ended_runs`)."""
         self.initialize()
         self.resolve_ended_runs()
         with self.connect() as con:
             con.execute(
                 "INSERT OR REPLACE INTO audit.runs (run_id, release, spec_sha256, method, "
-                "started_at, status, host, pid, target, kind, input_sha256, secrets_sha256) "
-                "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                "started_at, status, host, pid, target, kind, input_sha256, secrets_sha256, "
+                "release_sha256) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                 [
                     run_id,
                     release,
@@ -391,16 +394,19 @@ class Warehouse:
                     kind,
                     input_sha256,
                     secrets_sha256,
+                    release_sha256,
                 ],
             )
 
     def latest_published(self, release: str) -> dict[str, Any] | None:
         """The latest ``published`` run of ``release`` (``run_id``, ``input_sha256``,
-        ``spec_sha256``, ``published_to``, ``started_at``, ``secrets_sha256``), or None."""
+        ``spec_sha256``, ``published_to``, ``started_at``, ``secrets_sha256``,
+        ``release_sha256``), or None."""
         with self.connect() as con:
             row = con.execute(
                 "SELECT run_id, input_sha256, spec_sha256, published_to, started_at, "
-                "secrets_sha256 FROM audit.runs WHERE release = ? AND status = 'published' "
+                "secrets_sha256, release_sha256 FROM audit.runs WHERE release = ? "
+                "AND status = 'published' "
                 "ORDER BY started_at DESC LIMIT 1",
                 [release],
             ).fetchone()
@@ -413,6 +419,7 @@ class Warehouse:
             "published_to",
             "started_at",
             "secrets_sha256",
+            "release_sha256",
         )
         return dict(zip(keys, row, strict=True))
 

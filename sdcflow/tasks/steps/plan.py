@@ -11,6 +11,8 @@ does not read or parse any of it again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,6 +135,22 @@ class ReleasePlan(BaseModel):
         check_box_data(spec, self.data)
         check_runner(spec)  # a variant runs on the spec's runner too (runner: dask)
         return self.model_copy(update={"spec": spec})
+
+    def release_sha256(self) -> str:
+        """Hash of what decides the published files, for "the same release"
+        (``flows.release.already_published``): :meth:`ReleaseSpec.sha256`'s fields without
+        where the reports go and how the source is named (its bytes are ``source_sha256``),
+        with every edit rule as parsed (name, severity, tolerance, syntax tree), so that
+        spacing a rule differently, or moving it to the rules file, is the same release."""
+        spec = self.spec
+        skip = {"retention", "runner", "dask", "reports", "source", "edits", "rules_file"}
+        public = spec.hashed_dict(skip)
+        public["files_sha256"] = {
+            k: v for k, v in spec.named_files_sha256().items() if k != "rules_file"
+        }
+        public["rules"] = [[r.name, r.severity, r.tolerance, repr(r.node)] for r in self.rules]
+        blob = json.dumps(public, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()
 
     @model_serializer
     def _summary(self) -> dict[str, Any]:

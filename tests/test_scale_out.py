@@ -189,6 +189,24 @@ def test_runner_options(tmp_path):
     assert e.value.code == Reason.SPEC_FIELD
 
 
+def test_an_embedded_cluster_is_sized_to_the_machine(tmp_path, monkeypatch, capsys):
+    # A review: --dask-workers 1025 (the spec's limit is 1024) was exit 3 with a pydantic
+    # traceback line; 64 workers on 2 CPUs started for 5 minutes, lost the scheduler and
+    # failed, 1000 spawned processes that SIGTERM did not stop.
+    import sdcflow.tasks.steps.scale as scale
+
+    spec = write_release(tmp_path, rows=20, method={"name": "mdav", "k": 5, "cell_size": 10})
+    with pytest.raises(SystemExit) as e:
+        main(["check", str(spec), "--dask-workers", "1025"])
+    assert e.value.code == 2 and "give 1 to 1024 workers" in capsys.readouterr().err
+    monkeypatch.setattr(scale, "usable_cpus", lambda: 2)
+    assert main(["check", str(spec), "--dask-workers", "9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "[runner dask.workers]" in err[0] and "at most 8" in err[0], err
+    assert not (tmp_path / "warehouse.duckdb").exists()  # refused before anything is written
+    plan_release(with_cli_options(load_spec(spec), workers=8))  # 4 per CPU: allowed
+
+
 def _task_runs(flow_run_hex: str) -> list[str]:
     import httpx
     from prefect.settings import PREFECT_API_URL

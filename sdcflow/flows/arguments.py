@@ -29,7 +29,9 @@ inf = float("inf")
 seconds = number(
     float, lambda v: 0 <= v < inf, "not a number of seconds", "give a finite number of seconds >= 0"
 )
-workers = number(int, lambda v: v >= 1, "not a whole number of workers", "give at least 1 worker")
+workers = number(
+    int, lambda v: 1 <= v <= 1024, "not a whole number of workers", "give 1 to 1024 workers"
+)
 runs = number(int, lambda v: v >= 1, "not a whole number", "give a number of runs >= 1")
 days = number(
     float, lambda v: 0 < v < inf, "not a number of days", "give a finite number of days > 0"

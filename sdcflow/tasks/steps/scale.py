@@ -56,16 +56,40 @@ def _dask_choices() -> str:
     return text + (f", or {', '.join(one_pass)} (one pass)" if one_pass else "")
 
 
+WORKERS_PER_CPU = 4  # the embedded LocalCluster's limit (check_runner)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system says, else the count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def check_runner(spec: ReleaseSpec) -> None:
     """Refuse a ``runner: dask`` release whose method cannot run on it (preflight, exit 2).
 
     Raises
     ------
     ParameterError
-        Reason ``runner``: the method declares no way to spread its work (``scale_out``).
+        Reason ``runner``: the method declares no way to spread its work (``scale_out``), or
+        the embedded cluster would have more than ``WORKERS_PER_CPU`` workers per CPU.
     """
     if spec.runner != "dask":
         return
+    workers, cpus = spec.dask.workers, usable_cpus()
+    if workers is not None and workers > WORKERS_PER_CPU * cpus:
+        # each worker is a process of its own: 64 on 2 CPUs spent 5 min starting and lost
+        # the scheduler (a review); more than one per CPU only adds start-up
+        raise ParameterError(
+            f"dask.workers {workers} is more than {WORKERS_PER_CPU} worker processes per CPU "
+            f"of this machine ({cpus} CPUs) for the embedded cluster; give at most "
+            f"{WORKERS_PER_CPU * cpus} (one per CPU is the fastest), or run on a larger "
+            "cluster with dask.address (--dask-address)",
+            code=Reason.RUNNER,
+            field="dask.workers",
+        )
     method = get_method(spec.method.name)
     if callable(method.scale_out) and method.scaling(spec.method) is None:
         raise ParameterError(

@@ -370,8 +370,13 @@ def test_runs_is_read_only_and_never_creates_what_is_missing(tmp_path, capsys):
     with duckdb.connect(str(path), read_only=True) as con:
         schemas = {r[0] for r in con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()}
     assert "audit" not in schemas
-    assert main(["runs", "--warehouse", str(tmp_path / "absent.duckdb")]) == 0
-    assert not (tmp_path / "absent.duckdb").exists()
+    # a mistyped --warehouse said "no runs recorded" with exit 0 (a review): exit 2, and
+    # nothing created; a spec whose warehouse does not exist yet has no runs, exit 0
+    typo = tmp_path / "w.duckbd"
+    capsys.readouterr()
+    assert main(["runs", "--warehouse", str(typo)]) == 2
+    err = capsys.readouterr().err
+    assert f"no warehouse at {typo}" in err and "[warehouse" in err and not typo.exists()
     (tmp_path / "data.csv").write_text("a,b\n1,2\n")
     assert main(["runs", "--warehouse", str(tmp_path / "data.csv")]) == 2
     assert cli_error(capsys.readouterr().err)[0] is Reason.WAREHOUSE

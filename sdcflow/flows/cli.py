@@ -262,6 +262,13 @@ def _runs(
     else:
         raise InputError("give a spec file or --warehouse PATH", code=Reason.SPEC_MISSING)
     if not path.exists():
+        if warehouse:  # named by hand: a mistyped path must not read as "no runs"
+            raise InputError(
+                f"no warehouse at {path}; check the path (a spec's warehouse before its first "
+                "run has no runs: give the spec instead)",
+                code=Reason.WAREHOUSE,
+                field="warehouse",
+            )
         print(f"no runs recorded in {path}")
         return EXIT_OK
     from sdcflow.warehouse.warehouse import check_warehouse_file

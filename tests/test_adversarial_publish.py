@@ -81,6 +81,28 @@ def test_the_source_warehouse_reports_and_spec_can_never_be_a_release_target(
     assert tree(tmp_path) == before
 
 
+@pytest.mark.parametrize("field", ["reports", "warehouse", "output"])
+def test_another_spec_never_writes_into_a_live_release(tmp_path, prefect_api, capsys, field):
+    # A review: spec B's `reports:` named spec A's published release; `sdcflow check` wrote
+    # its report and Data Docs into it, and A's next release was refused ("it holds files
+    # sdcflow did not write"). B is refused before it writes anything; A is untouched.
+    a = _spec(tmp_path, output="out", checks={"max_information_loss": 60})
+    assert main(["release", str(a)]) == 0
+    live = tmp_path / "out" / "survey"
+    before = tree(live)
+    other = tmp_path / "b"
+    other.mkdir()
+    place = {"reports": "../out/survey", "warehouse": "../out/survey/w.duckdb",
+             "output": "../out/survey/inner"}[field]  # fmt: skip
+    b = _spec(other, release="other", **{field: place})
+    capsys.readouterr()
+    assert main(["check", str(b)]) == 2
+    err = _refused(capsys, Reason.OUTPUT)
+    assert f"`{field}:`" in err and "inside the published release" in err
+    assert tree(live) == before and not (other / "warehouse.duckdb").exists()
+    assert main(["release", str(a), "--force"]) == 0  # A publishes again as before
+
+
 def test_output_that_is_a_file_fails_at_preflight(tmp_path, capsys):
     spec = _spec(tmp_path, output="published")
     (tmp_path / "published").write_text("not a folder")

@@ -57,7 +57,11 @@ from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
 from sdcflow.tasks.steps.scale import check_cluster, check_runner
 from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
 from sdcflow.tasks.validation import check_cell_size
-from sdcflow.warehouse.publish import check_release_paths, check_release_target
+from sdcflow.warehouse.publish import (
+    check_release_paths,
+    check_release_target,
+    enclosing_release,
+)
 from sdcflow.warehouse.sources import (
     inexact_csv_numbers,
     is_integer_type,
@@ -233,7 +237,9 @@ def check_destinations(spec: ReleaseSpec) -> None:
     """Where the run writes, checked before it starts (``InputError``, exit 2): the output
     folder can take the release (a previous sdcflow release or nothing at ``<output>/<release>``),
     the release target holds neither the source, the warehouse, the rules nor the spec's folder
-    and does not overlap the run reports, and the warehouse is a DuckDB file or a new path."""
+    and does not overlap the run reports, the warehouse is a DuckDB file or a new path, and
+    neither the output folder, the reports nor the warehouse lies inside a published release
+    (another spec's: a review saw a `check` write its report into a live release)."""
     target = spec.release_dir
     check_release_paths(
         target,
@@ -247,6 +253,20 @@ def check_destinations(spec: ReleaseSpec) -> None:
     )
     check_release_target(spec.output_dir, spec.release)
     check_warehouse_file(spec.warehouse_path)
+    written = (
+        ("output", spec.output_dir),
+        ("reports", spec.reports_dir),
+        ("warehouse", spec.warehouse_path),
+    )
+    for field_name, path in written:
+        inside = enclosing_release(path)
+        if inside is not None:  # its next publication would refuse the files it did not list
+            raise InputError(
+                f"`{field_name}:` {path} lies inside the published release {inside}; point "
+                f"`{field_name}:` outside every release folder",
+                code=Reason.OUTPUT,
+                field=field_name,
+            )
 
 
 def binned_keys(spec: ReleaseSpec) -> list[str]:

@@ -33,6 +33,5 @@ workers = number(
     int, lambda v: 1 <= v <= 1024, "not a whole number of workers", "give 1 to 1024 workers"
 )
 runs = number(int, lambda v: v >= 1, "not a whole number", "give a number of runs >= 1")
-days = number(
-    float, lambda v: 0 < v < inf, "not a number of days", "give a finite number of days > 0"
-)
+# inf as in the spec's `retention: {keep_days: .inf}`: every run is within it
+days = number(float, lambda v: 0 < v <= inf, "not a number of days", "give a number of days > 0")

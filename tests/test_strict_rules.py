@@ -108,3 +108,63 @@ def test_a_strict_consequent_is_kept_by_the_group_it_binds(tmp_path, prefect_api
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["edit_rules"]["masked"] == {"R1": 0}
     assert manifest["method_details"]["groups_moved_onto_conditional_rules"] == 1
+
+
+def test_a_strict_boundary_is_read_the_same_whatever_the_column_order():
+    # A review: 1910.19 > 1898.5 + 11.69 is false in decimals; the SQL's sum says so, but
+    # numpy's sum in the matrix's column order left 2.3e-13 of the wrong sign, so repair
+    # moved none of the records the validation counted, and the release was refused
+    rule = parse_rules(["turnover > wages + other_costs"])
+    record = {"turnover": 1910.19, "wages": 1898.5, "other_costs": 11.69}
+    for order in (["turnover", "wages", "other_costs"], ["wages", "other_costs", "turnover"]):
+        X = np.array([[record[c] for c in order], [record[c] + (c == "turnover") for c in order]])
+        np.testing.assert_array_equal(violating_records(X, linear_constraints(rule, order)),
+                                      [True, False])  # fmt: skip
+
+
+def test_the_grid_reads_a_bound_as_written_not_as_the_double_above_it():
+    # 0.1 is stored as 0.1000000000000000055: the last cent below it is 0.09, not 0.1 - 1e-8
+    cons = linear_constraints(parse_rules(["x < 0.1", "x > 0.7", "x < 1.1"]), ["x"])
+    np.testing.assert_allclose(cons.tightened(decimals=[2]).h, [0.09, -0.71, 1.09], rtol=1e-15)
+
+
+@pytest.mark.flow
+@pytest.mark.parametrize(
+    ("case", "order"),
+    [
+        ("cents", ["turnover", "wages", "other_costs"]),
+        ("cents", ["wages", "other_costs", "turnover"]),
+        ("1e9", None),
+    ],
+)
+def test_strict_rules_publish_in_the_reviews_cases(tmp_path, prefect_api, case, order):
+    # cents: groups whose means round onto turnover == wages + other_costs exactly, under
+    # `turnover > wages + other_costs` (refused in one key order, the numpy sum's sign);
+    # 1e9: a group moved onto `wages < 0.5 * turnover` by 1e-8 only, less than a double's
+    # step there, so it stayed on the boundary (refused)
+    if case == "cents":
+        rows = [(1910.194, 1898.5, 11.69)] * 3 + [(4268.474, 4162.59, 105.88)] * 3
+        rows += [(100.0 + j, 10.0, 20.0) for j in range(3)]
+        frame = pd.DataFrame(rows, columns=["turnover", "wages", "other_costs"])
+        keys = [{"name": c, "precision": 2} for c in order]
+        edits = ["turnover > wages + other_costs"]
+    else:
+        rng = np.random.default_rng(1)
+        frame = pd.DataFrame({
+            "employees": [0.5, 1.0, 1.5, 10.5, 11.0, 12.5],
+            "turnover": (np.array([1, 1, 1, 3, 3, 3]) + rng.uniform(0, 0.1, 6)) * 1e9,
+            "wages": np.array([0.1, 0.1, 2.0, 1, 1, 1]) * 1e9 + rng.uniform(0, 1, 6),
+        })  # fmt: skip
+        keys, edits = (
+            ["employees", "turnover", "wages"],
+            ["if employees <= 1 then wages < 0.5 * turnover"],
+        )
+    frame.insert(0, "id", range(len(frame)))
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {"release": "s", "source": "data.csv", "id_column": "id", "quasi_identifiers": keys,
+            "edits": edits, "method": {"name": "mdav", "k": 3}, "checks": {"k_anonymity": 3},
+            "output": "published/", "warehouse": "warehouse.duckdb"}  # fmt: skip
+    (tmp_path / "release.yaml").write_text(json.dumps(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 0
+    manifest = json.loads((tmp_path / "published" / "s" / "manifest.json").read_text())
+    assert manifest["edit_rules"]["masked"] == {"R1": 0}

@@ -439,7 +439,8 @@ def _polish(V: np.ndarray, constraints: LinearConstraints, scale: np.ndarray) ->
     """Centres ``V`` (C, d) projected once more in original units, with the metric of the
     standardized coordinates (weights ``1 / scale^2``), to remove the rounding of the
     back-transformation."""
-    proj = PolyhedronProjector.from_constraints(constraints, weights=1.0 / scale**2)
+    inside = constraints.tightened(np.abs(V).max(axis=0, initial=0.0) + scale)  # strict rows
+    proj = PolyhedronProjector.from_constraints(inside, weights=1.0 / scale**2)
     return proj.project(V, skip_feasible=False)
 
 

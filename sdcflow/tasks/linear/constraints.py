@@ -144,7 +144,8 @@ class LinearConstraints:
             inside = h[i] - (DEFAULT_TOLERANCE + ROUNDING_SLACK * (abs(h[i]) + np.abs(g) @ mag))
             step = _grid_step(g, decimals)
             if step is not None:  # the grid's last value below h, if it is that far inside
-                inside = min(inside, float(step * (math.ceil(Fraction(float(h[i])) / step) - 1)))
+                bound = Fraction(repr(float(h[i])))  # as written: 0.1, not the double above it
+                inside = min(inside, float(step * (math.ceil(bound / step) - 1)))
             h[i] = inside
         return replace(self, h=h, ineq_strict=())
 

@@ -195,13 +195,17 @@ def group_values_on_rules(
                 these = groups[redo & (binding == bound).all(axis=1)]
                 on = [r for (_, r), b in zip(extra, bound, strict=True) if b]
                 values[np.ix_(these, sub)] = means[np.ix_(these, sub)]
+                # strict rows aimed inside: on the grid of the precision, or by the
+                # allowance at the columns' magnitude
                 grid = None if dec is None else [dec[t] for t in sub]
+                held = np.abs(np.nan_to_num(means[np.ix_(these, sub)]))
+                size = held.max(axis=0, initial=0.0) + np.abs(units.shift[sub]) + units.scale[sub]
                 try:
                     stacked = rules.with_rows(*on)
-                    units.onto(these, sub, stacked.tightened(decimals=grid))
+                    units.onto(these, sub, stacked.tightened(size, grid))
                 except ParameterError:  # consequents that together admit no value: the
                     stacked = rules  # rules alone; the validation then counts the rule
-                    units.onto(these, sub, stacked.tightened(decimals=grid))
+                    units.onto(these, sub, stacked.tightened(size, grid))
                 if rounding:  # every group of the pattern, bound by rules or not
                     assert dec is not None
                     done = round_keeping_equalities(

@@ -53,9 +53,10 @@ def violating_records(
     ``t`` is the validation's allowance on the same residual: ``tol`` (or, for a row whose
     rule is named in ``row_tol``, that rule's tolerance) plus ``ROUNDING_SLACK`` times the
     row's terms' magnitude ``|A_j| |x| + |b_j|``, the binary rounding a double evaluation
-    carries (:mod:`sdcflow.tolerances`). A strict row (``<``, ``>``) is exact, as in the
-    validation: a record on its boundary violates it. A record the validation passes is not
-    moved."""
+    carries (:mod:`sdcflow.tolerances`). A strict row (``<``, ``>``) is broken on its
+    boundary, and within that rounding slack of it: the validation's SQL, summing the terms
+    in another order, can find such a record on either side. A record the validation passes
+    is not moved (but for one that close to a strict boundary, moved just inside it)."""
     row_tol = row_tol or {}
     absX = np.abs(np.atleast_2d(X))
     eq, ineq = constraints.residuals(X)
@@ -69,9 +70,13 @@ def violating_records(
         t = np.array([row_tol.get(n, tol) for n in names], dtype=np.float64)
         t = t + ROUNDING_SLACK * (absX @ np.abs(M).T + np.abs(rhs))
         off = (np.abs(res) if two_sided else res) > t
-        if not two_sided and any(constraints.ineq_strict):  # `<` and `>`: exact
+        if not two_sided and any(constraints.ineq_strict):
+            # `<`, `>`: broken on the boundary. The SQL sums the rule's terms in its own
+            # order, which can put a record exactly on it a bit to either side, so a record
+            # within the rounding slack of the boundary counts as on it
             strict = constraints.strict
-            off[:, strict] = res[:, strict] >= 0.0
+            slack = t[:, strict] - np.array([row_tol.get(n, tol) for n in names])[strict]
+            off[:, strict] = res[:, strict] >= -slack
         bad |= off.any(axis=1)
     return bad
 

@@ -49,6 +49,7 @@ import numpy as np
 
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tolerances import ROUNDING_SLACK
 
 
 @dataclass(frozen=True)
@@ -315,11 +316,15 @@ def _towards_inequalities(
 
     def broken(V: np.ndarray) -> np.ndarray:
         """(n, q) whether each row is broken: by more than 1e-12 of its scale, a strict row
-        on its boundary too; never where a value it reads is missing."""
+        on its boundary too (within the rounding slack); never where a value it reads is
+        missing."""
         W = np.nan_to_num(V, nan=0.0)
         raw = W @ Gx.T - h
-        out = raw / (1.0 + np.abs(W) @ np.abs(Gx).T + np.abs(h)) > 1e-12
-        out[:, strict] = raw[:, strict] >= 0.0
+        terms = np.abs(W) @ np.abs(Gx).T + np.abs(h)
+        out = raw / (1.0 + terms) > 1e-12
+        # a strict row: on its boundary, to the rounding slack the validation's own sum
+        # order may differ by (repair.violating_records)
+        out[:, strict] = raw[:, strict] >= -ROUNDING_SLACK * terms[:, strict]
         missing = np.isnan(V).astype(np.float64) @ (Gx != 0).T > 0
         return out & ~missing
 

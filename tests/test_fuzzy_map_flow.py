@@ -5,6 +5,7 @@ session's Prefect API with the mapping kept in the warehouse and nowhere else, a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -146,7 +147,8 @@ def _api_dump(run_id: str) -> str:
     )
     if events.status_code == 200:
         out.append(json.dumps(events.json()))
-    return "\n".join(out)
+    # timestamps out: 04:53:30.512 holds the needle 30.5 (a CI run failed on one)
+    return re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?", "<time>", "\n".join(out))
 
 
 def _secret_strings(mapping: dict) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,31 @@ def write_release(
     path = tmp / spec_name
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
+
+
+def release_frame(
+    tmp: Path, frame: pd.DataFrame, edits: list, *, keys: list | None = None, k: int = 3
+) -> Path:
+    """Release ``frame`` (its ``id`` column the identifier; ``keys`` default every other
+    column) with MDAV at ``k``, through the command line, which must publish; returns the
+    release folder ``tmp/published/complete``."""
+    from sdcflow.flows.cli import main
+
+    frame.to_csv(tmp / "data.csv", index=False)
+    spec = {
+        "release": "complete",
+        "source": "data.csv",
+        "id_column": "id",
+        "quasi_identifiers": keys or [c for c in frame.columns if c != "id"],
+        "edits": edits,
+        "method": {"name": "mdav", "k": k},
+        "checks": {"k_anonymity": k},
+        "output": "published/",
+        "warehouse": "warehouse.duckdb",
+    }
+    (tmp / "release.yaml").write_text(json.dumps(spec))
+    assert main(["release", str(tmp / "release.yaml")]) == 0
+    return tmp / "published" / "complete"
 
 
 def _latest_progress(keys: list[str]) -> dict[str, dict]:

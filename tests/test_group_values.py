@@ -4,13 +4,12 @@ computed by hand, and releases of the survey with gaps that publish with every r
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from survey import EXAMPLE, QIS
+from survey import EXAMPLE, QIS, release_frame
 
 from sdcflow.flows.cli import main
 from sdcflow.tasks.linear.constraints import LinearConstraints
@@ -506,24 +505,6 @@ def test_breaking_conditions_reads_the_condition_and_the_consequent():
     assert not breaking_conditions(values, columns, [(lambda v: v["employees"] <= 1, binned)]).any()
 
 
-def _complete_release(tmp_path, frame: pd.DataFrame, edits: list, k: int = 3) -> Path:
-    frame.to_csv(tmp_path / "data.csv", index=False)
-    spec = {
-        "release": "complete",
-        "source": "data.csv",
-        "id_column": "id",
-        "quasi_identifiers": [c for c in frame.columns if c != "id"],
-        "edits": edits,
-        "method": {"name": "mdav", "k": k},
-        "checks": {"k_anonymity": k},
-        "output": "published/",
-        "warehouse": "warehouse.duckdb",
-    }
-    (tmp_path / "release.yaml").write_text(json.dumps(spec))
-    assert main(["release", str(tmp_path / "release.yaml")]) == 0
-    return tmp_path / "published" / "complete"
-
-
 @pytest.mark.flow
 @pytest.mark.parametrize("integers", [True, False], ids=["rounding-meets-it", "the-mean-meets-it"])
 def test_complete_records_keep_a_condition_their_group_values_meet(tmp_path, prefect_api, integers):
@@ -543,7 +524,7 @@ def test_complete_records_keep_a_condition_their_group_values_meet(tmp_path, pre
         )
         first = (1.0, 50.0)
     frame = pd.DataFrame({"id": range(6), "employees": employees, "wages": wages})
-    out = _complete_release(tmp_path, frame, ["if employees <= 1 then wages <= 50"])
+    out = release_frame(tmp_path, frame, ["if employees <= 1 then wages <= 50"])
     data = pd.read_csv(out / "data.csv").sort_values("employees").reset_index(drop=True)
     assert [tuple(r) for r in data.head(3).itertuples(index=False)] == [first] * 3
     second = frame.iloc[3:][["employees", "wages"]].mean()
@@ -568,7 +549,7 @@ def test_a_group_within_its_rules_own_tolerance_is_left_as_it_is(tmp_path, prefe
         }
     )
     edits = [{"rule": "if employees <= 1 then wages <= 50000", "name": "small", "tolerance": 300}]
-    out = _complete_release(tmp_path, frame, edits)
+    out = release_frame(tmp_path, frame, edits)
     manifest = json.loads((out / "manifest.json").read_text())
     assert "groups_moved_onto_conditional_rules" not in manifest["method_details"]
     # MDAV's groups: employees (1, 1, 2) with wages (49 800, 49 900, 50 100), whose rounded
@@ -592,7 +573,7 @@ def test_the_manifest_counts_the_groups_whose_values_changed(tmp_path, prefect_a
             "gross": [1160, 1189, 1247, 5800, 5829, 5858],
         }
     )
-    out = _complete_release(tmp_path, frame, ["if vat == 1 then gross == 1.16 * net"])
+    out = release_frame(tmp_path, frame, ["if vat == 1 then gross == 1.16 * net"])
     manifest = json.loads((out / "manifest.json").read_text())
     details = manifest["method_details"]
     assert details["groups_moved_onto_conditional_rules"] == 1

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from survey import release_frame
 
 from sdcflow.expectations.rules import parse_rules
-from sdcflow.flows.cli import main
 from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
 from sdcflow.tasks.steps.plan import linear_constraints
@@ -87,22 +87,9 @@ def test_a_strict_consequent_is_kept_by_the_group_it_binds(tmp_path, prefect_api
         employees = [0.5, 1.0, 1.5, 10.5, 11.0, 12.5]
         wages, first = [0.5, 1.0, 1.5, 500.5, 510.0, 520.5], (1.0, 0.9)
     frame = pd.DataFrame({"id": range(6), "employees": employees, "wages": wages})
-    frame.to_csv(tmp_path / "data.csv", index=False)
     wages_key = "wages" if integers else {"name": "wages", "precision": 1}
-    spec = {
-        "release": "strict",
-        "source": "data.csv",
-        "id_column": "id",
-        "quasi_identifiers": ["employees", wages_key],
-        "edits": ["if employees <= 1 then wages < 1"],
-        "method": {"name": "mdav", "k": 3},
-        "checks": {"k_anonymity": 3},
-        "output": "published/",
-        "warehouse": "warehouse.duckdb",
-    }
-    (tmp_path / "release.yaml").write_text(json.dumps(spec))
-    assert main(["release", str(tmp_path / "release.yaml")]) == 0
-    out = tmp_path / "published" / "strict"
+    edits = ["if employees <= 1 then wages < 1"]
+    out = release_frame(tmp_path, frame, edits, keys=["employees", wages_key])
     data = pd.read_csv(out / "data.csv").sort_values("employees").reset_index(drop=True)
     assert [tuple(r) for r in data.head(3).itertuples(index=False)] == [first] * 3
     manifest = json.loads((out / "manifest.json").read_text())
@@ -160,11 +147,6 @@ def test_strict_rules_publish_in_the_reviews_cases(tmp_path, prefect_api, case, 
             ["if employees <= 1 then wages < 0.5 * turnover"],
         )
     frame.insert(0, "id", range(len(frame)))
-    frame.to_csv(tmp_path / "data.csv", index=False)
-    spec = {"release": "s", "source": "data.csv", "id_column": "id", "quasi_identifiers": keys,
-            "edits": edits, "method": {"name": "mdav", "k": 3}, "checks": {"k_anonymity": 3},
-            "output": "published/", "warehouse": "warehouse.duckdb"}  # fmt: skip
-    (tmp_path / "release.yaml").write_text(json.dumps(spec))
-    assert main(["release", str(tmp_path / "release.yaml")]) == 0
-    manifest = json.loads((tmp_path / "published" / "s" / "manifest.json").read_text())
+    out = release_frame(tmp_path, frame, edits, keys=keys)
+    manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["edit_rules"]["masked"] == {"R1": 0}

@@ -150,3 +150,12 @@ def test_strict_rules_publish_in_the_reviews_cases(tmp_path, prefect_api, case, 
     out = release_frame(tmp_path, frame, edits, keys=keys)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["edit_rules"]["masked"] == {"R1": 0}
+
+
+def test_directed_rounding_lands_on_the_decimal_grid():
+    # A review: rounding towards a row multiplied the cents by 0.01, so 23172108 cents were
+    # published as 231721.08000000002 (off the grid, and not counted as such)
+    # (231721.0749 rounds to .07, below the bound .071: rounded up instead, to .08)
+    cons = linear_constraints(parse_rules(["x > 231721.071"]), ["x"])
+    done = round_keeping_equalities(np.array([[231721.0749]]), ["x"], [2], cons)
+    assert float(done.values[0, 0]) == 231721.08

@@ -348,7 +348,9 @@ def _towards_inequalities(
             continue
         unit = 10.0 ** -int(dec)
         scaled = np.round(U[:, j] / unit, 9)
-        value = np.where(down[:, j], np.floor(scaled), np.ceil(scaled)) * unit + 0.0
+        steps = np.where(down[:, j], np.floor(scaled), np.ceil(scaled))
+        # divided by 10^dec, not times 0.01: 23172108 * 0.01 is 231721.08000000002
+        value = (steps / 10.0 ** int(dec) if dec >= 0 else steps * unit) + 0.0
         move = (down[:, j] != up[:, j]) & ~np.isnan(U[:, j])
         move &= ~((value == 0) & (np.abs(U[:, j]) > 1e-9 * unit))  # zero and non-zero apart
         trial[move, j] = value[move]

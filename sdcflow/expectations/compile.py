@@ -288,10 +288,8 @@ def linear_rows(
 ) -> tuple[list[tuple[dict[str, float], float]], list[tuple[dict[str, float], float]]]:
     """Rows of a linear rule: equalities ``(a, b)`` meaning ``a . x = b`` and inequalities
     ``(g, h)`` meaning ``g . x <= h`` (strict inequalities as their closure)."""
-    node = rule.node
-    links = node.links if isinstance(node, Chain) else (node,)
     eqs, ineqs = [], []
-    for link in links:
+    for link in _links(rule):
         if not isinstance(link, Comparison) or link.op == "!=":
             raise ValueError(f"rule {rule.name!r} is not linear")
         r, _ = _normalized(link)
@@ -303,8 +301,14 @@ def linear_rows(
 def strict_rows(rule: Rule) -> tuple[bool, ...]:
     """Per inequality row of :func:`linear_rows` (same order), whether it is strict: ``<`` or
     ``>``, which no record on the row's boundary meets."""
-    node = rule.node
-    links = node.links if isinstance(node, Chain) else (node,)
     return tuple(
-        link.op in ("<", ">") for link in links if isinstance(link, Comparison) and link.op != "=="
+        link.op in ("<", ">")
+        for link in _links(rule)
+        if isinstance(link, Comparison) and link.op != "=="
     )
+
+
+def _links(rule: Rule) -> tuple:
+    """The comparisons of a rule: a chain's links, or the rule's one node."""
+    node = rule.node
+    return node.links if isinstance(node, Chain) else (node,)

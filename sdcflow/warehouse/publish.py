@@ -221,7 +221,8 @@ def check_release_target(output: Path, release: str) -> None:
 def enclosing_release(path: Path) -> Path | None:
     """The sdcflow release folder (one with sdcflow's marker) that ``path`` or one of its
     folders is, after resolving symbolic links; None when there is none."""
-    for folder in (_real(path), *_real(path).parents):
+    real = _real(path)
+    for folder in (real, *real.parents):
         if read_marker(folder) is not None:
             return folder
     return None

@@ -195,17 +195,13 @@ def group_values_on_rules(
                 these = groups[redo & (binding == bound).all(axis=1)]
                 on = [r for (_, r), b in zip(extra, bound, strict=True) if b]
                 values[np.ix_(these, sub)] = means[np.ix_(these, sub)]
-                # strict rows aimed inside: on the grid of the precision, or by the
-                # allowance at the columns' magnitude
                 grid = None if dec is None else [dec[t] for t in sub]
-                held = np.abs(np.nan_to_num(means[np.ix_(these, sub)]))
-                size = held.max(axis=0, initial=0.0) + np.abs(units.shift[sub]) + units.scale[sub]
                 try:
                     stacked = rules.with_rows(*on)
-                    units.onto(these, sub, stacked.tightened(size, grid))
+                    units.onto(these, sub, stacked, grid)
                 except ParameterError:  # consequents that together admit no value: the
                     stacked = rules  # rules alone; the validation then counts the rule
-                    units.onto(these, sub, stacked.tightened(size, grid))
+                    units.onto(these, sub, stacked, grid)
                 if rounding:  # every group of the pattern, bound by rules or not
                     assert dec is not None
                     done = round_keeping_equalities(
@@ -249,12 +245,23 @@ class _Units:
         self.values, self.counts, self.shift, self.scale = values, counts, shift, scale
         self.moved = np.zeros(len(values), dtype=bool)
 
-    def onto(self, groups: np.ndarray, sub: np.ndarray, rules: LinearConstraints) -> None:
+    def onto(
+        self,
+        groups: np.ndarray,
+        sub: np.ndarray,
+        rules: LinearConstraints,
+        grid: list[int | None] | None = None,
+    ) -> None:
         """Project, in place, the values of ``groups`` on the columns ``sub`` that break
-        ``rules`` (the module docstring's problem)."""
+        ``rules`` (the module docstring's problem). Strict rows are aimed inside
+        (:meth:`LinearConstraints.tightened`): on the ``grid`` of the columns' decimals, or by
+        the allowance at the magnitude of these groups' values and of the columns."""
         if rules.is_empty:
             return
         shift, scale = self.shift[sub], self.scale[sub]
+        if any(rules.ineq_strict):
+            held = np.abs(np.nan_to_num(self.values[np.ix_(groups, sub)]))
+            rules = rules.tightened(held.max(axis=0, initial=0.0) + np.abs(shift) + scale, grid)
         base = PolyhedronProjector.from_constraints(rules, shift=shift, scale=scale)
         Z = (self.values[np.ix_(groups, sub)] - shift) / scale
         off = ~base.feasible(Z)

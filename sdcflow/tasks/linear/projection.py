@@ -170,9 +170,9 @@ class PolyhedronProjector:
         are replaced by :meth:`LinearConstraints.tightened` at the magnitude
         ``|shift| + scale`` (a caller that knows the published grid tightens them first)."""
         if any(constraints.ineq_strict):  # aimed inside strict rows, at the data's magnitude
-            typical = None if shift is None else np.abs(shift)
-            if typical is not None and scale is not None:
-                typical = typical + np.abs(scale)
+            typical = np.zeros(len(constraints.columns))
+            for part in (shift, scale):
+                typical = typical if part is None else typical + np.abs(part)
             constraints = constraints.tightened(typical)
         A, b, G, h = constraints.A, constraints.b, constraints.G, constraints.h
         b_terms = np.abs(b)

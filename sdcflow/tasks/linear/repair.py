@@ -67,16 +67,15 @@ def violating_records(
     ):
         if not res.size:
             continue
-        t = np.array([row_tol.get(n, tol) for n in names], dtype=np.float64)
-        t = t + ROUNDING_SLACK * (absX @ np.abs(M).T + np.abs(rhs))
+        slack = ROUNDING_SLACK * (absX @ np.abs(M).T + np.abs(rhs))
+        t = np.array([row_tol.get(n, tol) for n in names], dtype=np.float64) + slack
         off = (np.abs(res) if two_sided else res) > t
         if not two_sided and any(constraints.ineq_strict):
             # `<`, `>`: broken on the boundary. The SQL sums the rule's terms in its own
             # order, which can put a record exactly on it a bit to either side, so a record
             # within the rounding slack of the boundary counts as on it
             strict = constraints.strict
-            slack = t[:, strict] - np.array([row_tol.get(n, tol) for n in names])[strict]
-            off[:, strict] = res[:, strict] >= -slack
+            off[:, strict] = res[:, strict] >= -slack[:, strict]
         bad |= off.any(axis=1)
     return bad
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linprog
 
-__all__ = ["equilibrate", "feasibility_status"]
+__all__ = ["equilibrate", "feasibility_status", "strict_room"]
 
 
 def equilibrate(
@@ -62,19 +62,80 @@ def feasibility_status(
 
     Shapes: A (p, d), b (p,), G (q, d), h (q,); p + q >= 1.
     """
+    status, message, _ = _solve(A, b, G, h)
+    return status, message
+
+
+def strict_room(
+    A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray, margin: np.ndarray
+) -> float | None:
+    """The largest ``s`` in ``[0, 1]`` with ``A x = b, G x <= h - s margin`` for some ``x``,
+    or None when there is none (the closed set is empty).
+
+    ``margin`` (q,) >= 0 is how far inside its bound each row must be (0 on a non-strict row):
+    ``s = 1`` means every row can be that far inside at once. The margin can be 1e-14 of the
+    bound (:func:`sdcflow.tolerances.strict_bound`), below HiGHS's feasibility tolerance
+    (1e-7, absolute) once the values are large, so the LP in ``s`` is solved in ``y = x - x0``
+    around a point ``x0`` of the closed set: its right-hand sides are then the rows' slacks at
+    ``x0``, not the rules' magnitudes, and its optimum is a vertex where the rows that bound
+    ``s`` hold exactly. (Solved around 0 when ``x0`` misses the closed set by HiGHS's
+    tolerance, as an LP at those magnitudes would.)
+
+    Shapes: A (p, d), b (p,), G (q, d), h (q,), margin (q,); q >= 1.
+    """
+    status, message, x0 = _solve(A, b, G, h)
+    if status == 2:
+        return None
+    if status not in (0, 3) or x0 is None:
+        raise RuntimeError(f"the feasibility LP did not finish: {message}")
+    margin = np.asarray(margin, dtype=np.float64)
+    for shift in (x0, np.zeros_like(x0)):
+        status, message, y = _solve(A, b - A @ shift, G, h - G @ shift, margin)
+        if status == 0 and y is not None:
+            return float(y[-1])
+    if status == 2:
+        return None
+    raise RuntimeError(f"the feasibility LP did not finish: {message}")
+
+
+def _solve(
+    A: np.ndarray,
+    b: np.ndarray,
+    G: np.ndarray,
+    h: np.ndarray,
+    margin: np.ndarray | None = None,
+) -> tuple[int, str, np.ndarray | None]:
+    """``min 0`` (or, given ``margin``, ``max s`` in ``[0, 1]`` with ``G x <= h - s margin``)
+    over ``A x = b, G x <= h``, homogenized (the right-hand side becomes the column of a
+    variable ``t`` fixed at 1) and equilibrated by powers of two [1]_, which is exact.
+    Returns HiGHS's status and message and the solution ``x`` (``(x, s)`` with ``margin``),
+    unscaled, or None."""
     d = A.shape[1]
     p, q = A.shape[0], G.shape[0]
-    K = np.vstack([np.hstack([A, -b[:, None]]), np.hstack([G, -h[:, None]])])
+    extra = [] if margin is None else [np.zeros((p, 1)), margin[:, None]]
+    K = np.vstack(
+        [
+            np.hstack([A, *extra[:1], -b[:, None]]),
+            np.hstack([G, *extra[1:], -h[:, None]]),
+        ]
+    )
+    n = K.shape[1]  # the variables, then s (with margin), then t
     row_e, col_e = equilibrate(K)
     Ks = np.ldexp(np.ldexp(K, row_e[:, None]), col_e[None, :])  # [1] Sec. 2: exact
-    t = float(np.ldexp(1.0, -int(col_e[d])))  # t = 2**col_e[d] * t' = 1
+    t = float(np.ldexp(1.0, -int(col_e[-1])))  # t = 2**col_e[-1] * t' = 1
+    bounds = [(None, None)] * d + [(t, t)]
+    objective = np.zeros(n)
+    if margin is not None:
+        bounds.insert(d, (0.0, float(np.ldexp(1.0, -int(col_e[d])))))  # s <= 1
+        objective[d] = -1.0
     res = linprog(
-        np.zeros(d + 1),
+        objective,
         A_ub=Ks[p:] if q else None,
         b_ub=np.zeros(q) if q else None,
         A_eq=Ks[:p] if p else None,
         b_eq=np.zeros(p) if p else None,
-        bounds=[(None, None)] * d + [(t, t)],
+        bounds=bounds,
         method="highs",
     )
-    return res.status, res.message
+    x = None if res.x is None else np.ldexp(res.x[:-1], col_e[:-1])
+    return res.status, res.message, x

@@ -10,7 +10,9 @@ magnitude. 1e-14 of the terms is about 45 units in the last place: above what a 
 evaluation of a rule, a mean or a projection leaves, and no more, so that a cent is still an
 error while the terms' magnitudes sum to less than 1e12 (a unit to 1e14). Beyond that a
 double cannot tell a cent anyway (its spacing at 1e13 is 0.002). Strict comparisons are
-exact.
+exact; a value moved to meet one is moved inside by :func:`strict_bound`, which the rule-set
+check before a run and the projections share, so that a strict set the check accepts is one
+they can reach.
 
 The SQL of :mod:`sdcflow.expectations.compile` and the record check of
 :func:`sdcflow.tasks.linear.repair.violating_records` both apply it, so that repair moves
@@ -19,7 +21,56 @@ exactly the records the validation counts.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_TOLERANCE", "ROUNDING_SLACK"]
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+__all__ = ["DEFAULT_TOLERANCE", "ROUNDING_SLACK", "grid_step", "strict_bound"]
 
 DEFAULT_TOLERANCE = 1e-8
 ROUNDING_SLACK = 1e-14
+
+
+def strict_bound(
+    h: float,
+    coefs: Sequence[float],
+    decimals: Sequence[int | None] | None = None,
+    magnitude: float = 0.0,
+) -> float:
+    """The closed bound ``g . x <= h'`` that values aiming at the strict row ``g . x < h``
+    are moved to: at least the allowance a non-strict row gets, ``DEFAULT_TOLERANCE +
+    ROUNDING_SLACK (|h| + magnitude)`` inside (``magnitude`` is ``sum_j |g_j| m_j`` at the
+    columns' typical magnitudes ``m``, 0 when unknown), and on the grid of :func:`grid_step`
+    when there is one: its last value below ``h`` (``wages < 1`` on integers is
+    ``wages <= 0``). ``coefs`` are the row's coefficients, ``decimals`` their columns'
+    decimals (same order, None where a column has no precision).
+    """
+    inside = h - (DEFAULT_TOLERANCE + ROUNDING_SLACK * (abs(h) + magnitude))
+    step = grid_step(coefs, decimals)
+    if step is not None:  # the grid's last value below h, if it is that far inside
+        bound = Fraction(repr(float(h)))  # as written: 0.1, not the double above it
+        inside = min(inside, float(step * (math.ceil(bound / step) - 1)))
+    return inside
+
+
+def grid_step(coefs: Sequence[float], decimals: Sequence[int | None] | None) -> Fraction | None:
+    """The step of the grid ``g . x`` takes when every column it reads (``coefs`` their
+    coefficients, ``decimals`` their decimals, same order) is a multiple of
+    ``10^-decimals[j]``: the greatest common divisor of the ``|g_j| 10^-dec_j``; None when a
+    column has no precision or a coefficient is no ratio of integers below 1e9."""
+    if decimals is None:
+        return None
+    terms = []
+    for g, dec in zip(coefs, decimals, strict=True):
+        if g == 0:
+            continue
+        if dec is None:
+            return None
+        coef = Fraction(float(abs(g))).limit_denominator(10**9)
+        if float(coef) != abs(g):
+            return None
+        terms.append(coef * Fraction(10) ** -int(dec))
+    if not terms:
+        return None
+    lcm_den = math.lcm(*(t.denominator for t in terms))
+    return Fraction(math.gcd(*(int(t * lcm_den) for t in terms)), lcm_den)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sdcflow.errors import InfeasibleRulesError, InputError
@@ -71,8 +73,51 @@ def test_feasible_sets_pass_and_report() -> None:
     assert report.linear_programs >= 1
 
 
-def test_strict_inequalities_enter_as_closure() -> None:
-    check_feasible(parse_rules(["x > 5", "x <= 5"]))
+@pytest.mark.parametrize(
+    ("edits", "decimals", "conflict"),
+    [
+        (["x > 5", "x <= 5"], None, ["R1", "R2"]),  # only x = 5, which `>` excludes
+        (["y >= 0", "x > 5", "x <= 5"], None, ["R2", "R3"]),
+        (["0 < x < 1"], {"x": 0}, ["R1"]),  # no whole number between 0 and 1
+        (["x + y < 1", "x >= 0.5", "y >= 0.5"], None, ["R1", "R2", "R3"]),
+        (["x + y < 1.01", "x >= 0.5", "y >= 0.51"], {"x": 1, "y": 2}, ["R1", "R2", "R3"]),
+        (["x > 1e12", "x <= 1e12"], None, ["R1", "R2"]),  # at 1e12 too
+        (["x > 1e12", "x <= 1e12 + 0.005"], {"x": 2}, ["R1", "R2"]),  # next cent is past it
+    ],
+)
+def test_a_strict_set_empty_but_for_its_bound_is_refused(edits, decimals, conflict) -> None:
+    rules = parse_rules(edits)
+    with pytest.raises(InfeasibleRulesError) as err:
+        check_feasible(rules, ["x", "y"], decimals)
+    assert list(err.value.rules) == conflict
+    assert "strict comparison" in str(err.value) and "`<=`" in str(err.value)
+    closed = [re.sub(r"([<>])(?!=)", r"\1=", e) for e in edits]  # the same, not strict
+    check_feasible(parse_rules(closed), ["x", "y"], decimals)
+
+
+@pytest.mark.parametrize(
+    ("edits", "decimals"),
+    [
+        (["x > 5", "x <= 5.000001"], None),
+        (["0 < x < 2"], {"x": 0}),  # x = 1
+        (["0 < x < 1"], None),  # no grid: any value in between
+        (["0 < x < 1"], {"x": 1}),
+        (["x + y < 1.01", "x >= 0.5", "y >= 0.5"], {"x": 1, "y": 2}),  # 0.5 + 0.5
+        (["x > 1e12", "x <= 1e12 + 0.01"], {"x": 2, "y": None}),  # reads x only
+        (["x > 1e12", "x <= 1e12 + 1"], None),
+        (["x + y > 3e13", "x + y <= 3e13 + 1", "y == 1e8 * x"], None),
+    ],
+)
+def test_a_strict_set_with_room_is_accepted(edits, decimals) -> None:
+    check_feasible(parse_rules(edits), ["x", "y"], decimals)
+
+
+def test_a_conditional_whose_strict_consequent_cannot_hold_is_refused() -> None:
+    rules = parse_rules(["if x > 5 then y < 1", "y >= 1"])
+    with pytest.raises(InfeasibleRulesError, match="can never hold when its condition"):
+        check_feasible(rules)
+    # a strict condition that cannot occur is vacuous, not a conflict
+    assert check_feasible(parse_rules(["if x > 5 then y < 1", "x <= 5"])).vacuous == ["R1"]
 
 
 def test_rules_outside_columns_are_left_out() -> None:

@@ -159,3 +159,39 @@ def test_directed_rounding_lands_on_the_decimal_grid():
     cons = linear_constraints(parse_rules(["x > 231721.071"]), ["x"])
     done = round_keeping_equalities(np.array([[231721.0749]]), ["x"], [2], cons)
     assert float(done.values[0, 0]) == 231721.08
+
+
+@pytest.mark.parametrize(
+    ("edits", "conflict"),
+    [
+        (["turnover > 5", "turnover <= 5"], "R1, R2"),  # room for no value at all
+        (["0 < employees < 1"], "R1"),  # integers: no value between 0 and 1
+    ],
+)
+def test_a_strict_rule_set_with_no_room_is_refused_before_the_run(
+    tmp_path, capsys, edits, conflict
+):
+    """Both passed the check before a run, which read `<` as `<=`, and were refused after
+    masking with exit 1 and no line saying why (stop 30's review)."""
+    from sdcflow.flows.cli import main
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(
+        {"id": range(30), "employees": rng.integers(1, 9, 30), "turnover": rng.normal(5, 1, 30)}
+    )
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "strict", "source": "data.csv", "id_column": "id",
+        "quasi_identifiers": ["employees", "turnover"], "edits": edits,
+        "method": {"name": "mdav", "k": 3}, "checks": {"k_anonymity": 3},
+        "output": "published/", "warehouse": "warehouse.duckdb",
+    }  # fmt: skip
+    (tmp_path / "release.yaml").write_text(json.dumps(spec))
+    for command in ("check", "release"):
+        assert main([command, str(tmp_path / "release.yaml")]) == 2
+        err = capsys.readouterr().err
+        assert (
+            "[rules-infeasible]" in err and f"edit rule{'s' * (',' in conflict)} {conflict}" in err
+        )
+        assert "strict comparison" in err
+    assert not (tmp_path / "published").exists()

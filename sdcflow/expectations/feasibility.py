@@ -3,10 +3,14 @@
 The linear, unconditional rules (ranges included) define the polyhedron
 ``P = {x : A x = b, G x <= h}`` ([1]_ Sec. 2.3); a numeric set rule ``x in [v1, ...]``
 adds its relaxation ``min v <= x <= max v``. ``P`` is empty exactly when the linear program
-``min 0 s.t. x in P`` (scipy ``linprog``, HiGHS [2]_, free variables) is infeasible. Strict
-inequalities enter as their closure, so ``x < 5`` with ``x >= 5`` is not caught (the closure
-``x = 5`` is feasible); text, not-null and ``!=`` rules cannot make a numeric set empty and are
-left out.
+``min 0 s.t. x in P`` (scipy ``linprog``, HiGHS [2]_, free variables) is infeasible. A strict
+inequality ``g . x < h`` excludes its bound, and the values masking moves onto it are put at
+least :func:`sdcflow.tolerances.strict_bound` inside: on the grid of the published decimals when
+every column it reads has them (``0 < x < 1`` on integers is ``1 <= x <= 0``, empty), else the
+non-strict rows' allowance. So when there are strict rows, the check asks that every one of
+them can be that far inside at once (:func:`sdcflow.lp.strict_room`): ``x < 5`` with
+``x >= 5`` is refused, as no record can meet both. Text, not-null and ``!=`` rules cannot make
+a numeric set empty and are left out.
 
 When ``P`` is empty, a small conflicting subset of rules is found by the *deletion filter* of
 Chinneck and Dravnieks [3]_: drop each rule in turn and keep it out when the rest stays
@@ -45,13 +49,13 @@ constrained fuzzy microaggregation, so a rule set this check accepts is not refu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sdcflow.errors import InfeasibleRulesError
-from sdcflow.expectations.compile import linear_rows
+from sdcflow.expectations.compile import linear_rows, strict_rows
 from sdcflow.expectations.rules import (
     LINEAR_OPS,
     Chain,
@@ -61,11 +65,19 @@ from sdcflow.expectations.rules import (
     InSet,
     Rule,
 )
-from sdcflow.lp import feasibility_status
+from sdcflow.lp import feasibility_status, strict_room
+from sdcflow.tolerances import strict_bound
 
 __all__ = ["FeasibilityReport", "InfeasibleRulesError", "check_feasible"]
 
-Rows = tuple[list[tuple[dict[str, float], float]], list[tuple[dict[str, float], float]]]
+# equalities (a, b): a . x = b; inequalities (g, h, margin): g . x <= h, and when strict
+# (margin > 0) g . x <= h - margin for the values masking moves there
+Rows = tuple[list[tuple[dict[str, float], float]], list[tuple[dict[str, float], float, float]]]
+Decimals = Mapping[str, int | None]
+
+# a strict row's room is decided by an LP at the edge of double precision: its optimum is
+# exact at a vertex, but a few units in the last place of slack must not refuse a rule set
+_ROOM = 1.0 - 1e-9
 
 
 @dataclass
@@ -90,12 +102,25 @@ class FeasibilityReport:
     linear_programs: int = 0
 
 
-def _condition_rows(node: Condition, name: str) -> Rows:
+def _rule_rows(rule: Rule, decimals: Decimals | None) -> Rows:
+    """Rows of a linear rule, each strict row with its margin (:func:`strict_bound`)."""
+    eqs, ineqs = linear_rows(rule)
+    rows = []
+    for (coefs, h), strict in zip(ineqs, strict_rows(rule), strict=True):
+        margin = 0.0
+        if strict:
+            decs = None if decimals is None else [decimals.get(c) for c in coefs]
+            margin = h - strict_bound(h, list(coefs.values()), decs)
+        rows.append((coefs, h, margin))
+    return eqs, rows
+
+
+def _condition_rows(node: Condition, name: str, decimals: Decimals | None) -> Rows:
     """Linear rows of a condition / consequent (empty when it has no linear part)."""
     if isinstance(node, (Comparison, Chain)):
         links = node.links if isinstance(node, Chain) else (node,)
         if all(link.op in LINEAR_OPS for link in links):
-            return linear_rows(Rule(name=name, text="", node=node))
+            return _rule_rows(Rule(name=name, text="", node=node), decimals)
     if isinstance(node, InSet):
         return _set_rows(node)
     return [], []
@@ -105,7 +130,7 @@ def _set_rows(node: InSet) -> Rows:
     if node.negated or not node.values or isinstance(node.values[0], str):
         return [], []
     lo, hi = min(node.values), max(node.values)
-    return [], [({node.column: -1.0}, -float(lo)), ({node.column: 1.0}, float(hi))]
+    return [], [({node.column: -1.0}, -float(lo), 0.0), ({node.column: 1.0}, float(hi), 0.0)]
 
 
 class _LP:
@@ -115,16 +140,18 @@ class _LP:
         self.index = {c: j for j, c in enumerate(columns)}
         self.count = 0
 
-    def _matrix(self, rows: list[tuple[dict[str, float], float]]) -> tuple[np.ndarray, np.ndarray]:
+    def _matrix(self, rows: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
         M = np.zeros((len(rows), len(self.index)))
         v = np.zeros(len(rows))
-        for i, (coefs, rhs) in enumerate(rows):
+        for i, (coefs, rhs, *_) in enumerate(rows):
             for c, a in coefs.items():
                 M[i, self.index[c]] = a
             v[i] = rhs
         return M, v
 
-    def feasible(self, blocks: Sequence[Rows]) -> bool:
+    def feasible(self, blocks: Sequence[Rows], strict: bool = True) -> bool:
+        """Whether some record meets every row of ``blocks``; with ``strict``, one whose
+        strict rows are each their margin inside (else their closure is enough)."""
         eq = [row for block in blocks for row in block[0]]
         ub = [row for block in blocks for row in block[1]]
         if not eq and not ub:
@@ -132,6 +159,10 @@ class _LP:
         self.count += 1
         A, b = self._matrix(eq)
         G, h = self._matrix(ub)
+        margin = np.array([row[2] for row in ub])
+        if strict and (margin > 0).any():
+            room = strict_room(A, b, G, h, margin)
+            return room is not None and room >= _ROOM
         # Homogenized and equilibrated by powers of two (sdcflow.lp), so that no coefficient
         # reaches HiGHS's thresholds: it treats |a| >= 1e15 as too large and drops |a| <= 1e-9.
         status, message = feasibility_status(A, b, G, h)
@@ -142,12 +173,14 @@ class _LP:
         raise RuntimeError(f"the feasibility LP did not finish: {message}")
 
 
-def _deletion_filter(lp: _LP, names: list[str], blocks: dict[str, Rows], fixed: Rows) -> list[str]:
+def _deletion_filter(
+    lp: _LP, names: list[str], blocks: dict[str, Rows], fixed: Rows, strict: bool = True
+) -> list[str]:
     """An irreducible infeasible subset of ``names`` (given that ``fixed`` is always in)."""
     keep = list(names)
     for name in list(keep):
         trial = [n for n in keep if n != name]
-        if not lp.feasible([fixed, *(blocks[n] for n in trial)]):
+        if not lp.feasible([fixed, *(blocks[n] for n in trial)], strict):
             keep = trial
     return keep
 
@@ -157,7 +190,9 @@ def _quote(rules: dict[str, Rule], names: Sequence[str]) -> str:
 
 
 def check_feasible(
-    rules: Sequence[Rule], columns: Sequence[str] | None = None
+    rules: Sequence[Rule],
+    columns: Sequence[str] | None = None,
+    decimals: Decimals | None = None,
 ) -> FeasibilityReport:
     """Raise :class:`InfeasibleRulesError` (an ``InputError``, exit 2) when no record can satisfy
     ``rules``; see the module docstring for what is checked.
@@ -168,6 +203,9 @@ def check_feasible(
     columns : sequence of str, optional
         The numeric columns (LP variables). Rules reading other columns are left out. Default:
         every column a linear rule reads.
+    decimals : mapping column -> int or None, optional
+        The decimals each column is published with (0: integers), where it has them: a strict
+        row over such columns must leave room for a value on their grid.
 
     Returns
     -------
@@ -189,24 +227,39 @@ def check_feasible(
         if not set(r.columns) <= allowed:
             continue
         if r.is_linear:
-            blocks[r.name] = linear_rows(r)
+            blocks[r.name] = _rule_rows(r, decimals)
         elif isinstance(r.node, InSet) and _set_rows(r.node) != ([], []):
             blocks[r.name] = _set_rows(r.node)
     report.linear_rules = list(blocks)
     names = list(blocks)
-    if not lp.feasible([blocks[n] for n in names]):
-        conflict = _deletion_filter(lp, names, blocks, ([], []))
+    if not lp.feasible([blocks[n] for n in names], strict=False):
+        conflict = _deletion_filter(lp, names, blocks, ([], []), strict=False)
         report.linear_programs = lp.count
         raise InfeasibleRulesError(
             f"edit rules {', '.join(conflict)} contradict each other: no record can satisfy all "
             f"of them ({_quote(by_name, conflict)}); fix or drop one of them",
             conflict,
         )
+    if not lp.feasible([blocks[n] for n in names]):
+        conflict = _deletion_filter(lp, names, blocks, ([], []))
+        report.linear_programs = lp.count
+        which = (
+            f"edit rules {', '.join(conflict)} hold"
+            if len(conflict) > 1
+            else (f"edit rule {conflict[0]} holds")
+        )
+        raise InfeasibleRulesError(
+            f"{which} only on the bound of a strict comparison, which `<` and `>` exclude "
+            "(on whole numbers or published decimals, up to the next value of their grid), so no "
+            f"record can satisfy them ({_quote(by_name, conflict)}); write `<=` or "
+            "`>=`, or widen the bound",
+            conflict,
+        )
     for r in rules:
         if not isinstance(r.node, Conditional) or not set(r.columns) <= allowed:
             continue
-        cond = _condition_rows(r.node.condition, r.name)
-        cons = _condition_rows(r.node.consequent, r.name)
+        cond = _condition_rows(r.node.condition, r.name, decimals)
+        cons = _condition_rows(r.node.consequent, r.name, decimals)
         if cond == ([], []) and cons == ([], []):
             continue
         report.conditionals_checked.append(r.name)

@@ -16,14 +16,12 @@ References
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 
 import numpy as np
 
-from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
+from sdcflow.tolerances import strict_bound
 
 Row = tuple[Mapping[str, float], float]
 
@@ -141,12 +139,7 @@ class LinearConstraints:
         h = self.h.copy()
         for i in np.flatnonzero(self.strict):
             g = self.G[i]
-            inside = h[i] - (DEFAULT_TOLERANCE + ROUNDING_SLACK * (abs(h[i]) + np.abs(g) @ mag))
-            step = _grid_step(g, decimals)
-            if step is not None:  # the grid's last value below h, if it is that far inside
-                bound = Fraction(repr(float(h[i])))  # as written: 0.1, not the double above it
-                inside = min(inside, float(step * (math.ceil(bound / step) - 1)))
-            h[i] = inside
+            h[i] = strict_bound(float(h[i]), g, decimals, float(np.abs(g) @ mag))
         return replace(self, h=h, ineq_strict=())
 
     @property
@@ -225,23 +218,3 @@ class LinearConstraints:
             tuple(n for n, k in zip(self.ineq_names, ki, strict=False) if k),
             tuple(bool(f) for f in self.strict[ki]) if any(self.ineq_strict) else (),
         )
-
-
-def _grid_step(g: np.ndarray, decimals: Sequence[int | None] | None) -> Fraction | None:
-    """The step of the grid ``g . x`` (g (d,)) takes when every column it reads is a multiple
-    of ``10^-decimals[j]``: the greatest common divisor of the ``|g_j| 10^-dec_j``; None
-    when a column has no precision or a coefficient is no ratio of integers below 1e9."""
-    if decimals is None:
-        return None
-    terms = []
-    for j in np.flatnonzero(g):
-        if decimals[j] is None:
-            return None
-        coef = Fraction(float(abs(g[j]))).limit_denominator(10**9)
-        if float(coef) != abs(g[j]):
-            return None
-        terms.append(coef * Fraction(10) ** -int(decimals[j]))
-    if not terms:
-        return None
-    lcm_den = math.lcm(*(t.denominator for t in terms))
-    return Fraction(math.gcd(*(int(t * lcm_den) for t in terms)), lcm_den)

@@ -208,7 +208,9 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     rules: list[Rule] = []
     constraints = feasibility = None
     if spec.edits or spec.rules_file is not None:
-        rules, feasibility = load_edit_rules(spec, profile.types, profile.formatted_numbers)
+        rules, feasibility = load_edit_rules(
+            spec, profile.types, profile.formatted_numbers, published_decimals(profile.types, keys)
+        )
         hard = [r for r in rules if r.severity == "error"]
         constraints = linear_constraints(hard, numeric_keys(keys))
         check_rules_checkable(spec, rules)
@@ -438,8 +440,19 @@ def formatted_note(count: int) -> str:
     )
 
 
+def published_decimals(types: Mapping[str, str], keys: Sequence[Key]) -> dict[str, int | None]:
+    """The decimals each column is published with, where it has them: a numeric key's
+    precision, 0 for a column of integers published unchanged."""
+    decimals: dict[str, int | None] = {c: 0 for c, t in types.items() if is_integer_type(t)}
+    decimals.update({k.name: k.decimals for k in keys if k.kind == "numeric"})
+    return decimals
+
+
 def load_edit_rules(
-    spec: ReleaseSpec, types: Mapping[str, str], formatted: Mapping[str, int] | None = None
+    spec: ReleaseSpec,
+    types: Mapping[str, str],
+    formatted: Mapping[str, int] | None = None,
+    decimals: Mapping[str, int | None] | None = None,
 ) -> tuple[list[Rule], FeasibilityReport]:
     """Parse and check the spec's edit rules against the source's columns.
 
@@ -451,6 +464,9 @@ def load_edit_rules(
     formatted : mapping column -> count, optional
         Values written as numbers with a decimal comma or separators, for text columns
         (``SourceProfile.formatted_numbers``): named when such a column is used as a number.
+    decimals : mapping column -> int or None, optional
+        The decimals columns are published with (:func:`published_decimals`): a strict rule
+        over them must leave room for a value on their grid.
 
     Returns
     -------
@@ -509,7 +525,7 @@ def load_edit_rules(
                     code=Reason.RULE_TYPE,
                 )
     numeric_columns = [c for c, t in types.items() if is_numeric_type(t)]
-    feasibility = check_feasible(rules, numeric_columns)
+    feasibility = check_feasible(rules, numeric_columns, decimals)
     _check_maskable(spec, rules)
     return rules, feasibility
 

@@ -103,6 +103,18 @@ def test_another_spec_never_writes_into_a_live_release(tmp_path, prefect_api, ca
     assert main(["release", str(a), "--force"]) == 0  # A publishes again as before
 
 
+@pytest.mark.parametrize("field", ["output", "reports"])
+def test_the_root_of_the_file_system_is_no_output_folder(tmp_path, capsys, field):
+    # A review: `output: /` was accepted, and the release was published as /<release>.
+    spec = _spec(tmp_path, **{field: "/"})
+    before = sorted(p.name for p in Path("/").iterdir())
+    for command in ("check", "release"):
+        assert main([command, str(spec)]) == 2
+        assert "root of the file system" in _refused(capsys, Reason.OUTPUT)
+    assert sorted(p.name for p in Path("/").iterdir()) == before
+    assert not (tmp_path / "warehouse.duckdb").exists()
+
+
 def test_output_that_is_a_file_fails_at_preflight(tmp_path, capsys):
     spec = _spec(tmp_path, output="published")
     (tmp_path / "published").write_text("not a folder")

@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -241,7 +242,17 @@ def check_destinations(spec: ReleaseSpec) -> None:
     the release target holds neither the source, the warehouse, the rules nor the spec's folder
     and does not overlap the run reports, the warehouse is a DuckDB file or a new path, and
     neither the output folder, the reports nor the warehouse lies inside a published release
-    (another spec's: a review saw a `check` write its report into a live release)."""
+    (another spec's: a review saw a `check` write its report into a live release), and
+    neither the output nor the reports folder is the root of the file system."""
+    for field_name, folder in (("output", spec.output_dir), ("reports", spec.reports_dir)):
+        if folder.resolve() == Path(folder.resolve().anchor):
+            raise InputError(
+                f"`{field_name}:` is the root of the file system; name a folder for "
+                f"{'releases' if field_name == 'output' else 'run reports'} "
+                f"(`{field_name}: {field_name if field_name == 'reports' else 'published'}/`)",
+                code=Reason.OUTPUT,
+                field=field_name,
+            )
     target = spec.release_dir
     check_release_paths(
         target,

@@ -241,6 +241,33 @@ def test_redundant_inexact_equalities_centred_on_large_means_are_consistent(magn
     assert e.value.code is Reason.RULES_INFEASIBLE
 
 
+@pytest.mark.parametrize("outlier", [1e40, 1e80, 1e100])
+def test_one_huge_value_does_not_make_rules_that_hold_infeasible(outlier):
+    # A review: one value of 1e100 in Census's AGI, and constrained_fuzzy stopped with exit 2
+    # "the linear edit rules admit no record ... fix the rules", on rules the check before
+    # the run had found feasible. The projector asked the question in standardized units,
+    # where a scale of 1e98 beside 1e4 blurs the rules; the set's emptiness does not depend
+    # on the units, and is now asked of the rules as written.
+    rules = parse_rules(["tax <= income", "tax >= 0", "total == income + other"])
+    constraints = linear_constraints(rules, ["income", "tax", "other", "total"])
+    rng = np.random.default_rng(2)
+    income, other = rng.lognormal(10, 1, 200), rng.lognormal(8, 1, 200)
+    X = np.column_stack([income, 0.2 * income, other, income + other])
+    X[5, 0] = X[5, 3] = outlier
+    shift, scale = X.mean(axis=0), X.std(axis=0)
+    projector = PolyhedronProjector.from_constraints(constraints, shift=shift, scale=scale)
+    assert projector.n_ineq == 2  # built: no rules-infeasible
+    with pytest.raises(InputError) as e:  # rules that conflict are still refused, in any unit
+        PolyhedronProjector.from_constraints(
+            linear_constraints(
+                parse_rules(["tax <= income", "tax >= income + 1"]), ["income", "tax"]
+            ),
+            shift=shift[:2],
+            scale=scale[:2],
+        )
+    assert e.value.code is Reason.RULES_INFEASIBLE
+
+
 def test_ge_in_chunks_gives_the_counts_of_one_batch_and_of_numpy(tmp_path):
     rng = np.random.default_rng(5)
     frame = pd.DataFrame(rng.normal(size=(200, 4)), columns=list("abcd"))

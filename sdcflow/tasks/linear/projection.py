@@ -175,13 +175,20 @@ class PolyhedronProjector:
                 typical = typical if part is None else typical + np.abs(part)
             constraints = constraints.tightened(typical)
         A, b, G, h = constraints.A, constraints.b, constraints.G, constraints.h
+        # x = shift + scale z is one-to-one when no scale is 0, so the set is empty in z
+        # exactly when it is as written: asked there, as the check before the run asked it.
+        # Asked in z, a value of 1e80 among thousands (h - G shift rounded away, a scale of
+        # 1e78 beside 1e4) made rules that hold "admit no record".
+        one_to_one = scale is None or bool(np.all(np.asarray(scale) > 0))
+        if one_to_one and G.shape[0] and not cls._nonempty(A, b, G, h):
+            raise ParameterError(_INFEASIBLE, code=Reason.RULES_INFEASIBLE)
         b_terms = np.abs(b)
         if shift is not None:
             b_terms = b_terms + np.abs(A) @ np.abs(shift)
             b, h = b - A @ shift, h - G @ shift
         if scale is not None:
             A, G = A * scale, G * scale
-        return cls(A, b, G, h, weights=weights, b_terms=b_terms)
+        return cls(A, b, G, h, weights=weights, b_terms=b_terms, _known_nonempty=one_to_one)
 
     def reweighted(self, weights: np.ndarray) -> PolyhedronProjector:
         """The projector onto the same set with other ``weights`` (d,): the set does not

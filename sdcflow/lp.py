@@ -17,6 +17,8 @@ References
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.optimize import linprog
 
@@ -70,7 +72,8 @@ def strict_room(
     A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray, margin: np.ndarray
 ) -> float | None:
     """The largest ``s`` in ``[0, 1]`` with ``A x = b, G x <= h - s margin`` for some ``x``,
-    or None when there is none (the closed set is empty).
+    None when there is none (the closed set is empty), NaN when HiGHS finds the closed set
+    non-empty but not the LP in ``s`` (a disagreement at its tolerance: undecided).
 
     ``margin`` (q,) >= 0 is how far inside its bound each row must be (0 on a non-strict row):
     ``s = 1`` means every row can be that far inside at once. The margin can be 1e-14 of the
@@ -93,8 +96,8 @@ def strict_room(
         status, message, y = _solve(A, b - A @ shift, G, h - G @ shift, margin)
         if status == 0 and y is not None:
             return float(y[-1])
-    if status == 2:
-        return None
+    if status == 2:  # s = 0 is the closed set, found non-empty above: HiGHS cannot tell here
+        return math.nan
     raise RuntimeError(f"the feasibility LP did not finish: {message}")
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from sdcflow.errors import InfeasibleRulesError, InputError
 from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import parse_rules
+from sdcflow.lp import strict_room
 
 
 def conflict(texts: list, columns: list[str] | None = None) -> tuple[str, ...]:
@@ -123,3 +125,24 @@ def test_a_conditional_whose_strict_consequent_cannot_hold_is_refused() -> None:
 def test_rules_outside_columns_are_left_out() -> None:
     rules = parse_rules(["x >= 5", "x <= 3", "y >= 0"])
     assert check_feasible(rules, ["y"]).linear_rules == ["R3"]
+
+
+@pytest.mark.parametrize(
+    ("upper", "room"),
+    [(1.0, 0.5), (2.0, 1.0), (40.0, 1.0), (0.0, 0.0), (-1.0, None)],
+)
+def test_the_room_of_strict_rows_by_hand(upper, room) -> None:
+    # 0 < x < upper on integers: x >= 0 + s and x <= upper - s, so 2 s <= upper, s <= 1
+    G, h = np.array([[-1.0], [1.0]]), np.array([0.0, upper])
+    got = strict_room(np.zeros((0, 1)), np.zeros(0), G, h, np.array([1.0, 1.0]))
+    assert got == room if room is None else got == pytest.approx(room, abs=1e-12)
+
+
+def test_the_room_is_decided_at_large_magnitudes() -> None:
+    # x > 1e12 (a margin of 0.01: the allowance at 1e12) and x <= 1e12 + 0.005 or + 0.05:
+    # read raw, HiGHS's 1e-7 tolerance on rows of 1e12 admitted both
+    G = np.array([[-1.0], [1.0]])
+    margin = np.array([1e-8 + 1e-14 * 1e12, 0.0])
+    for upper, room in ((1e12 + 0.005, 0.5), (1e12 + 0.05, 1.0)):
+        got = strict_room(np.zeros((0, 1)), np.zeros(0), G, np.array([-1e12, upper]), margin)
+        assert got == pytest.approx(room, rel=1e-3)

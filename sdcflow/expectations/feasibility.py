@@ -162,7 +162,8 @@ class _LP:
         margin = np.array([row[2] for row in ub])
         if strict and (margin > 0).any():
             room = strict_room(A, b, G, h, margin)
-            return room is not None and room >= _ROOM
+            # undecided (NaN) is left to the checks after masking, which count every record
+            return room is not None and not room < _ROOM
         # Homogenized and equilibrated by powers of two (sdcflow.lp), so that no coefficient
         # reaches HiGHS's thresholds: it treats |a| >= 1e15 as too large and drops |a| <= 1e-9.
         status, message = feasibility_status(A, b, G, h)

@@ -17,12 +17,10 @@ References
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy.optimize import linprog
 
-__all__ = ["equilibrate", "feasibility_status", "strict_room"]
+__all__ = ["equilibrate", "feasibility_status", "open_room"]
 
 
 def equilibrate(
@@ -68,37 +66,45 @@ def feasibility_status(
     return status, message
 
 
-def strict_room(
-    A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray, margin: np.ndarray
-) -> float | None:
-    """The largest ``s`` in ``[0, 1]`` with ``A x = b, G x <= h - s margin`` for some ``x``,
-    None when there is none (the closed set is empty), NaN when HiGHS finds the closed set
-    non-empty but not the LP in ``s`` (a disagreement at its tolerance: undecided).
+def open_room(
+    A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray, open_rows: np.ndarray
+) -> bool | None:
+    """Whether some ``x`` with ``A x = b, G x <= h`` meets the ``open_rows`` (q,) bool
+    strictly, ``g . x < h``; None when the closed set is empty.
 
-    ``margin`` (q,) >= 0 is how far inside its bound each row must be (0 on a non-strict row):
-    ``s = 1`` means every row can be that far inside at once. The margin can be 1e-14 of the
-    bound (:func:`sdcflow.tolerances.strict_bound`), below HiGHS's feasibility tolerance
-    (1e-7, absolute) once the values are large, so the LP in ``s`` is solved in ``y = x - x0``
-    around a point ``x0`` of the closed set: its right-hand sides are then the rows' slacks at
-    ``x0``, not the rules' magnitudes, and its optimum is a vertex where the rows that bound
-    ``s`` hold exactly. (Solved around 0 when ``x0`` misses the closed set by HiGHS's
-    tolerance, as an LP at those magnitudes would.)
+    The LP finds the largest common inset ``s`` (in the units of ``x``) with ``g . x + s
+    ||g||_inf <= h`` on the open rows, and the answer is whether ``s`` passes the rounding of
+    the rows' evaluation at the optimum, ``8 eps (|h| + |g| . |x|) / ||g||_inf``: ``x > 5``
+    with ``x <= 5`` has ``s = 0``, a window of 1e-9 at 1e-6 has ``s = 5e-10``. The inset can
+    be far below HiGHS's feasibility tolerance (1e-7, absolute), so the LP is solved in
+    ``y = x - x0`` around a point ``x0`` of the closed set: its right-hand sides are then the
+    rows' slacks at ``x0``, not the rules' magnitudes, and its optimum is a vertex where the
+    rows that bound ``s`` hold exactly, and a closed set empty by less than that tolerance
+    (``x >= 1e12 + 0.01`` with ``x <= 1e12 + 0.005``) is seen to be. When HiGHS cannot tell
+    (it finds no optimum either way) the answer is True: undecided, the caller's later checks
+    count every record.
 
-    Shapes: A (p, d), b (p,), G (q, d), h (q,), margin (q,); q >= 1.
+    Shapes: A (p, d), b (p,), G (q, d), h (q,), open_rows (q,); q >= 1.
     """
     status, message, x0 = _solve(A, b, G, h)
     if status == 2:
         return None
     if status not in (0, 3) or x0 is None:
         raise RuntimeError(f"the feasibility LP did not finish: {message}")
-    margin = np.asarray(margin, dtype=np.float64)
+    opened = np.asarray(open_rows, dtype=bool)
+    norms = np.where(opened, np.abs(G).max(axis=1, initial=0.0), 0.0)
+    cap = max(1.0, float(np.abs(h).max(initial=0.0)), float(np.abs(x0).max(initial=0.0)))
     for shift in (x0, np.zeros_like(x0)):
-        status, message, y = _solve(A, b - A @ shift, G, h - G @ shift, margin)
+        status, _, y = _solve(A, b - A @ shift, G, h - G @ shift, norms, cap)
+        if status == 2 and shift is x0:  # empty, seen at the slacks' scale, not the rules'
+            return None
         if status == 0 and y is not None:
-            return float(y[-1])
-    if status == 2:  # s = 0 is the closed set, found non-empty above: HiGHS cannot tell here
-        return math.nan
-    raise RuntimeError(f"the feasibility LP did not finish: {message}")
+            x = shift + y[:-1]
+            inset = float(y[-1])
+            live = opened & (norms > 0)
+            noise = 8 * np.finfo(np.float64).eps * (np.abs(h) + np.abs(G) @ np.abs(x))
+            return bool(inset >= cap or (inset * norms[live] > noise[live]).all())
+    return True  # HiGHS could not tell: undecided
 
 
 def _solve(
@@ -107,8 +113,9 @@ def _solve(
     G: np.ndarray,
     h: np.ndarray,
     margin: np.ndarray | None = None,
+    cap: float = 1.0,
 ) -> tuple[int, str, np.ndarray | None]:
-    """``min 0`` (or, given ``margin``, ``max s`` in ``[0, 1]`` with ``G x <= h - s margin``)
+    """``min 0`` (or, given ``margin``, ``max s`` in ``[0, cap]`` with ``G x <= h - s margin``)
     over ``A x = b, G x <= h``, homogenized (the right-hand side becomes the column of a
     variable ``t`` fixed at 1) and equilibrated by powers of two [1]_, which is exact.
     Returns HiGHS's status and message and the solution ``x`` (``(x, s)`` with ``margin``),
@@ -129,7 +136,7 @@ def _solve(
     bounds = [(None, None)] * d + [(t, t)]
     objective = np.zeros(n)
     if margin is not None:
-        bounds.insert(d, (0.0, float(np.ldexp(1.0, -int(col_e[d])))))  # s <= 1
+        bounds.insert(d, (0.0, float(np.ldexp(cap, -int(col_e[d])))))  # s <= cap
         objective[d] = -1.0
     res = linprog(
         objective,

@@ -10,9 +10,8 @@ magnitude. 1e-14 of the terms is about 45 units in the last place: above what a 
 evaluation of a rule, a mean or a projection leaves, and no more, so that a cent is still an
 error while the terms' magnitudes sum to less than 1e12 (a unit to 1e14). Beyond that a
 double cannot tell a cent anyway (its spacing at 1e13 is 0.002). Strict comparisons are
-exact; a value moved to meet one is moved inside by :func:`strict_bound`, which the rule-set
-check before a run and the projections share, so that a strict set the check accepts is one
-they can reach.
+exact; a value moved to meet one is moved inside by :func:`strict_bound`. The rule-set check
+before a run reads the same published grid (:func:`grid_step`).
 
 The SQL of :mod:`sdcflow.expectations.compile` and the record check of
 :func:`sdcflow.tasks.linear.repair.violating_records` both apply it, so that repair moves

@@ -10,7 +10,7 @@ import pytest
 from sdcflow.errors import InfeasibleRulesError, InputError
 from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import parse_rules
-from sdcflow.lp import strict_room
+from sdcflow.lp import open_room
 
 
 def conflict(texts: list, columns: list[str] | None = None) -> tuple[str, ...]:
@@ -108,6 +108,13 @@ def test_a_strict_set_empty_but_for_its_bound_is_refused(edits, decimals, confli
         (["x > 1e12", "x <= 1e12 + 0.01"], {"x": 2, "y": None}),  # reads x only
         (["x > 1e12", "x <= 1e12 + 1"], None),
         (["x + y > 3e13", "x + y <= 3e13 + 1", "y == 1e8 * x"], None),
+        # a review's false refusals: windows narrower than the masking's allowance (1e-8),
+        # and grids finer than it at large bounds
+        (["x > 1e-6", "x < 1.01e-6"], None),
+        (["0 < x < 1.5e-8"], None),
+        (["0 < x < 1e-9", "y <= 1e12"], None),
+        (["x < 1e13", "x > 9999999999999.98"], {"x": 2}),
+        (["x < 1e15", "x > 999999999999998"], {"x": 0}),
     ],
 )
 def test_a_strict_set_with_room_is_accepted(edits, decimals) -> None:
@@ -129,20 +136,19 @@ def test_rules_outside_columns_are_left_out() -> None:
 
 @pytest.mark.parametrize(
     ("upper", "room"),
-    [(1.0, 0.5), (2.0, 1.0), (40.0, 1.0), (0.0, 0.0), (-1.0, None)],
+    [(1.0, True), (1e-9, True), (1e-300, True), (0.0, False), (-1.0, None)],
 )
-def test_the_room_of_strict_rows_by_hand(upper, room) -> None:
-    # 0 < x < upper on integers: x >= 0 + s and x <= upper - s, so 2 s <= upper, s <= 1
+def test_an_open_window_by_hand(upper, room) -> None:
+    # 0 < x < upper: room while upper > 0, none at 0, and an empty closed set below
     G, h = np.array([[-1.0], [1.0]]), np.array([0.0, upper])
-    got = strict_room(np.zeros((0, 1)), np.zeros(0), G, h, np.array([1.0, 1.0]))
-    assert got == room if room is None else got == pytest.approx(room, abs=1e-12)
+    assert open_room(np.zeros((0, 1)), np.zeros(0), G, h, np.array([True, True])) is room
 
 
-def test_the_room_is_decided_at_large_magnitudes() -> None:
-    # x > 1e12 (a margin of 0.01: the allowance at 1e12) and x <= 1e12 + 0.005 or + 0.05:
-    # read raw, HiGHS's 1e-7 tolerance on rows of 1e12 admitted both
-    G = np.array([[-1.0], [1.0]])
-    margin = np.array([1e-8 + 1e-14 * 1e12, 0.0])
-    for upper, room in ((1e12 + 0.005, 0.5), (1e12 + 0.05, 1.0)):
-        got = strict_room(np.zeros((0, 1)), np.zeros(0), G, np.array([-1e12, upper]), margin)
-        assert got == pytest.approx(room, rel=1e-3)
+@pytest.mark.parametrize("at", [5.0, 1e-6, 1e12, 3e15])
+def test_an_open_window_is_decided_at_any_magnitude(at) -> None:
+    # x > at with x <= at: the closed set is {at}, which `>` excludes; read raw, HiGHS's
+    # 1e-7 tolerance on rows of 1e12 admitted it. A window of 1e-9 of at is room.
+    G, open_rows = np.array([[-1.0], [1.0]]), np.array([True, False])
+    none = open_room(np.zeros((0, 1)), np.zeros(0), G, np.array([-at, at]), open_rows)
+    some = open_room(np.zeros((0, 1)), np.zeros(0), G, np.array([-at, at * (1 + 1e-9)]), open_rows)
+    assert (none, some) == (False, True)

@@ -195,3 +195,16 @@ def test_a_strict_rule_set_with_no_room_is_refused_before_the_run(
         )
         assert "strict comparison" in err
     assert not (tmp_path / "published").exists()
+
+
+@pytest.mark.flow
+def test_a_narrow_strict_window_that_every_record_meets_publishes(tmp_path, prefect_api):
+    # A review: assay concentrations in (1e-6, 1.01e-6), every record inside, were refused
+    # before the run once the check asked for the masking's allowance (1e-8) of room.
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame(
+        {"id": range(60), "conc": rng.uniform(1.001e-6, 1.009e-6, 60), "dose": rng.normal(5, 1, 60)}
+    )
+    out = release_frame(tmp_path, frame, ["conc > 1e-6", "conc < 1.01e-6"])
+    released = pd.read_csv(out / "data.csv")
+    assert ((released["conc"] > 1e-6) & (released["conc"] < 1.01e-6)).all()

@@ -4,12 +4,15 @@ The linear, unconditional rules (ranges included) define the polyhedron
 ``P = {x : A x = b, G x <= h}`` ([1]_ Sec. 2.3); a numeric set rule ``x in [v1, ...]``
 adds its relaxation ``min v <= x <= max v``. ``P`` is empty exactly when the linear program
 ``min 0 s.t. x in P`` (scipy ``linprog``, HiGHS [2]_, free variables) is infeasible. A strict
-inequality ``g . x < h`` excludes its bound, and the values masking moves onto it are put at
-least :func:`sdcflow.tolerances.strict_bound` inside: on the grid of the published decimals when
-every column it reads has them (``0 < x < 1`` on integers is ``1 <= x <= 0``, empty), else the
-non-strict rows' allowance. So when there are strict rows, the check asks that every one of
-them can be that far inside at once (:func:`sdcflow.lp.strict_room`): ``x < 5`` with
-``x >= 5`` is refused, as no record can meet both. Text, not-null and ``!=`` rules cannot make
+inequality ``g . x < h`` excludes its bound, so when there are strict rows the check asks what
+a published record must meet: when every column a strict row reads has decimals (integers, or a
+key's ``precision:``), the grid's last value below ``h`` (``0 < x < 1`` on integers is
+``1 <= x <= 0``, empty; the grid is checked row by row, not jointly, which would be an integer
+program); otherwise some record strictly inside, beyond the rounding of the row's evaluation
+(:func:`sdcflow.lp.open_room`): ``x < 5`` with ``x >= 5`` is refused, a window of 1e-9 at 1e-6
+is not. This is what any release needs; masking aims further inside
+(:func:`sdcflow.tolerances.strict_bound`), and a set too thin for that is refused by the checks
+after masking, which count every record. Text, not-null and ``!=`` rules cannot make
 a numeric set empty and are left out.
 
 When ``P`` is empty, a small conflicting subset of rules is found by the *deletion filter* of
@@ -49,8 +52,10 @@ constrained fuzzy microaggregation, so a rule set this check accepts is not refu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -65,19 +70,18 @@ from sdcflow.expectations.rules import (
     InSet,
     Rule,
 )
-from sdcflow.lp import feasibility_status, strict_room
-from sdcflow.tolerances import strict_bound
+from sdcflow.lp import feasibility_status, open_room
+from sdcflow.tolerances import grid_step
 
 __all__ = ["FeasibilityReport", "InfeasibleRulesError", "check_feasible"]
 
-# equalities (a, b): a . x = b; inequalities (g, h, margin): g . x <= h, and when strict
-# (margin > 0) g . x <= h - margin for the values masking moves there
-Rows = tuple[list[tuple[dict[str, float], float]], list[tuple[dict[str, float], float, float]]]
+# equalities (a, b): a . x = b; inequalities (g, h, h_grid, open): g . x <= h, and what a
+# strict one asks of a published record: g . x <= h_grid, the last value of the published
+# grid below h, when its columns have decimals (open False), else g . x < h (open True)
+Rows = tuple[
+    list[tuple[dict[str, float], float]], list[tuple[dict[str, float], float, float, bool]]
+]
 Decimals = Mapping[str, int | None]
-
-# a strict row's room is decided by an LP at the edge of double precision: its optimum is
-# exact at a vertex, but a few units in the last place of slack must not refuse a rule set
-_ROOM = 1.0 - 1e-9
 
 
 @dataclass
@@ -103,15 +107,18 @@ class FeasibilityReport:
 
 
 def _rule_rows(rule: Rule, decimals: Decimals | None) -> Rows:
-    """Rows of a linear rule, each strict row with its margin (:func:`strict_bound`)."""
+    """Rows of a linear rule; a strict row with what it asks of a published record."""
     eqs, ineqs = linear_rows(rule)
     rows = []
     for (coefs, h), strict in zip(ineqs, strict_rows(rule), strict=True):
-        margin = 0.0
-        if strict:
-            decs = None if decimals is None else [decimals.get(c) for c in coefs]
-            margin = h - strict_bound(h, list(coefs.values()), decs)
-        rows.append((coefs, h, margin))
+        step = None
+        if strict and decimals is not None:
+            step = grid_step(list(coefs.values()), [decimals.get(c) for c in coefs])
+        if step is None:
+            rows.append((coefs, h, h, strict))
+        else:  # the grid's last value below h, h read as written (0.1, not the double above)
+            bound = Fraction(repr(float(h)))
+            rows.append((coefs, h, float(step * (math.ceil(bound / step) - 1)), False))
     return eqs, rows
 
 
@@ -130,7 +137,11 @@ def _set_rows(node: InSet) -> Rows:
     if node.negated or not node.values or isinstance(node.values[0], str):
         return [], []
     lo, hi = min(node.values), max(node.values)
-    return [], [({node.column: -1.0}, -float(lo), 0.0), ({node.column: 1.0}, float(hi), 0.0)]
+    lower, upper = -float(lo), float(hi)
+    return [], [
+        ({node.column: -1.0}, lower, lower, False),
+        ({node.column: 1.0}, upper, upper, False),
+    ]
 
 
 class _LP:
@@ -150,20 +161,19 @@ class _LP:
         return M, v
 
     def feasible(self, blocks: Sequence[Rows], strict: bool = True) -> bool:
-        """Whether some record meets every row of ``blocks``; with ``strict``, one whose
-        strict rows are each their margin inside (else their closure is enough)."""
+        """Whether some record meets every row of ``blocks``: with ``strict``, a strict row
+        as a published record must (on its grid, else strictly), else as its closure."""
         eq = [row for block in blocks for row in block[0]]
         ub = [row for block in blocks for row in block[1]]
         if not eq and not ub:
             return True
         self.count += 1
         A, b = self._matrix(eq)
-        G, h = self._matrix(ub)
-        margin = np.array([row[2] for row in ub])
-        if strict and (margin > 0).any():
-            room = strict_room(A, b, G, h, margin)
-            # undecided (NaN) is left to the checks after masking, which count every record
-            return room is not None and not room < _ROOM
+        G = self._matrix(ub)[0]
+        h = np.array([row[2] if strict else row[1] for row in ub])
+        opened = np.array([strict and row[3] for row in ub], dtype=bool)
+        if strict and any(row[1] != row[2] or row[3] for row in ub):  # strict rows: on the grid
+            return bool(open_room(A, b, G, h, opened))  # or open; None: the closed set is empty
         # Homogenized and equilibrated by powers of two (sdcflow.lp), so that no coefficient
         # reaches HiGHS's thresholds: it treats |a| >= 1e15 as too large and drops |a| <= 1e-9.
         status, message = feasibility_status(A, b, G, h)

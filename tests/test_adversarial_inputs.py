@@ -31,7 +31,12 @@ from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.microaggregation.mdav import group_means
 from sdcflow.tasks.steps.plan import linear_constraints
-from sdcflow.tasks.validation import destandardize, standardize, standardize_with
+from sdcflow.tasks.validation import (
+    check_resolution,
+    destandardize,
+    standardize,
+    standardize_with,
+)
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.sources import read_source
 from sdcflow.warehouse.warehouse import Warehouse
@@ -378,10 +383,15 @@ def test_every_method_and_gate_gives_finite_figures_or_a_clear_error(kind, name)
         try:
             result = mask_quasi_identifiers(X, cols, params, np.random.default_rng(1), None, blocks)
         except InputError as e:
+            # fuzzy methods work in standardized units, where 1e308 beside values of 1 leaves
+            # those values to rounding (check_resolution): refused, not published as noise
             assert (name, e.code) in {
                 ("box", Reason.VALUES_RANGE),
                 ("local_suppression", Reason.PARAMETER),
+                ("fuzzy", Reason.VALUES_RANGE),
+                ("constrained_fuzzy", Reason.VALUES_RANGE),
             }
+            assert name not in ("fuzzy", "constrained_fuzzy") or kind != "tiny"
             return
         assert np.isfinite(result.points).all()
         assert _finite_figures(result.details)
@@ -436,6 +446,50 @@ def test_a_release_with_keys_of_1e308_publishes_finite_figures(tmp_path, prefect
     assert _finite_figures(manifest["checks"]) and _finite_figures(manifest["method_details"])
     published = pd.read_parquet(tmp_path / "published" / "survey" / "data.parquet")
     assert np.isfinite(published.select_dtypes("number").to_numpy(dtype=np.float64)).all()
+
+
+@pytest.mark.parametrize(("big", "refused"), [(1.1e12, False), (1.2e12, True)])
+def test_resolution_by_hand(big, refused):
+    # values 0, 1, 2 and one big: median 1.5, distances 1.5, 0.5, 0.5, big - 1.5, so the
+    # typical spread is 1.0; the rounding at the big one, 4 eps big, passes 1e-3 of it from
+    # big = 1e-3 / (4 * 2.22e-16) = 1.126e12
+    X = np.array([[0.0, 7.0], [1.0, 7.0], [2.0, 7.0], [big, 7.0]])  # a constant column passes
+    if not refused:
+        check_resolution(X, ["a", "b"])
+        return
+    with pytest.raises(InputError) as e:
+        check_resolution(X, ["a", "b"], what="this")
+    assert e.value.code is Reason.VALUES_RANGE and e.value.field == "a"
+    assert "1.2" not in str(e.value)  # names the column, never a value
+
+
+def test_honest_heavy_tails_keep_their_resolution():
+    rng = np.random.default_rng(3)
+    turnover = rng.lognormal(11, 2.5, 5000)  # up to about 1e9
+    turnover[0] = 1e13  # one very large firm
+    gains = np.where(rng.random(5000) < 0.95, 0.0, rng.lognormal(8, 1, 5000))  # mostly 0
+    seconds = 1.7e9 + rng.integers(0, 86400, 5000)  # timestamps, a day in seconds
+    check_resolution(np.column_stack([turnover, gains, seconds]), ["t", "g", "s"])
+
+
+@pytest.mark.parametrize("method", ["constrained_fuzzy", "fuzzy"])
+def test_a_key_a_fuzzy_method_would_lose_is_refused_before_the_run(tmp_path, capsys, method):
+    # A review: one turnover of 1e40 among thousands, strict rules, constrained_fuzzy: every
+    # published turnover was 1e25 or more (the strict margin at the column's scale, and the
+    # back-transformation's rounding), with exit 0. At 1e160 the mask step said
+    # "rules-infeasible". Both are refused before the run now, naming the column.
+    method_spec = {"name": method, "k": 5, "restarts": 1, "guarantee": "both"}
+    spec = write_release(
+        tmp_path, rows=200, method=method_spec, edits=["turnover > 0", "wages < turnover"]
+    )
+    frame = pd.read_csv(tmp_path / "data.csv")
+    frame["turnover"] = frame["turnover"].astype(float)
+    for outlier in (1e40, 1e160):
+        frame.loc[7, "turnover"] = outlier
+        frame.to_csv(tmp_path / "data.csv", index=False)
+        assert main(["release", str(spec)]) == 2
+        assert cli_error(capsys.readouterr().err) == (Reason.VALUES_RANGE, "turnover")
+    assert not (tmp_path / "warehouse.duckdb").exists() and not (tmp_path / "published").exists()
 
 
 def test_a_header_of_a_million_columns_is_refused_before_duckdb_reads_it(tmp_path, monkeypatch):

@@ -91,6 +91,40 @@ def check_magnitude(
         )
 
 
+def check_resolution(
+    X: np.ndarray, columns: Sequence[str] | None = None, *, what: str = "this computation"
+) -> None:
+    """Refuse (``DataError``, reason ``VALUES_RANGE``) a column whose ordinary values a
+    computation in standardized units cannot keep apart: one whose rounding at its largest
+    magnitude, ``4 eps max |x|``, passes a thousandth of its typical spread (the median
+    distance of its values from their median, over those not at it). Back from standardized
+    units every value carries the rounding of the largest (a turnover of 1e40 among
+    thousands left every other record's turnover at about 1e25). Constant columns pass.
+
+    The message names the column, never a value. Shapes: X (n, d).
+    """
+    if X.size == 0:
+        return
+    dev = np.abs(X - np.median(X, axis=0))
+    off = np.where(dev > 0, dev, np.nan)
+    spread = np.full(X.shape[1], np.inf)
+    some = ~np.isnan(off).all(axis=0)
+    spread[some] = np.nanmedian(off[:, some], axis=0)
+    rounding = 4 * np.finfo(np.float64).eps * np.abs(X).max(axis=0)
+    lost = rounding > 1e-3 * spread
+    if lost.any():
+        j = int(np.flatnonzero(lost)[0])
+        label = columns[j] if columns is not None else f"column {j}"
+        raise DataError(
+            f"{label!s} has values so far from its others that {what}, which works in "
+            "standardized units, would lose the others to rounding (a wrong value, or one in "
+            "another unit?); correct or drop those records, or mask with mdav, which averages "
+            "in the column's own units",
+            code=Reason.VALUES_RANGE,
+            field=str(label),
+        )
+
+
 def check_pair(
     X: object, X_masked: object, fields: tuple[str, str] = ("X", "X_masked")
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -91,6 +91,7 @@ from sdcflow.tasks.validation import (
     check_k,
     check_matrix,
     check_random_state,
+    check_resolution,
     destandardize,
     standardize,
 )
@@ -634,6 +635,7 @@ def fuzzy_partition(
             f"{guarantee!r}"
         )
     rng = check_random_state(random_state)
+    check_resolution(X, columns, what="fuzzy microaggregation")
     Z, mean, scale = standardize(X)
     cons = None if constraints is None or constraints.is_empty else constraints
     if cons is not None and (cons.A.shape[1] != d or cons.G.shape[1] != d):

@@ -57,7 +57,7 @@ from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
 from sdcflow.tasks.steps.scale import check_cluster, check_runner
 from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
-from sdcflow.tasks.validation import check_cell_size
+from sdcflow.tasks.validation import check_cell_size, check_resolution
 from sdcflow.warehouse.publish import (
     check_release_paths,
     check_release_target,
@@ -205,6 +205,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     check_keys_fit_method(spec, keys, profile.rows)
     check_missing_numbers_fit_method(spec, keys, profile.missing)
     check_box_data(spec, data)
+    check_fuzzy_data(spec, data, keys)
     check_weights(spec, profile, data)
     rules: list[Rule] = []
     constraints = feasibility = None
@@ -847,6 +848,22 @@ def check_box_data(spec: ReleaseSpec, data: pa.Table) -> None:
         [data.column(c).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan) for c in cols]
     )
     check_box_values(X, cols, spec.method)
+
+
+def check_fuzzy_data(spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key]) -> None:
+    """Methods ``fuzzy`` and ``constrained_fuzzy`` work in standardized units: a numeric key
+    whose other values they would lose to the rounding of its largest ones (one turnover of
+    1e40 among thousands) is refused here, before the run starts
+    (:func:`~sdcflow.tasks.validation.check_resolution`), not in the mask step."""
+    if spec.method.name not in ("fuzzy", "constrained_fuzzy") or not data.num_rows:
+        return
+    cols = numeric_keys(keys)
+    if not cols:
+        return
+    X = np.column_stack(
+        [data.column(c).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan) for c in cols]
+    )
+    check_resolution(X[~np.isnan(X).any(axis=1)], cols, what="fuzzy microaggregation")
 
 
 def check_missing_numbers_fit_method(

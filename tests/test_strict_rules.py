@@ -58,12 +58,28 @@ def test_a_record_on_a_strict_boundary_violates_it_and_is_repaired_inside():
     fixed, moved = minimal_adjustment(X, cons)
     np.testing.assert_array_equal(moved, [True, True, False, False])
     assert (fixed[:, 0] > 0).all() and not violating_records(fixed, cons).any()
-    # the least change onto turnover >= m, m = 1e-8 + 1e-14 x 7 (the allowance at the
-    # records' largest turnover): turnover rises by m and, to keep profit == turnover -
-    # costs at the least sum of squares, profit rises and costs fall by m / 2
-    m = 1e-8 + 1e-14 * 7.0
+    # the least change onto turnover >= m, m = 1e-8 + 1e-14 x 4 (the allowance at the
+    # largest turnover of the records moved, both of largest value in [1, 10)): turnover
+    # rises by m and, to keep profit == turnover - costs at the least sum of squares, profit
+    # rises and costs fall by m / 2
+    m = 1e-8 + 1e-14 * 4.0
     np.testing.assert_allclose(fixed[0], [m, 5.0 + m / 2, -5.0 + m / 2], rtol=0, atol=1e-15)
     np.testing.assert_array_equal(fixed[2:], X[2:])
+
+
+def test_a_strict_margin_is_not_taken_from_a_record_far_larger():
+    # A review: one turnover of 1e40 in the file, and repair lifted a turnover of 0 under
+    # `turnover > 0` to 1e26 (1e-14 of the file's largest); mdav published its group at
+    # 3.3e25. The margin is the allowance at the moved records' own magnitude, per decade.
+    cons = linear_constraints(parse_rules(["turnover > 0", "profit == turnover - costs"]),
+                              ["turnover", "costs", "profit"])  # fmt: skip
+    X = np.array([[0.0, 5.0, -5.0], [1e40, 0.0, 1e40], [-3e39, 1e39, -4e39]])
+    fixed, moved = minimal_adjustment(X, cons)
+    np.testing.assert_array_equal(moved, [True, False, True])
+    m = 1e-8  # 1e-14 x 0: the first record's turnover
+    np.testing.assert_allclose(fixed[0], [m, 5.0 + m / 2, -5.0 + m / 2], rtol=0, atol=1e-15)
+    assert 0 < fixed[2, 0] <= 1e-8 + 1e-14 * 3e39 * 1.01  # the large one at its own scale
+    assert not violating_records(fixed, cons).any()
 
 
 def test_rounding_keeps_a_strict_row_its_unrounded_values_meet():

@@ -183,10 +183,19 @@ def _repair(
     moved = violating_records(X, constraints, tol=tol, row_tol=row_tol)
     if not moved.any():
         return out, moved
-    # strict rows are aimed inside their boundary, at the magnitude of these records
-    inside = constraints.tightened(np.nanmax(np.abs(X), axis=0, initial=0.0))
-    proj = PolyhedronProjector.from_constraints(inside, weights=w)
-    # every violating record is projected, also one within the projector's own 1e-12
-    # relative: the tolerance here is the caller's
-    out[moved] = inside.snap_bounds(proj.project(X[moved], skip_feasible=False))
+    rows = np.flatnonzero(moved)
+    # Strict rows are aimed inside their boundary by the rounding allowance at the magnitude
+    # of the records moved, taken per decade of their largest value: at the file's largest,
+    # one turnover of 1e40 sent a record with turnover 0 under `turnover > 0` to 1e26.
+    classes = np.zeros(len(rows), dtype=np.int64)
+    if any(constraints.ineq_strict):
+        largest = np.nanmax(np.abs(X[rows]), axis=1, initial=0.0)
+        classes = np.floor(np.log10(np.maximum(largest, 1e-300))).astype(np.int64)
+    for decade in np.unique(classes):
+        some = rows[classes == decade]
+        inside = constraints.tightened(np.nanmax(np.abs(X[some]), axis=0, initial=0.0))
+        proj = PolyhedronProjector.from_constraints(inside, weights=w)
+        # every violating record is projected, also one within the projector's own 1e-12
+        # relative: the tolerance here is the caller's
+        out[some] = inside.snap_bounds(proj.project(X[some], skip_feasible=False))
     return out, moved

@@ -97,7 +97,8 @@ def check_resolution(
     """Refuse (``DataError``, reason ``VALUES_RANGE``) a column whose ordinary values a
     computation in standardized units cannot keep apart: one whose rounding at its largest
     magnitude, ``4 eps max |x|``, passes a thousandth of its typical spread (the median
-    distance of its values from their median, over those not at it). Back from standardized
+    distance of its values from their median, over those not at it nor within 16 units in
+    the last place of it, so that 0.3 and 3 * 0.1 are one value). Back from standardized
     units every value carries the rounding of the largest (a turnover of 1e40 among
     thousands left every other record's turnover at about 1e25). Constant columns pass.
 
@@ -105,8 +106,10 @@ def check_resolution(
     """
     if X.size == 0:
         return
-    dev = np.abs(X - np.median(X, axis=0))
-    off = np.where(dev > 0, dev, np.nan)
+    med = np.median(X, axis=0)
+    dev = np.abs(X - med)
+    # values a few units in the last place from the median are the median (0.3 and 3 * 0.1)
+    off = np.where(dev > 16 * np.finfo(np.float64).eps * np.abs(med), dev, np.nan)
     spread = np.full(X.shape[1], np.inf)
     some = ~np.isnan(off).all(axis=0)
     spread[some] = np.nanmedian(off[:, some], axis=0)

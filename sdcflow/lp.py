@@ -72,17 +72,21 @@ def open_room(
     """Whether some ``x`` with ``A x = b, G x <= h`` meets the ``open_rows`` (q,) bool
     strictly, ``g . x < h``; None when the closed set is empty.
 
-    The LP finds the largest common inset ``s`` (in the units of ``x``) with ``g . x + s
-    ||g||_inf <= h`` on the open rows, and the answer is whether ``s`` passes the rounding of
-    the rows' evaluation at the optimum, ``8 eps (|h| + |g| . |x|) / ||g||_inf``: ``x > 5``
-    with ``x <= 5`` has ``s = 0``, a window of 1e-9 at 1e-6 has ``s = 5e-10``. The inset can
-    be far below HiGHS's feasibility tolerance (1e-7, absolute), so the LP is solved in
-    ``y = x - x0`` around a point ``x0`` of the closed set: its right-hand sides are then the
-    rows' slacks at ``x0``, not the rules' magnitudes, and its optimum is a vertex where the
-    rows that bound ``s`` hold exactly, and a closed set empty by less than that tolerance
-    (``x >= 1e12 + 0.01`` with ``x <= 1e12 + 0.005``) is seen to be. When HiGHS cannot tell
-    (it finds no optimum either way) the answer is True: undecided, the caller's later checks
-    count every record.
+    Each open row needs some point of the closed set strictly inside it: then their mean is
+    strictly inside all of them (the set is convex). A row's inset ``s`` is the largest with
+    ``g . x + s ||g||_inf <= h``, and counts when ``s ||g||_inf`` passes the rounding of the
+    row's evaluation there, ``(terms + 1) eps max(|h|, |g_j x_j|)``: ``x > 5`` with
+    ``x <= 5`` has ``s = 0``, a window of 1e-9 at 1e-6 has ``s = 5e-10``, each row judged at
+    its own magnitude (a window of 1e-3 in a rate beside a turnover of 1e12). One LP first asks
+    for a common inset; only when that does not settle it is each row asked alone.
+
+    The inset can be far below HiGHS's feasibility tolerance (1e-7, absolute), so the LPs are
+    solved in ``y = x - x0`` around a point ``x0`` of the closed set: their right-hand sides
+    are then the rows' slacks at ``x0``, not the rules' magnitudes, their optimum is a vertex
+    where the rows that bound ``s`` hold exactly, and a closed set empty by less than that
+    tolerance (``x >= 1e12 + 0.01`` with ``x <= 1e12 + 0.005``) is seen to be. When HiGHS
+    cannot tell (no optimum either way) a row counts as inside: undecided, the caller's later
+    checks count every record.
 
     Shapes: A (p, d), b (p,), G (q, d), h (q,), open_rows (q,); q >= 1.
     """
@@ -91,20 +95,37 @@ def open_room(
         return None
     if status not in (0, 3) or x0 is None:
         raise RuntimeError(f"the feasibility LP did not finish: {message}")
-    opened = np.asarray(open_rows, dtype=bool)
-    norms = np.where(opened, np.abs(G).max(axis=1, initial=0.0), 0.0)
+    norms = np.abs(G).max(axis=1, initial=0.0)
+    live = np.asarray(open_rows, dtype=bool) & (norms > 0)
+    terms = (G != 0).sum(axis=1)
     cap = max(1.0, float(np.abs(h).max(initial=0.0)), float(np.abs(x0).max(initial=0.0)))
-    for shift in (x0, np.zeros_like(x0)):
-        status, _, y = _solve(A, b - A @ shift, G, h - G @ shift, norms, cap)
-        if status == 2 and shift is x0:  # empty, seen at the slacks' scale, not the rules'
-            return None
-        if status == 0 and y is not None:
-            x = shift + y[:-1]
-            inset = float(y[-1])
-            live = opened & (norms > 0)
-            noise = 8 * np.finfo(np.float64).eps * (np.abs(h) + np.abs(G) @ np.abs(x))
-            return bool(inset >= cap or (inset * norms[live] > noise[live]).all())
-    return True  # HiGHS could not tell: undecided
+
+    def inside(rows: np.ndarray) -> bool | None:
+        """Whether every row of ``rows`` (q,) bool gets an inset past its rounding from one
+        LP, None when the closed set shows empty at the slacks' scale."""
+        for shift in (x0, np.zeros_like(x0)):
+            status, _, y = _solve(
+                A, b - A @ shift, G, h - G @ shift, np.where(rows, norms, 0.0), cap
+            )
+            if status == 2 and shift is x0:
+                return None
+            if status == 0 and y is not None:
+                x, inset = shift + y[:-1], float(y[-1])
+                eps = np.finfo(np.float64).eps
+                terms_x = np.abs(G) * np.abs(x)
+                noise = (terms + 1) * eps * np.maximum(np.abs(h), terms_x.max(axis=1, initial=0.0))
+                return bool(inset >= cap or (inset * norms[rows] > noise[rows]).all())
+        return True  # HiGHS could not tell: undecided
+
+    together = inside(live)
+    if together is None or together:
+        return together
+    for i in np.flatnonzero(live):
+        alone = np.zeros_like(live)
+        alone[i] = True
+        if inside(alone) is not True:
+            return False
+    return True
 
 
 def _solve(

@@ -85,6 +85,7 @@ def test_feasible_sets_pass_and_report() -> None:
         (["x + y < 1.01", "x >= 0.5", "y >= 0.51"], {"x": 1, "y": 2}, ["R1", "R2", "R3"]),
         (["x > 1e12", "x <= 1e12"], None, ["R1", "R2"]),  # at 1e12 too
         (["x > 1e12", "x <= 1e12 + 0.005"], {"x": 2}, ["R1", "R2"]),  # next cent is past it
+        (["y > 0", "y <= 0", "x > 0", "x <= 1e12"], None, ["R1", "R2"]),
     ],
 )
 def test_a_strict_set_empty_but_for_its_bound_is_refused(edits, decimals, conflict) -> None:
@@ -115,6 +116,10 @@ def test_a_strict_set_empty_but_for_its_bound_is_refused(edits, decimals, confli
         (["0 < x < 1e-9", "y <= 1e12"], None),
         (["x < 1e13", "x > 9999999999999.98"], {"x": 2}),
         (["x < 1e15", "x > 999999999999998"], {"x": 0}),
+        # a second review's: each row judged at its own magnitude, not by one common inset
+        (["x > 0", "x <= 1e12", "y > 0", "y < 0.001"], None),
+        (["x == y - 1e12", "y > 1e12", "0 < x < 0.001"], None),
+        (["x > 1e15", "x < 1e15 + 1"], None),  # 7 doubles in between
     ],
 )
 def test_a_strict_set_with_room_is_accepted(edits, decimals) -> None:

@@ -22,6 +22,8 @@ from scipy.optimize import linprog
 
 __all__ = ["equilibrate", "feasibility_status", "open_room"]
 
+_EPS = float(np.finfo(np.float64).eps)
+
 
 def equilibrate(
     K: np.ndarray, passes: int = 8, max_shift: int = 50
@@ -100,30 +102,33 @@ def open_room(
     terms = (G != 0).sum(axis=1)
     cap = max(1.0, float(np.abs(h).max(initial=0.0)), float(np.abs(x0).max(initial=0.0)))
 
-    def inside(rows: np.ndarray) -> bool | None:
+    def inside(rows: np.ndarray) -> tuple[bool | None, np.ndarray]:
         """Whether every row of ``rows`` (q,) bool gets an inset past its rounding from one
-        LP, None when the closed set shows empty at the slacks' scale."""
+        LP (None when the closed set shows empty at the slacks' scale), and each row's
+        inset less its rounding there (q,), NaN when undecided."""
         for shift in (x0, np.zeros_like(x0)):
             status, _, y = _solve(
                 A, b - A @ shift, G, h - G @ shift, np.where(rows, norms, 0.0), cap
             )
             if status == 2 and shift is x0:
-                return None
+                return None, np.full(len(h), np.nan)
             if status == 0 and y is not None:
                 x, inset = shift + y[:-1], float(y[-1])
-                eps = np.finfo(np.float64).eps
                 terms_x = np.abs(G) * np.abs(x)
-                noise = (terms + 1) * eps * np.maximum(np.abs(h), terms_x.max(axis=1, initial=0.0))
-                return bool(inset >= cap or (inset * norms[rows] > noise[rows]).all())
-        return True  # HiGHS could not tell: undecided
+                noise = (terms + 1) * _EPS * np.maximum(np.abs(h), terms_x.max(axis=1, initial=0.0))
+                excess = inset * norms - noise
+                return bool(inset >= cap or (excess[rows] > 0).all()), excess
+        return True, np.full(len(h), np.nan)  # HiGHS could not tell: undecided
 
-    together = inside(live)
+    together, excess = inside(live)
     if together is None or together:
         return together
-    for i in np.flatnonzero(live):
+    # each row alone, those the common inset left furthest short first: in a deletion
+    # filter the row that has no room is then asked first, not after every other one
+    for i in sorted(np.flatnonzero(live), key=lambda i: np.nan_to_num(excess[i], nan=np.inf)):
         alone = np.zeros_like(live)
         alone[i] = True
-        if inside(alone) is not True:
+        if inside(alone)[0] is not True:
             return False
     return True
 
@@ -167,6 +172,9 @@ def _solve(
         b_eq=np.zeros(p) if p else None,
         bounds=bounds,
         method="highs",
+        # HiGHS's presolve called thin sets of mixed magnitudes infeasible (a review: 16 of
+        # 100 satisfiable 60-rule sets, met exactly by a known point); these LPs are small
+        options={"presolve": False},
     )
     x = None if res.x is None else np.ldexp(res.x[:-1], col_e[:-1])
     return res.status, res.message, x

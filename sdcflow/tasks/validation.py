@@ -96,9 +96,9 @@ def check_resolution(
 ) -> None:
     """Refuse (``DataError``, reason ``VALUES_RANGE``) a column whose ordinary values a
     computation in standardized units cannot keep apart: one whose rounding at its largest
-    magnitude, ``4 eps max |x|``, passes a thousandth of its typical spread (the median
-    distance of its values from their median, over those not at it nor within 16 units in
-    the last place of it, so that 0.3 and 3 * 0.1 are one value). Back from standardized
+    magnitude, ``4 eps max |x|``, passes a thousandth of its typical spread (the mean
+    distance from the median of the 95 % of values nearest it, at least 1e-9 of the median,
+    so that float noise around one value is that value). Back from standardized
     units every value carries the rounding of the largest (a turnover of 1e40 among
     thousands left every other record's turnover at about 1e25). Constant columns pass.
 
@@ -108,11 +108,16 @@ def check_resolution(
         return
     med = np.median(X, axis=0)
     dev = np.abs(X - med)
-    # values a few units in the last place from the median are the median (0.3 and 3 * 0.1)
-    off = np.where(dev > 16 * np.finfo(np.float64).eps * np.abs(med), dev, np.nan)
-    spread = np.full(X.shape[1], np.inf)
-    some = ~np.isnan(off).all(axis=0)
-    spread[some] = np.nanmedian(off[:, some], axis=0)
+    # the typical spread: the mean distance from the median of the 95 % of values nearest
+    # it (a few absurd values are what is tested, not what is measured by), and at least
+    # 1e-9 of the median (0.3 computed as 3 * 0.1, or a fee of 0.3 as (net + 0.3) - net,
+    # are one value)
+    kept = max(1, int(0.95 * X.shape[0]))
+    nearest = np.partition(dev, kept - 1, axis=0)[:kept]
+    spread = np.maximum(nearest.mean(axis=0), 1e-9 * np.abs(med))
+    # nearly all at one value: the nearest other value is the spread (inf when constant)
+    flat = spread == 0
+    spread[flat] = np.where(dev[:, flat] > 0, dev[:, flat], np.inf).min(axis=0, initial=np.inf)
     rounding = 4 * np.finfo(np.float64).eps * np.abs(X).max(axis=0)
     lost = rounding > 1e-3 * spread
     if lost.any():

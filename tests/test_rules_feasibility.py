@@ -157,3 +157,23 @@ def test_an_open_window_is_decided_at_any_magnitude(at) -> None:
     none = open_room(np.zeros((0, 1)), np.zeros(0), G, np.array([-at, at]), open_rows)
     some = open_room(np.zeros((0, 1)), np.zeros(0), G, np.array([-at, at * (1 + 1e-9)]), open_rows)
     assert (none, some) == (False, True)
+
+
+def test_a_thin_set_of_mixed_magnitudes_is_not_refused_by_presolve() -> None:
+    # A review's minimal case: 9 rules met exactly by a known point (checked in fractions),
+    # which HiGHS's presolve called infeasible ("contradict each other", 8 rules named).
+    rules = [
+        "c5 == -256.0 * c3",
+        "0.0006262511939039381 * c5 + -1.4497322423059522e-09 * c2"
+        " + -0.0008376632991216277 * c6 <= 67.02524186571137",
+        "7.823288946135962e-11 * c7 <= 1.3023367503213932",
+        "-8343.637186432994 * c0 <= 0.06828764552979116",
+        "0.012378735312070092 * c6 + -2.258418549105272e-11 * c7 <= -6.522639411581424",
+        "c3 == 0.001953125 * c6",
+        "-52.493129020796864 * c3 + 0.6971569680493674 * c1"
+        " + 3.194885333597638e-08 * c7 <= 582.4724076376393",
+        "0.0003751210092518751 * c5 <= 0.0931334903203018",
+        "-6.797263714853279e-05 * c6 + -0.006437917395614288 * c5"
+        " + -1.2542120226397537 * c1 <= -1.0484444614093444",
+    ]
+    check_feasible(parse_rules(rules), [f"c{j}" for j in range(8)])

@@ -11,7 +11,7 @@ evaluation of a rule, a mean or a projection leaves, and no more, so that a cent
 error while the terms' magnitudes sum to less than 1e12 (a unit to 1e14). Beyond that a
 double cannot tell a cent anyway (its spacing at 1e13 is 0.002). Strict comparisons are
 exact; a value moved to meet one is moved inside by :func:`strict_bound`. The rule-set check
-before a run reads the same published grid (:func:`grid_step`).
+before a run reads the same published grid (:func:`grid_bound`).
 
 The SQL of :mod:`sdcflow.expectations.compile` and the record check of
 :func:`sdcflow.tasks.linear.repair.violating_records` both apply it, so that repair moves
@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-__all__ = ["DEFAULT_TOLERANCE", "ROUNDING_SLACK", "grid_step", "strict_bound"]
+__all__ = ["DEFAULT_TOLERANCE", "ROUNDING_SLACK", "grid_bound", "grid_step", "strict_bound"]
 
 DEFAULT_TOLERANCE = 1e-8
 ROUNDING_SLACK = 1e-14
@@ -45,11 +45,19 @@ def strict_bound(
     decimals (same order, None where a column has no precision).
     """
     inside = h - (DEFAULT_TOLERANCE + ROUNDING_SLACK * (abs(h) + magnitude))
+    on_grid = grid_bound(h, coefs, decimals)
+    return inside if on_grid is None else min(inside, on_grid)  # the grid's, if that far in
+
+
+def grid_bound(
+    h: float, coefs: Sequence[float], decimals: Sequence[int | None] | None
+) -> float | None:
+    """The last value below ``h`` of the grid ``g . x`` takes (:func:`grid_step`), ``h``
+    read as written (0.1, not the double above it); None when there is no grid."""
     step = grid_step(coefs, decimals)
-    if step is not None:  # the grid's last value below h, if it is that far inside
-        bound = Fraction(repr(float(h)))  # as written: 0.1, not the double above it
-        inside = min(inside, float(step * (math.ceil(bound / step) - 1)))
-    return inside
+    if step is None:
+        return None
+    return float(step * (math.ceil(Fraction(repr(float(h))) / step) - 1))
 
 
 def grid_step(coefs: Sequence[float], decimals: Sequence[int | None] | None) -> Fraction | None:

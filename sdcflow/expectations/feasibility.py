@@ -52,10 +52,8 @@ constrained fuzzy microaggregation, so a rule set this check accepts is not refu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
@@ -71,7 +69,7 @@ from sdcflow.expectations.rules import (
     Rule,
 )
 from sdcflow.lp import feasibility_status, open_room
-from sdcflow.tolerances import grid_step
+from sdcflow.tolerances import grid_bound
 
 __all__ = ["FeasibilityReport", "InfeasibleRulesError", "check_feasible"]
 
@@ -111,14 +109,13 @@ def _rule_rows(rule: Rule, decimals: Decimals | None) -> Rows:
     eqs, ineqs = linear_rows(rule)
     rows = []
     for (coefs, h), strict in zip(ineqs, strict_rows(rule), strict=True):
-        step = None
+        on_grid = None
         if strict and decimals is not None:
-            step = grid_step(list(coefs.values()), [decimals.get(c) for c in coefs])
-        if step is None:
+            on_grid = grid_bound(h, list(coefs.values()), [decimals.get(c) for c in coefs])
+        if on_grid is None:
             rows.append((coefs, h, h, strict))
-        else:  # the grid's last value below h, h read as written (0.1, not the double above)
-            bound = Fraction(repr(float(h)))
-            rows.append((coefs, h, float(step * (math.ceil(bound / step) - 1)), False))
+        else:
+            rows.append((coefs, h, on_grid, False))
     return eqs, rows
 
 

@@ -245,12 +245,13 @@ def check_destinations(spec: ReleaseSpec) -> None:
     neither the output folder, the reports nor the warehouse lies inside a published release
     (another spec's: a review saw a `check` write its report into a live release), and
     neither the output nor the reports folder is the root of the file system."""
-    for field_name, folder in (("output", spec.output_dir), ("reports", spec.reports_dir)):
+    roots = (("output", spec.output_dir, "releases", "published/"),
+             ("reports", spec.reports_dir, "run reports", "reports/"))  # fmt: skip
+    for field_name, folder, what, example in roots:
         if folder.resolve() == Path(folder.resolve().anchor):
             raise InputError(
-                f"`{field_name}:` is the root of the file system; name a folder for "
-                f"{'releases' if field_name == 'output' else 'run reports'} "
-                f"(`{field_name}: {field_name if field_name == 'reports' else 'published'}/`)",
+                f"`{field_name}:` is the root of the file system; name a folder for {what} "
+                f"(`{field_name}: {example}`)",
                 code=Reason.OUTPUT,
                 field=field_name,
             )
@@ -844,10 +845,7 @@ def check_box_data(spec: ReleaseSpec, data: pa.Table) -> None:
     if spec.method.name != "box" or not data.num_rows:
         return
     cols = list(spec.quasi_identifiers)
-    X = np.column_stack(
-        [data.column(c).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan) for c in cols]
-    )
-    check_box_values(X, cols, spec.method)
+    check_box_values(_numbers(data, cols), cols, spec.method)
 
 
 def check_fuzzy_data(spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key]) -> None:
@@ -860,10 +858,15 @@ def check_fuzzy_data(spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key]) -> 
     cols = numeric_keys(keys)
     if not cols:
         return
-    X = np.column_stack(
+    X = _numbers(data, cols)
+    check_resolution(X[~np.isnan(X).any(axis=1)], cols, what="fuzzy microaggregation")
+
+
+def _numbers(data: pa.Table, cols: Sequence[str]) -> np.ndarray:
+    """The ``cols`` of ``data`` as floats, missing as NaN. Shape (n, len(cols))."""
+    return np.column_stack(
         [data.column(c).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan) for c in cols]
     )
-    check_resolution(X[~np.isnan(X).any(axis=1)], cols, what="fuzzy microaggregation")
 
 
 def check_missing_numbers_fit_method(

@@ -83,6 +83,51 @@ def test_the_change_is_least_in_standardized_units():
     np.testing.assert_allclose(out[0], [1 + step, 2 + step, 4 - 100 * step], rtol=1e-14)
 
 
+def test_a_small_group_keeps_the_equality_at_its_own_magnitude_beside_a_large_scale():
+    # net's mean and standard deviation over the file are S (one very large firm), tax's
+    # and gross's 0 and 1. Group means over different records n = (2, 2, 3), w_j = n_j /
+    # s_j^2 = (2 / S^2, 2, 3); a = (1, 1, -1), D = a' W^-1 a = S^2 / 2 + 1/2 + 1/3, so
+    # r = m - W^-1 a (a . m) / D, by hand in exact fractions. Back from standardized units
+    # the group carried the rounding of S: net off by about 1e-6, the rule broken by as much
+    # (the validation allows 1e-8 at 4), and a release of heavy-tailed amounts was refused.
+    from fractions import Fraction
+
+    for S in (7.3e9 * np.pi, 1.1e10 / 3, 2.9e10 * np.e):
+        spread = np.array([[0.0, -1.0, -1.0], [2 * S, 1.0, 1.0]])
+        m = (1.37, 2.71, 4.19)
+        released = np.array([[m[0], NAN, m[2]], [m[0], m[1], m[2]], [NAN, m[1], m[2]]])
+        out, moved, *_ = group_values_on_rules(
+            spread, released, np.zeros(3, int), COLUMNS, net_plus_tax()
+        )
+        assert moved == 1
+        fm = [Fraction(v) for v in m]
+        s2 = Fraction(np.std(spread[:, 0])) ** 2
+        D = s2 / 2 + Fraction(1, 2) + Fraction(1, 3)
+        excess = fm[0] + fm[1] - fm[2]
+        expected = [fm[0] - s2 / 2 * excess / D, fm[1] - excess / 2 / D, fm[2] + excess / 3 / D]
+        got = np.nanmax(out, axis=0)
+        error = max(abs(Fraction(float(g)) - e) for g, e in zip(got, expected, strict=True))
+        assert error <= Fraction(1, 10**15) * 5
+        assert abs(got[0] + got[1] - got[2]) <= 8 * np.finfo(float).eps * 5
+
+
+def test_a_key_the_group_projection_would_lose_is_refused_not_published_as_noise():
+    # one net of 1e40 among a few: standardized units cannot keep the others apart, so a
+    # group that must move is refused (naming the column, no value); groups already on the
+    # rules need no projection and are released as they are
+    from sdcflow.errors import DataError, Reason
+
+    spread = np.array([[1e40, 1.0, 1e40 + 1.0]] + [[float(i), 1.0, i + 1.0] for i in range(9)])
+    off = np.array([[1.0, NAN, 4.0], [1.0, 2.0, 4.0], [NAN, 2.0, 4.0]])
+    with pytest.raises(DataError) as e:
+        group_values_on_rules(spread, off, np.zeros(3, int), COLUMNS, net_plus_tax())
+    assert e.value.code is Reason.VALUES_RANGE and e.value.field == "net"
+    assert "1e+40" not in str(e.value)
+    on = np.array([[1.0, NAN, 3.0], [1.0, 2.0, 3.0], [NAN, 2.0, 3.0]])
+    out, moved, *_ = group_values_on_rules(spread, on, np.zeros(3, int), COLUMNS, net_plus_tax())
+    assert moved == 0 and np.array_equal(out, on, equal_nan=True)
+
+
 def test_rules_reading_a_column_not_released_as_a_number_are_left_out():
     # `gross` binned by recode: the rule cannot be applied to the numbers here
     released = np.array([[1.0, 2.0]])
@@ -249,6 +294,44 @@ def test_the_survey_with_gaps_and_edit_rules_publishes_with_every_rule_kept(
     assert manifest["edit_rules"]["masked"] == {"R1": 0, "R2": 0, "R3": 0, "R4": 0}
     staff = data.dropna(subset=["employees", "wages"])
     assert (staff.loc[staff["employees"] == 0, "wages"] == 0).all()
+
+
+@pytest.mark.flow
+def test_heavy_tailed_amounts_with_gaps_publish_and_an_absurd_one_is_refused(
+    tmp_path, prefect_api, capsys
+):
+    # amounts in cents of a currency unit where ten firms are ten million times the others
+    # (turnover's standard deviation about 4e9, most firms' about 1e3): mdav with gaps moved
+    # the groups in standardized units and left the small ones off `profit == turnover -
+    # total_costs` by about 1e-6, so the release was refused (hundreds of violations). The
+    # same file with one turnover of 1e40 cannot be moved there at all: refused, naming the
+    # column, nothing published.
+    from errorline import cli_error
+
+    from sdcflow.errors import Reason
+
+    _survey_with_gaps(tmp_path, floats=True)
+    frame = pd.read_csv(tmp_path / "data.csv")
+    large = frame["turnover"].nlargest(10).index
+    money = ["turnover", "wages", "other_costs", "total_costs", "profit"]
+    frame.loc[large, money] *= 1e7
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    edits = ["total_costs == wages + other_costs", "profit == turnover - total_costs"]
+    out = _released(tmp_path, "heavy", edits, {"name": "mdav", "k": 5})
+    data = pd.read_csv(out / "data.csv")
+    for terms in (["total_costs", "wages", "other_costs"], ["turnover", "total_costs", "profit"]):
+        residual = data[terms[0]] - data[terms[1]] - data[terms[2]]
+        allowed = 1e-8 + 1e-14 * data[terms].abs().sum(axis=1)  # the validation's allowance
+        assert not (residual.abs() > allowed).any()
+    frame.loc[large[0], ["turnover", "profit"]] = 1e40
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    (tmp_path / "release.yaml").write_text(
+        (tmp_path / "release.yaml").read_text().replace('"heavy"', '"absurd"')
+    )
+    capsys.readouterr()
+    assert main(["release", str(tmp_path / "release.yaml")]) == 2
+    assert cli_error(capsys.readouterr().err)[0] is Reason.VALUES_RANGE
+    assert not (tmp_path / "published" / "absurd").exists()
 
 
 def test_each_group_gets_the_least_sum_of_squares_a_general_solver_finds():

@@ -91,21 +91,22 @@ def check_magnitude(
         )
 
 
-def check_resolution(
-    X: np.ndarray, columns: Sequence[str] | None = None, *, what: str = "this computation"
-) -> None:
-    """Refuse (``DataError``, reason ``VALUES_RANGE``) a column whose ordinary values a
-    computation in standardized units cannot keep apart: one whose rounding at its largest
-    magnitude, ``4 eps max |x|``, passes a thousandth of its typical spread (the mean
-    distance from the median of the 95 % of values nearest it, at least 1e-9 of the median,
-    so that float noise around one value is that value). Back from standardized
-    units every value carries the rounding of the largest (a turnover of 1e40 among
-    thousands left every other record's turnover at about 1e25). Constant columns pass.
-
-    The message names the column, never a value. Shapes: X (n, d).
+def lost_resolution(X: np.ndarray) -> np.ndarray:
+    """Columns (d,) bool whose ordinary values a computation in standardized units cannot keep
+    apart: those whose rounding at their largest magnitude, ``4 eps max |x|``, passes a
+    thousandth of their typical spread (the mean distance from the median of the 95 % of
+    values nearest it, at least 1e-9 of the median, so that float noise around one value is
+    that value). Back from standardized units every value carries the rounding of the
+    largest (a turnover of 1e40 among thousands left every other record's turnover at about
+    1e25). Constant columns keep theirs; missing values (NaN) are left out. Shapes: X (n, d).
     """
-    if X.size == 0:
-        return
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ParameterError(f"X must be 2-D (n, d), got shape {X.shape}")
+    if np.isnan(X).any():
+        return np.array([bool(lost_resolution(c[~np.isnan(c), None])[0]) for c in X.T], bool)
+    if X.shape[0] == 0:
+        return np.zeros(X.shape[1], dtype=bool)
     med = np.median(X, axis=0)
     dev = np.abs(X - med)
     # the typical spread: the mean distance from the median of the 95 % of values nearest
@@ -119,15 +120,29 @@ def check_resolution(
     flat = spread == 0
     spread[flat] = np.where(dev[:, flat] > 0, dev[:, flat], np.inf).min(axis=0, initial=np.inf)
     rounding = 4 * np.finfo(np.float64).eps * np.abs(X).max(axis=0)
-    lost = rounding > 1e-3 * spread
+    return rounding > 1e-3 * spread
+
+
+def check_resolution(
+    X: np.ndarray,
+    columns: Sequence[str] | None = None,
+    *,
+    what: str = "this computation",
+    advice: str = "or mask with mdav, which averages in the column's own units",
+) -> None:
+    """Refuse (``DataError``, reason ``VALUES_RANGE``) a column whose ordinary values ``what``,
+    working in standardized units, would lose to the rounding of its largest
+    (:func:`lost_resolution`). The message names the column, never a value, and ends with
+    the caller's ``advice`` after "correct or drop those records". Shapes: X (n, d).
+    """
+    lost = lost_resolution(X)
     if lost.any():
         j = int(np.flatnonzero(lost)[0])
         label = columns[j] if columns is not None else f"column {j}"
         raise DataError(
             f"{label!s} has values so far from its others that {what}, which works in "
             "standardized units, would lose the others to rounding (a wrong value, or one in "
-            "another unit?); correct or drop those records, or mask with mdav, which averages "
-            "in the column's own units",
+            f"another unit?); correct or drop those records{', ' + advice if advice else ''}",
             code=Reason.VALUES_RANGE,
             field=str(label),
         )

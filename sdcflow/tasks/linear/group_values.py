@@ -33,6 +33,12 @@ records of a group keep showing one set of values (k counts on that):
   record, a record missing a value of one equality rounds the columns of the others on their
   own and breaks them by a unit.
 
+Numerically, standardized units carry each column's shift and scale, which one very large
+firm sets: which groups break a rule is asked in the columns' own units, at each group's
+magnitude, and a projected group is moved, in its own units, onto the face it reached
+(:func:`_polish`). A column whose values standardized units cannot keep apart (a turnover of
+1e40 among thousands) is refused where a group must move, naming the column.
+
 References
 ----------
 .. [1] J. Domingo-Ferrer and J. M. Mateo-Sanz, "Practical data-oriented microaggregation for
@@ -50,11 +56,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sdcflow.errors import ParameterError
+from sdcflow.errors import DataError, ParameterError, Reason
+from sdcflow.tasks.linear import _kernels as _k
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.linear.repair import violating_records
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
+from sdcflow.tasks.validation import lost_resolution
 
 __all__ = ["Condition", "GroupValues", "breaking_conditions", "group_values_on_rules"]
 
@@ -164,7 +172,7 @@ def group_values_on_rules(
     scale = np.nanstd(filled, axis=0) if len(X) > 1 else np.ones(idx.size)
     # a column of one value across the file moves last: a tiny unit makes moving it dear
     scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1e-6 * np.maximum(1.0, np.abs(shift)))
-    units = _Units(values, counts, shift, scale)
+    units = _Units(values, counts, shift, scale, X[:, idx], constraints.columns)
     patterns, which = np.unique(counts > 0, axis=0, return_inverse=True)
     which = which.ravel()
     dec = None if decimals is None else [decimals[j] for j in idx]
@@ -229,21 +237,30 @@ def group_values_on_rules(
 def _onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Each row of ``Z`` (m, r) projected onto ``A z = b`` (A (p, r)) with its own weights
     ``W`` (m, r) > 0: ``z - W^-1 A' (A W^-1 A')^+ (A z - b)``, the weighted least-squares
-    point, batched over the rows (dependent rows of ``A``: the pseudo-inverse)."""
+    point, batched over the rows (dependent rows of ``A``: the pseudo-inverse). ``A W^-1 A'``
+    is equilibrated by its diagonal first: rows of very different magnitudes (one reading
+    a column of scale 1e10, another columns of scale 1e3) keep their own precision."""
     inv = 1.0 / W
     M = np.einsum("pi,mi,qi->mpq", A, inv, A)  # (m, p, p)
+    dia = np.sqrt(np.einsum("mpp->mp", M))
+    dia = np.where(dia > 0, dia, 1.0)
     residual = Z @ A.T - b  # (m, p)
-    lam = np.einsum("mpq,mq->mp", np.linalg.pinv(M), residual)
+    unit = np.linalg.pinv(M / dia[:, :, None] / dia[:, None, :])
+    lam = np.einsum("mpq,mq->mp", unit, residual / dia) / dia
     return Z - inv * (lam @ A)
 
 
 class _Units:
     """Each group's values ``values`` (g, r), its counts per column, and the columns' shift
-    and scale: projects groups onto rules in standardized units, weighted by the counts."""
+    and scale: projects groups onto rules in standardized units, weighted by the counts.
+    ``X`` (m, r) are the file's values of the columns, ``names`` their names: a column
+    whose values standardized units cannot keep apart is refused where a group must move."""
 
-    def __init__(self, values, counts, shift, scale) -> None:
+    def __init__(self, values, counts, shift, scale, X, names) -> None:
         self.values, self.counts, self.shift, self.scale = values, counts, shift, scale
         self.moved = np.zeros(len(values), dtype=bool)
+        self._X, self._names = X, names
+        self._lost: np.ndarray | None = None
 
     def onto(
         self,
@@ -255,19 +272,43 @@ class _Units:
         """Project, in place, the values of ``groups`` on the columns ``sub`` that break
         ``rules`` (the module docstring's problem). Strict rows are aimed inside
         (:meth:`LinearConstraints.tightened`): on the ``grid`` of the columns' decimals, or by
-        the allowance at the magnitude of these groups' values and of the columns."""
+        the allowance at the magnitude of these groups' values and of the columns.
+
+        Raises ``DataError`` (``VALUES_RANGE``) when a group must move and a column of
+        ``sub`` has values so far from its others (a turnover of 1e40 among thousands)
+        that, back from standardized units, every group's value would carry the rounding
+        of the largest (:func:`~sdcflow.tasks.validation.lost_resolution`)."""
         if rules.is_empty:
             return
         shift, scale = self.shift[sub], self.scale[sub]
-        if any(rules.ineq_strict):
-            held = np.abs(np.nan_to_num(self.values[np.ix_(groups, sub)]))
-            rules = rules.tightened(held.max(axis=0, initial=0.0) + np.abs(shift) + scale, grid)
-        base = PolyhedronProjector.from_constraints(rules, shift=shift, scale=scale)
-        Z = (self.values[np.ix_(groups, sub)] - shift) / scale
-        off = ~base.feasible(Z)
+        V = np.ascontiguousarray(self.values[np.ix_(groups, sub)])
+        held = np.abs(np.nan_to_num(V)).max(axis=0, initial=0.0)
+        aimed = rules.tightened(held + np.abs(shift) + scale, grid)
+        # which groups break the rules is asked in the columns' own units, at each group's
+        # magnitude: in standardized units, where the rules' terms carry the columns' shift
+        # and scale, a group of 1e4 breaking a sum by 0.1 beside a scale of 1e11 passed
+        off = ~_k.feasible_rows(V, aimed.A, aimed.b, aimed.G, aimed.h)
         if not off.any():
-            return
-        groups, Z = groups[off], Z[off]
+            return  # nothing to move: no projector (and no standardized units) needed
+        lost = self._lost_columns(sub)
+        if lost.any():
+            # such a column's shift and scale are the outlier's: the margin of a strict row
+            # is taken from these groups' own values, and a group that still breaks a rule
+            # cannot be moved in standardized units without losing its values
+            own = rules.tightened(held, grid)
+            if _k.feasible_rows(V, own.A, own.b, own.G, own.h).all():
+                return
+            name = self._names[int(sub[np.flatnonzero(lost)[0]])]
+            raise DataError(
+                f"{name} has values so far from its others that moving group values onto the "
+                "edit rules, which works in standardized units, would lose the others to "
+                "rounding (a wrong value, or one in another unit?); correct or drop those "
+                "records",
+                code=Reason.VALUES_RANGE,
+                field=name,
+            )
+        base = PolyhedronProjector.from_constraints(aimed, shift=shift, scale=scale)
+        groups, Z = groups[off], (V[off] - shift) / scale
         # the weights n_gj make the change the group's own added sum of squares
         counts = self.counts[np.ix_(groups, sub)].astype(np.float64)
         P = np.empty_like(Z)
@@ -285,8 +326,52 @@ class _Units:
                 rows = by_weight == w
                 Pr[rows] = base.reweighted(weight).project(Zr[rows], skip_feasible=False)
             P[rest] = Pr
-        self.values[np.ix_(groups, sub)] = rules.snap_bounds(shift + scale * P)
+        X = _polish(shift + scale * P, P, counts / scale**2, aimed, base)
+        self.values[np.ix_(groups, sub)] = aimed.snap_bounds(X)
         self.moved[groups] = True
+
+    def _lost_columns(self, sub: np.ndarray) -> np.ndarray:
+        """:func:`lost_resolution` of the columns ``sub`` (r,), computed once per file."""
+        if self._lost is None:
+            self._lost = lost_resolution(self._X)
+        return self._lost[sub]
+
+
+def _polish(
+    X: np.ndarray,
+    P: np.ndarray,
+    W: np.ndarray,
+    rules: LinearConstraints,
+    base: PolyhedronProjector,
+) -> np.ndarray:
+    """The projected points ``X`` (m, r), back in the columns' own units, moved onto the
+    rows they hold with equality: the equalities and the inequalities ``P`` (m, r), the same
+    points in ``base``'s standardized units, lies on. Weights ``W`` (m, r) are the metric in
+    those units.
+
+    Back from standardized units a point carries the rounding of the column's scale: with
+    turnover's standard deviation at 7e9, a group of turnover 1e4 broke ``profit == turnover
+    - total_costs`` by 1e-6, past the validation's allowance of 1e-8 at that magnitude, and
+    a release of heavy-tailed amounts was refused. The residual of those rows, evaluated
+    here at the group's own magnitude, is removed by the least change in the same metric
+    (:func:`_onto_equalities`); inequalities off ``P``'s face keep a slack far larger than
+    that change."""
+    if not len(X):
+        return X
+    excess = P @ base.G.T - base.h
+    reach = np.abs(P) @ np.abs(base.G).T + np.abs(base.h) + 1.0
+    on = excess > -1e-9 * reach  # (m, q): the face each point lies on
+    faces, which = np.unique(on, axis=0, return_inverse=True)
+    which = which.ravel()
+    out = X.copy()
+    for f, face in enumerate(faces):
+        A = np.vstack([rules.A, rules.G[face]])
+        if not len(A):
+            continue
+        rows = which == f
+        b = np.concatenate([rules.b, rules.h[face]])
+        out[rows] = _onto_equalities(X[rows], W[rows], A, b)
+    return out
 
 
 def breaking_conditions(

@@ -448,11 +448,12 @@ def test_a_release_with_keys_of_1e308_publishes_finite_figures(tmp_path, prefect
     assert np.isfinite(published.select_dtypes("number").to_numpy(dtype=np.float64)).all()
 
 
-@pytest.mark.parametrize(("big", "refused"), [(9e11, False), (1e12, True)])
+@pytest.mark.parametrize(("big", "refused"), [(1.3e12, False), (1.45e12, True)])
 def test_resolution_by_hand(big, refused):
     # values 0, 1, 2 and one big: median 1.5, distances 1.5, 0.5, 0.5, big - 1.5; the 95 %
-    # nearest (3 of 4) average 0.8333, and the rounding at the big one, 4 eps big, passes
-    # 1e-3 of it from big = 1e-3 * 0.8333 / (4 * 2.22e-16) = 9.38e11
+    # nearest (3 of 4) average 0.8333. The mean is about big / 4 and the sd big sqrt(3) / 4,
+    # so the rounding in standardized units, 4 eps (|mean| + sd) = eps big (1 + sqrt(3)),
+    # passes 1e-3 of 0.8333 from big = 8.333e-4 / (2.732 * 2.22e-16) = 1.374e12
     X = np.array([[0.0, 7.0], [1.0, 7.0], [2.0, 7.0], [big, 7.0]])  # a constant column passes
     if not refused:
         check_resolution(X, ["a", "b"])

@@ -14,6 +14,7 @@ from survey import EXAMPLE, QIS, release_frame
 from sdcflow.flows.cli import main
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.group_values import breaking_conditions, group_values_on_rules
+from sdcflow.tasks.linear.repair import violating_records
 
 COLUMNS = ["net", "tax", "gross"]
 NAN = np.nan
@@ -109,6 +110,90 @@ def test_a_small_group_keeps_the_equality_at_its_own_magnitude_beside_a_large_sc
         error = max(abs(Fraction(float(g)) - e) for g, e in zip(got, expected, strict=True))
         assert error <= Fraction(1, 10**15) * 5
         assert abs(got[0] + got[1] - got[2]) <= 8 * np.finfo(float).eps * 5
+
+
+def _exact_projection(m, w, rules):
+    """The least ``sum w (x - m)^2`` under ``rules``, in exact fractions: every active set
+    of the inequalities, the KKT point of each (multipliers >= 0, every row kept), the
+    best. An independent reference for a few columns and rows."""
+    from fractions import Fraction
+    from itertools import combinations
+
+    def exact(a):
+        return [[Fraction(float(v)) for v in row] for row in np.atleast_2d(a)]
+
+    m, w = exact(m)[0], exact(w)[0]
+    A, G = exact(rules.A) if rules.A.size else [], exact(rules.G) if rules.G.size else []
+    b, h = exact(rules.b)[0] if len(A) else [], exact(rules.h)[0] if len(G) else []
+    d, best = len(m), None
+    for size in range(len(G) + 1):
+        for face in combinations(range(len(G)), size):
+            rows, rhs = A + [G[i] for i in face], b + [h[i] for i in face]
+            k = len(rows)  # solve (M W^-1 M') lam = M m - rhs by Gauss-Jordan
+            aug = [
+                [sum(rows[i][j] * rows[t][j] / w[j] for j in range(d)) for t in range(k)]
+                + [sum(rows[i][j] * m[j] for j in range(d)) - rhs[i]]
+                for i in range(k)
+            ]
+            for c in range(k):
+                p = next((r for r in range(c, k) if aug[r][c] != 0), None)
+                if p is None:
+                    break
+                aug[c], aug[p] = aug[p], aug[c]
+                for r in range(k):
+                    if r != c and aug[r][c] != 0:
+                        f = aug[r][c] / aug[c][c]
+                        aug[r] = [x - f * y for x, y in zip(aug[r], aug[c], strict=True)]
+            else:
+                lam = [aug[i][k] / aug[i][i] for i in range(k)]
+                x = [m[j] - sum(lam[i] * rows[i][j] for i in range(k)) / w[j] for j in range(d)]
+                feasible = all(
+                    sum(g * v for g, v in zip(G[i], x, strict=True)) <= h[i] for i in range(len(G))
+                )
+                if feasible and all(v >= 0 for v in lam[len(A) :]):
+                    cost = sum(wj * (xj - mj) ** 2 for wj, xj, mj in zip(w, x, m, strict=True))
+                    if best is None or cost < best[0]:
+                        best = (cost, x)
+    return np.array([float(v) for v in best[1]])
+
+
+@pytest.mark.parametrize("case", ["nonnegative", "caps"])
+def test_small_groups_beside_giants_move_as_an_exact_solver_moves_them(case):
+    # A review of the polish in own units: its face was read from standardized units,
+    # where a shift of 1e9 made rows a group of 1.5 was a unit away from look active.
+    # "nonnegative" published (1.15, 0, 0, 0, 1.15) for means (5, 1.5, 2.6, 4, 1); "caps"
+    # forced turnover to 0 and broke total_costs == wages + other_costs by 0.37 (exit 1).
+    columns = ["turnover", "wages", "other_costs", "total_costs", "profit"]
+    sums = [
+        ("costs", [({"total_costs": 1, "wages": -1, "other_costs": -1}, 0.0)], []),
+        ("profit", [({"profit": 1, "turnover": -1, "total_costs": 1}, 0.0)], []),
+    ]
+    rng = np.random.default_rng(0)
+    if case == "nonnegative":
+        bounds = [("w", [], [({"wages": -1.0}, 0.0)]), ("o", [], [({"other_costs": -1.0}, 0.0)])]
+        turnover = rng.uniform(100, 1e4, 1000)
+        turnover[:5] = 1e12 * rng.uniform(1, 3, 5)
+        means = [5.0, 1.5, 2.6, 4.0, 1.0]
+    else:
+        bounds = [
+            ("o", [], [({"other_costs": -1.0}, 0.0)]),
+            ("cap", [], [({"total_costs": 1.0, "turnover": -3.0}, 0.0)]),
+            ("loss", [], [({"profit": -1.0, "turnover": -1.0}, 0.0)]),
+        ]
+        turnover = rng.uniform(100, 1e4, 500)
+        turnover[:2] = [5e10, 9e10]
+        means = [1.07, 0.75, 0.67, 1.44, -0.40]
+    rules = LinearConstraints.from_rows(sums + bounds, columns)
+    X = np.column_stack([turnover, 0.3 * turnover, 0.5 * turnover, 0.8 * turnover, 0.2 * turnover])
+    released = np.array([means] * 3)
+    released[1, 1] = released[2, 2] = NAN  # wages and other_costs: means over other records
+    out, moved, *_ = group_values_on_rules(X, released, np.zeros(3, int), columns, rules)
+    assert moved == 1
+    counts = np.array([3, 2, 2, 3, 3])
+    expected = _exact_projection(means, counts / X.std(axis=0) ** 2, rules)
+    # where on the face: to the standardized units' rounding of the giants' scale (3e-7)
+    np.testing.assert_allclose(out[0], expected, rtol=0, atol=1e-6)
+    assert not violating_records(out[:1], rules).any()
 
 
 def test_a_key_the_group_projection_would_lose_is_refused_not_published_as_noise():

@@ -93,12 +93,13 @@ def check_magnitude(
 
 def lost_resolution(X: np.ndarray) -> np.ndarray:
     """Columns (d,) bool whose ordinary values a computation in standardized units cannot keep
-    apart: those whose rounding at their largest magnitude, ``4 eps max |x|``, passes a
-    thousandth of their typical spread (the mean distance from the median of the 95 % of
-    values nearest it, at least 1e-9 of the median, so that float noise around one value is
-    that value). Back from standardized units every value carries the rounding of the
-    largest (a turnover of 1e40 among thousands left every other record's turnover at about
-    1e25). Constant columns keep theirs; missing values (NaN) are left out. Shapes: X (n, d).
+    apart: those whose rounding there, ``4 eps (|mean| + sd)``, passes a thousandth of their
+    typical spread (the mean distance from the median of the 95 % of values nearest it, at
+    least 1e-9 of the median, so that float noise around one value is that value). Back
+    from standardized units, ``x = mean + sd z``, every value carries the rounding of the
+    column's mean and standard deviation, which a few absurd values set (a turnover of 1e40
+    among thousands left every other record's turnover at about 1e25). Constant columns
+    keep theirs; missing values (NaN) are left out. Shapes: X (n, d).
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
@@ -119,7 +120,11 @@ def lost_resolution(X: np.ndarray) -> np.ndarray:
     # nearly all at one value: the nearest other value is the spread (inf when constant)
     flat = spread == 0
     spread[flat] = np.where(dev[:, flat] > 0, dev[:, flat], np.inf).min(axis=0, initial=np.inf)
-    rounding = 4 * np.finfo(np.float64).eps * np.abs(X).max(axis=0)
+    # the mean and sd of the values over their largest magnitude: no overflow at 1e308
+    top = np.abs(X).max(axis=0)
+    unit = np.where(top > 0, top, 1.0)
+    shift_and_scale = (np.abs((X / unit).mean(axis=0)) + (X / unit).std(axis=0)) * unit
+    rounding = 4 * np.finfo(np.float64).eps * shift_and_scale
     return rounding > 1e-3 * spread
 
 

@@ -63,6 +63,7 @@ from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.linear.repair import violating_records
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
 from sdcflow.tasks.validation import lost_resolution
+from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 
 __all__ = ["Condition", "GroupValues", "breaking_conditions", "group_values_on_rules"]
 
@@ -326,7 +327,7 @@ class _Units:
                 rows = by_weight == w
                 Pr[rows] = base.reweighted(weight).project(Zr[rows], skip_feasible=False)
             P[rest] = Pr
-        X = _polish(shift + scale * P, P, counts / scale**2, aimed, base)
+        X = _polish(shift + scale * P, counts / scale**2, aimed)
         self.values[np.ix_(groups, sub)] = aimed.snap_bounds(X)
         self.moved[groups] = True
 
@@ -337,41 +338,74 @@ class _Units:
         return self._lost[sub]
 
 
-def _polish(
-    X: np.ndarray,
-    P: np.ndarray,
-    W: np.ndarray,
-    rules: LinearConstraints,
-    base: PolyhedronProjector,
-) -> np.ndarray:
+def _polish(X: np.ndarray, W: np.ndarray, rules: LinearConstraints) -> np.ndarray:
     """The projected points ``X`` (m, r), back in the columns' own units, moved onto the
-    rows they hold with equality: the equalities and the inequalities ``P`` (m, r), the same
-    points in ``base``'s standardized units, lies on. Weights ``W`` (m, r) are the metric in
-    those units.
+    equalities and the inequalities they break there, by the least change in the metric
+    ``W`` (m, r) (:func:`_onto_equalities`); a point the move would leave further off the
+    rules than it was keeps its place.
 
-    Back from standardized units a point carries the rounding of the column's scale: with
-    turnover's standard deviation at 7e9, a group of turnover 1e4 broke ``profit == turnover
-    - total_costs`` by 1e-6, past the validation's allowance of 1e-8 at that magnitude, and
-    a release of heavy-tailed amounts was refused. The residual of those rows, evaluated
-    here at the group's own magnitude, is removed by the least change in the same metric
-    (:func:`_onto_equalities`); inequalities off ``P``'s face keep a slack far larger than
-    that change."""
+    Back from standardized units a point carries the rounding of the column's shift and
+    scale: with turnover's standard deviation at 7e9, a group of turnover 1e4 broke
+    ``profit == turnover - total_costs`` by 1e-6, past the validation's allowance of 1e-8
+    at that magnitude, and a release of heavy-tailed amounts was refused. The residuals are
+    read here at each group's own magnitude. An inequality joins a point's face only where
+    the point breaks it (the rows broken after each move join, until none is): read from
+    the standardized units, a face took rows a group of 1.5 was a unit away from, beside a
+    shift of 1e9. Of parallel rows on one face only the tightest is kept (``turnover > 0``,
+    aimed at a margin, beside ``turnover >= 0``)."""
     if not len(X):
         return X
-    excess = P @ base.G.T - base.h
-    reach = np.abs(P) @ np.abs(base.G).T + np.abs(base.h) + 1.0
-    on = excess > -1e-9 * reach  # (m, q): the face each point lies on
-    faces, which = np.unique(on, axis=0, return_inverse=True)
-    which = which.ravel()
     out = X.copy()
-    for f, face in enumerate(faces):
-        A = np.vstack([rules.A, rules.G[face]])
-        if not len(A):
-            continue
-        rows = which == f
-        b = np.concatenate([rules.b, rules.h[face]])
-        out[rows] = _onto_equalities(X[rows], W[rows], A, b)
+    on = np.zeros((len(X), rules.G.shape[0]), dtype=bool)
+    for _ in range(rules.G.shape[0] + 1):
+        faces, which = np.unique(on, axis=0, return_inverse=True)
+        which = which.ravel()
+        for f, face in enumerate(faces):
+            kept = _tightest(rules, np.flatnonzero(face))
+            A = np.vstack([rules.A, rules.G[kept]])
+            if not len(A):
+                continue
+            rows = which == f
+            b = np.concatenate([rules.b, rules.h[kept]])
+            out[rows] = _onto_equalities(X[rows], W[rows], A, b)
+        broken = (out @ rules.G.T - rules.h > 0) & ~on
+        if not broken.any():
+            break
+        on |= broken
+    worse = _off_rules(out, rules) > np.maximum(_off_rules(X, rules), 1.0)
+    out[worse] = X[worse]
     return out
+
+
+def _tightest(rules: LinearConstraints, rows: np.ndarray) -> np.ndarray:
+    """Of the inequality ``rows`` (indices), one per direction: the tightest of parallel
+    rows (as two equalities they would contradict each other)."""
+    if rows.size < 2:
+        return rows
+    norm = np.linalg.norm(rules.G[rows], axis=1)
+    direction = np.round(rules.G[rows] / norm[:, None], 12)
+    bound = rules.h[rows] / norm
+    _, group = np.unique(direction, axis=0, return_inverse=True)
+    group = group.ravel()
+    order = np.lexsort((bound, group))  # by direction, tightest first
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = group[order][1:] != group[order][:-1]
+    return np.sort(rows[order[first]])
+
+
+def _off_rules(X: np.ndarray, rules: LinearConstraints) -> np.ndarray:
+    """Each point's (m,) largest residual over the validation's allowance at its own
+    magnitude (1e-8 plus the rounding slack of the row's terms): at most 1 passes."""
+    worst = np.zeros(len(X))
+    absX = np.abs(X)
+    for M, rhs, two_sided in ((rules.A, rules.b, True), (rules.G, rules.h, False)):
+        if not M.shape[0]:
+            continue
+        res = X @ M.T - rhs
+        res = np.abs(res) if two_sided else np.maximum(res, 0.0)
+        allowed = DEFAULT_TOLERANCE + ROUNDING_SLACK * (absX @ np.abs(M).T + np.abs(rhs))
+        worst = np.maximum(worst, (res / allowed).max(axis=1))
+    return worst
 
 
 def breaking_conditions(

@@ -24,6 +24,8 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
+import numpy as np
+
 __all__ = ["DEFAULT_TOLERANCE", "ROUNDING_SLACK", "grid_bound", "grid_step", "strict_bound"]
 
 DEFAULT_TOLERANCE = 1e-8
@@ -34,19 +36,22 @@ def strict_bound(
     h: float,
     coefs: Sequence[float],
     decimals: Sequence[int | None] | None = None,
-    magnitude: float = 0.0,
-) -> float:
+    magnitude: float | np.ndarray = 0.0,
+) -> float | np.ndarray:
     """The closed bound ``g . x <= h'`` that values aiming at the strict row ``g . x < h``
     are moved to: at least the allowance a non-strict row gets, ``DEFAULT_TOLERANCE +
     ROUNDING_SLACK (|h| + magnitude)`` inside (``magnitude`` is ``sum_j |g_j| m_j`` at the
     columns' typical magnitudes ``m``, 0 when unknown), and on the grid of :func:`grid_step`
     when there is one: its last value below ``h`` (``wages < 1`` on integers is
     ``wages <= 0``). ``coefs`` are the row's coefficients, ``decimals`` their columns'
-    decimals (same order, None where a column has no precision).
+    decimals (same order, None where a column has no precision). ``magnitude`` may be an
+    array (one per record): the bounds (same shape) at each record's own magnitude.
     """
     inside = h - (DEFAULT_TOLERANCE + ROUNDING_SLACK * (abs(h) + magnitude))
     on_grid = grid_bound(h, coefs, decimals)
-    return inside if on_grid is None else min(inside, on_grid)  # the grid's, if that far in
+    if on_grid is None:
+        return inside
+    return np.minimum(inside, on_grid) if np.ndim(inside) else min(inside, on_grid)
 
 
 def grid_bound(

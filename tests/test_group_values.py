@@ -196,6 +196,37 @@ def test_small_groups_beside_giants_move_as_an_exact_solver_moves_them(case):
     assert not violating_records(out[:1], rules).any()
 
 
+def test_a_strict_margin_is_each_groups_own_not_the_largest_firms():
+    # A review: the margin inside `turnover > wages` was taken at the largest value held and
+    # the column's scale, so beside one turnover of 2e16 it was 205: a group at (11, 9),
+    # which keeps the rule, was moved to (214, 9) with mdav and gaps, and constrained_fuzzy
+    # published firms of turnover 11 at 40 (exit 0). The margin is now the allowance at each
+    # group's own magnitude, 1e-8 + 1e-14 (|h| + |g| |v|).
+    from sdcflow.tasks.fuzzy.microaggregation import _polish
+
+    columns = ["turnover", "wages"]
+    rules = LinearConstraints.from_rows(
+        [("t>w", [], [({"turnover": -1.0, "wages": 1.0}, 0.0)], [True])], columns
+    )
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(100, 1e4, 1500), rng.uniform(10, 90, 1500)])
+    X[0, 0] = 2e16
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    for kept in (11.0, 9.0):  # (11, 9) keeps the rule; (9, 9) is on its boundary
+        released = np.array([[kept, 9.0]] * 3 + [[2e16 / 3, NAN]] * 3)
+        out = group_values_on_rules(X, released, labels, columns, rules).values
+        gap = out[0, 0] - out[0, 1]
+        if kept == 11.0:
+            assert np.array_equal(out[:3], released[:3])
+        else:
+            assert 1e-8 < gap <= 1e-8 + 1e-14 * 18 + 1e-15  # moved just inside, both ways
+            assert abs(out[0, 0] - 9.0) < 1e-7 and abs(out[0, 1] - 9.0) < 1e-7
+    centres = np.array([[11.0, 9.0], [2e16, 1.0], [9.0, 9.0]])
+    polished = _polish(centres, rules, X.std(axis=0))
+    assert np.array_equal(polished[:2], centres[:2])
+    assert 1e-8 < polished[2, 0] - polished[2, 1] < 1e-7
+
+
 def test_a_key_the_group_projection_would_lose_is_refused_not_published_as_noise():
     # one net of 1e40 among a few: standardized units cannot keep the others apart, so a
     # group that must move is refused (naming the column, no value); groups already on the
@@ -529,7 +560,7 @@ def test_a_bound_at_zero_is_published_as_0_not_minus_0():
 def test_the_batched_weighted_projection_is_the_projectors():
     # every group at once onto the equalities, each with its own weights, against the
     # projector built for each weight vector; a dependent row (the sum of the two) included
-    from sdcflow.tasks.linear.group_values import _onto_equalities
+    from sdcflow.tasks.linear.own_units import onto_equalities
     from sdcflow.tasks.linear.projection import PolyhedronProjector
 
     rng = np.random.default_rng(11)
@@ -538,7 +569,7 @@ def test_the_batched_weighted_projection_is_the_projectors():
     b = np.array([0.5, 0.0, 0.5])
     Z = rng.normal(size=(30, 5)) * 3
     W = rng.integers(1, 9, size=(30, 5)).astype(float)
-    got = _onto_equalities(Z, W, A, b)
+    got = onto_equalities(Z, W, A, b)
     for z, w, g in zip(Z, W, got, strict=True):
         want = PolyhedronProjector(A, b, np.zeros((0, 5)), np.zeros(0), weights=w).project(
             z[None, :], skip_feasible=False

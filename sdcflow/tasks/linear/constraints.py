@@ -157,18 +157,20 @@ class LinearConstraints:
         X = np.atleast_2d(X)
         return X @ self.A.T - self.b, X @ self.G.T - self.h
 
-    def snap_bounds(self, X: np.ndarray) -> np.ndarray:
+    def snap_bounds(self, X: np.ndarray, h: np.ndarray | None = None) -> np.ndarray:
         """``X`` (n, d) set to the single-variable equalities among ``A x = b`` (``x_j == c``)
         and clipped to the single-variable bounds among ``G x <= h`` (``x_j >= l``,
-        ``x_j <= u``). Meant for values a projection already put on the rules: its rounding
-        can leave -3e-15 under ``x >= 0``, or 4e-16 for ``wages == 0``, which a strict check
+        ``x_j <= u``); ``h`` (n, q) gives each record its own bounds (default ``self.h``).
+        Meant for values a projection already put on the rules: its rounding can leave
+        -3e-15 under ``x >= 0``, or 4e-16 for ``wages == 0``, which a strict check
         downstream would reject or a reader would puzzle over."""
         X = np.array(X, dtype=np.float64, copy=True)
         for row, value in zip(self.A, self.b, strict=True):  # x_j == c: exactly c
             nz = np.flatnonzero(row)
             if nz.size == 1:
                 X[:, nz[0]] = value / row[nz[0]] + 0.0  # + 0.0: 0 / -1 is -0.0
-        for row, limit in zip(self.G, self.h, strict=True):
+        limits = self.h if h is None else np.asarray(h, dtype=np.float64).T
+        for row, limit in zip(self.G, limits, strict=True):
             nz = np.flatnonzero(row)
             if nz.size != 1:
                 continue

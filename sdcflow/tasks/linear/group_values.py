@@ -34,10 +34,11 @@ records of a group keep showing one set of values (k counts on that):
   own and breaks them by a unit.
 
 Numerically, standardized units carry each column's shift and scale, which one very large
-firm sets: which groups break a rule is asked in the columns' own units, at each group's
-magnitude, and a projected group is moved, in its own units, onto the face it reached
-(:func:`_polish`). A column whose values standardized units cannot keep apart (a turnover of
-1e40 among thousands) is refused where a group must move, naming the column.
+firm sets: which groups break a rule, and how far inside a strict one each is aimed, is
+asked in the columns' own units at each group's magnitude, and a projected group is moved,
+in its own units, onto the face it reached (:mod:`sdcflow.tasks.linear.own_units`). A
+column whose values standardized units cannot keep apart (a turnover of 1e40 among
+thousands) is refused where a group must move, naming the column.
 
 References
 ----------
@@ -57,13 +58,17 @@ from typing import NamedTuple
 import numpy as np
 
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.tasks.linear import _kernels as _k
 from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.own_units import (
+    aimed_bounds,
+    off_rules,
+    onto_equalities,
+    polish_onto_rules,
+)
 from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.linear.repair import violating_records
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
 from sdcflow.tasks.validation import lost_resolution
-from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 
 __all__ = ["Condition", "GroupValues", "breaking_conditions", "group_values_on_rules"]
 
@@ -235,22 +240,6 @@ def group_values_on_rules(
     return GroupValues(out, int(units.moved.sum()), rounded, tuple(sorted(derived)))
 
 
-def _onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Each row of ``Z`` (m, r) projected onto ``A z = b`` (A (p, r)) with its own weights
-    ``W`` (m, r) > 0: ``z - W^-1 A' (A W^-1 A')^+ (A z - b)``, the weighted least-squares
-    point, batched over the rows (dependent rows of ``A``: the pseudo-inverse). ``A W^-1 A'``
-    is equilibrated by its diagonal first: rows of very different magnitudes (one reading
-    a column of scale 1e10, another columns of scale 1e3) keep their own precision."""
-    inv = 1.0 / W
-    M = np.einsum("pi,mi,qi->mpq", A, inv, A)  # (m, p, p)
-    dia = np.sqrt(np.einsum("mpp->mp", M))
-    dia = np.where(dia > 0, dia, 1.0)
-    residual = Z @ A.T - b  # (m, p)
-    unit = np.linalg.pinv(M / dia[:, :, None] / dia[:, None, :])
-    lam = np.einsum("mpq,mq->mp", unit, residual / dia) / dia
-    return Z - inv * (lam @ A)
-
-
 class _Units:
     """Each group's values ``values`` (g, r), its counts per column, and the columns' shift
     and scale: projects groups onto rules in standardized units, weighted by the counts.
@@ -271,9 +260,9 @@ class _Units:
         grid: list[int | None] | None = None,
     ) -> None:
         """Project, in place, the values of ``groups`` on the columns ``sub`` that break
-        ``rules`` (the module docstring's problem). Strict rows are aimed inside
-        (:meth:`LinearConstraints.tightened`): on the ``grid`` of the columns' decimals, or by
-        the allowance at the magnitude of these groups' values and of the columns.
+        ``rules`` (the module docstring's problem). Strict rows are aimed inside by the
+        allowance at each group's own magnitude, or on the ``grid`` of the columns' decimals
+        (:func:`~sdcflow.tolerances.strict_bound`).
 
         Raises ``DataError`` (``VALUES_RANGE``) when a group must move and a column of
         ``sub`` has values so far from its others (a turnover of 1e40 among thousands)
@@ -283,22 +272,15 @@ class _Units:
             return
         shift, scale = self.shift[sub], self.scale[sub]
         V = np.ascontiguousarray(self.values[np.ix_(groups, sub)])
-        held = np.abs(np.nan_to_num(V)).max(axis=0, initial=0.0)
-        aimed = rules.tightened(held + np.abs(shift) + scale, grid)
         # which groups break the rules is asked in the columns' own units, at each group's
         # magnitude: in standardized units, where the rules' terms carry the columns' shift
-        # and scale, a group of 1e4 breaking a sum by 0.1 beside a scale of 1e11 passed
-        off = ~_k.feasible_rows(V, aimed.A, aimed.b, aimed.G, aimed.h)
+        # and scale, a group of 1e4 breaking a sum by 0.1 beside a scale of 1e11 passed, and
+        # a strict row's margin at the columns' scale moved groups that kept it by hundreds
+        off = off_rules(V, rules, aimed_bounds(rules, V, grid), exact=True) > 0
         if not off.any():
             return  # nothing to move: no projector (and no standardized units) needed
         lost = self._lost_columns(sub)
-        if lost.any():
-            # such a column's shift and scale are the outlier's: the margin of a strict row
-            # is taken from these groups' own values, and a group that still breaks a rule
-            # cannot be moved in standardized units without losing its values
-            own = rules.tightened(held, grid)
-            if _k.feasible_rows(V, own.A, own.b, own.G, own.h).all():
-                return
+        if lost.any():  # a group must move, and standardized units would lose its values
             name = self._names[int(sub[np.flatnonzero(lost)[0]])]
             raise DataError(
                 f"{name} has values so far from its others that moving group values onto the "
@@ -308,8 +290,12 @@ class _Units:
                 code=Reason.VALUES_RANGE,
                 field=name,
             )
-        base = PolyhedronProjector.from_constraints(aimed, shift=shift, scale=scale)
-        groups, Z = groups[off], (V[off] - shift) / scale
+        # aimed at the least margin there (the grid's, or the allowance at magnitude 0); the
+        # polish below takes each group to its own
+        closed = rules.tightened(None, grid)
+        base = PolyhedronProjector.from_constraints(closed, shift=shift, scale=scale)
+        groups, V = groups[off], V[off]
+        Z = (V - shift) / scale
         # the weights n_gj make the change the group's own added sum of squares
         counts = self.counts[np.ix_(groups, sub)].astype(np.float64)
         P = np.empty_like(Z)
@@ -317,7 +303,7 @@ class _Units:
         if base.n_eq and BATCHED:
             # every group at once onto the equalities (the closed form with its own weights);
             # those that then meet the inequalities too are projected
-            P = _onto_equalities(Z, counts, base.A, base.b)
+            P = onto_equalities(Z, counts, base.A, base.b)
             rest = ~base.feasible(P)
         if rest.any():  # the active set, one projector per pattern of weights
             weights, by_weight = np.unique(counts[rest], axis=0, return_inverse=True)
@@ -327,8 +313,10 @@ class _Units:
                 rows = by_weight == w
                 Pr[rows] = base.reweighted(weight).project(Zr[rows], skip_feasible=False)
             P[rest] = Pr
-        X = _polish(shift + scale * P, counts / scale**2, aimed)
-        self.values[np.ix_(groups, sub)] = aimed.snap_bounds(X)
+        X = shift + scale * P
+        H = aimed_bounds(rules, np.maximum(np.abs(V), np.abs(X)), grid)  # before and after the move
+        X = polish_onto_rules(X, counts / scale**2, rules, H)
+        self.values[np.ix_(groups, sub)] = rules.snap_bounds(X, H)
         self.moved[groups] = True
 
     def _lost_columns(self, sub: np.ndarray) -> np.ndarray:
@@ -336,76 +324,6 @@ class _Units:
         if self._lost is None:
             self._lost = lost_resolution(self._X)
         return self._lost[sub]
-
-
-def _polish(X: np.ndarray, W: np.ndarray, rules: LinearConstraints) -> np.ndarray:
-    """The projected points ``X`` (m, r), back in the columns' own units, moved onto the
-    equalities and the inequalities they break there, by the least change in the metric
-    ``W`` (m, r) (:func:`_onto_equalities`); a point the move would leave further off the
-    rules than it was keeps its place.
-
-    Back from standardized units a point carries the rounding of the column's shift and
-    scale: with turnover's standard deviation at 7e9, a group of turnover 1e4 broke
-    ``profit == turnover - total_costs`` by 1e-6, past the validation's allowance of 1e-8
-    at that magnitude, and a release of heavy-tailed amounts was refused. The residuals are
-    read here at each group's own magnitude. An inequality joins a point's face only where
-    the point breaks it (the rows broken after each move join, until none is): read from
-    the standardized units, a face took rows a group of 1.5 was a unit away from, beside a
-    shift of 1e9. Of parallel rows on one face only the tightest is kept (``turnover > 0``,
-    aimed at a margin, beside ``turnover >= 0``)."""
-    if not len(X):
-        return X
-    out = X.copy()
-    on = np.zeros((len(X), rules.G.shape[0]), dtype=bool)
-    for _ in range(rules.G.shape[0] + 1):
-        faces, which = np.unique(on, axis=0, return_inverse=True)
-        which = which.ravel()
-        for f, face in enumerate(faces):
-            kept = _tightest(rules, np.flatnonzero(face))
-            A = np.vstack([rules.A, rules.G[kept]])
-            if not len(A):
-                continue
-            rows = which == f
-            b = np.concatenate([rules.b, rules.h[kept]])
-            out[rows] = _onto_equalities(X[rows], W[rows], A, b)
-        broken = (out @ rules.G.T - rules.h > 0) & ~on
-        if not broken.any():
-            break
-        on |= broken
-    worse = _off_rules(out, rules) > np.maximum(_off_rules(X, rules), 1.0)
-    out[worse] = X[worse]
-    return out
-
-
-def _tightest(rules: LinearConstraints, rows: np.ndarray) -> np.ndarray:
-    """Of the inequality ``rows`` (indices), one per direction: the tightest of parallel
-    rows (as two equalities they would contradict each other)."""
-    if rows.size < 2:
-        return rows
-    norm = np.linalg.norm(rules.G[rows], axis=1)
-    direction = np.round(rules.G[rows] / norm[:, None], 12)
-    bound = rules.h[rows] / norm
-    _, group = np.unique(direction, axis=0, return_inverse=True)
-    group = group.ravel()
-    order = np.lexsort((bound, group))  # by direction, tightest first
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = group[order][1:] != group[order][:-1]
-    return np.sort(rows[order[first]])
-
-
-def _off_rules(X: np.ndarray, rules: LinearConstraints) -> np.ndarray:
-    """Each point's (m,) largest residual over the validation's allowance at its own
-    magnitude (1e-8 plus the rounding slack of the row's terms): at most 1 passes."""
-    worst = np.zeros(len(X))
-    absX = np.abs(X)
-    for M, rhs, two_sided in ((rules.A, rules.b, True), (rules.G, rules.h, False)):
-        if not M.shape[0]:
-            continue
-        res = X @ M.T - rhs
-        res = np.abs(res) if two_sided else np.maximum(res, 0.0)
-        allowed = DEFAULT_TOLERANCE + ROUNDING_SLACK * (absX @ np.abs(M).T + np.abs(rhs))
-        worst = np.maximum(worst, (res / allowed).max(axis=1))
-    return worst
 
 
 def breaking_conditions(

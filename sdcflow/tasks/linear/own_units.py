@@ -1,0 +1,128 @@
+"""Values moved onto linear edit rules in the columns' own units.
+
+A projection computed in standardized units, ``x = shift + scale z``, comes back carrying the
+rounding of the columns' shift and scale, which one very large firm sets: with turnover's
+standard deviation at 7e9, a group of turnover 1e4 broke ``profit == turnover -
+total_costs`` by 1e-6, past the validation's allowance of 1e-8 at that magnitude. Here the
+rules are read at each point's own magnitude: which points break them (:func:`off_rules`),
+how far inside a strict row each is aimed (:func:`aimed_bounds`), and the last move onto
+the rows a point holds with equality (:func:`polish_onto_rules`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK, strict_bound
+
+__all__ = ["aimed_bounds", "off_rules", "onto_equalities", "polish_onto_rules"]
+
+
+def onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each row of ``Z`` (m, r) projected onto ``A z = b`` (A (p, r)) with its own weights
+    ``W`` (m, r) > 0: ``z - W^-1 A' (A W^-1 A')^+ (A z - b)``, the weighted least-squares
+    point, batched over the rows (dependent rows of ``A``: the pseudo-inverse). ``A W^-1 A'``
+    is equilibrated by its diagonal first: rows of very different magnitudes (one reading
+    a column of scale 1e10, another columns of scale 1e3) keep their own precision."""
+    inv = 1.0 / W
+    M = np.einsum("pi,mi,qi->mpq", A, inv, A)  # (m, p, p)
+    dia = np.sqrt(np.einsum("mpp->mp", M))
+    dia = np.where(dia > 0, dia, 1.0)
+    residual = Z @ A.T - b  # (m, p)
+    unit = np.linalg.pinv(M / dia[:, :, None] / dia[:, None, :])
+    lam = np.einsum("mpq,mq->mp", unit, residual / dia) / dia
+    return Z - inv * (lam @ A)
+
+
+def aimed_bounds(
+    rules: LinearConstraints, V: np.ndarray, grid: list[int | None] | None = None
+) -> np.ndarray:
+    """The inequalities' bounds (m, q) each point of ``V`` (m, r) is held to: ``h``, and for
+    a strict row the closed bound inside it at that point's own magnitude ``|g| |v|``
+    (:func:`~sdcflow.tolerances.strict_bound`; on the ``grid`` of the columns' decimals
+    when there is one)."""
+    H = np.repeat(rules.h[None, :], len(V), axis=0)
+    for i in np.flatnonzero(rules.strict):
+        g = rules.G[i]
+        H[:, i] = strict_bound(float(rules.h[i]), g, grid, np.abs(V) @ np.abs(g))
+    return H
+
+
+def polish_onto_rules(
+    X: np.ndarray, W: np.ndarray, rules: LinearConstraints, H: np.ndarray
+) -> np.ndarray:
+    """The projected points ``X`` (m, r), back in the columns' own units, moved onto the
+    equalities and the inequalities they break there (each point's bounds ``H`` (m, q),
+    :func:`aimed_bounds`), by the least change in the metric ``W`` (m, r)
+    (:func:`onto_equalities`); a point the move would leave further off the rules than it
+    was keeps its place.
+
+    Back from standardized units a point carries the rounding of the column's shift and
+    scale: with turnover's standard deviation at 7e9, a group of turnover 1e4 broke
+    ``profit == turnover - total_costs`` by 1e-6, past the validation's allowance of 1e-8
+    at that magnitude, and a release of heavy-tailed amounts was refused. The residuals are
+    read here at each group's own magnitude. An inequality joins a point's face only where
+    the point breaks it (the rows broken after each move join, until none is): read from
+    the standardized units, a face took rows a group of 1.5 was a unit away from, beside a
+    shift of 1e9. Of parallel rows on one face only the tightest is kept (``turnover > 0``,
+    aimed inside, beside ``turnover >= 0``)."""
+    if not len(X):
+        return X
+    out = X.copy()
+    on = np.zeros((len(X), rules.G.shape[0]), dtype=bool)
+    for _ in range(rules.G.shape[0] + 1):
+        faces, which = np.unique(on, axis=0, return_inverse=True)
+        which = which.ravel()
+        for f, face in enumerate(faces):
+            rows = which == f
+            kept = _tightest(rules, np.flatnonzero(face), H[rows].mean(axis=0))
+            A = np.vstack([rules.A, rules.G[kept]])
+            if not len(A):
+                continue
+            b = np.hstack([np.repeat(rules.b[None, :], rows.sum(), axis=0), H[rows][:, kept]])
+            out[rows] = onto_equalities(X[rows], W[rows], A, b)
+        broken = (out @ rules.G.T - H > 0) & ~on
+        if not broken.any():
+            break
+        on |= broken
+    worse = off_rules(out, rules, H) > np.maximum(off_rules(X, rules, H), 1.0)
+    out[worse] = X[worse]
+    return out
+
+
+def _tightest(rules: LinearConstraints, rows: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Of the inequality ``rows`` (indices), one per direction: the tightest of parallel
+    rows under the bounds ``h`` (q,) (as two equalities they would contradict each
+    other)."""
+    if rows.size < 2:
+        return rows
+    norm = np.linalg.norm(rules.G[rows], axis=1)
+    direction = np.round(rules.G[rows] / norm[:, None], 12)
+    bound = h[rows] / norm
+    _, group = np.unique(direction, axis=0, return_inverse=True)
+    group = group.ravel()
+    order = np.lexsort((bound, group))  # by direction, tightest first
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = group[order][1:] != group[order][:-1]
+    return np.sort(rows[order[first]])
+
+
+def off_rules(
+    X: np.ndarray, rules: LinearConstraints, H: np.ndarray, *, exact: bool = False
+) -> np.ndarray:
+    """Each point's (m,) largest residual over the validation's allowance at its own
+    magnitude (1e-8 plus the rounding slack of the row's terms; at most 1 passes), the
+    inequalities read against each point's bounds ``H`` (m, q). With ``exact``, over 1e-12
+    of the row's terms instead (> 0: the point is off, and a projection would move it)."""
+    worst = np.zeros(len(X))
+    absX = np.abs(X)
+    for M, rhs, two_sided in ((rules.A, rules.b, True), (rules.G, H, False)):
+        if not M.shape[0]:
+            continue
+        res = X @ M.T - rhs
+        res = np.abs(res) if two_sided else np.maximum(res, 0.0)
+        terms = absX @ np.abs(M).T + np.abs(rhs)
+        allowed = 1e-12 * (1.0 + terms) if exact else DEFAULT_TOLERANCE + ROUNDING_SLACK * terms
+        worst = np.maximum(worst, (res / allowed).max(axis=1))
+    return np.where(worst > 1.0, worst, 0.0) if exact else worst

@@ -39,15 +39,19 @@ def strict_bound(
     magnitude: float | np.ndarray = 0.0,
 ) -> float | np.ndarray:
     """The closed bound ``g . x <= h'`` that values aiming at the strict row ``g . x < h``
-    are moved to: at least the allowance a non-strict row gets, ``DEFAULT_TOLERANCE +
-    ROUNDING_SLACK (|h| + magnitude)`` inside (``magnitude`` is ``sum_j |g_j| m_j`` at the
-    columns' typical magnitudes ``m``, 0 when unknown), and on the grid of :func:`grid_step`
-    when there is one: its last value below ``h`` (``wages < 1`` on integers is
-    ``wages <= 0``). ``coefs`` are the row's coefficients, ``decimals`` their columns'
-    decimals (same order, None where a column has no precision). ``magnitude`` may be an
-    array (one per record): the bounds (same shape) at each record's own magnitude.
+    are moved to: ``DEFAULT_TOLERANCE + 2 ROUNDING_SLACK (|h| + magnitude)`` inside
+    (``magnitude`` is ``sum_j |g_j| m_j`` at the columns' typical magnitudes ``m``, 0 when
+    unknown). The validation counts a record within ``ROUNDING_SLACK`` of the row's terms
+    as on the boundary; the second one keeps the aimed point clear of that by far more
+    than the rounding of evaluating the row (beyond 1e8, the 1e-8 alone is under an ulp,
+    and a point aimed there, rounded again, was published breaking the row). On the grid
+    of :func:`grid_step`, when there is one, at least its last value below ``h``
+    (``wages < 1`` on integers is ``wages <= 0``). ``coefs`` are the row's coefficients,
+    ``decimals`` their columns' decimals (same order, None where a column has no
+    precision). ``magnitude`` may be an array (one per record): the bounds (same shape) at
+    each record's own magnitude.
     """
-    inside = h - (DEFAULT_TOLERANCE + ROUNDING_SLACK * (abs(h) + magnitude))
+    inside = h - (DEFAULT_TOLERANCE + 2 * ROUNDING_SLACK * (abs(h) + magnitude))
     on_grid = grid_bound(h, coefs, decimals)
     if on_grid is None:
         return inside

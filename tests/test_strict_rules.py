@@ -37,13 +37,13 @@ def test_a_strict_row_is_tightened_onto_the_grid_its_values_are_published_on():
     # cents in wages: wages <= 0.99, and multiples of 0.01 for the second row; no precision
     # for share: the allowance of a non-strict row, 1e-8 at magnitude 0
     np.testing.assert_array_equal(cons.tightened(decimals=[2, 0, None]).h, [0.99, -0.01, -1e-8])
-    # a grid finer than the allowance: the allowance (1e-8 + 1e-14 at h = 1)
+    # a grid finer than the allowance: the allowance (1e-8 + 2e-14 at h = 1)
     fine = cons.tightened(decimals=[12, 12, 12])
-    np.testing.assert_allclose(fine.h[0], 1 - 1e-8 - 1e-14, rtol=0, atol=1e-16)
-    # a column without precision: the allowance at the columns' magnitude, 1e-8 + 1e-14 (|h|
+    np.testing.assert_allclose(fine.h[0], 1 - 1e-8 - 2e-14, rtol=0, atol=1e-16)
+    # a column without precision: the allowance at the columns' magnitude, 1e-8 + 2e-14 (|h|
     # + |g| m), here with m = (1e9, 1e9, 1e9)
     loose = cons.tightened(magnitude=np.full(3, 1e9))
-    want = [1 - (1e-8 + 1e-14 * (1 + 1e9)), -(1e-8 + 1e-14 * 1.9e9), -(1e-8 + 1e-14 * 4e9 / 3)]
+    want = [1 - (1e-8 + 2e-14 * (1 + 1e9)), -(1e-8 + 2e-14 * 1.9e9), -(1e-8 + 2e-14 * 4e9 / 3)]
     np.testing.assert_allclose(loose.h, want, rtol=1e-12)
     # non-strict rows are untouched, and a set without strict rows is itself
     plain = linear_constraints(parse_rules(["wages <= 1"]), ["wages"])
@@ -58,11 +58,11 @@ def test_a_record_on_a_strict_boundary_violates_it_and_is_repaired_inside():
     fixed, moved = minimal_adjustment(X, cons)
     np.testing.assert_array_equal(moved, [True, True, False, False])
     assert (fixed[:, 0] > 0).all() and not violating_records(fixed, cons).any()
-    # the least change onto turnover >= m, m = 1e-8 + 1e-14 x 4 (the allowance at the
+    # the least change onto turnover >= m, m = 1e-8 + 2e-14 x 4 (the allowance at the
     # largest turnover of the records moved, both of largest value in [1, 10)): turnover
     # rises by m and, to keep profit == turnover - costs at the least sum of squares, profit
     # rises and costs fall by m / 2
-    m = 1e-8 + 1e-14 * 4.0
+    m = 1e-8 + 2e-14 * 4.0
     np.testing.assert_allclose(fixed[0], [m, 5.0 + m / 2, -5.0 + m / 2], rtol=0, atol=1e-15)
     np.testing.assert_array_equal(fixed[2:], X[2:])
 
@@ -76,9 +76,9 @@ def test_a_strict_margin_is_not_taken_from_a_record_far_larger():
     X = np.array([[0.0, 5.0, -5.0], [1e40, 0.0, 1e40], [-3e39, 1e39, -4e39]])
     fixed, moved = minimal_adjustment(X, cons)
     np.testing.assert_array_equal(moved, [True, False, True])
-    m = 1e-8  # 1e-14 x 0: the first record's turnover
+    m = 1e-8  # 2e-14 x 0: the first record's turnover
     np.testing.assert_allclose(fixed[0], [m, 5.0 + m / 2, -5.0 + m / 2], rtol=0, atol=1e-15)
-    assert 0 < fixed[2, 0] <= 1e-8 + 1e-14 * 3e39 * 1.01  # the large one at its own scale
+    assert 0 < fixed[2, 0] <= 1e-8 + 2e-14 * 3e39 * 1.01  # the large one at its own scale
     assert not violating_records(fixed, cons).any()
 
 

@@ -126,7 +126,7 @@ class LinearConstraints:
         A projection onto a strict row's closure lands on its boundary, which the row
         excludes. ``margin`` is at least the allowance a non-strict row gets
         (:mod:`sdcflow.tolerances`) at the columns' typical ``magnitude`` (d,) >= 0,
-        ``DEFAULT_TOLERANCE + ROUNDING_SLACK (|h| + |g| magnitude)``, beyond what the
+        ``DEFAULT_TOLERANCE + 2 ROUNDING_SLACK (|h| + |g| magnitude)``, beyond what the
         projection's rounding leaves. Where the values are published on a grid it is exact:
         when every column the row reads has ``decimals`` (d,) and its coefficients are ratios
         of small integers (decimals as written, ``1/3``), ``g . x`` takes values on a grid of

@@ -114,7 +114,9 @@ def off_rules(
     """Each point's (m,) largest residual over the validation's allowance at its own
     magnitude (1e-8 plus the rounding slack of the row's terms; at most 1 passes), the
     inequalities read against each point's bounds ``H`` (m, q). With ``exact``, over 1e-12
-    of the row's terms instead (> 0: the point is off, and a projection would move it)."""
+    of the row's terms instead, and a strict row past its aimed bound at all (> 0: the
+    point is off, and a projection would move it): a group mean on ``turnover > wages``'s
+    boundary is 1e-14 of its terms from the aimed bound, under the 1e-12."""
     worst = np.zeros(len(X))
     absX = np.abs(X)
     for M, rhs, two_sided in ((rules.A, rules.b, True), (rules.G, H, False)):
@@ -124,5 +126,8 @@ def off_rules(
         res = np.abs(res) if two_sided else np.maximum(res, 0.0)
         terms = absX @ np.abs(M).T + np.abs(rhs)
         allowed = 1e-12 * (1.0 + terms) if exact else DEFAULT_TOLERANCE + ROUNDING_SLACK * terms
-        worst = np.maximum(worst, (res / allowed).max(axis=1))
+        ratio = res / allowed
+        if exact and not two_sided:
+            ratio[:, rules.strict] = np.where(res[:, rules.strict] > 0, np.inf, 0.0)
+        worst = np.maximum(worst, ratio.max(axis=1))
     return np.where(worst > 1.0, worst, 0.0) if exact else worst

@@ -120,37 +120,43 @@ def lost_resolution(X: np.ndarray) -> np.ndarray:
     # nearly all at one value: the nearest other value is the spread (inf when constant)
     flat = spread == 0
     spread[flat] = np.where(dev[:, flat] > 0, dev[:, flat], np.inf).min(axis=0, initial=np.inf)
-    # the mean and sd of the values over their largest magnitude: no overflow at 1e308
+    # the mean and sd of the values over their largest magnitude: no overflow at 1e308; an
+    # infinite value keeps nothing apart
     top = np.abs(X).max(axis=0)
-    unit = np.where(top > 0, top, 1.0)
-    shift_and_scale = (np.abs((X / unit).mean(axis=0)) + (X / unit).std(axis=0)) * unit
-    rounding = 4 * np.finfo(np.float64).eps * shift_and_scale
+    unit = np.where((top > 0) & np.isfinite(top), top, 1.0)
+    with np.errstate(invalid="ignore"):
+        shift_and_scale = (np.abs((X / unit).mean(axis=0)) + (X / unit).std(axis=0)) * unit
+    rounding = 4 * np.finfo(np.float64).eps * np.where(np.isfinite(top), shift_and_scale, np.inf)
     return rounding > 1e-3 * spread
 
 
 def check_resolution(
-    X: np.ndarray,
-    columns: Sequence[str] | None = None,
-    *,
-    what: str = "this computation",
-    advice: str = "or mask with mdav, which averages in the column's own units",
+    X: np.ndarray, columns: Sequence[str] | None = None, *, what: str = "this computation"
 ) -> None:
-    """Refuse (``DataError``, reason ``VALUES_RANGE``) a column whose ordinary values ``what``,
-    working in standardized units, would lose to the rounding of its largest
-    (:func:`lost_resolution`). The message names the column, never a value, and ends with
-    the caller's ``advice`` after "correct or drop those records". Shapes: X (n, d).
+    """Refuse (:func:`resolution_error`) a column whose ordinary values ``what``, working in
+    standardized units, would lose to rounding (:func:`lost_resolution`). Shapes: X (n, d).
     """
     lost = lost_resolution(X)
     if lost.any():
         j = int(np.flatnonzero(lost)[0])
         label = columns[j] if columns is not None else f"column {j}"
-        raise DataError(
-            f"{label!s} has values so far from its others that {what}, which works in "
-            "standardized units, would lose the others to rounding (a wrong value, or one in "
-            f"another unit?); correct or drop those records{', ' + advice if advice else ''}",
-            code=Reason.VALUES_RANGE,
-            field=str(label),
+        raise resolution_error(
+            str(label), what, advice="or mask with mdav, which averages in the column's own units"
         )
+
+
+def resolution_error(label: str, what: str, *, advice: str = "") -> DataError:
+    """The refusal (``DataError``, reason ``VALUES_RANGE``) of a column ``label`` whose
+    ordinary values ``what``, working in standardized units, would lose to rounding: it
+    names the column, never a value, and ends with ``advice`` after "correct or drop those
+    records"."""
+    return DataError(
+        f"{label} has values so far from its others that {what}, which works in "
+        "standardized units, would lose the others to rounding (a wrong value, or one in "
+        f"another unit?); correct or drop those records{', ' + advice if advice else ''}",
+        code=Reason.VALUES_RANGE,
+        field=label,
+    )
 
 
 def check_pair(

@@ -57,7 +57,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sdcflow.errors import DataError, ParameterError, Reason
+from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.own_units import (
     aimed_bounds,
@@ -68,7 +68,7 @@ from sdcflow.tasks.linear.own_units import (
 from sdcflow.tasks.linear.projection import PolyhedronProjector
 from sdcflow.tasks.linear.repair import violating_records
 from sdcflow.tasks.linear.rounding import round_keeping_equalities
-from sdcflow.tasks.validation import lost_resolution
+from sdcflow.tasks.validation import lost_resolution, resolution_error
 
 __all__ = ["Condition", "GroupValues", "breaking_conditions", "group_values_on_rules"]
 
@@ -178,7 +178,7 @@ def group_values_on_rules(
     scale = np.nanstd(filled, axis=0) if len(X) > 1 else np.ones(idx.size)
     # a column of one value across the file moves last: a tiny unit makes moving it dear
     scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1e-6 * np.maximum(1.0, np.abs(shift)))
-    units = _Units(values, counts, shift, scale, X[:, idx], constraints.columns)
+    units = _Units(values, counts, shift, scale, X, idx, constraints.columns)
     patterns, which = np.unique(counts > 0, axis=0, return_inverse=True)
     which = which.ravel()
     dec = None if decimals is None else [decimals[j] for j in idx]
@@ -243,13 +243,14 @@ def group_values_on_rules(
 class _Units:
     """Each group's values ``values`` (g, r), its counts per column, and the columns' shift
     and scale: projects groups onto rules in standardized units, weighted by the counts.
-    ``X`` (m, r) are the file's values of the columns, ``names`` their names: a column
-    whose values standardized units cannot keep apart is refused where a group must move."""
+    ``X[:, idx]`` (m, r) are the file's values of the columns, ``names`` their names: a
+    column whose values standardized units cannot keep apart is refused where a group must
+    move."""
 
-    def __init__(self, values, counts, shift, scale, X, names) -> None:
+    def __init__(self, values, counts, shift, scale, X, idx, names) -> None:
         self.values, self.counts, self.shift, self.scale = values, counts, shift, scale
         self.moved = np.zeros(len(values), dtype=bool)
-        self._X, self._names = X, names
+        self._X, self._idx, self._names = X, idx, names
         self._lost: np.ndarray | None = None
 
     def onto(
@@ -282,14 +283,7 @@ class _Units:
         lost = self._lost_columns(sub)
         if lost.any():  # a group must move, and standardized units would lose its values
             name = self._names[int(sub[np.flatnonzero(lost)[0]])]
-            raise DataError(
-                f"{name} has values so far from its others that moving group values onto the "
-                "edit rules, which works in standardized units, would lose the others to "
-                "rounding (a wrong value, or one in another unit?); correct or drop those "
-                "records",
-                code=Reason.VALUES_RANGE,
-                field=name,
-            )
+            raise resolution_error(name, "moving group values onto the edit rules")
         # aimed at the least margin there (the grid's, or the allowance at magnitude 0); the
         # polish below takes each group to its own
         closed = rules.tightened(None, grid)
@@ -320,9 +314,11 @@ class _Units:
         self.moved[groups] = True
 
     def _lost_columns(self, sub: np.ndarray) -> np.ndarray:
-        """:func:`lost_resolution` of the columns ``sub`` (r,), computed once per file."""
+        """:func:`lost_resolution` of the columns ``sub`` (r,): measured over the file's
+        columns the first time a group must move, once per call of
+        :func:`group_values_on_rules`."""
         if self._lost is None:
-            self._lost = lost_resolution(self._X)
+            self._lost = lost_resolution(self._X[:, self._idx])
         return self._lost[sub]
 
 

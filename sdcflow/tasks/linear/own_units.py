@@ -58,11 +58,8 @@ def polish_onto_rules(
     (:func:`onto_equalities`); a point the move would leave further off the rules than it
     was keeps its place.
 
-    Back from standardized units a point carries the rounding of the column's shift and
-    scale: with turnover's standard deviation at 7e9, a group of turnover 1e4 broke
-    ``profit == turnover - total_costs`` by 1e-6, past the validation's allowance of 1e-8
-    at that magnitude, and a release of heavy-tailed amounts was refused. The residuals are
-    read here at each group's own magnitude. An inequality joins a point's face only where
+    The residuals are read at each point's own magnitude (the module docstring's fault).
+    An inequality joins a point's face only where
     the point breaks it (the rows broken after each move join, until none is): read from
     the standardized units, a face took rows a group of 1.5 was a unit away from, beside a
     shift of 1e9. Of parallel rows on one face only the tightest is kept (``turnover > 0``,

@@ -191,8 +191,9 @@ def test_small_groups_beside_giants_move_as_an_exact_solver_moves_them(case):
     assert moved == 1
     counts = np.array([3, 2, 2, 3, 3])
     expected = _exact_projection(means, counts / X.std(axis=0) ** 2, rules)
-    # where on the face: to the standardized units' rounding of the giants' scale (3e-7)
-    np.testing.assert_allclose(out[0], expected, rtol=0, atol=1e-6)
+    # exactly: projected onto its face in own units (before, only to the standardized
+    # units' rounding of the giants' scale along the face, 3e-7)
+    np.testing.assert_allclose(out[0], expected, rtol=1e-14, atol=1e-14)
     assert not violating_records(out[:1], rules).any()
 
 
@@ -273,6 +274,36 @@ def test_a_key_the_group_projection_would_lose_is_refused_not_published_as_noise
     on = np.array([[1.0, NAN, 3.0], [1.0, 2.0, 3.0], [NAN, 2.0, 3.0]])
     out, moved, *_ = group_values_on_rules(spread, on, np.zeros(3, int), COLUMNS, net_plus_tax())
     assert moved == 0 and np.array_equal(out, on, equal_nan=True)
+
+
+def test_a_lost_column_no_row_of_the_groups_face_reads_keeps_its_value_and_is_not_refused():
+    # interest has one value of 1e40 (standardized units cannot keep its others apart) and
+    # only the rule interest >= 0; a group breaking net + tax == gross moves along net, tax
+    # and gross, in own units, and keeps its interest bit for bit (before: refused, naming
+    # interest). A group breaking interest >= 0 would move along it: refused.
+    from sdcflow.errors import DataError, Reason
+
+    columns = [*COLUMNS, "interest"]
+    rules = LinearConstraints.from_rows(
+        [
+            ("sum", [({"net": 1.0, "tax": 1.0, "gross": -1.0}, 0.0)], []),
+            ("interest", [], [({"interest": -1.0}, 0.0)]),
+        ],
+        columns,
+    )
+    spread = np.array([[i, i, 2.0 * i, 0.25 * i] for i in range(10)], dtype=float)
+    spread[0, 3] = 1e40
+    released = np.array([[1.0, 2.0, 4.0, 0.37], [1.0, 2.0, 4.0, 0.37]])
+    out, moved, *_ = group_values_on_rules(spread, released, np.zeros(2, int), columns, rules)
+    # least (n - 1)^2 / s^2 + (t - 2)^2 / s^2 + (g - 4)^2 / (2 s)^2 with n + t = g (gross
+    # spreads twice as far): n + t - g = -1 shared as (1, 1, -4) / 6
+    assert moved == 1 and np.all(out[:, 3] == 0.37)
+    np.testing.assert_allclose(out[0, :3], [7 / 6, 13 / 6, 10 / 3], rtol=1e-14)
+    below = released.copy()
+    below[:, 3] = -0.37
+    with pytest.raises(DataError) as e:
+        group_values_on_rules(spread, below, np.zeros(2, int), columns, rules)
+    assert e.value.code is Reason.VALUES_RANGE and e.value.field == "interest"
 
 
 def test_rules_reading_a_column_not_released_as_a_number_are_left_out():

@@ -446,7 +446,7 @@ def _polish(V: np.ndarray, constraints: LinearConstraints, scale: np.ndarray) ->
     giant firm moved centres of 11 to 40."""
     H = aimed_bounds(constraints, V)
     W = np.repeat((1.0 / scale**2)[None, :], len(V), axis=0)
-    return constraints.snap_bounds(polish_onto_rules(V, W, constraints, H), H)
+    return constraints.snap_bounds(polish_onto_rules(V, W, constraints, H).values, H)
 
 
 def _summary(a: np.ndarray) -> dict[str, Any]:

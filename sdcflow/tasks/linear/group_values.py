@@ -265,10 +265,10 @@ class _Units:
         allowance at each group's own magnitude, or on the ``grid`` of the columns' decimals
         (:func:`~sdcflow.tolerances.strict_bound`).
 
-        Raises ``DataError`` (``VALUES_RANGE``) when a group must move and a column of
-        ``sub`` has values so far from its others (a turnover of 1e40 among thousands)
-        that, back from standardized units, every group's value would carry the rounding
-        of the largest (:func:`~sdcflow.tasks.validation.lost_resolution`)."""
+        Raises ``DataError`` (``VALUES_RANGE``) when a group must move along a column of
+        ``sub`` whose values lie so far from its others (a turnover of 1e40 among
+        thousands) that standardized units, which find the group's face, cannot keep them
+        apart (:func:`~sdcflow.tasks.validation.lost_resolution`)."""
         if rules.is_empty:
             return
         shift, scale = self.shift[sub], self.scale[sub]
@@ -281,9 +281,8 @@ class _Units:
         if not off.any():
             return  # nothing to move: no projector (and no standardized units) needed
         lost = self._lost_columns(sub)
-        if lost.any():  # a group must move, and standardized units would lose its values
-            name = self._names[int(sub[np.flatnonzero(lost)[0]])]
-            raise resolution_error(name, "moving group values onto the edit rules")
+        if (lost & ~np.isfinite(shift + scale)).any():  # not even a face to read there
+            self._refuse(sub, lost)
         # aimed at the least margin there (the grid's, or the allowance at magnitude 0); the
         # polish below takes each group to its own
         closed = rules.tightened(None, grid)
@@ -307,11 +306,35 @@ class _Units:
                 rows = by_weight == w
                 Pr[rows] = base.reweighted(weight).project(Zr[rows], skip_feasible=False)
             P[rest] = Pr
-        X = shift + scale * P
+        # back in own units; a value the projection did not move is the group's own, bit for
+        # bit (the projections keep a column no row of the face reads exactly in place)
+        still = P == Z
+        X = np.where(still, V, shift + scale * P)
         H = aimed_bounds(rules, np.maximum(np.abs(V), np.abs(X)), grid)  # before and after the move
-        X = polish_onto_rules(X, counts / scale**2, rules, H)
-        self.values[np.ix_(groups, sub)] = rules.snap_bounds(X, H)
+        # the face each group's projection found: the rows X holds, read in own units within
+        # the rounding a moved value came back with (a few eps of |shift| + scale; read in
+        # standardized units, a row a group of 1.5 was a unit from looked held beside a shift
+        # of 1e9); the group's means are projected onto it in own units (polish_onto_rules)
+        carried = np.where(still, 0.0, 64 * np.finfo(float).eps * (np.abs(shift) + scale))
+        slack = 1e-12 * (1.0 + np.abs(X) @ np.abs(rules.G).T + np.abs(H))
+        face = X @ rules.G.T - H >= -(carried @ np.abs(rules.G).T + slack)
+        done = polish_onto_rules(X, counts / scale**2, rules, H, start=V, face=face)
+        if lost.any():
+            # a column standardized units cannot keep apart: where a row of a group's face
+            # reads it, the face itself was read from rounding (or the group kept X, which
+            # carries it in every column); a column no row of the face reads keeps its value
+            read = (done.face @ (rules.G != 0)) | (rules.A != 0).any(axis=0)
+            read[done.kept] = True
+            self._refuse(sub, lost & read.any(axis=0))
+        self.values[np.ix_(groups, sub)] = rules.snap_bounds(done.values, H)
         self.moved[groups] = True
+
+    def _refuse(self, sub: np.ndarray, lost: np.ndarray) -> None:
+        """Refuse (``DataError``, ``VALUES_RANGE``) the first of the columns ``sub`` marked
+        ``lost`` (r,) bool, if any."""
+        if lost.any():
+            name = self._names[int(sub[np.flatnonzero(lost)[0]])]
+            raise resolution_error(name, "moving group values onto the edit rules")
 
     def _lost_columns(self, sub: np.ndarray) -> np.ndarray:
         """:func:`lost_resolution` of the columns ``sub`` (r,): measured over the file's

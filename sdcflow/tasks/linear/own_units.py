@@ -11,12 +11,14 @@ the rows a point holds with equality (:func:`polish_onto_rules`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK, strict_bound
 
-__all__ = ["aimed_bounds", "off_rules", "onto_equalities", "polish_onto_rules"]
+__all__ = ["Polished", "aimed_bounds", "off_rules", "onto_equalities", "polish_onto_rules"]
 
 
 def onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -49,9 +51,23 @@ def aimed_bounds(
     return H
 
 
+class Polished(NamedTuple):
+    """What :func:`polish_onto_rules` returns."""
+
+    values: np.ndarray  # (m, r) the points moved onto the rules
+    face: np.ndarray  # (m, q) bool: the inequalities each point was moved onto
+    kept: np.ndarray  # (m,) bool: points left at ``X`` (the move would leave them further off)
+
+
 def polish_onto_rules(
-    X: np.ndarray, W: np.ndarray, rules: LinearConstraints, H: np.ndarray
-) -> np.ndarray:
+    X: np.ndarray,
+    W: np.ndarray,
+    rules: LinearConstraints,
+    H: np.ndarray,
+    *,
+    start: np.ndarray | None = None,
+    face: np.ndarray | None = None,
+) -> Polished:
     """The projected points ``X`` (m, r), back in the columns' own units, moved onto the
     equalities and the inequalities they break there (each point's bounds ``H`` (m, q),
     :func:`aimed_bounds`), by the least change in the metric ``W`` (m, r)
@@ -63,29 +79,40 @@ def polish_onto_rules(
     the point breaks it (the rows broken after each move join, until none is): read from
     the standardized units, a face took rows a group of 1.5 was a unit away from, beside a
     shift of 1e9. Of parallel rows on one face only the tightest is kept (``turnover > 0``,
-    aimed inside, beside ``turnover >= 0``)."""
-    if not len(X):
-        return X
+    aimed inside, beside ``turnover >= 0``).
+
+    Given the points ``start`` (m, r) that ``X`` was projected from and the ``face`` (m, q)
+    bool of the inequalities active at ``X``, each ``start`` is projected onto its face
+    instead, in own units: the face's least-squares point is the projection itself ([3]_ of
+    :mod:`sdcflow.tasks.linear.projection`, ch. 23), exact to the rounding of the point's
+    own magnitude, where ``X`` came back from standardized units carrying their scale's
+    rounding along the face, and the columns no row of the face reads keep ``start`` bit
+    for bit."""
+    m, q = len(X), rules.G.shape[0]
+    on = np.zeros((m, q), dtype=bool) if face is None else np.array(face, dtype=bool)
+    if not m:
+        return Polished(X, on, np.zeros(0, dtype=bool))
+    S = X if start is None else start
     out = X.copy()
-    on = np.zeros((len(X), rules.G.shape[0]), dtype=bool)
-    for _ in range(rules.G.shape[0] + 1):
+    for _ in range(q + 1):
         faces, which = np.unique(on, axis=0, return_inverse=True)
         which = which.ravel()
-        for f, face in enumerate(faces):
+        for f, face_f in enumerate(faces):
             rows = which == f
-            kept = _tightest(rules, np.flatnonzero(face), H[rows].mean(axis=0))
+            kept = _tightest(rules, np.flatnonzero(face_f), H[rows].mean(axis=0))
             A = np.vstack([rules.A, rules.G[kept]])
             if not len(A):
+                out[rows] = S[rows]
                 continue
             b = np.hstack([np.repeat(rules.b[None, :], rows.sum(), axis=0), H[rows][:, kept]])
-            out[rows] = onto_equalities(X[rows], W[rows], A, b)
+            out[rows] = onto_equalities(S[rows], W[rows], A, b)
         broken = (out @ rules.G.T - H > 0) & ~on
         if not broken.any():
             break
         on |= broken
     worse = off_rules(out, rules, H) > np.maximum(off_rules(X, rules, H), 1.0)
     out[worse] = X[worse]
-    return out
+    return Polished(out, on, worse)
 
 
 def _tightest(rules: LinearConstraints, rows: np.ndarray, h: np.ndarray) -> np.ndarray:

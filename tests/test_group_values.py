@@ -276,33 +276,34 @@ def test_a_key_the_group_projection_would_lose_is_refused_not_published_as_noise
     assert moved == 0 and np.array_equal(out, on, equal_nan=True)
 
 
-def test_a_lost_column_no_row_of_the_groups_face_reads_keeps_its_value_and_is_not_refused():
-    # interest has one value of 1e40 (standardized units cannot keep its others apart) and
-    # only the rule interest >= 0; a group breaking net + tax == gross moves along net, tax
-    # and gross, in own units, and keeps its interest bit for bit (before: refused, naming
-    # interest). A group breaking interest >= 0 would move along it: refused.
+def test_a_lost_column_no_row_ties_to_the_move_keeps_its_value_and_is_not_refused():
+    # interest has one value of 1e40 (standardized units cannot keep its others apart). A
+    # group breaking net + tax == gross moves along net, tax and gross, in own units, and
+    # keeps its interest bit for bit, under interest >= 0 or held at 0 by it; one below 0 is
+    # moved onto its own bound in own units. Before, each was refused, naming interest. A
+    # row tying interest to another column (interest <= gross) that the group breaks would
+    # carry its rounding into the move: refused.
     from sdcflow.errors import DataError, Reason
 
     columns = [*COLUMNS, "interest"]
-    rules = LinearConstraints.from_rows(
-        [
-            ("sum", [({"net": 1.0, "tax": 1.0, "gross": -1.0}, 0.0)], []),
-            ("interest", [], [({"interest": -1.0}, 0.0)]),
-        ],
-        columns,
-    )
+    sums = [("sum", [({"net": 1.0, "tax": 1.0, "gross": -1.0}, 0.0)], [])]
+    bound = [("interest", [], [({"interest": -1.0}, 0.0)])]
+    rules = LinearConstraints.from_rows(sums + bound, columns)
     spread = np.array([[i, i, 2.0 * i, 0.25 * i] for i in range(10)], dtype=float)
     spread[0, 3] = 1e40
-    released = np.array([[1.0, 2.0, 4.0, 0.37], [1.0, 2.0, 4.0, 0.37]])
-    out, moved, *_ = group_values_on_rules(spread, released, np.zeros(2, int), columns, rules)
     # least (n - 1)^2 / s^2 + (t - 2)^2 / s^2 + (g - 4)^2 / (2 s)^2 with n + t = g (gross
     # spreads twice as far): n + t - g = -1 shared as (1, 1, -4) / 6
-    assert moved == 1 and np.all(out[:, 3] == 0.37)
-    np.testing.assert_allclose(out[0, :3], [7 / 6, 13 / 6, 10 / 3], rtol=1e-14)
-    below = released.copy()
-    below[:, 3] = -0.37
+    for interest, published in ((0.37, 0.37), (0.0, 0.0), (-0.37, 0.0)):
+        released = np.array([[1.0, 2.0, 4.0, interest]] * 2)
+        out, moved, *_ = group_values_on_rules(spread, released, np.zeros(2, int), columns, rules)
+        assert moved == 1 and np.all(out[:, 3] == published), interest
+        np.testing.assert_allclose(out[0, :3], [7 / 6, 13 / 6, 10 / 3], rtol=1e-14)
+    tied = LinearConstraints.from_rows(
+        [*sums, ("cap", [], [({"interest": 1.0, "gross": -1.0}, 0.0)])], columns
+    )
+    released = np.array([[1.0, 2.0, 4.0, 5.0]] * 2)
     with pytest.raises(DataError) as e:
-        group_values_on_rules(spread, below, np.zeros(2, int), columns, rules)
+        group_values_on_rules(spread, released, np.zeros(2, int), columns, tied)
     assert e.value.code is Reason.VALUES_RANGE and e.value.field == "interest"
 
 

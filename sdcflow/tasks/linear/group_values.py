@@ -311,22 +311,35 @@ class _Units:
         still = P == Z
         X = np.where(still, V, shift + scale * P)
         H = aimed_bounds(rules, np.maximum(np.abs(V), np.abs(X)), grid)  # before and after the move
-        # the face each group's projection found: the rows X holds, read in own units within
-        # the rounding a moved value came back with (a few eps of |shift| + scale; read in
-        # standardized units, a row a group of 1.5 was a unit from looked held beside a shift
-        # of 1e9); the group's means are projected onto it in own units (polish_onto_rules)
+        # Two candidates. The polish from X onto the rows X breaks (near X: exact on the
+        # rules, but along the face only to the rounding of the giants' scale). And the
+        # group's means projected in own units onto the face X holds (read within the
+        # rounding a moved value came back with): the projection itself when that face is
+        # the right one, but the whole move is computed there, which can lose the equalities
+        # when the columns' weights lie 1e10 apart, and a face read too wide (a row held to
+        # rounding) is a worse point. The second is taken only where it holds every rule
+        # exactly and is no farther from the means.
+        W = counts / scale**2
+        near = polish_onto_rules(X, W, rules, H)
         carried = np.where(still, 0.0, 64 * np.finfo(float).eps * (np.abs(shift) + scale))
         slack = 1e-12 * (1.0 + np.abs(X) @ np.abs(rules.G).T + np.abs(H))
         face = X @ rules.G.T - H >= -(carried @ np.abs(rules.G).T + slack)
-        done = polish_onto_rules(X, counts / scale**2, rules, H, start=V, face=face)
+        exact = polish_onto_rules(X, W, rules, H, start=V, face=face)
+        a, b = rules.snap_bounds(near.values, H), rules.snap_bounds(exact.values, H)
+        cost_a, cost_b = (W * (a - V) ** 2).sum(axis=1), (W * (b - V) ** 2).sum(axis=1)
+        holds = (off_rules(b, rules, H, exact=True) == 0) & ~exact.kept
+        take = holds & ((cost_b <= cost_a * (1 + 1e-6)) | (off_rules(a, rules, H) > 1.0))
         if lost.any():
-            # a column standardized units cannot keep apart: where a row of a group's face
-            # reads it, the face itself was read from rounding (or the group kept X, which
-            # carries it in every column); a column no row of the face reads keeps its value
-            read = (done.face @ (rules.G != 0)) | (rules.A != 0).any(axis=0)
-            read[done.kept] = True
+            # a column standardized units cannot keep apart is refused where they moved it,
+            # or where a row that ties it to other columns (an equality, or an inequality on
+            # a group's face) carried its rounding into their move; one left in place, that
+            # such rows do not read, keeps the group's own value bit for bit (a bound of its
+            # own, interest >= 0 held at 0, ties it to nothing)
+            ties = (rules.G != 0).sum(axis=1) > 1
+            on = (face | np.where(take[:, None], exact.face, near.face)) & ties
+            read = (on @ (rules.G != 0)) | (rules.A != 0).any(axis=0) | ~still
             self._refuse(sub, lost & read.any(axis=0))
-        self.values[np.ix_(groups, sub)] = rules.snap_bounds(done.values, H)
+        self.values[np.ix_(groups, sub)] = np.where(take[:, None], b, a)
         self.moved[groups] = True
 
     def _refuse(self, sub: np.ndarray, lost: np.ndarray) -> None:

@@ -87,7 +87,10 @@ def polish_onto_rules(
     :mod:`sdcflow.tasks.linear.projection`, ch. 23), exact to the rounding of the point's
     own magnitude, where ``X`` came back from standardized units carrying their scale's
     rounding along the face, and the columns no row of the face reads keep ``start`` bit
-    for bit."""
+    for bit. The whole move is computed there, so each face's point is projected once more
+    from itself (with weights 1e10 apart, the move's rounding left an equality 1e-7 off).
+    A ``face`` read too wide (a row held only to rounding) gives a worse point: a caller
+    compares."""
     m, q = len(X), rules.G.shape[0]
     on = np.zeros((m, q), dtype=bool) if face is None else np.array(face, dtype=bool)
     if not m:
@@ -106,6 +109,8 @@ def polish_onto_rules(
                 continue
             b = np.hstack([np.repeat(rules.b[None, :], rows.sum(), axis=0), H[rows][:, kept]])
             out[rows] = onto_equalities(S[rows], W[rows], A, b)
+            if start is not None:  # once more from there: the whole move's rounding
+                out[rows] = onto_equalities(out[rows], W[rows], A, b)
         broken = (out @ rules.G.T - H > 0) & ~on
         if not broken.any():
             break

@@ -197,6 +197,49 @@ def test_small_groups_beside_giants_move_as_an_exact_solver_moves_them(case):
     assert not violating_records(out[:1], rules).any()
 
 
+def test_a_row_the_means_break_by_rounding_does_not_join_the_face():
+    # A review: beside giants of 1e17 the standardized move of a group of 5 is under an ulp,
+    # so its means come back bit for bit; they break profit >= -turnover by 0.075 and
+    # wages <= turnover by 1.5e-13. Polished onto every row broken, wages == turnover was
+    # held too (4.1 times the least cost); its multiplier is negative, so it leaves the face.
+    columns = ["turnover", "wages", "other_costs", "total_costs", "profit"]
+    rules = LinearConstraints.from_rows(
+        [
+            ("costs", [({"total_costs": 1, "wages": -1, "other_costs": -1}, 0.0)], []),
+            ("profit", [({"profit": 1, "turnover": -1, "total_costs": 1}, 0.0)], []),
+            ("w", [], [({"wages": -1.0}, 0.0)]),
+            ("o", [], [({"other_costs": -1.0}, 0.0)]),
+            ("loss", [], [({"profit": -1.0, "turnover": -1.0}, 0.0)]),
+            ("wt", [], [({"wages": 1.0, "turnover": -1.0}, 0.0)]),
+        ],
+        columns,
+    )
+    turnover = np.random.default_rng(1).uniform(100, 1e6, 400)
+    turnover[:3] = [1e17, 2e17, 3e17]
+    X = np.column_stack([turnover, 0.3 * turnover, 0.5 * turnover, 0.8 * turnover, 0.2 * turnover])
+    means = [5.766489070953271, 5.766489070953418, 5.841567162579917, 11.608056233533336]
+    means.append(-5.8415671625800645)
+    released = np.array([means] * 3)
+    released[1, 3] = NAN
+    out, moved, *_ = group_values_on_rules(X, released, np.zeros(3, int), columns, rules)
+    counts = np.array([3, 3, 3, 2, 3])
+    expected = _exact_projection(means, counts / X.std(axis=0) ** 2, rules)
+    assert moved == 1 and not violating_records(out[:1], rules).any()
+    np.testing.assert_allclose(out[0], expected, rtol=1e-14, atol=1e-14)
+
+
+def test_a_value_whose_scale_has_no_weight_is_refused_not_a_crash():
+    # a review: one turnover of 1e200 made the scale's square overflow (weight 0), and the
+    # own-units polish failed with LinAlgError before the refusal was reached
+    from sdcflow.errors import DataError, Reason
+
+    spread = np.array([[1e200, 1.0, 1e200]] + [[float(i), 1.0, i + 1.0] for i in range(9)])
+    off = np.array([[1.0, NAN, 4.0], [1.0, 2.0, 4.0], [NAN, 2.0, 4.0]])
+    with pytest.raises(DataError) as e:
+        group_values_on_rules(spread, off, np.zeros(3, int), COLUMNS, net_plus_tax())
+    assert e.value.code is Reason.VALUES_RANGE and e.value.field == "net"
+
+
 def test_a_strict_margin_is_each_groups_own_not_the_largest_firms():
     # A review: the margin inside `turnover > wages` was taken at the largest value held and
     # the column's scale, so beside one turnover of 2e16 it was 205: a group at (11, 9),

@@ -174,8 +174,9 @@ def group_values_on_rules(
         counts[:, t] = np.bincount(labels[has], minlength=g)
     means = values.copy()
     filled = np.where(np.isnan(X[:, idx]).all(axis=0), 0.0, X[:, idx])  # a column of gaps
-    shift = np.nanmean(filled, axis=0) if len(X) else np.zeros(idx.size)
-    scale = np.nanstd(filled, axis=0) if len(X) > 1 else np.ones(idx.size)
+    with np.errstate(over="ignore"):  # values past 1e154: an infinite sd, refused below
+        shift = np.nanmean(filled, axis=0) if len(X) else np.zeros(idx.size)
+        scale = np.nanstd(filled, axis=0) if len(X) > 1 else np.ones(idx.size)
     # a column of one value across the file moves last: a tiny unit makes moving it dear
     scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1e-6 * np.maximum(1.0, np.abs(shift)))
     units = _Units(values, counts, shift, scale, X, idx, constraints.columns)
@@ -281,8 +282,9 @@ class _Units:
         if not off.any():
             return  # nothing to move: no projector (and no standardized units) needed
         lost = self._lost_columns(sub)
-        if (lost & ~np.isfinite(shift + scale)).any():  # not even a face to read there
-            self._refuse(sub, lost)
+        with np.errstate(over="ignore"):  # a scale past 1e154 has no weight 1 / scale^2
+            unusable = ~np.isfinite(shift) | ~(np.isfinite(scale**2) & (scale > 0))
+        self._refuse(sub, unusable)  # no metric to move in (values past 1e154, or not finite)
         # aimed at the least margin there (the grid's, or the allowance at magnitude 0); the
         # polish below takes each group to its own
         closed = rules.tightened(None, grid)
@@ -327,7 +329,10 @@ class _Units:
         exact = polish_onto_rules(X, W, rules, H, start=V, face=face)
         a, b = rules.snap_bounds(near.values, H), rules.snap_bounds(exact.values, H)
         cost_a, cost_b = (W * (a - V) ** 2).sum(axis=1), (W * (b - V) ** 2).sum(axis=1)
-        holds = (off_rules(b, rules, H, exact=True) == 0) & ~exact.kept
+        # on every rule exactly, and well inside the validation's allowance (looser than the
+        # exact test above terms of 1e4), on a face whose rows all pull the right way
+        holds = (off_rules(b, rules, H, exact=True) == 0) & (off_rules(b, rules, H) <= 0.5)
+        holds &= exact.settled & ~exact.kept
         take = holds & ((cost_b <= cost_a * (1 + 1e-6)) | (off_rules(a, rules, H) > 1.0))
         if lost.any():
             # a column standardized units cannot keep apart is refused where they moved it,

@@ -21,12 +21,17 @@ from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK, strict_bound
 __all__ = ["Polished", "aimed_bounds", "off_rules", "onto_equalities", "polish_onto_rules"]
 
 
-def onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray) -> np.ndarray:
+def onto_equalities(
+    Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray, *, multipliers: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Each row of ``Z`` (m, r) projected onto ``A z = b`` (A (p, r)) with its own weights
-    ``W`` (m, r) > 0: ``z - W^-1 A' (A W^-1 A')^+ (A z - b)``, the weighted least-squares
-    point, batched over the rows (dependent rows of ``A``: the pseudo-inverse). ``A W^-1 A'``
-    is equilibrated by its diagonal first: rows of very different magnitudes (one reading
-    a column of scale 1e10, another columns of scale 1e3) keep their own precision."""
+    ``W`` (m, r) > 0: ``z - W^-1 A' lam``, ``lam = (A W^-1 A')^+ (A z - b)``, the weighted
+    least-squares point, batched over the rows (dependent rows of ``A``: the
+    pseudo-inverse). ``A W^-1 A'`` is equilibrated by its diagonal first: rows of very
+    different magnitudes (one reading a column of scale 1e10, another columns of scale 1e3)
+    keep their own precision. With ``multipliers``, also ``lam`` (m, p): a row ``g x <= h``
+    held as an equality belongs to the projection's face only where its ``lam >= 0`` (the
+    KKT conditions)."""
     inv = 1.0 / W
     M = np.einsum("pi,mi,qi->mpq", A, inv, A)  # (m, p, p)
     dia = np.sqrt(np.einsum("mpp->mp", M))
@@ -34,7 +39,8 @@ def onto_equalities(Z: np.ndarray, W: np.ndarray, A: np.ndarray, b: np.ndarray) 
     residual = Z @ A.T - b  # (m, p)
     unit = np.linalg.pinv(M / dia[:, :, None] / dia[:, None, :])
     lam = np.einsum("mpq,mq->mp", unit, residual / dia) / dia
-    return Z - inv * (lam @ A)
+    out = Z - inv * (lam @ A)
+    return (out, lam) if multipliers else out
 
 
 def aimed_bounds(
@@ -57,6 +63,7 @@ class Polished(NamedTuple):
     values: np.ndarray  # (m, r) the points moved onto the rules
     face: np.ndarray  # (m, q) bool: the inequalities each point was moved onto
     kept: np.ndarray  # (m,) bool: points left at ``X`` (the move would leave them further off)
+    settled: np.ndarray  # (m,) bool: no row broken off the face, none on it pulling wrong
 
 
 def polish_onto_rules(
@@ -94,10 +101,12 @@ def polish_onto_rules(
     m, q = len(X), rules.G.shape[0]
     on = np.zeros((m, q), dtype=bool) if face is None else np.array(face, dtype=bool)
     if not m:
-        return Polished(X, on, np.zeros(0, dtype=bool))
+        return Polished(X, on, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
     S = X if start is None else start
     out = X.copy()
-    for _ in range(q + 1):
+    settled = np.ones(m, dtype=bool)
+    for _ in range(2 * q + 2):
+        drop = np.zeros_like(on)
         faces, which = np.unique(on, axis=0, return_inverse=True)
         which = which.ravel()
         for f, face_f in enumerate(faces):
@@ -108,16 +117,28 @@ def polish_onto_rules(
                 out[rows] = S[rows]
                 continue
             b = np.hstack([np.repeat(rules.b[None, :], rows.sum(), axis=0), H[rows][:, kept]])
-            out[rows] = onto_equalities(S[rows], W[rows], A, b)
-            if start is not None:  # once more from there: the whole move's rounding
-                out[rows] = onto_equalities(out[rows], W[rows], A, b)
+            if start is None:
+                out[rows] = onto_equalities(S[rows], W[rows], A, b)
+                continue
+            # from the means, a row whose multiplier is negative pulls the point the wrong
+            # way: it leaves the face (a primal active set; from X, already near the face,
+            # the multipliers say nothing)
+            point, lam = onto_equalities(S[rows], W[rows], A, b, multipliers=True)
+            # once more from there: the whole move's rounding
+            out[rows] = onto_equalities(point, W[rows], A, b)
+            row_lam = lam[:, rules.A.shape[0] :]
+            wrong = row_lam < -1e-9 * np.abs(lam).max(axis=1, initial=0.0)[:, None]
+            sub = np.zeros((rows.sum(), q), dtype=bool)
+            sub[:, kept] = wrong
+            drop[rows] = sub
         broken = (out @ rules.G.T - H > 0) & ~on
-        if not broken.any():
+        settled = ~(broken | drop).any(axis=1)
+        if settled.all():
             break
-        on |= broken
+        on = (on & ~drop) | broken
     worse = off_rules(out, rules, H) > np.maximum(off_rules(X, rules, H), 1.0)
     out[worse] = X[worse]
-    return Polished(out, on, worse)
+    return Polished(out, on, worse, settled)
 
 
 def _tightest(rules: LinearConstraints, rows: np.ndarray, h: np.ndarray) -> np.ndarray:

@@ -240,6 +240,28 @@ def test_a_value_whose_scale_has_no_weight_is_refused_not_a_crash():
     assert e.value.code is Reason.VALUES_RANGE and e.value.field == "net"
 
 
+def test_a_group_off_by_more_than_the_validation_allows_is_moved_at_any_magnitude():
+    # a review: total_costs == wages + other_costs broken by 1.4e-6 at 2.5e6 (the validation
+    # allows 1e-8 + 1e-14 * 5e6 = 6e-8) was left unmoved, the test of which groups must move
+    # allowing 1e-12 of the terms (5e-6); the release then counted 3 violating records
+    columns = ["turnover", "wages", "other_costs", "total_costs", "profit"]
+    rules = LinearConstraints.from_rows(
+        [
+            ("costs", [({"total_costs": 1, "wages": -1, "other_costs": -1}, 0.0)], []),
+            ("profit", [({"profit": 1, "turnover": -1, "total_costs": 1}, 0.0)], []),
+        ],
+        columns,
+    )
+    turnover = np.round(np.random.default_rng(1).lognormal(12, 1, 400), 2)
+    X = np.column_stack([turnover, 0.3 * turnover, 0.5 * turnover, 0.8 * turnover, 0.2 * turnover])
+    means = [3858018.3966620853, 2.667512137051423, 2539632.875573378, 2539635.5430841367]
+    means.append(1318382.8535760152)
+    released = np.array([means] * 3)
+    released[1, 1] = NAN
+    out, moved, *_ = group_values_on_rules(X, released, np.zeros(3, int), columns, rules)
+    assert moved == 1 and not violating_records(out, rules).any()
+
+
 def test_a_strict_margin_is_each_groups_own_not_the_largest_firms():
     # A review: the margin inside `turnover > wages` was taken at the largest value held and
     # the column's scale, so beside one turnover of 2e16 it was 205: a group at (11, 9),

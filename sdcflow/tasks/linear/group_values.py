@@ -266,10 +266,12 @@ class _Units:
         allowance at each group's own magnitude, or on the ``grid`` of the columns' decimals
         (:func:`~sdcflow.tolerances.strict_bound`).
 
-        Raises ``DataError`` (``VALUES_RANGE``) when a group must move along a column of
-        ``sub`` whose values lie so far from its others (a turnover of 1e40 among
-        thousands) that standardized units, which find the group's face, cannot keep them
-        apart (:func:`~sdcflow.tasks.validation.lost_resolution`)."""
+        Raises ``DataError`` (``VALUES_RANGE``) when a group must move and a column of
+        ``sub`` has no usable weight (its scale past 1e154, or not finite), or has values
+        so far from its others (a turnover of 1e40 among thousands) that standardized units
+        cannot keep them apart (:func:`~sdcflow.tasks.validation.lost_resolution`) and
+        they moved it, or an equality or an inequality of the group's face ties it to the
+        move."""
         if rules.is_empty:
             return
         shift, scale = self.shift[sub], self.scale[sub]
@@ -319,8 +321,9 @@ class _Units:
         # rounding a moved value came back with): the projection itself when that face is
         # the right one, but the whole move is computed there, which can lose the equalities
         # when the columns' weights lie 1e10 apart, and a face read too wide (a row held to
-        # rounding) is a worse point. The second is taken only where it holds every rule
-        # exactly and is no farther from the means.
+        # rounding) is a worse point. The second is taken only where its face settles (no
+        # row pulling the wrong way), it holds every rule exactly and within half the
+        # validation's allowance, and it is no farther from the means.
         W = counts / scale**2
         near = polish_onto_rules(X, W, rules, H)
         carried = np.where(still, 0.0, 64 * np.finfo(float).eps * (np.abs(shift) + scale))

@@ -96,8 +96,9 @@ def polish_onto_rules(
     rounding along the face, and the columns no row of the face reads keep ``start`` bit
     for bit. The whole move is computed there, so each face's point is projected once more
     from itself (with weights 1e10 apart, the move's rounding left an equality 1e-7 off).
-    A ``face`` read too wide (a row held only to rounding) gives a worse point: a caller
-    compares."""
+    From ``start`` the face is an active set: a row whose KKT multiplier is negative
+    leaves it and a row broken joins it, until neither happens (``settled``); a caller
+    still compares the point with the polish from ``X``."""
     m, q = len(X), rules.G.shape[0]
     on = np.zeros((m, q), dtype=bool) if face is None else np.array(face, dtype=bool)
     if not m:

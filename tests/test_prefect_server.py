@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -105,6 +106,34 @@ def _stop(
     return process.wait(), time.monotonic() - start, sent
 
 
+def _as_from_a_terminal() -> None:
+    """``preexec_fn`` of every process these tests start: ``SIGINT``, ``SIGQUIT`` and
+    ``SIGTERM`` at their defaults, as a terminal or a service manager starts a process.
+
+    A signal ignored is inherited across ``exec``: a test suite started by a script as a
+    background job (``bash ci.sh &``) runs with ``SIGINT`` ignored, and so did every process it
+    started. ``prefect worker start`` turns its first ``SIGTERM`` into a ``SIGINT`` to itself,
+    and Python leaves an inherited ignored ``SIGINT`` ignored, so that worker never stopped
+    on one ``SIGTERM``: the intermittent "worker needs two signals" of stop 33, which
+    depended on how the suite was launched, not on the Prefect version.
+    """
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+@contextmanager
+def _as_a_background_job() -> Iterator[None]:
+    """This process with ``SIGINT`` and ``SIGQUIT`` ignored while the block starts processes,
+    as a script's background job runs (``bash ci.sh &``): what those processes would inherit
+    without :func:`_as_from_a_terminal`."""
+    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def _no_child_left(pids: set[int]) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
@@ -176,6 +205,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
+            preexec_fn=_as_from_a_terminal,
         )
     try:
         deadline = time.monotonic() + 180
@@ -307,7 +337,9 @@ def test_a_process_worker_runs_a_deployment_and_the_cli_reads_it_back(
 
     env = {**server.env, "SDCFLOW_HOME": str(REPO)}  # the deployment's pull step
     log = tmp_path / "worker.log"
-    with log.open("wb") as sink:
+    # started as by a suite that runs as a script's background job: before the worker's
+    # processes had the terminal's signals, it needed two SIGTERMs whenever the suite did
+    with log.open("wb") as sink, _as_a_background_job():
         worker = subprocess.Popen(
             [_exe("prefect"), "worker", "start", "--pool", "sdcflow", "--type", "process"],
             env=env,
@@ -315,6 +347,7 @@ def test_a_process_worker_runs_a_deployment_and_the_cli_reads_it_back(
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
+            preexec_fn=_as_from_a_terminal,
         )
     try:
         run = _wait_final(server, flow_run_id, timeout=240)
@@ -370,8 +403,7 @@ def _serve(server: Server, cwd: Path, spec: Path, name: str, *args: str) -> subp
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # as from a terminal: a shell's background job would start it with SIGINT ignored
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=_as_from_a_terminal,
     )
 
 

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import httpx
@@ -393,18 +393,22 @@ def test_a_process_worker_runs_a_deployment_and_the_cli_reads_it_back(
     assert "published" in artifacts["business-survey-summary"]["data"]
 
 
-def _serve(server: Server, cwd: Path, spec: Path, name: str, *args: str) -> subprocess.Popen:
-    """``sdcflow serve SPEC --name NAME [args]`` against the test server."""
-    return subprocess.Popen(
-        [_exe("sdcflow"), "serve", str(spec), "--name", name, *args],
-        env=server.env,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_as_from_a_terminal,
-    )
+def _serve(
+    server: Server, cwd: Path, spec: Path, name: str, *args: str, background: bool = False
+) -> subprocess.Popen:
+    """``sdcflow serve SPEC --name NAME [args]`` against the test server: as from a terminal,
+    or (``background``) as a script's background job starts it, ``SIGINT`` ignored."""
+    with _as_a_background_job() if background else nullcontext():
+        return subprocess.Popen(
+            [_exe("sdcflow"), "serve", str(spec), "--name", name, *args],
+            env=server.env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=None if background else _as_from_a_terminal,
+        )
 
 
 def _registered(server: Server, process: subprocess.Popen, name: str) -> dict:
@@ -419,13 +423,19 @@ def _registered(server: Server, process: subprocess.Popen, name: str) -> dict:
         time.sleep(0.5)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    ("sig", "background"),
+    [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGTERM, True)],
+    ids=["SIGTERM", "SIGINT", "SIGTERM-to-a-background-job"],
+)
 def test_sdcflow_serve_registers_and_stops_on_one_signal(
-    server: Server, tmp_path: Path, sig: signal.Signals
+    server: Server, tmp_path: Path, sig: signal.Signals, background: bool
 ) -> None:
+    """Also started as a script's background job (``SIGINT`` ignored, unlike ``prefect
+    worker start``, which then needs a second ``SIGTERM``): one ``SIGTERM`` stops it."""
     spec = _example(tmp_path)
-    name = f"serve-under-test-{sig.name.lower()}"
-    process = _serve(server, tmp_path, spec, name, "--cron", "0 3 * * *")
+    name = f"serve-under-test-{sig.name.lower()}" + ("-bg" if background else "")
+    process = _serve(server, tmp_path, spec, name, "--cron", "0 3 * * *", background=background)
     try:
         deployment = _registered(server, process, name)
         assert deployment["parameters"] == {"spec_path": str(spec), "publish": True}

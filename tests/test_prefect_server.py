@@ -114,8 +114,8 @@ def _as_from_a_terminal() -> None:
     background job (``bash ci.sh &``) runs with ``SIGINT`` ignored, and so did every process it
     started. ``prefect worker start`` turns its first ``SIGTERM`` into a ``SIGINT`` to itself,
     and Python leaves an inherited ignored ``SIGINT`` ignored, so that worker never stopped
-    on one ``SIGTERM``: the intermittent "worker needs two signals" of stop 33, which
-    depended on how the suite was launched, not on the Prefect version.
+    on one ``SIGTERM``. The test of the worker failed that way whenever the suite was
+    started in the background, with any Prefect version, and passed otherwise.
     """
     for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
@@ -337,8 +337,8 @@ def test_a_process_worker_runs_a_deployment_and_the_cli_reads_it_back(
 
     env = {**server.env, "SDCFLOW_HOME": str(REPO)}  # the deployment's pull step
     log = tmp_path / "worker.log"
-    # started as by a suite that runs as a script's background job: before the worker's
-    # processes had the terminal's signals, it needed two SIGTERMs whenever the suite did
+    # the suite's process as a script's background job has it, SIGINT ignored: the worker
+    # must still get a terminal's signals (it would ignore its first SIGTERM otherwise)
     with log.open("wb") as sink, _as_a_background_job():
         worker = subprocess.Popen(
             [_exe("prefect"), "worker", "start", "--pool", "sdcflow", "--type", "process"],

@@ -431,8 +431,9 @@ def _registered(server: Server, process: subprocess.Popen, name: str) -> dict:
 def test_sdcflow_serve_registers_and_stops_on_one_signal(
     server: Server, tmp_path: Path, sig: signal.Signals, background: bool
 ) -> None:
-    """Also started as a script's background job (``SIGINT`` ignored, unlike ``prefect
-    worker start``, which then needs a second ``SIGTERM``): one ``SIGTERM`` stops it."""
+    """One signal stops it, also when it is started as a script's background job, with
+    ``SIGINT`` ignored: it handles ``SIGTERM`` itself (``prefect worker start`` started that
+    way needs a second one)."""
     spec = _example(tmp_path)
     name = f"serve-under-test-{sig.name.lower()}" + ("-bg" if background else "")
     process = _serve(server, tmp_path, spec, name, "--cron", "0 3 * * *", background=background)

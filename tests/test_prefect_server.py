@@ -7,7 +7,8 @@ The dependency breakages of issue #13 fail here: fastapi >= 0.151 makes every ``
 call of the CLI answer 422 (``prefect flow-run ls``, ``prefect deploy --all``); SQLAlchemy 2.1
 makes the scheduler fail every loop, so no scheduled run appears.
 
-Marked ``server`` (one server for the module, about a minute and a half here): deselect with
+Marked ``server`` (one server for the module, a minute and a half on a quiet machine here, five
+minutes under a load of 5 to 7): deselect with
 ``pytest -m "not server"``; CI runs it.
 """
 
@@ -224,7 +225,70 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         _stop(process, timeout=20)
         _no_child_left(below)
     text = log.read_text()
-    assert "Traceback" not in text, text[-3000:]
+    unexpected = _unexpected_tracebacks(text)
+    assert not unexpected, unexpected[0][-3000:]
+
+
+# Prefect's own SQLite contention, logged by the server and recovered from: the worker channel
+# (Prefect >= 3.9) persists a worker's heartbeat in a transaction that SQLite may answer
+# "database is locked" under load; the server logs it with its traceback and closes the
+# channel, and the worker reconnects (or heartbeats over REST meanwhile). No run is affected.
+_PREFECTS_OWN = ("Worker channel heartbeat persistence failed", "database is locked")
+
+# the lines of a traceback that are not indented, besides its exception lines: SQLAlchemy's
+# statement, parameters and link, and Python's chaining lines
+_TRACEBACK_FRAME = re.compile(
+    r"Traceback \(most recent call last\):|The above exception was the direct cause of the "
+    r"following exception:|During handling of the above exception, another exception "
+    r"occurred:|\[SQL: .*|\[parameters: .*|\(Background on this error at: .*\)"
+)
+
+
+def _unexpected_tracebacks(log: str) -> list[str]:
+    """The log records of ``log`` (a server's output) that carry a traceback, except Prefect's
+    own :data:`_PREFECTS_OWN`. A record begins at a line starting with a ``HH:MM:SS`` time. It
+    is excused only when its first line names that failure and every other line at the left
+    margin is a traceback's frame line or an exception line naming that error: anything else
+    printed after it, untimed, keeps it unexpected."""
+    what, error = _PREFECTS_OWN
+    records = re.split(r"(?m)^(?=\d\d:\d\d:\d\d)", log)
+
+    def excused(record: str) -> bool:
+        first, *rest = record.rstrip().split("\n")
+        margin = [line for line in rest if line.strip() and not line[0].isspace()]
+        return what in first and all(
+            _TRACEBACK_FRAME.fullmatch(line) or error in line for line in margin
+        )
+
+    return [r for r in records if "Traceback" in r and not excused(r)]
+
+
+def test_only_prefects_own_logged_lock_failure_is_read_as_expected() -> None:
+    head = "19:47:44.308 | ERROR   | prefect.server.utilities.worker_channel - "
+    own = (
+        f"{head}Worker channel heartbeat persistence failed: work_pool=sdcflow\n"
+        "Traceback (most recent call last):\n  ...\n"
+        "sqlite3.OperationalError: database is locked\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n  ...\n"
+        "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) database is locked\n"
+        "[SQL: INSERT INTO worker (name) VALUES (:name)]\n[parameters: {'name': 'w'}]\n"
+        "(Background on this error at: https://sqlalche.me/e/20/e3q8)\n"
+    )
+    other = (
+        "19:47:45.001 | ERROR   | prefect.server.api.server - Unhandled\n"
+        "Traceback (most recent call last):\n  ...\nValueError: boom\n"
+    )
+    also_locked = (
+        "19:47:46.002 | ERROR   | prefect.server.services.scheduler - failed\n"
+        "Traceback (most recent call last):\n  ...\n"
+        "sqlite3.OperationalError: database is locked\n"
+    )
+    assert _unexpected_tracebacks("started\n" + own) == []
+    assert _unexpected_tracebacks(own + other) == [other]
+    assert _unexpected_tracebacks(also_locked + own) == [also_locked]
+    # an untimed traceback printed after it belongs to its record, and is not excused
+    assert _unexpected_tracebacks(own + other[13:]) == [own + other[13:]]
 
 
 def _deployments() -> list[dict]:  # type: ignore[type-arg]

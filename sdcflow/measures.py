@@ -368,7 +368,9 @@ def _weights(frame: pd.DataFrame, weights: Any) -> np.ndarray | None:
             code=Reason.WEIGHTS,
             field=field,
         )
-    if not np.isfinite(w.sum()):
+    with np.errstate(over="ignore"):  # an infinite total is what is tested
+        total = w.sum()
+    if not np.isfinite(total):
         raise DataError(
             "weights add up to more than the largest number a float holds, so the population "
             "estimates (sums of weights) would be infinite; give them on a smaller scale",

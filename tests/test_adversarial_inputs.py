@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import warnings
 
@@ -435,6 +436,7 @@ def test_two_keys_of_1e308_do_not_crash_mdav_in_a_real_process():
 
 
 @pytest.mark.flow
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # an overflow is a false figure
 def test_a_release_with_keys_of_1e308_publishes_finite_figures(tmp_path, prefect_api):
     spec = write_release(tmp_path, rows=120, seed=4)
     frame = pd.read_csv(tmp_path / "data.csv")
@@ -446,6 +448,10 @@ def test_a_release_with_keys_of_1e308_publishes_finite_figures(tmp_path, prefect
     assert _finite_figures(manifest["checks"]) and _finite_figures(manifest["method_details"])
     published = pd.read_parquet(tmp_path / "published" / "survey" / "data.parquet")
     assert np.isfinite(published.select_dtypes("number").to_numpy(dtype=np.float64)).all()
+    # the run report's moments and correlations too: no inf, no NaN where a figure exists
+    (page,) = tmp_path.rglob("report.html")
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page.read_text())
+    assert cells and not {"inf", "-inf", "NaN"} & {c.strip() for c in cells}
 
 
 @pytest.mark.parametrize(("big", "refused"), [(1.3e12, False), (1.45e12, True)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import math
 import re
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,8 @@ from sdcflow.tasks.report.plots import class_size_figure, safe_bins
 from sdcflow.tasks.report.release import (
     ReleaseFacts,
     RuleFacts,
+    _correlations,
+    compared_moments,
     loss_section,
     release_sections,
     summary_section,
@@ -322,6 +325,37 @@ def test_missing_numeric_values_are_left_out_of_moments_bins_and_correlations(tm
     assert kinds.count("plot") == 1  # the histograms are drawn from the values present
     assert "mean absolute change" in sections["Correlations"].blocks[0].text.lower()
     write_report(tmp_path, list(sections.values()))
+
+
+def test_moments_and_correlations_are_true_at_1e308():
+    """A review: with keys near 1e308 the report's moments read ``inf`` (the plain sum
+    overflowed) and its correlations NaN, though the mean lies within the values and a
+    correlation is a ratio. By hand: x = (1e308, 1e308, 0) has mean 2e308/3, deviations
+    (1, 1, -2) 1e308/3 and sample variance (6/9) 1e616 / 2 = 3.33333e615; y = (1e308, 0, 0)
+    has mean 1e308/3 (-50 %) and the same variance (0 %)."""
+    x, y = np.array([1e308, 1e308, 0.0]), np.array([1e308, 0.0, 0.0])
+    with np.errstate(all="raise"):
+        got = compared_moments(x, y)
+    third = float(Fraction(1e308) / 3)
+    assert got[:3] == pytest.approx([2 * third, third, -50.0], rel=1e-15)
+    assert got[3:] == ["3.33333e+615", "3.33333e+615", 0.0]
+    # where nothing overflows, bit for bit the plain figures (NaN: missing, left out)
+    rng = np.random.default_rng(7)
+    a = rng.normal(5.0, 2.0, 999)
+    b = a + rng.normal(0.0, 0.1, 999)
+    a[::50] = np.nan
+    p = a[~np.isnan(a)]
+    got = compared_moments(a, b)
+    assert got[0] == p.mean() and got[1] == b.mean()
+    assert got[3] == p.var(ddof=1) and got[4] == b.var(ddof=1)
+    assert got[2] == pytest.approx(100 * (b.mean() - p.mean()) / p.mean(), rel=1e-12)
+    # and tiny values: a variance below the normal floats is text, not 0
+    assert compared_moments(np.array([1e-200, 3e-200]), np.array([2e-200]))[3] == "2.00000e-400"
+    # the correlations of columns scaled by 2**1000 are those of the columns
+    X = rng.normal(size=(300, 3)) @ np.array([[1, 0.5, 0], [0, 1, 0.3], [0, 0, 1]])
+    big = X * np.array([2.0**1000, 1.0, 2.0**-1000])
+    with np.errstate(all="raise"):
+        assert np.array_equal(_correlations(big), np.corrcoef(X, rowvar=False))
 
 
 def test_the_summary_names_every_quasi_identifier_categorical_ones_too():

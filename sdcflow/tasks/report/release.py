@@ -24,8 +24,10 @@ per-record probabilities only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,7 @@ from sdcflow.tasks.measures.anonymity import match_counts
 from sdcflow.tasks.methods import MaskResult, MethodParams, get_method
 from sdcflow.tasks.report import plots
 from sdcflow.tasks.report.sections import Section, Table, Text, fmt
+from sdcflow.tasks.validation import pow2_exponents
 
 
 @dataclass(frozen=True)
@@ -334,11 +337,7 @@ def moments_section(facts: ReleaseFacts) -> Section:
     if not facts.columns:
         return section.text("No key is numeric: there are no moments or histograms to compare.")
     for j, name in enumerate(facts.columns):
-        mean_x, var_x = _moments(X[:, j])
-        mean_y, var_y = _moments(Y[:, j])
-        rows.append(
-            [name, mean_x, mean_y, _change(mean_x, mean_y), var_x, var_y, _change(var_x, var_y)]
-        )
+        rows.append([name, *compared_moments(X[:, j], Y[:, j])])
     section.table(
         Table(
             [
@@ -377,11 +376,42 @@ def moments_section(facts: ReleaseFacts) -> Section:
     return section
 
 
-def _moments(x: np.ndarray) -> tuple[float, float]:
-    """Mean and sample variance of the values present (NaN: missing)."""
-    x = x[~np.isnan(x)]
-    mean = float(x.mean()) if x.size else float("nan")
-    return mean, float(x.var(ddof=1)) if x.size > 1 else float("nan")
+def compared_moments(x: np.ndarray, y: np.ndarray) -> list[Any]:
+    """Mean and sample variance of an original column ``x`` (n,) and its released ``y`` (m,)
+    (values present; NaN: missing), and the change of each in per cent of the original's:
+    ``[mean_x, mean_y, change %, var_x, var_y, change %]``.
+
+    Computed on one exact power-of-two scale for both columns
+    (:func:`~sdcflow.tasks.validation.pow2_exponents`): bit for bit the plain figures where
+    nothing overflows or underflows, and true where the plain ones would be ``inf`` (the mean
+    of two values of 1e308) or 0. A mean is a float (it lies within the values). A variance
+    outside the normal floats (values near 1e308, or near 1e-160) is given as its decimal
+    text, e.g. ``"3.33333e+615"``; the changes are ratios, computed on the scale, so they are
+    finite whenever the original's figure is not zero.
+    """
+    x, y = x[~np.isnan(x)], y[~np.isnan(y)]
+    both = np.concatenate([x, y])
+    e = int(pow2_exponents(both, axis=None)) if both.size else 0
+    xs, ys = np.ldexp(x, -e), np.ldexp(y, -e)
+    mean_x, mean_y = (float(v.mean()) if v.size else float("nan") for v in (xs, ys))
+    var_x, var_y = (float(v.var(ddof=1)) if v.size > 1 else float("nan") for v in (xs, ys))
+    return [
+        float(np.ldexp(mean_x, e)),
+        float(np.ldexp(mean_y, e)),
+        _change(mean_x, mean_y),
+        _unscaled_variance(var_x, e),
+        _unscaled_variance(var_y, e),
+        _change(var_x, var_y),
+    ]
+
+
+def _unscaled_variance(scaled: float, e: int) -> float | str:
+    """``scaled * 4**e``, the variance of values that were multiplied by ``2**-e``: a float
+    when a normal one holds it (exponent within [-1021, 1024] for ``frexp``), else its
+    decimal text to 6 significant digits (``Decimal``, exact to 28 digits)."""
+    if not np.isfinite(scaled) or scaled == 0 or -1021 <= 2 * e + math.frexp(scaled)[1] <= 1024:
+        return float(np.ldexp(scaled, 2 * e))
+    return f"{Decimal(scaled) * Decimal(2) ** (2 * e):.6g}"
 
 
 def _is_box(facts: ReleaseFacts) -> bool:
@@ -395,8 +425,14 @@ def _change(before: float, after: float) -> float | None:
 
 
 def _correlations(X: np.ndarray) -> np.ndarray:
+    """Pearson correlations (d, d) of the columns of X (n, d), each column first multiplied by
+    the exact power of two that puts its largest magnitude in [0.5, 1)
+    (:func:`~sdcflow.tasks.validation.pow2_exponents`): a correlation does not change under a
+    positive scale, the scaling is exact, so the figures are bit for bit those of
+    ``np.corrcoef(X)`` where it does not overflow, and finite where it would (keys near
+    1e308). NaN for a constant column."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.corrcoef(X, rowvar=False)
+        return np.corrcoef(np.ldexp(X, -pow2_exponents(X, axis=0)), rowvar=False)
 
 
 def correlation_section(facts: ReleaseFacts) -> Section:

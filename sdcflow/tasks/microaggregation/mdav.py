@@ -250,8 +250,9 @@ def _seed(
 ) -> float:
     """The k-th largest of ``acc[i] - w2[i]`` (``far``: the k-th smallest of ``acc[i]``).
 
-    Over ``i < n_seed`` (>= k), in float64. With it a sweep starts from thresholds that k
-    records are proven to meet (:func:`_multi_sweep`) instead of from infinity.
+    Over ``i < n_seed`` (k <= n_seed <= the first block's records), in float64. With it a
+    sweep starts from thresholds that k records are proven to meet (:func:`_multi_sweep`)
+    instead of from infinity.
     """
     cnt = 0
     for i in range(n_seed):
@@ -334,7 +335,11 @@ def _multi_sweep(
         near_cnt[b] = 0
         far_cnt[b] = 0
     c = d - 5 * ((d - 1) // 5)  # columns of the first pass (1..5), then five at a time
-    n_seed = min(_SEED, m) if m >= k_near else 0
+    # the seed reads the first block's filter values only, and needs at least K of them
+    # (k above _SEED took 128 and read past them: garbage thresholds, a crash)
+    n_seed = min(max(_SEED, k_near), m, _BLOCK)
+    if n_seed < k_near:
+        n_seed = 0
     for blk in range((m + _BLOCK - 1) // _BLOCK):
         b0 = blk * _BLOCK
         nb = min(_BLOCK, m - b0)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdcflow.errors import DataError
 from sdcflow.tasks.measures.anonymity import k_anonymity
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.methods.keys import Key
@@ -19,6 +20,7 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     heterogeneous_cells,
     heterogeneous_cells_release,
     heterogeneous_groups,
+    lone_value_means,
 )
 from sdcflow.tasks.parallel import part_map
 
@@ -37,7 +39,7 @@ def test_groups_and_representatives_by_hand():
     keys = MixedKeys.build(numeric=X, ordinal=RANKS, levels=np.array([3]), nominal=C)
     labels = heterogeneous_groups(keys, 3)
     assert labels.tolist() == [1, 1, 1, 0, 0, 0]
-    rep = group_representatives(keys, labels)
+    rep = group_representatives(keys, labels, 3)
     # {0, 1, 2}: mean 2, lower median of ranks (0, 0, 1) = 0, mode A
     # {3, 4, 5}: mean 11, median of (2, 2, 1) = 2, mode B
     assert rep.numeric[:, 0].tolist() == [2, 2, 2, 11, 11, 11]
@@ -52,7 +54,7 @@ def test_missing_values_stay_missing_and_means_use_the_values_present():
     Cm[4, 0] = -1
     keys = MixedKeys.build(numeric=Xm, ordinal=RANKS, levels=np.array([3]), nominal=Cm)
     labels = heterogeneous_groups(keys, 3)
-    rep = group_representatives(keys, labels)
+    rep = group_representatives(keys, labels, 3)
     assert np.isnan(rep.numeric[1, 0]) and rep.nominal[4, 0] == -1
     g = labels[1]
     present = [i for i in range(6) if labels[i] == g and i != 1]
@@ -122,14 +124,16 @@ def test_cells_by_hand_a_missing_value_is_cut_at_the_mean_and_grouped_inside_its
     # Cell {0, 1, 2, 3}: 4 < 3k, so one step: centroid 1.75, farthest row 3 (x = 4), its
     # nearest row 2: {2, 3} (mean 3), then {0, 1} (mean 0.5). Cell {4, 5, 6, 7}: centroid of
     # the present values 11.33, farthest row 6 (x = 13); row 7 shares no key with it, so it
-    # is at distance 0 and joins it: {6, 7} (13, row 7 stays missing), then {4, 5} (10.5).
+    # is at distance 0 and joins it: {6, 7}, then {4, 5} (10.5). Row 6 is the only one of
+    # {6, 7} with x: its 13 alone would be published as it is, so it gets the mean of the
+    # k = 2 values of the file nearest it, 13 and 11: 12 (row 7 stays missing).
     x = np.array([[0.0], [1.0], [2.0], [4.0], [10.0], [11.0], [13.0], [np.nan]])
     keys = MixedKeys.build(numeric=x)
     labels = heterogeneous_cells(keys, 2, 4)
     groups = sorted(sorted(np.flatnonzero(labels == g).tolist()) for g in np.unique(labels))
     assert groups == [[0, 1], [2, 3], [4, 5], [6, 7]]
-    released = group_representatives(keys, labels).numeric[:, 0]
-    np.testing.assert_array_equal(released, [0.5, 0.5, 3, 3, 10.5, 10.5, 13, np.nan])
+    released = group_representatives(keys, labels, 2).numeric[:, 0]
+    np.testing.assert_array_equal(released, [0.5, 0.5, 3, 3, 10.5, 10.5, 12, np.nan])
     # a file within one cell is grouped in one pass, whatever cell_size
     np.testing.assert_array_equal(heterogeneous_cells(keys, 2, 8), heterogeneous_groups(keys, 2))
 
@@ -176,7 +180,7 @@ def test_cells_keep_group_sizes_and_do_not_depend_on_the_map():
     with part_map(backwards):
         labels, rep = heterogeneous_cells_release(keys, k, size)
     np.testing.assert_array_equal(labels, serial)
-    whole = group_representatives(keys, labels)
+    whole = group_representatives(keys, labels, k)
     for got, want in zip(
         (rep.numeric, rep.ordinal, rep.nominal),
         (whole.numeric, whole.ordinal, whole.nominal),
@@ -267,3 +271,97 @@ def test_the_report_does_not_say_cells_of_missing_numbers_are_refined_across_bor
 
     meaning = MdavParams.model_fields["cell_size"].description
     assert "missing values: MDAV-generic within cells, not refined across them" in meaning
+
+
+def test_a_lone_value_is_released_as_the_mean_of_the_k_values_nearest_it():
+    """A review: a sparse key (90 % missing) published every one of its values as it was:
+    each group held it on one record only, and a mean over one value is the value. By hand,
+    values 1, 2, 4, 8, 16: the 3 nearest 8 are 8, 4, 2 (distances 0, 4, 6; 16 is 8 away):
+    14/3; the 2 nearest 16 are 16, 8: 12; nearest 1: 1, 2: 1.5; a tie (0 and 4 around 2)
+    goes to the lower value: 1."""
+    col = np.array([8.0, np.nan, 1.0, 16.0, 2.0, np.nan, 4.0])
+    got = lone_value_means(col, np.array([8.0, 16.0, 1.0]), 3)
+    np.testing.assert_allclose(got, [14 / 3, 28 / 3, 7 / 3], rtol=1e-15)
+    np.testing.assert_array_equal(lone_value_means(col, np.array([16.0, 1.0]), 2), [12.0, 1.5])
+    assert lone_value_means(np.array([0.0, 2.0, 4.0]), np.array([2.0]), 2)[0] == 1.0
+    # fewer present than k: all of them; one alone cannot be masked
+    assert lone_value_means(np.array([3.0, np.nan, 5.0]), np.array([3.0]), 5)[0] == 4.0
+    with pytest.raises(DataError, match="one record only"):
+        lone_value_means(np.array([3.0, np.nan, np.nan]), np.array([3.0]), 2)
+    # in a grouping: no present value of a sparse key is published as its record's own
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(300, 2))
+    x[rng.random(300) < 0.9, 1] = np.nan
+    keys = MixedKeys.build(numeric=x)
+    labels = heterogeneous_groups(keys, 5)
+    released = group_representatives(keys, labels, 5).numeric
+    has = ~np.isnan(x[:, 1])
+    assert np.array_equal(~np.isnan(released[:, 1]), has)  # missing stays missing
+    assert not (released[has, 1] == x[has, 1]).any()
+    counts = np.array([has[labels == g].sum() for g in labels[has]])
+    assert (counts == 1).sum() > 10  # the case is common here: most such groups hold one
+    # the cells' pieces leave it to the whole file: the same values as one computation
+    cell_labels, rep = heterogeneous_cells_release(keys, 5, 100)
+    whole = group_representatives(keys, cell_labels, 5)
+    assert rep.numeric.tobytes() == whole.numeric.tobytes()
+
+
+@pytest.mark.flow
+def test_a_release_publishes_no_value_of_a_sparse_key_as_it_was(tmp_path, prefect_api, capsys):
+    import yaml
+    from errorline import cli_error
+
+    from sdcflow.errors import Reason
+    from sdcflow.flows.cli import main
+
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame(
+        {"a": np.round(rng.normal(50, 10, n), 1), "b": np.round(rng.normal(1000, 100, n), 2)}
+    )
+    frame.loc[rng.random(n) < 0.9, "b"] = np.nan
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "s",
+        "source": "data.csv",
+        "quasi_identifiers": ["a", "b"],
+        "missing_values": [""],
+        "method": {"name": "mdav", "k": 5},
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 0
+    out = pd.read_parquet(tmp_path / "published" / "s" / "data.parquet")
+    has = out["b"].notna()
+    assert has.sum() == frame["b"].notna().sum()
+    # before: every present b was a raw b (each group held one); now none is
+    assert not np.isin(out.loc[has, "b"].to_numpy(), frame["b"].dropna().to_numpy()).any()
+    # a key with one value in the file cannot be masked: refused, named, nothing published
+    frame["b"] = np.nan
+    frame.loc[7, "b"] = 123.45
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    capsys.readouterr()
+    assert main(["release", str(tmp_path / "release.yaml")]) == 2
+    assert cli_error(capsys.readouterr().err) == (Reason.TOO_FEW_RECORDS, "b")
+
+
+def test_a_lone_value_in_a_stratum_takes_its_neighbours_from_the_whole_file():
+    """A review: with a categorical key, each stratum was masked alone, so a stratum holding
+    one value of a numeric key refused the whole release ("a value on one record only")
+    though the file held 81. The neighbours now come from the whole file."""
+    from sdcflow.tasks.methods import get_method
+    from sdcflow.tasks.methods.keys import Key
+
+    rng = np.random.default_rng(1)
+    n = 200
+    b = rng.normal(1000, 100, n)
+    b[100:] = np.nan
+    b[150] = 1234.5  # stratum S holds one b; stratum N most of the others
+    b[rng.choice(100, 20, replace=False)] = np.nan
+    frame = pd.DataFrame({"region": ["N"] * 100 + ["S"] * 100, "a": rng.normal(50, 10, n), "b": b})
+    keys = [Key("region", "nominal"), Key("a", "numeric"), Key("b", "numeric")]
+    params = get_method("mdav").params.model_validate({"name": "mdav", "k": 5})
+    released = mask_keys(frame, keys, params, np.random.default_rng(0)).masked["b"]
+    present = np.sort(b[~np.isnan(b)])
+    nearest = present[np.argsort(np.abs(present - 1234.5), kind="stable")[:5]]
+    assert released[150] == pytest.approx(nearest.mean(), rel=1e-12)  # k nearest of the file
+    assert released[150] != 1234.5

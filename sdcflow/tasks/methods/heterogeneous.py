@@ -66,7 +66,7 @@ class HeterogeneousParams(MethodParams):
         their representatives."""
         if self.cell_size is None:
             labels = heterogeneous_groups(keys, self.k)
-            return labels, group_representatives(keys, labels)
+            return labels, group_representatives(keys, labels, self.k)
         return heterogeneous_cells_release(keys, self.k, self.cell_size)
 
 

@@ -120,9 +120,9 @@ def _partial_mdav(
     keys = MixedKeys.build(numeric=X)
     if cell_size is None:
         labels = heterogeneous_groups(keys, k)
-        values = group_representatives(keys, labels).numeric
+        values = group_representatives(keys, labels, k, names=columns, pool=spread).numeric
     else:
-        labels, rep = heterogeneous_cells_release(keys, k, cell_size)
+        labels, rep = heterogeneous_cells_release(keys, k, cell_size, columns, pool=spread)
         values = rep.numeric
     return group_values_on_rules(
         spread, values, labels, columns, constraints, decimals, conditional

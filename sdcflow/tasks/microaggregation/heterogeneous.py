@@ -21,7 +21,10 @@ the keys present in both records and scales the sum by (keys) / (keys present in
 partial-distance rule that keeps records with gaps comparable; a record with no key in
 common with another is at distance 0 from it. Representatives use the values present (the
 mean of the present values...); a missing value stays missing in the release (it matches any
-value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed.
+value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed. A
+numeric key's value that is the only one of its group would be its own mean, published as it
+is: it is released as the mean of the k values of the key nearest it instead
+(:func:`lone_value_means`).
 
 Large files: MDAV-generic costs O(n^2 d / k), fourfold with every doubling of n (figures:
 ``benchmarks/README.md``, "Missing numbers at scale"). :func:`heterogeneous_cells` runs it
@@ -47,11 +50,12 @@ References
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from sdcflow.errors import DataError, ParameterError
+from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.microaggregation.neighbours import spatial_cells
 from sdcflow.tasks.parallel import map_parts
 from sdcflow.tasks.validation import check_cell_size, check_k, safe_mean
@@ -195,6 +199,48 @@ def _aggregate_cont(block: np.ndarray, numeric: int) -> np.ndarray:
     return out
 
 
+def lone_value_means(
+    pool: np.ndarray, v: np.ndarray, k: int, name: str | None = None
+) -> np.ndarray:
+    """For each value ``v`` (r,) of the key's column ``pool`` (n,), the mean of the k present
+    values of ``pool`` nearest it (itself included; ties to the lower value), or of all of
+    them when fewer than k are present: the value a group releases for a key only one of its
+    records has (:func:`group_representatives`), an average of k values.
+
+    In the sorted present values the k nearest to v form the window of k consecutive values
+    around v whose farther end is nearest; it is found for all records at once by a binary
+    search on the window's start. Refused (``DataError``) when one value alone is present:
+    nothing can mask it. Shapes: pool (n,) with NaN missing, v (r,) -> (r,).
+    """
+    values = np.sort(pool[~np.isnan(pool)])
+    m = values.size
+    if m < 2:
+        raise DataError(
+            f"{'numeric key ' + name if name else 'a numeric key'} has a value on one record "
+            "only: it cannot be averaged with any other "
+            "and would be published as it is; drop that key, or add records that have it",
+            code=Reason.TOO_FEW_RECORDS,
+            field=name,
+        )
+    w = min(k, m)
+    v = np.asarray(v, dtype=np.float64)
+    # the window [s, s + w) is the k nearest to v when v - values[s] <= values[s + w] - v
+    # fails for s - 1 and holds for s: the first s in [0, m - w] where it holds
+    lo = np.zeros(v.size, dtype=np.int64)
+    hi = np.full(v.size, m - w, dtype=np.int64)
+    while (lo < hi).any():
+        mid = (lo + hi) // 2
+        holds = v - values[mid] <= values[np.minimum(mid + w, m - 1)] - v
+        holds |= mid + w >= m
+        hi = np.where(holds, mid, hi)
+        lo = np.where(holds, lo, mid + 1)
+    return np.array([safe_mean(values[s : s + w]) for s in lo]) if v.size else v.copy()
+
+
+def _name(names: Sequence[str] | None, j: int) -> str | None:
+    return str(names[j]) if names is not None else None
+
+
 def _mode(col: np.ndarray) -> int:
     """Most frequent code among those present (-1 when none); ties to the lowest code."""
     present = col[col >= 0]
@@ -263,7 +309,7 @@ def _cell_groups(
     keys as given) the groups' representatives, computed here rather than in the process
     that assembles the cells. (m, p + q), (m, r) -> labels (m,), Representatives or None."""
     labels = _groups(_Distances(cont, numeric, nom), k)
-    return labels, (None if raw is None else group_representatives(raw, labels))
+    return labels, (None if raw is None else group_representatives(raw, labels, k, lone=False))
 
 
 def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
@@ -298,19 +344,29 @@ def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
 
 
 def heterogeneous_cells_release(
-    keys: MixedKeys, k: int, cell_size: int
+    keys: MixedKeys,
+    k: int,
+    cell_size: int,
+    names: Sequence[str] | None = None,
+    pool: np.ndarray | None = None,
 ) -> tuple[np.ndarray, Representatives]:
     """:func:`heterogeneous_cells` and the groups' representatives
     (:func:`group_representatives`), each cell's computed by its own piece: the same values
     as computing them after, without a pass over every group in the assembling process.
     Shapes: keys with n records -> labels (n,), Representatives."""
-    labels, rep = _in_cells(keys, k, cell_size, representatives=True)
+    labels, rep = _in_cells(keys, k, cell_size, representatives=True, names=names, pool=pool)
     assert rep is not None
     return labels, rep
 
 
 def _in_cells(
-    keys: MixedKeys, k: int, cell_size: int, *, representatives: bool
+    keys: MixedKeys,
+    k: int,
+    cell_size: int,
+    *,
+    representatives: bool,
+    names: Sequence[str] | None = None,
+    pool: np.ndarray | None = None,
 ) -> tuple[np.ndarray, Representatives | None]:
     k = check_k(k, keys.n)
     cell_size = check_cell_size(cell_size, k)
@@ -318,7 +374,9 @@ def _in_cells(
     n = keys.n
     if n <= cell_size:
         labels = _groups(dist, k)
-        return labels, group_representatives(keys, labels) if representatives else None
+        if not representatives:
+            return labels, None
+        return labels, group_representatives(keys, labels, k, names=names, pool=pool)
     cut = np.where(np.isnan(dist.cont), 0.0, dist.cont)  # z-scores: 0 is the mean
     if dist.numeric < cut.shape[1]:  # ordinal ranks: their mean over the present ones
         ranks = dist.cont[:, dist.numeric :]
@@ -360,6 +418,14 @@ def _in_cells(
         if cell_rep is not None:
             rep.numeric[rows], rep.ordinal[rows] = cell_rep.numeric, cell_rep.ordinal
             rep.nominal[rows] = cell_rep.nominal
+    if representatives:  # a group's lone value: over the whole file, as in one pass
+        for j in range(keys.numeric.shape[1]):
+            at = np.flatnonzero(np.isnan(rep.numeric[:, j]) & ~np.isnan(keys.numeric[:, j]))
+            if at.size:
+                column = keys.numeric[:, j] if pool is None else pool[:, j]
+                rep.numeric[at, j] = lone_value_means(
+                    column, keys.numeric[at, j], k, _name(names, j)
+                )
     return labels, rep if representatives else None
 
 
@@ -387,10 +453,29 @@ class Representatives:
     nominal: np.ndarray
 
 
-def group_representatives(keys: MixedKeys, labels: np.ndarray) -> Representatives:
+def group_representatives(
+    keys: MixedKeys,
+    labels: np.ndarray,
+    k: int,
+    *,
+    lone: bool = True,
+    names: Sequence[str] | None = None,
+    pool: np.ndarray | None = None,
+) -> Representatives:
     """Mean, median and mode of every group [1], released on the records' present values.
 
-    Shapes: keys with n records, labels (n,) in 0..g-1 -> :class:`Representatives`.
+    A group of k or more records may hold a numeric key's value on one record only (the
+    others missing it): its mean would be that record's own value, published as it is. That
+    value is released instead as the mean of the k values of the key nearest it among the
+    records given, or in ``pool`` (:func:`lone_value_means`; its own among them), so no
+    value alone in its group is published as it was (before rounding to the key's
+    precision). With ``lone=False`` such values are left NaN, for a caller that computes
+    them over more records (the cells of :func:`heterogeneous_cells_release` leave them to
+    the whole file). ``pool`` (N, p): the numeric keys of the whole file, where the
+    neighbours are taken from (default: the records given; a stratum passes the file's).
+    ``names`` (of the numeric keys) name a refused key. Shapes: keys with n records, labels
+    (n,) in 0..g-1 ->
+    :class:`Representatives`.
     """
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (keys.n,) or labels.min() < 0:
@@ -401,12 +486,15 @@ def group_representatives(keys: MixedKeys, labels: np.ndarray) -> Representative
     num = np.full(keys.numeric.shape, np.nan)
     ordn = -np.ones(keys.ordinal.shape, np.int64)
     nom = -np.ones(keys.nominal.shape, np.int64)
+    lone_rows: list[list[int]] = [[] for _ in range(keys.numeric.shape[1])]
     for grp in range(g):
         rows = order[bounds[grp] : bounds[grp + 1]]
         for j in range(keys.numeric.shape[1]):
             col = keys.numeric[rows, j]
             has = ~np.isnan(col)
-            if has.any():
+            if has.sum() == 1 and rows.size > 1:
+                lone_rows[j].append(int(rows[has][0]))
+            elif has.any():
                 num[rows[has], j] = safe_mean(col[has])  # [1] mean
         for j in range(keys.ordinal.shape[1]):
             col = keys.ordinal[rows, j]
@@ -418,4 +506,8 @@ def group_representatives(keys: MixedKeys, labels: np.ndarray) -> Representative
             has = col >= 0
             if has.any():
                 nom[rows[has], j] = _mode(col)  # [1] mode
+    for j, at in enumerate(lone_rows if lone else []):
+        if at:  # no numeric key value published as it is
+            column = keys.numeric[:, j] if pool is None else pool[:, j]
+            num[at, j] = lone_value_means(column, keys.numeric[at, j], k, _name(names, j))
     return Representatives(num, ordn, nom)

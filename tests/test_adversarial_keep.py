@@ -149,6 +149,53 @@ def test_keep_k_is_gated_by_default_with_the_method_k():
     assert lowered["keep_k_anonymity"].passed and lowered["keep_k_anonymity"].threshold == 1
 
 
+def test_a_sparse_identifying_keep_column_is_gated_its_blanks_hide_nothing():
+    """A review: 10 unique e-mails among 3,000 blank cells passed keep_k_anonymity (5 >= 5)
+    and all 10 were published, because a blank matched any value. sdcflow never suppresses a
+    kept column, so its blanks are the source's own and count as a value."""
+    n = 100
+    email = pd.Series([None] * n, dtype=object)
+    email[[3, 40, 77]] = ["a@example.org", "b@example.org", "c@example.org"]
+    outcomes = {o.key: o for o in run_gates(_context(pd.DataFrame({"email": email})), {})}
+    assert outcomes["k_anonymity"].passed
+    assert outcomes["keep_k_anonymity"].figure == 1 and not outcomes["keep_k_anonymity"].passed
+    # blanks are one value: a column blank for all but groups of k records changes nothing
+    # where it does not split a class; by hand, a blank/filled split of a class of 5 gives 2
+    ctx = _context(pd.DataFrame({"c": ["x"] * n}))
+    labels = ctx.result.released_identifiers.astype(str).agg("|".join, axis=1)
+    first = labels == labels.iloc[0]
+    assert first.sum() >= 5
+    split = pd.Series(["x"] * n, dtype=object)
+    split[np.flatnonzero(first)[:2]] = None  # two of the first class blank, the rest "x"
+    ctx = _context(pd.DataFrame({"c": split}))
+    assert {o.key: o for o in run_gates(ctx, {})}["keep_k_anonymity"].figure == 2
+
+
+def test_a_release_with_a_sparse_e_mail_in_keep_is_refused(tmp_path, prefect_api, capsys):
+    rng = np.random.default_rng(7)
+    n = 600
+    frame = pd.DataFrame(
+        {
+            "region": rng.choice(["North", "South", "East"], n),
+            "age": rng.integers(16, 90, n),
+            "gross": np.round(rng.lognormal(10, 0.8, n)),
+            "email": "",
+        }
+    )
+    frame.loc[rng.choice(n, 6, replace=False), "email"] = [f"p{i}@example.org" for i in range(6)]
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = _spec(
+        tmp_path,
+        "data.csv",
+        quasi_identifiers=["region", "age", "gross"],
+        keep=["email"],
+        missing_values=[""],
+    )
+    assert main(["release", str(spec)]) == 1
+    assert "keep_k_anonymity" in capsys.readouterr().err
+    assert not (tmp_path / "published" / "r").exists()
+
+
 def test_keep_k_counts_every_key_jointly_when_the_keys_are_masked_in_blocks():
     # The intruder who knows the kept column knows every key too: keep_k counts the joint
     # tuple (before, block by block: a release whose joint tuple was unique passed it).

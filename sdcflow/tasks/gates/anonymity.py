@@ -5,9 +5,11 @@ intruder's k.
 k-anonymity is counted over every column an intruder can link on, as released
 (``MaskResult.released_identifiers``: numeric and categorical keys), a missing or suppressed
 value matching any value (:mod:`sdcflow.tasks.measures.anonymity`). ``keep`` columns are
-published unchanged; ``keep_k_anonymity`` counts k as if the intruder also knew them, and is
-on by default with the method's k, so an identifying column (an e-mail, a near-unique code)
-in ``keep`` blocks publication unless the spec lowers that gate explicitly.
+published unchanged; ``keep_k_anonymity`` counts k as if the intruder also knew them (their
+missing values as values: sdcflow never suppresses them), and is on by default with the
+method's k, so an identifying column (an e-mail, a near-unique code, also one that most
+records leave blank) in ``keep`` blocks publication unless the spec lowers that gate
+explicitly.
 """
 
 from __future__ import annotations
@@ -207,12 +209,22 @@ def _transparency_k(ctx: GateContext) -> float:
 def keep_k(ctx: GateContext) -> float:
     """k over every released key and the ``keep`` columns: the intruder who knows the keys
     and the columns published as they are (jointly, also when the keys were masked in
-    blocks); the plain k when the spec keeps no column."""
+    blocks); the plain k when the spec keeps no column.
+
+    A missing value of a ``keep`` column is a value here, not a wildcard: sdcflow never
+    suppresses a kept column, so its blanks are the source's own, published as they are,
+    and they hide nothing. As a wildcard they let a sparse identifying column pass (a review:
+    10 unique e-mails among 3,000 blanks gave keep k 5, and all 10 were published)."""
     if ctx.keep is None or ctx.keep.shape[1] == 0:
         return _k_anonymity(ctx)
     keep = ctx.keep.reset_index(drop=True)
+    # each column as codes, its missing values one more code, so that none matches any
+    codes = pd.DataFrame(
+        {c: pd.factorize(keep[c], use_na_sentinel=False)[0] for c in keep.columns},
+        index=keep.index,
+    )
     released = ctx.result.released_identifiers.reset_index(drop=True)
-    return float(k_anonymity(pd.concat([released, keep], axis=1)))
+    return float(k_anonymity(pd.concat([released, codes], axis=1)))
 
 
 def _sensitive(ctx: GateContext) -> pd.DataFrame:
@@ -246,7 +258,8 @@ GATES = [
         "keep_k_anonymity",
         "min",
         keep_k,
-        "smallest k if the intruder also knew the keep columns (published unchanged)",
+        "smallest k if the intruder also knew the keep columns (published unchanged; a blank "
+        "there is a value, not a wildcard)",
         "records",
     ),
     Gate(

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 from errorline import cli_error
+from survey import write_release
 
 from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
@@ -166,3 +167,28 @@ def test_compare_measures_il_against_the_raw_file_and_refuses_raw_errors(
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     assert main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "--k", "5"]) == 1
     assert "refused" in capsys.readouterr().err
+
+
+@pytest.mark.flow
+def test_compare_out_never_replaces_a_file_or_writes_into_a_live_release(
+    tmp_path, prefect_api, capsys
+):
+    """A review: ``--out`` into a live release added the map and report to it (its next
+    release was refused), and into a folder of the user's replaced their report.html and
+    risk_utility.csv. Both are refused before any variant runs."""
+    spec = write_release(tmp_path, rows=60, seed=2)
+    assert main(["release", str(spec)]) == 0
+    live = tmp_path / "published" / "survey"
+    before = sorted(p.name for p in live.iterdir())
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.html").write_text("my report")
+    capsys.readouterr()
+    for out, what in ((live, "inside the published release"), (mine, "already holds")):
+        assert main(["compare", str(spec), "--methods", "mdav", "--k", "3", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert cli_error(err) == (Reason.OUTPUT, "out") and what in err
+    assert sorted(p.name for p in live.iterdir()) == before
+    assert (mine / "report.html").read_text() == "my report"
+    assert sorted(p.name for p in mine.iterdir()) == ["report.html"]
+    assert main(["release", str(spec), "--force"]) == 0  # the release is still sdcflow's

@@ -45,10 +45,11 @@ from sdcflow.errors import ChecksFailed, InputError, Reason
 from sdcflow.flows.release import release
 from sdcflow.flows.runners import with_runner
 from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.report.html import figure_png, write_report
+from sdcflow.tasks.report.html import REPORT_NAME, figure_png, write_report
 from sdcflow.tasks.report.sections import Section, Table, fmt, table_of
 from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.warehouse.publish import enclosing_release
 
 COLUMNS = [
     "method",
@@ -152,6 +153,33 @@ def risk_utility_figure(table: pd.DataFrame) -> Figure:
     return fig
 
 
+WRITTEN = ("risk_utility.png", "risk_utility.csv", REPORT_NAME)
+
+
+def _check_out(folder: Path) -> None:
+    """Refuse (``InputError``, exit 2) an ``--out`` folder inside a published release (its
+    next publication would refuse the files it did not list) or one that already holds a file
+    of the names written (sdcflow never replaces a file it did not create)."""
+    inside = enclosing_release(folder)
+    if inside is not None:
+        raise InputError(
+            f"--out {folder} lies inside the published release {inside}; give a folder outside "
+            "every release folder",
+            code=Reason.OUTPUT,
+            field="out",
+        )
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--out {folder} is not a folder", code=Reason.OUTPUT, field="out")
+    there = [name for name in WRITTEN if (folder / name).exists() or (folder / name).is_symlink()]
+    if there:
+        raise InputError(
+            f"--out {folder} already holds {', '.join(there)}, which the comparison would "
+            "replace; give a new or empty folder",
+            code=Reason.OUTPUT,
+            field="out",
+        )
+
+
 def compare(
     spec_path: str | Path,
     methods: Sequence[str],
@@ -184,6 +212,8 @@ def compare(
         raise InputError("give at least one method and one k", code=Reason.PARAMETER)
     spec_path = Path(spec_path).resolve()
     spec = load_spec(spec_path)
+    if out_dir is not None:
+        _check_out(Path(out_dir))
     blocks = [variant_method(spec, name, k, params) for name in methods for k in ks]
     for block in blocks:
         _validated(spec, block)
@@ -222,6 +252,8 @@ def compare(
     table = pd.DataFrame(rows, columns=COLUMNS)
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    if out_dir is not None:
+        _check_out(Path(out_dir))  # again: the variants took a while
     folder = Path(out_dir) if out_dir else spec.reports_dir / spec.release / f"compare-{stamp}"
     folder.mkdir(parents=True, exist_ok=True)
     png = figure_png(risk_utility_figure(table))

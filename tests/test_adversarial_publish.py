@@ -60,11 +60,25 @@ def test_a_folder_named_like_the_release_is_refused_before_the_run(tmp_path, cap
     [
         {"release": "data.csv", "output": "."},  # the source
         {"release": "warehouse.duckdb", "output": "."},  # the warehouse
+        # its write-ahead log and its writer lock (a review: a release named like the WAL
+        # left DuckDB unable to open the warehouse; every later command exited 2)
+        {"release": "warehouse.duckdb.wal", "output": "."},
+        {"release": "warehouse.duckdb.lock", "output": "."},
+        {"release": "warehouse.duckdb.tmp", "output": "."},  # DuckDB's spill folder
         {"release": "w", "output": ".", "warehouse": "w/warehouse.duckdb"},  # inside it
         {"reports": "published"},  # the run reports inside the release
         {"release": "x", "output": "..", "source": "../x/data.csv"},  # the spec's folder
     ],
-    ids=["source", "warehouse", "warehouse-inside", "reports-equal-output", "spec-folder"],
+    ids=[
+        "source",
+        "warehouse",
+        "wal",
+        "lock",
+        "spill",
+        "warehouse-inside",
+        "reports-equal-output",
+        "spec-folder",
+    ],
 )
 def test_the_source_warehouse_reports_and_spec_can_never_be_a_release_target(
     tmp_path, capsys, overrides
@@ -81,8 +95,38 @@ def test_the_source_warehouse_reports_and_spec_can_never_be_a_release_target(
     assert tree(tmp_path) == before
 
 
-@pytest.mark.parametrize("field", ["reports", "warehouse", "output"])
-def test_another_spec_never_writes_into_a_live_release(tmp_path, prefect_api, capsys, field):
+@pytest.mark.parametrize("suffix", [".wal", ".lock"])
+def test_the_log_and_lock_beside_a_linked_warehouse_file_are_no_release_target(
+    tmp_path, capsys, suffix
+):
+    # A review: with `warehouse:` a link to real/w.duckdb, a release named w.duckdb.wal in
+    # real/ took the name of the log DuckDB writes beside the real file; the run exited 0
+    # and the warehouse could no longer be opened. Both places are protected.
+    spec = _spec(tmp_path, release=f"w.duckdb{suffix}", output="real", warehouse="wl.duckdb")
+    (tmp_path / "real").mkdir()
+    Warehouse(tmp_path / "real" / "w.duckdb").initialize()
+    (tmp_path / "wl.duckdb").symlink_to(tmp_path / "real" / "w.duckdb")
+    before = tree(tmp_path)
+    assert main(["release", str(spec)]) == 2
+    _refused(capsys, Reason.OUTPUT)
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("field", "place", "release"),
+    [
+        ("reports", "../out/survey", "other"),
+        ("warehouse", "../out/survey/w.duckdb", "other"),
+        ("output", "../out/survey/inner", "other"),
+        # a second review: `reports:` A's *output* folder and A's release name, so B's run
+        # reports (<reports>/<release>/<run id>) went into A's live release
+        ("reports", "../out", "survey"),
+    ],
+    ids=["reports", "warehouse", "output", "reports-of-the-same-release"],
+)
+def test_another_spec_never_writes_into_a_live_release(
+    tmp_path, prefect_api, capsys, field, place, release
+):
     # A review: spec B's `reports:` named spec A's published release; `sdcflow check` wrote
     # its report and Data Docs into it, and A's next release was refused ("it holds files
     # sdcflow did not write"). B is refused before it writes anything; A is untouched.
@@ -92,13 +136,12 @@ def test_another_spec_never_writes_into_a_live_release(tmp_path, prefect_api, ca
     before = tree(live)
     other = tmp_path / "b"
     other.mkdir()
-    place = {"reports": "../out/survey", "warehouse": "../out/survey/w.duckdb",
-             "output": "../out/survey/inner"}[field]  # fmt: skip
-    b = _spec(other, release="other", **{field: place})
+    b = _spec(other, release=release, **{field: place})
     capsys.readouterr()
-    assert main(["check", str(b)]) == 2
-    err = _refused(capsys, Reason.OUTPUT)
-    assert f"`{field}:`" in err and "inside the published release" in err
+    for command in ("check", "release"):
+        assert main([command, str(b)]) == 2
+        err = _refused(capsys, Reason.OUTPUT)
+        assert f"`{field}:`" in err and "inside the published release" in err
     assert tree(live) == before and not (other / "warehouse.duckdb").exists()
     assert main(["release", str(a), "--force"]) == 0  # A publishes again as before
 
@@ -256,6 +299,71 @@ def test_partial_report_folders_of_ended_runs_are_swept(tmp_path):
     assert mine.path.exists() and done.exists()
     mine.complete()
     assert not (mine.path / ".sdcflow-incomplete").exists()
+
+
+def test_a_discard_stopped_halfway_leaves_a_folder_the_sweep_still_removes(tmp_path, monkeypatch):
+    """A review's burst of SIGTERMs stopped a run's removal of its partial report folder
+    after the marker had gone (``rmtree`` takes entries in directory order): the folder
+    stayed for good. The marker now goes last, so what a stopped removal leaves is swept."""
+    import sdcflow.warehouse.ownership as ownership
+
+    folder = IncompleteFolder(tmp_path / "reports" / "r" / "run1").create()
+    for name in ("a.html", "b.html", "c.html"):
+        (folder.path / name).write_text("half")
+    (folder.path / "data-docs").mkdir()
+    (folder.path / "data-docs" / "index.html").write_text("half")
+    real_unlink, real_scandir, calls = os.unlink, os.scandir, []
+
+    class MarkerFirst:  # a directory order that lists the marker first, as some do
+        def __init__(self, *args, **kwargs):
+            with real_scandir(*args, **kwargs) as it:
+                self.entries = sorted(it, key=lambda e: e.name != ".sdcflow-incomplete")
+
+        def __iter__(self):
+            return iter(self.entries)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def close(self):
+            pass
+
+    def stopped(path, *args, **kwargs):  # the second signal lands in the second removal
+        calls.append(path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(ownership.os, "scandir", MarkerFirst)
+    monkeypatch.setattr(ownership.os, "unlink", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        folder.discard()
+    monkeypatch.setattr(ownership.os, "unlink", real_unlink)
+    monkeypatch.setattr(ownership.os, "scandir", real_scandir)
+    assert (folder.path / ".sdcflow-incomplete").exists()  # still marked
+    folder._close()  # the process that held it has ended
+    assert sweep_incomplete(tmp_path / "reports") == [folder.path]
+    assert not folder.path.exists()
+    # and a whole discard leaves nothing
+    other = IncompleteFolder(tmp_path / "reports" / "r" / "run2").create()
+    (other.path / "x.html").write_text("half")
+    other.discard()
+    assert not other.path.exists()
+    # an entry that cannot go (busy, a file of NFS's) keeps the marker (a second review)
+    held = IncompleteFolder(tmp_path / "reports" / "r" / "run3").create()
+    (held.path / "busy.html").write_text("half")
+
+    def busy(path, *args, **kwargs):
+        raise OSError(16, "Device or resource busy")
+
+    monkeypatch.setattr(ownership.os, "unlink", busy)
+    held.discard()
+    monkeypatch.setattr(ownership.os, "unlink", real_unlink)
+    assert (held.path / ".sdcflow-incomplete").exists()
+    assert sweep_incomplete(tmp_path / "reports") == [held.path]
 
 
 # -- what audit.runs says -------------------------------------------------------------------------

@@ -382,6 +382,28 @@ def test_prune_writes_nothing_into_a_duckdb_file_that_is_not_a_warehouse(tmp_pat
     assert {r[0] for r in schemas} & {"audit", "raw", "edited", "masked", "published"} == set()
 
 
+def test_a_table_of_the_users_named_audit_runs_is_never_altered(tmp_path, prefect_api, capsys):
+    """A review: a DuckDB file of the user's with its own ``audit.runs(id, note)``: ``prune
+    --yes`` added nine columns to it and five schemas, then exited 3 (BinderException), and
+    ``runs`` exited 3. Its bytes now stay as they were, whatever is pointed at it."""
+    path = tmp_path / "mine.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE SCHEMA audit")
+        con.execute("CREATE TABLE audit.runs (id INTEGER, note VARCHAR)")
+        con.execute("INSERT INTO audit.runs VALUES (1, 'my etl run')")
+    before = path.read_bytes()
+    assert main(["prune", "--warehouse", str(path), "--keep-last", "1", "--yes"]) == 0
+    assert "records no sdcflow run" in capsys.readouterr().out
+    assert main(["runs", "--warehouse", str(path)]) == 2
+    assert cli_error(capsys.readouterr().err)[0] is Reason.WAREHOUSE
+    spec = write_release(tmp_path, rows=30, warehouse="mine.duckdb")
+    assert main(["release", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] is Reason.WAREHOUSE and "did not create" in err
+    assert path.read_bytes() == before
+    assert not (tmp_path / "published").exists()
+
+
 def test_compact_refuses_a_warehouse_with_another_hard_link(warehouse, capsys):
     """``--compact`` renames a new file over the warehouse's name: a second hard link to the
     file kept the old inode with the dropped tables' bytes while the command said "dropped
@@ -486,3 +508,27 @@ def test_a_keep_days_beyond_any_date_keeps_every_run_and_still_drops_refused_cop
     assert main(["prune", "--warehouse", str(wh.path), "--keep-days", f"{days:g}"]) == 0
     out = capsys.readouterr().out
     assert runs["refused"] in out and runs["old"] not in out
+
+
+def test_prune_of_a_mistyped_warehouse_path_is_an_error_not_nothing_to_do(tmp_path, capsys):
+    # A review: `prune --warehouse /typo --yes` said "nothing to prune" (exit 0) where `runs
+    # --warehouse /typo` exits 2; a path typed by hand that names nothing is a mistake
+    typo = tmp_path / "wherehouse.duckdb"
+    assert main(["prune", "--warehouse", str(typo), "--keep-last", "1", "--yes"]) == 2
+    assert cli_error(capsys.readouterr().err) == (Reason.WAREHOUSE, "warehouse")
+    assert not typo.exists()
+    spec = write_release(tmp_path, rows=20)  # a spec's warehouse before its first run
+    assert main(["prune", str(spec)]) == 0
+    assert "nothing to prune" in capsys.readouterr().out
+
+
+def test_a_warehouse_link_to_nothing_is_named_as_such(tmp_path, capsys):
+    # A review: a `warehouse:` link whose file did not exist yet was refused with "cannot
+    # read ... fix its permissions"
+    link = tmp_path / "w.duckdb"
+    link.symlink_to(tmp_path / "elsewhere" / "real.duckdb")
+    spec = write_release(tmp_path, rows=20, warehouse="w.duckdb")
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] is Reason.WAREHOUSE and "which does not exist" in err
+    assert "permissions" not in err

@@ -163,6 +163,33 @@ def test_an_edited_rules_file_is_a_changed_spec_and_is_not_already_published(
     assert published_run(tmp_path / "published" / "survey") == first["run_id"]
 
 
+def test_a_rules_file_edited_during_a_run_leaves_manifest_and_audit_agreeing(
+    tmp_path, prefect_api, monkeypatch
+):
+    """A review edited the rules file while a release ran: the run applied the rules it had
+    read, recorded their hash in ``audit.runs``, and its manifest hashed the new file. Both
+    now name the hash of the spec the run started with."""
+    import sdcflow.flows.release as flow
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("- total_costs == wages + other_costs\n")
+    spec = write_release(tmp_path, rows=60, seed=1, rules_file="rules.yaml")
+    report = flow.run_report
+
+    def edited_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        rules.write_text("- total_costs == wages + other_costs\n- employees >= 0\n")
+        return report(*args, **kwargs)
+
+    monkeypatch.setattr(flow, "run_report", edited_meanwhile)
+    assert main(["release", str(spec)]) == 0
+    manifest = yaml.safe_load((tmp_path / "published" / "survey" / "manifest.json").read_text())
+    audit = _last_run(tmp_path / "warehouse.duckdb")
+    assert manifest["spec_sha256"] == audit["spec_sha256"]
+    assert list(manifest["edit_rules"]["raw"]) == ["R1"]  # the rules the run applied
+    rules.write_text("- total_costs == wages + other_costs\n")  # as the run read it
+    assert manifest["spec_sha256"] == sdcflow.tasks.spec.load_spec(spec).sha256()
+
+
 def test_the_input_hash_is_the_sha256_of_the_file_as_read(scenario):
     _, d = scenario["D"]
     assert d["input_sha256"] == scenario["sha_D"]  # hashlib on the bytes, independently
@@ -266,7 +293,8 @@ def test_a_compare_variant_never_displaces_the_copies_of_the_published_run(
 
 def test_a_spec_changed_only_in_form_is_the_same_release(tmp_path, prefect_api):
     """A review: appending `reports: office-reports/`, spacing a rule differently or naming
-    the source by its absolute path changed the spec's hash, so a second, different masking
+    the source (or the output folder, or the warehouse) by another path changed the spec's
+    hash, so a second, different masking
     of the same file was published (a randomized method, no seed: two maskings of one file
     disclose more than either). Those are the same release; moving a rule to the rules file
     too. A change in what is asked (k) publishes."""
@@ -284,6 +312,9 @@ def test_a_spec_changed_only_in_form_is_the_same_release(tmp_path, prefect_api):
         {"edits": ["total_costs  ==wages +  other_costs"]},
         {"source": str(tmp_path / "data.csv")},
         {"edits": [], "rules_file": "rules.yaml"},
+        # a second review: the output folder and the warehouse written another way
+        {"output": str(tmp_path / "published")},
+        {"warehouse": "sub/../warehouse.duckdb"},
     ):
         spec.write_text(yaml.safe_dump({**body, **form}))
         assert main(["release", str(spec)]) == 0

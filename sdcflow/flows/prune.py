@@ -88,12 +88,22 @@ def prune(args: argparse.Namespace) -> int:
     else:
         raise InputError("give a spec file or --warehouse PATH", code=Reason.SPEC_MISSING)
     if not path.exists():
+        if args.warehouse:  # named by hand: a mistyped path must not read as "nothing to do"
+            raise InputError(
+                f"no warehouse at {path}; check the path (a spec's warehouse before its first "
+                "run has nothing to prune: give the spec instead)",
+                code=Reason.WAREHOUSE,
+                field="warehouse",
+            )
         print(f"no warehouse at {path}; nothing to prune")
         return 0
     check_warehouse_file(path)
     warehouse = Warehouse(path)
     if not _records_runs(warehouse):  # a DuckDB file of yours: neither initialized nor compacted
-        print(f"{path} records no sdcflow run (no audit.runs); nothing to prune, nothing written")
+        print(
+            f"{path} records no sdcflow run (no audit.runs of sdcflow's); nothing to prune, "
+            "nothing written"
+        )
         return 0
     if not args.yes:
         runs = expired(warehouse, policy, release=release)
@@ -128,14 +138,12 @@ def prune(args: argparse.Namespace) -> int:
 
 def _records_runs(warehouse: Any) -> bool:
     """Whether the warehouse has sdcflow's ``audit.runs`` (read-only). ``--yes`` used to
-    create sdcflow's schemas and audit tables in any DuckDB file it was pointed at."""
+    create sdcflow's schemas and audit tables in any DuckDB file it was pointed at, and to
+    alter a table of the user's named ``audit.runs`` (a review)."""
+    from sdcflow.warehouse.warehouse import audit_kind
+
     with warehouse.connect(read_only=True) as con:
-        return bool(
-            con.execute(
-                "SELECT count(*) FROM information_schema.tables "
-                "WHERE table_schema = 'audit' AND table_name = 'runs'"
-            ).fetchone()[0]
-        )
+        return audit_kind(con) == "sdcflow"
 
 
 def _print(runs: list[Any], verb: str) -> None:

@@ -218,10 +218,14 @@ def _release(
     report_dir = report_folder.path
     docs = report_dir / "data-docs"
     target = spec.release_dir.resolve() if publish else None
+    # once: the manifest must name the spec hash audit.runs records, whatever happens to a
+    # file the spec names meanwhile (a review edited the rules file during a run: the
+    # manifest hashed the new file, the audit the one the run applied)
+    spec_sha256 = spec.sha256()
     warehouse.start_run(
         run_id,
         spec.release,
-        spec.sha256(),
+        spec_sha256,
         spec.method.name,
         target=target,
         kind=kind,
@@ -329,7 +333,9 @@ def _release(
         if publish:
             # The swap and its audit record happen together: an interrupt waits for both.
             with steps.step("publish"), deferred_signals():
-                published = publish_release(spec, warehouse, run_id, released, outcome, rng)
+                published = publish_release(
+                    spec, warehouse, run_id, released, outcome, rng, spec_sha256
+                )
                 outcome.published, outcome.status = published, "published"
                 status, message = "published", outcome.message
                 PUBLISHED[run_id] = outcome  # live from here on, whatever happens next
@@ -439,6 +445,7 @@ def publish_release(
     released: pd.DataFrame,
     outcome: ReleaseOutcome,
     rng: np.random.Generator,
+    spec_sha256: str,
 ) -> Path:
     record = manifest(
         spec,
@@ -448,6 +455,7 @@ def publish_release(
         outcome.edit_violations,
         outcome.edit_rules,
         outcome.information_loss,
+        spec_sha256=spec_sha256,
     )
     report = outcome.report if spec.publish_report else None
     return publish(spec, warehouse, run_id, released, record, rng, report)

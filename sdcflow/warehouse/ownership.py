@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -256,7 +257,11 @@ class IncompleteFolder:
     def create(self) -> IncompleteFolder:
         self.path.mkdir(parents=True, exist_ok=False)
         marker = self.path / INCOMPLETE
-        fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except BaseException:  # a signal before the marker: leave no unmarked folder
+            self.path.rmdir()
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.write(fd, f"{os.getpid()}\n".encode())
@@ -279,9 +284,28 @@ class IncompleteFolder:
             self._close()
 
     def discard(self) -> None:
-        """Remove the folder and everything this run wrote into it."""
+        """Remove the folder and everything this run wrote into it: the marker last, so that
+        a signal that stops the removal halfway (a burst of ``SIGTERM``) leaves a folder a
+        later run's :func:`sweep_incomplete` still recognises and removes (a review: a
+        partial report folder without its marker stayed for good)."""
+        marker = self.path / INCOMPLETE
+        try:
+            entries = list(os.scandir(self.path))
+        except OSError:
+            entries = []
+        for entry in entries:
+            if entry.name == INCOMPLETE:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
         self._close()
-        shutil.rmtree(self.path, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            if os.listdir(self.path) == [INCOMPLETE]:  # what could not go keeps the marker
+                marker.unlink()
+                self.path.rmdir()
 
 
 def sweep_incomplete(root: Path, depth: int = 2) -> list[Path]:

@@ -72,12 +72,38 @@ def _seconds(env: str, default: float) -> float:
     return seconds
 
 
+# columns every sdcflow version's audit.runs has had: another table of that name is not ours
+_AUDIT_COLUMNS = frozenset({"run_id", "release", "spec_sha256", "started_at", "status"})
+
+
+def audit_kind(con: duckdb.DuckDBPyConnection) -> str:
+    """``"sdcflow"`` when the database has sdcflow's ``audit.runs``, ``"none"`` when it has
+    no such table, ``"foreign"`` when its ``audit.runs`` lacks sdcflow's columns (a table of
+    the user's, which sdcflow must not alter)."""
+    columns = {
+        row[0]
+        for row in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'audit' AND table_name = 'runs'"
+        ).fetchall()
+    }
+    if not columns:
+        return "none"
+    return "sdcflow" if _AUDIT_COLUMNS <= columns else "foreign"
+
+
 def check_warehouse_file(path: Path) -> None:
     """Refuse, before a run, a warehouse path that cannot be a DuckDB database: a folder, a
     file that is not a DuckDB database (by its header, without opening it), or a place that
     cannot be written. Raises ``InputError`` with reason ``WAREHOUSE``."""
     path = Path(path)
     if os.path.lexists(path):
+        if path.is_symlink() and not path.exists():  # a link to nothing: not a permission
+            raise InputError(
+                f"warehouse {path} is a symbolic link to {os.readlink(path)}, which does not "
+                "exist; point `warehouse:` at the file itself (a new path creates one)",
+                code=Reason.WAREHOUSE,
+            )
         if path.is_dir():
             raise InputError(
                 f"warehouse {path} is a folder; point `warehouse:` at a DuckDB file",
@@ -294,8 +320,16 @@ class Warehouse:
             con.close()
 
     def initialize(self) -> None:
-        """Create the schemas and audit tables if they do not exist (idempotent)."""
+        """Create the schemas and audit tables if they do not exist (idempotent). A file whose
+        ``audit.runs`` is not sdcflow's (:func:`audit_kind`) is refused (``InputError``,
+        ``WAREHOUSE``) before anything is written: the migrations would alter that table."""
         with self.connect() as con:
+            if audit_kind(con) == "foreign":
+                raise InputError(
+                    f"warehouse {self.path} has a table audit.runs that sdcflow did not create; "
+                    "point `warehouse:` at another DuckDB file (a new path creates one)",
+                    code=Reason.WAREHOUSE,
+                )
             for schema in SCHEMAS:
                 con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
             con.execute(_DDL)
@@ -516,12 +550,15 @@ class Warehouse:
         if not self.path.exists():
             return pd.DataFrame()
         with self.connect(read_only=True) as con:
-            present = con.execute(
-                "SELECT count(*) FROM information_schema.columns "
-                "WHERE table_schema = 'audit' AND table_name = 'runs'"
-            ).fetchone()[0]
-            if not present:
+            kind = audit_kind(con)
+            if kind == "none":
                 return pd.DataFrame()
+            if kind == "foreign":
+                raise InputError(
+                    f"warehouse {self.path} has a table audit.runs that sdcflow did not "
+                    "create; it records no sdcflow run",
+                    code=Reason.WAREHOUSE,
+                )
             columns = {
                 r[0]
                 for r in con.execute(

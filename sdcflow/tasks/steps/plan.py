@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,12 +145,18 @@ class ReleasePlan(BaseModel):
     def release_sha256(self) -> str:
         """Hash of what decides the published files, for "the same release"
         (``flows.release.already_published``): :meth:`ReleaseSpec.sha256`'s fields without
-        where the reports go and how the source is named (its bytes are ``source_sha256``),
+        where the reports go, how the source is named (its bytes are ``source_sha256``) and
+        how the output folder and the warehouse are written (their real paths count),
         with every edit rule as parsed (name, severity, tolerance, syntax tree), so that
         spacing a rule differently, or moving it to the rules file, is the same release."""
         spec = self.spec
         skip = {"retention", "runner", "dask", "reports", "source", "edits", "rules_file"}
         public = spec.hashed_dict(skip)
+        # the folders by where they are, not how they are written (a review: `output:` given
+        # as an absolute path published a second masking of the same file into the same
+        # folder); a symbolic link counts as the folder it names
+        public["output"] = os.path.realpath(spec.output_dir)
+        public["warehouse"] = os.path.realpath(spec.warehouse_path)
         public["files_sha256"] = {
             k: v for k, v in spec.named_files_sha256().items() if k != "rules_file"
         }
@@ -261,6 +268,9 @@ def check_destinations(spec: ReleaseSpec) -> None:
         {
             "the source file": spec.source_path,
             "the warehouse": spec.warehouse_path,
+            # DuckDB's write-ahead log and sdcflow's writer lock, beside the warehouse as
+            # named and beside the file a symbolic link names (where they are written)
+            **_companions(spec.warehouse_path),
             "the rules file": spec.path(spec.rules_file) if spec.rules_file else None,
             "the folder of the spec": spec.base_dir,
             "reports": spec.reports_dir / spec.release,
@@ -271,6 +281,9 @@ def check_destinations(spec: ReleaseSpec) -> None:
     written = (
         ("output", spec.output_dir),
         ("reports", spec.reports_dir),
+        # the run's reports go to <reports>/<release>/<run id>: that folder may be another
+        # spec's live release of the same name (a review: `reports:` its output folder)
+        ("reports", spec.reports_dir / spec.release),
         ("warehouse", spec.warehouse_path),
     )
     for field_name, path in written:
@@ -282,6 +295,17 @@ def check_destinations(spec: ReleaseSpec) -> None:
                 code=Reason.OUTPUT,
                 field=field_name,
             )
+
+
+def _companions(warehouse: Path) -> dict[str, Path]:
+    """The files written beside a warehouse: DuckDB's ``.wal`` and ``.tmp`` (its spill folder)
+    and sdcflow's ``.lock``, next to the path as named and next to the file it resolves to."""
+    real = Path(os.path.realpath(warehouse))
+    return {
+        f"the warehouse's {what}{' (beside its file)' if i else ''}": at.with_name(at.name + suffix)
+        for i, at in enumerate((warehouse, real))
+        for what, suffix in (("log", ".wal"), ("lock", ".lock"), ("spill folder", ".tmp"))
+    }
 
 
 def binned_keys(spec: ReleaseSpec) -> list[str]:
@@ -937,7 +961,9 @@ def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> 
             code=Reason.WEIGHTS,
             field=str(w),
         )
-    if not np.isfinite(values.sum()):
+    with np.errstate(over="ignore"):  # an infinite total is what is tested
+        total = values.sum()
+    if not np.isfinite(total):
         # Each weight is finite but their total is not: F (a sum of weights) would overflow.
         raise InputError(
             f"{spec.source}: weight_column {w} adds up to more than the largest number a "

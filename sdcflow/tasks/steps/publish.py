@@ -52,8 +52,11 @@ def manifest(
     edit_violations: Mapping[str, int] | None,
     edit_rules: Mapping[str, Any] | None,
     information_loss: Mapping[str, float] | None = None,
+    *,
+    spec_sha256: str | None = None,
 ) -> dict[str, Any]:
     """What the run decided, for ``manifest.json`` (transparency: everything but the seed).
+    ``spec_sha256``: the hash the run recorded when it started (default: computed now).
 
     ``information_loss``: IL against the raw file (``raw``) and, where a repair changed
     records, against the repaired ones (``repaired``), labelled in the manifest."""
@@ -62,7 +65,7 @@ def manifest(
         "release": spec.release,
         "run_id": run_id,
         "spec": spec.public_dict(),
-        "spec_sha256": spec.sha256(),
+        "spec_sha256": spec_sha256 or spec.sha256(),
         "method": spec.method.model_dump(mode="json"),
         "method_details": dict(method_details),
         "checks": [o.as_dict() for o in checks],

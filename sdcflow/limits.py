@@ -90,6 +90,25 @@ class _Loader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
+        # a key written twice in one mapping: YAML says keys are unique, PyYAML keeps the
+        # last one silently (a review: `method: {k: 10}` then `method: {k: 2}` ran at k = 2).
+        # Merged keys (`<<: *base`) may be overridden; only the keys written here count.
+        # Keys compare as constructed: `yes` and `true`, `16` and `0x10` are one key.
+        seen: set[Any] = set()
+        for key, _ in node.value:
+            if isinstance(key, ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                value = self.construct_object(key, deep=deep)
+                if value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found the key {key.value!r} twice; keep one (YAML keeps only the last)",
+                        key.start_mark,
+                    )
+                seen.add(value)
+        return super().construct_mapping(node, deep=deep)
+
 
 class _TooBig(Exception):
     pass

@@ -38,6 +38,28 @@ def test_yaml_error_names_line_and_column(tmp_path, capsys):
     assert err.count("\n") == 1
 
 
+def test_a_key_written_twice_is_refused_with_its_line(tmp_path, capsys):
+    # A review: `method: {k: 10}` and later `method: {k: 2}` passed at k = 2, silently
+    spec = write_release(tmp_path, rows=20)
+    spec.write_text(spec.read_text() + "method: {name: mdav, k: 2}\n")
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] is Reason.SPEC_SYNTAX and "'method' twice" in err
+    assert "line " in err and err.count("\n") == 1
+    # a merged mapping's keys may be overridden: only keys written twice in one mapping count
+    from sdcflow.limits import load_yaml
+
+    merged = load_yaml("b: &b {k: 1, m: 2}\nc: {<<: *b, k: 3}\n", where="t")
+    assert merged["c"] == {"k": 3, "m": 2}
+    # keys compare as read, not as written (a second review): yes/true, 16/0x10
+    import yaml
+
+    for text in ("m: {yes: 1, true: 2}", "m: {16: a, 0x10: b}"):
+        with pytest.raises(yaml.YAMLError, match="twice"):
+            load_yaml(text, where="t")
+    assert load_yaml("m: {1: x, '1': y}", where="t") == {"m": {1: "x", "1": "y"}}
+
+
 def test_hyphenated_column_hint_says_backticks(tmp_path, capsys):
     qis = [q if q != "profit" else "net-profit" for q in QIS]
     spec = write_release(tmp_path, rows=30, quasi_identifiers=qis, edits=["net-profit >= 0"])
@@ -274,3 +296,118 @@ def test_every_spec_field_and_measure_option_is_in_the_readme():
         if f"`{f}" not in readme and f"{f}:" not in readme
     ]
     assert missing == []
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_unexpected_error_exits_3_and_debug_adds_only_the_traceback(
+    tmp_path, capsys, monkeypatch, debug
+):
+    """A review: with ``SDCFLOW_DEBUG=1`` an unexpected error was re-raised, so Python
+    exited 1, the code that says a check failed; a CI job setting it read a crash as a
+    refusal. It now prints the traceback, then the same line, and exits 3."""
+    from sdcflow.flows import cli
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("an internal fault")
+
+    monkeypatch.setattr(cli, "_run_release", boom)
+    if debug:
+        monkeypatch.setenv("SDCFLOW_DEBUG", "1")
+    else:
+        monkeypatch.delenv("SDCFLOW_DEBUG", raising=False)
+    assert main(["release", str(tmp_path / "release.yaml")]) == 3
+    err = capsys.readouterr().err
+    last = err.rstrip().splitlines()[-1]
+    assert last.startswith("sdcflow: run failed: RuntimeError: an internal fault")
+    assert ("Traceback (most recent call last)" in err) is debug
+    assert ('raise RuntimeError("an internal fault")' in err) is debug
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ("retention: {keep_last: yes}", "retention.keep_last"),
+        ("retention: {keep_days: on}", "retention.keep_days"),
+        ("seed: true", "seed"),
+        ("checks: {k_anonymity: yes}", "checks"),
+    ],
+)
+def test_a_yaml_boolean_is_no_number(tmp_path, capsys, extra, field):
+    # A review: `retention: {keep_last: yes}` was read as 1, so the irreversible end-of-run
+    # drop kept one run's copies; `seed: true` was seed 1.
+    spec = write_release(tmp_path, rows=20)
+    spec.write_text(spec.read_text() + extra + "\n")
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] is Reason.SPEC_FIELD and f"{field}:" in err and "not true" in err
+
+
+def test_a_release_name_too_long_for_its_folders_is_refused_before_the_run(tmp_path, capsys):
+    spec = write_release(tmp_path, rows=20)
+    spec.write_text(spec.read_text().replace("release: survey", "release: " + "r" * 220, 1))
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.SPEC_FIELD, "release") and "100 characters" in err
+    assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+def test_serve_refuses_a_schedule_it_cannot_read_before_registering(tmp_path, capsys):
+    # A review: `sdcflow serve SPEC --cron "bogus cron"` exited 3, "run failed:
+    # ValidationError"; a schedule is the user's input, refused as such
+    spec = write_release(tmp_path, rows=20)
+    assert main(["serve", str(spec), "--cron", "bogus cron"]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.PARAMETER, "cron") and "is not a cron schedule" in err
+
+
+def test_a_hung_exit_hook_does_not_keep_a_decided_process_alive():
+    """A review's burst of SIGTERMs left Prefect's log service draining to the stopped
+    temporary API: the process had printed "interrupted" and was still alive 13 minutes
+    later, in ``threading._shutdown``. ``cli._end_process`` now ends it with its code once
+    the hooks have had ``$SDCFLOW_EXIT_TIMEOUT`` seconds, and says so in one line."""
+    import os
+    import time
+
+    from adversarial import spawn
+
+    started = time.monotonic()
+    proc = spawn(
+        """
+        import threading, time
+        from sdcflow.flows import cli
+
+        threading._register_atexit(lambda: time.sleep(600))  # a drain that never ends
+        print("outcome printed", flush=True)
+        cli._end_process(130)
+        """,
+        env={**os.environ, "SDCFLOW_EXIT_TIMEOUT": "1"},
+    )
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, out.strip()) == (130, "outcome printed"), err
+    assert "exit hooks did not finish in 1 s" in err and "exit code 130 stands" in err
+    assert time.monotonic() - started < 60
+    # also when the normal exit is kept for a thread that still runs (a second review)
+    proc = spawn(
+        """
+        import threading, time
+        from sdcflow.flows import cli
+
+        threading.Thread(target=lambda: time.sleep(0.5)).start()
+        threading._register_atexit(lambda: time.sleep(600))
+        print("outcome printed", flush=True)
+        cli._end_process(3)
+        """,
+        env={**os.environ, "SDCFLOW_EXIT_TIMEOUT": "2"},
+    )
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, out.strip()) == (3, "outcome printed"), err
+
+
+@pytest.mark.parametrize("seed", ["my-secret-42", "1.5"])
+def test_a_malformed_seed_is_refused_without_echoing_it(tmp_path, capsys, seed):
+    # the seed is the release's secret: an error names the key, never what was written there
+    spec = write_release(tmp_path, rows=20)
+    spec.write_text(spec.read_text() + f"seed: {seed}\n")
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] is Reason.SPEC_FIELD and "seed:" in err and seed not in err

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import logging
 import os
 import signal
@@ -349,6 +350,8 @@ def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     from sdcflow.tasks.spec import load_spec
 
     spec = load_spec(spec_path)
+    if cron is not None:
+        _check_cron(cron)
     serve_flow(
         with_runner(release, spec),
         name=name or spec.release,
@@ -357,6 +360,23 @@ def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     )
     print("stopped; the deployment's schedule is paused")
     return EXIT_OK
+
+
+def _check_cron(cron: str) -> None:
+    """Refuse a schedule Prefect cannot read before anything is registered (exit 2, not an
+    unexpected error from inside the runner)."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
+
+    try:
+        CronSchedule(cron=cron)
+    except ValidationError:
+        raise InputError(
+            f"--cron {cron!r} is not a cron schedule; give five fields, minute hour day month "
+            'weekday, e.g. "0 3 * * *"',
+            code=Reason.PARAMETER,
+            field="cron",
+        ) from None
 
 
 def _compare(
@@ -583,7 +603,17 @@ def _end_process(code: int) -> None:
     """
     import threading
 
-    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+    # a hook that never returns must not keep a decided process alive: a burst of SIGTERMs
+    # left Prefect's log service draining to the stopped temporary API for good (a review's
+    # process said "interrupted" and was still there 13 minutes later); also when the normal
+    # exit is kept for a thread that still runs
+    watchdog = threading.Timer(_exit_timeout(), _exit_now, args=(code,))
+    watchdog.daemon = True
+    watchdog.start()
+    if any(
+        t is not threading.main_thread() and t is not watchdog and not t.daemon
+        for t in threading.enumerate()
+    ):
         return
     shutdown = getattr(threading, "_shutdown", None)  # joins what concurrent.futures left
     if shutdown is not None:
@@ -599,6 +629,30 @@ def _end_process(code: int) -> None:
         except OSError as e:  # a full disk, an I/O error: the output is lost, say so
             if stream is sys.stdout:
                 _say_output_lost(e, code)
+    os._exit(code)
+
+
+def _exit_timeout() -> float:
+    """Seconds the exit hooks may take (``$SDCFLOW_EXIT_TIMEOUT``, default 30)."""
+    try:
+        return max(0.1, float(os.environ.get("SDCFLOW_EXIT_TIMEOUT", "30")))
+    except ValueError:
+        return 30.0
+
+
+def _exit_now(code: int) -> None:
+    """End the process with ``code`` when its exit hooks hang (:func:`_end_process`): the
+    outcome was decided and printed; what the hooks still held (Prefect's logs to its API)
+    is lost, and one line says so."""
+    _say(
+        f"sdcflow: the exit hooks did not finish in {_exit_timeout():g} s (Prefect's log "
+        f"service); exit code {code} stands",
+        err=True,
+    )
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()
     os._exit(code)
 
 
@@ -684,10 +738,18 @@ def _main(argv: Sequence[str] | None) -> int:
                 )
             return _fail("interrupted; nothing was published", EXIT_INTERRUPTED)
         if os.environ.get("SDCFLOW_DEBUG"):
-            raise
+            # the traceback, then the same line and code: a re-raise would exit 1, which
+            # says a check failed
+            import traceback
+
+            _say("".join(traceback.format_exception(e)).rstrip(), err=True)
         # the run could not complete: say so in one line
+        said = {
+            "prune": "`sdcflow runs` shows which runs' copies were dropped",  # one transaction
+            "runs": "nothing was changed",
+        }.get(args.command, "nothing was published")
         return _fail(
-            f"run failed: {type(e).__name__}: {_one_line(str(e))}; nothing was published "
+            f"run failed: {type(e).__name__}: {_one_line(str(e))}; {said} "
             "(set SDCFLOW_DEBUG=1 for the traceback)",
             EXIT_ERROR,
         )

@@ -132,6 +132,14 @@ def _split_key_declarations(data: Any) -> Any:
     return {**data, "quasi_identifiers": names, "key_types": declared}
 
 
+def not_a_boolean(value: Any, what: str) -> Any:
+    """Refuse a YAML boolean where a number is meant: pydantic reads ``yes`` as 1 (a review:
+    ``keep_last: yes`` kept one run's copies, and the drop is irreversible)."""
+    if isinstance(value, bool):
+        raise ValueError(f"give {what} as a number, not {str(value).lower()}")
+    return value
+
+
 class RetentionSpec(BaseModel):
     """How long the warehouse keeps a run's confidential copies (``retention:``): its raw,
     edited and masked tables. Applied at the end of every run of the release and by
@@ -156,6 +164,11 @@ class RetentionSpec(BaseModel):
     keep_refused: bool = Field(
         False, description="keep the copies of refused, failed and interrupted runs too"
     )
+
+    @field_validator("keep_last", "keep_days", mode="before")
+    @classmethod
+    def _a_number_not_yes(cls, value: Any) -> Any:
+        return not_a_boolean(value, "a count of runs or days")
 
 
 class DaskSettings(BaseModel):
@@ -217,7 +230,10 @@ class ReleaseSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
-    release: str = Field(pattern=_NAME, description="name of the published release")
+    # at most 100 characters: the release's folder, its temporary and previous copies and its
+    # report folders add a prefix and a run id, within a file name's 255 bytes (a review's
+    # 220-character name ran the whole release and failed at publication, exit 3)
+    release: str = Field(pattern=_NAME, max_length=100, description="name of the published release")
     source: Path = Field(description="CSV or Parquet file, relative to the spec file")
     id_column: str | None = Field(None, description="record identifier, never published")
     quasi_identifiers: list[str] = Field(
@@ -310,6 +326,19 @@ class ReleaseSpec(BaseModel):
             raise _NestedError(
                 _join_errors(e, model=METHODS[name].params), error_field(e)
             ) from None
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed_not_yes(cls, value: Any) -> Any:
+        return not_a_boolean(value, "the seed")
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _thresholds_not_yes(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for threshold in value.values():
+                not_a_boolean(threshold, "a check's threshold")
+        return value
 
     @field_validator("missing_values")
     @classmethod
@@ -578,6 +607,10 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return []
 
 
+# the spec's secrets (secrets_sha256): an error about one names it, never its value
+_SECRETS = frozenset({"seed", "fuzzy_map"})
+
+
 def _join_errors(
     error: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
 ) -> str:
@@ -593,7 +626,8 @@ def _join_errors(
                 msg = f"unknown key; allowed: {', '.join(allowed)}"
         where = f"{prefix}{loc}" if loc else prefix.rstrip(".")
         bad = err.get("input")
-        shown = "" if isinstance(bad, dict | list) or bad is None else f" (got {bad!r})"
+        secret = bool(err["loc"]) and err["loc"][0] in _SECRETS  # never echoed
+        shown = "" if secret or isinstance(bad, dict | list) or bad is None else f" (got {bad!r})"
         if len(shown) > 90:
             shown = shown[:86] + "...)"
         parts.append(f"{where}: {msg}{shown}" if where else msg + shown)

@@ -324,22 +324,45 @@ def test_an_unexpected_error_exits_3_and_debug_adds_only_the_traceback(
 
 
 @pytest.mark.parametrize(
-    ("extra", "field"),
+    ("old", "new", "field"),
     [
-        ("retention: {keep_last: yes}", "retention.keep_last"),
-        ("retention: {keep_days: on}", "retention.keep_days"),
-        ("seed: true", "seed"),
-        ("checks: {k_anonymity: yes}", "checks"),
+        ("release: survey", "release: survey\nretention: {keep_last: yes}", "retention.keep_last"),
+        ("release: survey", "release: survey\nretention: {keep_days: on}", "retention.keep_days"),
+        ("release: survey", "release: survey\nseed: true", "seed"),
+        ("release: survey", "release: survey\nchecks: {k_anonymity: yes}", "checks"),
+        ("k: 5", "k: yes", "method.k"),
+        ("- employees\n", "- {name: employees, precision: no}\n", "key_types.employees.precision"),
+        (
+            "- region\n",
+            "- {name: region, type: ordinal, order: [no, yes]}\n",
+            "key_types.region.order",
+        ),
+        ("release: survey", "release: survey\ndask: {workers: true}", "dask.workers"),
+        (
+            "release: survey",
+            "release: survey\nfuzzy_map: {profit: {sets: on}}",
+            "fuzzy_map.profit.sets",
+        ),
     ],
 )
-def test_a_yaml_boolean_is_no_number(tmp_path, capsys, extra, field):
+def test_a_yaml_boolean_is_no_number_or_text(tmp_path, capsys, old, new, field):
     # A review: `retention: {keep_last: yes}` was read as 1, so the irreversible end-of-run
-    # drop kept one run's copies; `seed: true` was seed 1.
+    # drop kept one run's copies; `seed: true` was seed 1, `precision: no` rounded to
+    # integers, a text `order: [no, yes]` became [0, 1]. Every field but a boolean one.
     spec = write_release(tmp_path, rows=20)
-    spec.write_text(spec.read_text() + extra + "\n")
+    text = spec.read_text()
+    assert old in text
+    spec.write_text(text.replace(old, new, 1))
     assert main(["check", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert cli_error(err)[0] is Reason.SPEC_FIELD and f"{field}:" in err and "not true" in err
+    assert cli_error(err) == (Reason.SPEC_FIELD, field) and "YAML read an unquoted" in err
+    assert "quote the text ('yes')" in err and not (tmp_path / "warehouse.duckdb").exists()
+
+
+def test_a_yaml_boolean_stays_a_boolean_where_one_is_meant(tmp_path, capsys):
+    spec = write_release(tmp_path, rows=20)
+    spec.write_text(spec.read_text() + "retention: {keep_refused: yes}\npublish_report: no\n")
+    assert main(["check", str(spec)]) == 0, capsys.readouterr().err
 
 
 def test_a_release_name_too_long_for_its_folders_is_refused_before_the_run(tmp_path, capsys):

@@ -35,6 +35,7 @@ from sdcflow.limits import (
     load_yaml,
     read_bounded,
 )
+from sdcflow.spec_model import SpecModel
 from sdcflow.tasks.fuzzy_mapping.params import FuzzyMapParams
 from sdcflow.tasks.gates import GATES, MeasureOptions
 from sdcflow.tasks.methods import METHODS, MethodParams
@@ -45,7 +46,7 @@ _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # --- mixed keys: declarations, missing values, recoding, suppression ---------------------
 
 
-class KeyDeclaration(BaseModel):
+class KeyDeclaration(SpecModel):
     """A quasi-identifier given as a mapping: ``{name, type, order, precision}``.
 
     ``type`` overrides the kind detected from the file (numbers: numeric; text, booleans:
@@ -72,7 +73,7 @@ class KeyDeclaration(BaseModel):
         return self
 
 
-class RecodeSpec(BaseModel):
+class RecodeSpec(SpecModel):
     """Global recoding of one key (``recode: {column: ...}``): exactly one of ``bins``,
     ``map`` or ``hierarchy``."""
 
@@ -97,7 +98,7 @@ class RecodeSpec(BaseModel):
         return self
 
 
-class SuppressionSpec(BaseModel):
+class SuppressionSpec(SpecModel):
     """Local suppression of categorical keys (``suppression:``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -132,15 +133,7 @@ def _split_key_declarations(data: Any) -> Any:
     return {**data, "quasi_identifiers": names, "key_types": declared}
 
 
-def not_a_boolean(value: Any, what: str) -> Any:
-    """Refuse a YAML boolean where a number is meant: pydantic reads ``yes`` as 1 (a review:
-    ``keep_last: yes`` kept one run's copies, and the drop is irreversible)."""
-    if isinstance(value, bool):
-        raise ValueError(f"give {what} as a number, not {str(value).lower()}")
-    return value
-
-
-class RetentionSpec(BaseModel):
+class RetentionSpec(SpecModel):
     """How long the warehouse keeps a run's confidential copies (``retention:``): its raw,
     edited and masked tables. Applied at the end of every run of the release and by
     ``sdcflow prune``; ``audit.runs`` keeps every run's figures whatever is dropped.
@@ -165,13 +158,8 @@ class RetentionSpec(BaseModel):
         False, description="keep the copies of refused, failed and interrupted runs too"
     )
 
-    @field_validator("keep_last", "keep_days", mode="before")
-    @classmethod
-    def _a_number_not_yes(cls, value: Any) -> Any:
-        return not_a_boolean(value, "a count of runs or days")
 
-
-class DaskSettings(BaseModel):
+class DaskSettings(SpecModel):
     """``dask:`` -- where ``runner: dask`` runs the mask's cells (README, "Scale-out")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -198,7 +186,7 @@ class DaskSettings(BaseModel):
         return self
 
 
-class Acceptances(BaseModel):
+class Acceptances(SpecModel):
     """What a spec explicitly accepts that sdcflow refuses by default (``accept:``); the
     manifest records it with the spec."""
 
@@ -225,7 +213,7 @@ class Acceptances(BaseModel):
         return value
 
 
-class ReleaseSpec(BaseModel):
+class ReleaseSpec(SpecModel):
     """A release: where the data come from, how they are masked, checked and published."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -326,19 +314,6 @@ class ReleaseSpec(BaseModel):
             raise _NestedError(
                 _join_errors(e, model=METHODS[name].params), error_field(e)
             ) from None
-
-    @field_validator("seed", mode="before")
-    @classmethod
-    def _seed_not_yes(cls, value: Any) -> Any:
-        return not_a_boolean(value, "the seed")
-
-    @field_validator("checks", mode="before")
-    @classmethod
-    def _thresholds_not_yes(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            for threshold in value.values():
-                not_a_boolean(threshold, "a check's threshold")
-        return value
 
     @field_validator("missing_values")
     @classmethod

@@ -16,9 +16,10 @@ never how (see :mod:`sdcflow.warehouse.secrets`).
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from sdcflow.errors import DataError
+from sdcflow.spec_model import SpecModel
 from sdcflow.tasks.fuzzy_mapping.combiners import Combiner
 from sdcflow.tasks.fuzzy_mapping.membership import (
     Definition,
@@ -28,7 +29,7 @@ from sdcflow.tasks.fuzzy_mapping.membership import (
 )
 
 
-class FuzzyMapParams(BaseModel):
+class FuzzyMapParams(SpecModel):
     """How one sensitive column is mapped (module docstring)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -19,9 +19,10 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.spec_model import SpecModel
 from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
 from sdcflow.tasks.measures.anonymity import (
     entropy_l_diversity,
@@ -33,7 +34,7 @@ from sdcflow.tasks.measures.anonymity import (
 from sdcflow.tasks.methods.base import CrispIntruder, MaskResult, transparency_probabilities
 
 
-class TransparencyOptions(BaseModel):
+class TransparencyOptions(SpecModel):
     """Settings of the transparency intruder (gates ``max_transparency_reidentification``,
     ``transparency_k_anonymity``)."""
 

@@ -18,8 +18,9 @@ from dataclasses import replace
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from sdcflow.spec_model import SpecModel
 from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, complete_records
 from sdcflow.tasks.measures.cluster_loss import ClusterLoss, cluster_loss
 from sdcflow.tasks.measures.information_loss import (
@@ -30,7 +31,7 @@ from sdcflow.tasks.measures.information_loss import (
 )
 
 
-class ClusterLossOptions(BaseModel):
+class ClusterLossOptions(SpecModel):
     """Settings of the cluster-specific loss gates (fuzzy c-means on both files)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -14,13 +14,14 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 from scipy import sparse
 
+from sdcflow.spec_model import SpecModel
 from sdcflow.tasks.linear.constraints import LinearConstraints
 
 
-class MethodParams(BaseModel):
+class MethodParams(SpecModel):
     """Base of every method's parameters; unknown keys are errors."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -42,9 +42,10 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, model_validator
 
 from sdcflow.errors import DataError, ParameterError, Reason
+from sdcflow.spec_model import SpecModel
 from sdcflow.tasks.box.anonymize import box_anonymize
 from sdcflow.tasks.box.partition import default_grid, distinct_counts
 from sdcflow.tasks.box.sensitivity import STAT_ARITY, Target, default_delta0
@@ -55,7 +56,7 @@ from sdcflow.tasks.validation import check_magnitude, standardize
 StatName = Literal["mean", "variance", "std", "covariance", "correlation"]
 
 
-class BoxTarget(BaseModel):
+class BoxTarget(SpecModel):
     """One target statistic of the spec."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

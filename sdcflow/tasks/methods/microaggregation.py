@@ -30,9 +30,10 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from sdcflow.errors import ParameterError
+from sdcflow.spec_model import SpecModel
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.measures.information_loss import sse_sst_loss, sse_sst_loss_present
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
@@ -48,7 +49,7 @@ from sdcflow.tasks.validation import check_k
 BOUND_SECONDS = 60.0  # CPU budget of the lower bound's nearest-neighbour search per block
 
 
-class RefineOptions(BaseModel):
+class RefineOptions(SpecModel):
     """``refine:`` of a crisp method: ``true`` (these defaults) or a mapping."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

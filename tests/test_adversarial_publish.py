@@ -174,6 +174,18 @@ def test_output_on_a_read_only_filesystem_fails_at_preflight(tmp_path, capsys):
     assert not (tmp_path / "warehouse.duckdb").exists()
 
 
+@pytest.mark.parametrize("command", ["release", "check"])
+def test_reports_on_a_read_only_filesystem_fail_at_preflight(tmp_path, capsys, command):
+    # A review: the run masked the file, then failed writing its report (exit 3, "run
+    # failed: OSError", a failed run in the warehouse); refused before the run, exit 2
+    with read_only_disk(tmp_path / "ro"):
+        spec = _spec(tmp_path, reports="ro/reports")
+        assert main([command, str(spec)]) == 2
+        err = _refused(capsys, Reason.OUTPUT)
+    assert "`reports:`" in err and "Traceback" not in err
+    assert not (tmp_path / "warehouse.duckdb").exists()
+
+
 @pytest.mark.parametrize("kind", ["csv", "folder", "empty"])
 def test_a_warehouse_that_is_not_duckdb_fails_at_preflight(tmp_path, capsys, kind):
     if kind == "csv":

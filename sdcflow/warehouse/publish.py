@@ -190,6 +190,20 @@ def _nearest_existing(path: Path) -> Path:
     return Path("/")
 
 
+def check_writable_folder(folder: Path, field: str, what: str) -> None:
+    """Refuse (``InputError``, reason ``OUTPUT``) a folder sdcflow could neither create nor
+    write into: its nearest existing part is not a folder, or not writable (a read-only file
+    system too: ``access(2)`` says so even to root)."""
+    base = _nearest_existing(Path(folder))
+    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+        raise InputError(
+            f"cannot write into {base} (to hold {what} {folder}); make it writable or point "
+            f"`{field}:` elsewhere",
+            code=Reason.OUTPUT,
+            field=field,
+        )
+
+
 def check_release_target(output: Path, release: str) -> None:
     """Refuse (``InputError``, reason ``OUTPUT``) an output folder that cannot take the release:
     a file where the folder should be, a folder sdcflow cannot write, or a ``<release>`` entry
@@ -201,13 +215,7 @@ def check_release_target(output: Path, release: str) -> None:
             "missing)",
             code=Reason.OUTPUT,
         )
-    base = _nearest_existing(output)
-    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
-        raise InputError(
-            f"cannot write into {base} (to hold the output folder {output}); make it writable "
-            "or point `output:` elsewhere",
-            code=Reason.OUTPUT,
-        )
+    check_writable_folder(output, "output", "the output folder")
     target = output / release
     problem = previous_release_problem(target, release)
     if problem is not None:

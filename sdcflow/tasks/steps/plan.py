@@ -62,6 +62,7 @@ from sdcflow.tasks.validation import check_cell_size, check_resolution
 from sdcflow.warehouse.publish import (
     check_release_paths,
     check_release_target,
+    check_writable_folder,
     enclosing_release,
 )
 from sdcflow.warehouse.sources import (
@@ -277,6 +278,8 @@ def check_destinations(spec: ReleaseSpec) -> None:
         },
     )
     check_release_target(spec.output_dir, spec.release)
+    # before the run starts: a read-only reports folder failed the run after the mask (exit 3)
+    check_writable_folder(spec.reports_dir / spec.release, "reports", "the run reports")
     check_warehouse_file(spec.warehouse_path)
     written = (
         ("output", spec.output_dir),

@@ -365,3 +365,19 @@ def test_a_lone_value_in_a_stratum_takes_its_neighbours_from_the_whole_file():
     nearest = present[np.argsort(np.abs(present - 1234.5), kind="stable")[:5]]
     assert released[150] == pytest.approx(nearest.mean(), rel=1e-12)  # k nearest of the file
     assert released[150] != 1234.5
+
+
+@pytest.mark.parametrize("cell_size", [None, 10])
+def test_a_key_with_one_value_in_the_file_is_refused_by_its_name(cell_size):
+    """A review: the one-pass method called the key "a numeric key", unnamed; the message and
+    the error's field name the column (never its value)."""
+    X = np.column_stack([np.arange(20.0), np.full(20, np.nan)])
+    X[7, 1] = 123456.0
+    params = METHODS["heterogeneous"].params.model_validate(
+        {"name": "heterogeneous", "k": 3, "cell_size": cell_size}
+    )
+    with pytest.raises(DataError, match="numeric key income has a value on one record") as e:
+        METHODS["heterogeneous"].mask(
+            X, ["turnover", "income"], params, np.random.default_rng(0), None
+        )
+    assert e.value.field == "income" and "123456" not in str(e.value)

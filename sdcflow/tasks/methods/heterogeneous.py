@@ -61,13 +61,13 @@ class HeterogeneousParams(MethodParams):
         json_schema_extra={"added": True},  # unset, not in the spec hash (MethodParams)
     )
 
-    def release(self, keys: MixedKeys) -> tuple[np.ndarray, Representatives]:
+    def release(self, keys: MixedKeys, names: Sequence[str]) -> tuple[np.ndarray, Representatives]:
         """The groups of the records (one pass, or within cells with ``cell_size``) and
-        their representatives."""
+        their representatives; ``names`` of the numeric keys, for the messages."""
         if self.cell_size is None:
             labels = heterogeneous_groups(keys, self.k)
-            return labels, group_representatives(keys, labels, self.k)
-        return heterogeneous_cells_release(keys, self.k, self.cell_size)
+            return labels, group_representatives(keys, labels, self.k, names=names)
+        return heterogeneous_cells_release(keys, self.k, self.cell_size, names)
 
 
 def mixed_keys(enc: EncodedKeys) -> tuple[MixedKeys, np.ndarray, np.ndarray]:
@@ -93,7 +93,7 @@ def _mask_keys(
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> EncodedRelease:
     keys, ord_idx, nom_idx = mixed_keys(enc)
-    labels, rep = params.release(keys)
+    labels, rep = params.release(keys, enc.numeric_names)
     # means over the values present break the linear rules when some are missing
     done = group_values_on_rules(
         enc.numeric,
@@ -142,7 +142,7 @@ def _mask(
     constraints: LinearConstraints | None,
 ) -> MaskResult:
     keys = MixedKeys.build(numeric=X)
-    labels, rep = params.release(keys)
+    labels, rep = params.release(keys, columns)
     points, *_ = group_values_on_rules(X, rep.numeric, labels, columns, constraints)
     return MaskResult(masked=pd.DataFrame(points, columns=columns), points=points, groups=labels)
 

@@ -3,8 +3,9 @@
 YAML reads unquoted ``yes``, ``no``, ``on``, ``off``, ``true`` and ``false`` as booleans, and
 pydantic turns a boolean into 1 or 0 wherever a number is meant: ``keep_last: yes`` kept one
 run's copies (an irreversible drop), ``precision: no`` rounded to integers, and a categorical
-``order: [no, yes]`` became ``[0, 1]``. A field that does not take a boolean refuses one,
-wherever it sits in the field's lists and mappings.
+``order: [no, yes]`` became ``[0, 1]``. A field that takes numbers and no boolean refuses
+one, wherever it sits in the field's lists and mappings (text fields and choices refuse it
+already, naming what they take).
 """
 
 from __future__ import annotations
@@ -13,37 +14,58 @@ import types
 import typing
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ValidationInfo, field_validator
 
 
 class SpecModel(BaseModel):
-    """A pydantic model of the spec whose numeric and text fields refuse YAML booleans."""
+    """A pydantic model of the spec whose numeric fields refuse YAML booleans."""
 
     @field_validator("*", mode="before")
     @classmethod
     def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         field = cls.model_fields.get(info.field_name or "")
-        if field is None or not _holds_a_boolean(value):
+        at = _boolean_at(value)
+        if field is None or at is None:
             return value
-        leaves = _leaves(field.annotation)
-        if bool in leaves or Any in leaves or object in leaves:
-            return value
-        if leaves & {int, float, str}:
-            raise ValueError(
-                "YAML read an unquoted yes/no/on/off/true/false here as a boolean, and this "
-                "field takes no boolean; give a number, or quote the text ('yes')"
-            )
+        return refuse_boolean_for_a_number(value, field.annotation, at)
+
+
+def refuse_boolean_for_a_number(value: Any, annotation: Any, at: str = "") -> Any:
+    """``value`` unchanged, unless it holds a boolean (``at``: where, ``[1]``, ``[p]``) and
+    ``annotation`` takes numbers but no boolean: then a ``ValueError`` that says so. Text
+    fields and choices are left to pydantic, which refuses a boolean there by itself."""
+    leaves = _leaves(annotation)
+    if bool in leaves or Any in leaves or object in leaves or not leaves & {int, float}:
         return value
+    text = " or quote the text ('yes')" if str in leaves else ""
+    where = f" at {at}" if at else ""
+    raise ValueError(
+        f"YAML read an unquoted yes/no/on/off/true/false{where} as a boolean, which would "
+        f"count as 1 or 0; give a number{text}"
+    )
 
 
-def _holds_a_boolean(value: Any) -> bool:
-    if isinstance(value, bool):
-        return True
+def _is_boolean(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _boolean_at(value: Any, at: str = "") -> str | None:
+    """Where in ``value`` (itself, or an item of its lists and mappings) a boolean is: ``""``
+    for the value itself, ``[1]``, ``[name][0]``...; None when there is none."""
+    if _is_boolean(value):
+        return at
     if isinstance(value, (list, tuple)):
-        return any(_holds_a_boolean(v) for v in value)
-    if isinstance(value, dict):
-        return any(_holds_a_boolean(v) for v in value.values())
-    return False
+        items: Any = enumerate(value)
+    elif isinstance(value, dict):
+        items = value.items()
+    else:
+        return None
+    for key, item in items:
+        found = _boolean_at(item, f"{at}[{key}]")
+        if found is not None:
+            return found
+    return None
 
 
 def _leaves(annotation: Any) -> set[Any]:

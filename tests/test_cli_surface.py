@@ -343,20 +343,47 @@ def test_an_unexpected_error_exits_3_and_debug_adds_only_the_traceback(
             "release: survey\nfuzzy_map: {profit: {sets: on}}",
             "fuzzy_map.profit.sets",
         ),
+        # a generated model (create_model) too: `yes` was p = 1, a third of the default risk
+        (
+            "release: survey",
+            "release: survey\nmeasures: {interval_disclosure_p: [5, on]}",
+            "measures.interval_disclosure_p",
+        ),
     ],
 )
-def test_a_yaml_boolean_is_no_number_or_text(tmp_path, capsys, old, new, field):
+def test_a_yaml_boolean_is_no_number(tmp_path, capsys, old, new, field):
     # A review: `retention: {keep_last: yes}` was read as 1, so the irreversible end-of-run
     # drop kept one run's copies; `seed: true` was seed 1, `precision: no` rounded to
-    # integers, a text `order: [no, yes]` became [0, 1]. Every field but a boolean one.
+    # integers, a text `order: [no, yes]` became [0, 1]. Every field that takes numbers.
     spec = write_release(tmp_path, rows=20)
     text = spec.read_text()
     assert old in text
     spec.write_text(text.replace(old, new, 1))
     assert main(["check", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert cli_error(err) == (Reason.SPEC_FIELD, field) and "YAML read an unquoted" in err
-    assert "quote the text ('yes')" in err and not (tmp_path / "warehouse.duckdb").exists()
+    assert cli_error(err) == (Reason.SPEC_FIELD, field) and "as a boolean" in err
+    assert "YAML read an unquoted yes/no/on/off/true/false" in err and "give a number" in err
+    # where text is taken too, the message says to quote it, and where the item is
+    assert ("quote the text ('yes')" in err) is (field == "key_types.region.order")
+    if "[" in new.split(":", 1)[1]:
+        assert " at [" in err
+    assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+def test_a_choice_or_a_rule_name_read_as_a_boolean_is_refused_saying_what_it_takes(
+    tmp_path, capsys
+):
+    # a choice keeps pydantic's list of what it takes; a rule's name was str(False), "False"
+    spec = write_release(tmp_path, rows=20)
+    base = spec.read_text()
+    spec.write_text(base + "on_violation: yes\n")
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.SPEC_FIELD, "on_violation") and "'fail' or 'repair'" in err
+    spec.write_text(base + "edits: [{rule: 'wages <= total_costs', name: no}]\n")
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.RULE_OPTION, "edits[0].name") and "quote it" in err
 
 
 def test_a_yaml_boolean_stays_a_boolean_where_one_is_meant(tmp_path, capsys):

@@ -761,6 +761,15 @@ def _item_spec(item: object, i: int, source: str) -> dict[str, Any]:
             code=Reason.RULE_OPTION,
             field=f"{where}.rule",
         )
+    for key in ("name", "description"):
+        if isinstance(item.get(key), bool):  # str() would make it "True"
+            raise RuleError(
+                f"{where}: YAML read the unquoted {key} as a boolean (yes/no/on/off/true/"
+                f"false); quote it: {key}: 'no'",
+                rule=text,
+                code=Reason.RULE_OPTION,
+                field=f"{where}.{key}",
+            )
     name = item.get("name")
     if name is not None:
         name = str(name)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from sdcflow.spec_model import SpecModel
 from sdcflow.tasks.gates import anonymity, box, edits, loss, risk
 from sdcflow.tasks.gates.anonymity import RecordRisk, record_risk
 from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, GateOutcome
@@ -51,10 +52,17 @@ def options_model() -> type[BaseModel]:
     }
     return create_model(
         "MeasureOptions",
-        __config__=ConfigDict(extra="forbid", frozen=True),
+        __base__=_Options,
         __doc__="Settings of the measures behind the gates (``measures:`` in the spec).",
         **fields,
     )
+
+
+class _Options(SpecModel):
+    """The base of ``MeasureOptions`` (``create_model`` takes a base or a config, not both):
+    a YAML ``yes`` is no percentage."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 MeasureOptions = options_model()

@@ -186,6 +186,14 @@ def test_reports_on_a_read_only_filesystem_fail_at_preflight(tmp_path, capsys, c
     assert not (tmp_path / "warehouse.duckdb").exists()
 
 
+def test_reports_under_a_file_are_refused_saying_it_is_no_folder(tmp_path, capsys):
+    spec = _spec(tmp_path, reports="data.csv/reports")
+    assert main(["check", str(spec)]) == 2
+    err = _refused(capsys, Reason.OUTPUT)
+    assert "data.csv is not a folder" in err and "make it writable" not in err
+    assert not (tmp_path / "warehouse.duckdb").exists()
+
+
 @pytest.mark.parametrize("kind", ["csv", "folder", "empty"])
 def test_a_warehouse_that_is_not_duckdb_fails_at_preflight(tmp_path, capsys, kind):
     if kind == "csv":

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from adversarial import read_only_disk
 from errorline import cli_error
 from survey import write_release
 
@@ -167,6 +168,25 @@ def test_compare_measures_il_against_the_raw_file_and_refuses_raw_errors(
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     assert main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "--k", "5"]) == 1
     assert "refused" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["read-only", "under a file"])
+def test_compare_out_it_cannot_write_is_refused_before_any_variant(tmp_path, capsys, where):
+    """A review: a read-only ``--out`` failed after every variant had run (exit 3, "run
+    failed: OSError", their reports and the warehouse left); refused first, exit 2."""
+    spec = write_release(tmp_path, rows=60, seed=2)
+    args = ["compare", str(spec), "--methods", "mdav", "--k", "3", "--out"]
+    if where == "read-only":
+        with read_only_disk(tmp_path / "ro"):
+            assert main([*args, str(tmp_path / "ro" / "cmp")]) == 2
+    else:
+        assert main([*args, str(tmp_path / "data.csv" / "cmp")]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.OUTPUT, "out") and "--out elsewhere" in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "ro") == [
+        "data.csv",
+        "release.yaml",
+    ]
 
 
 @pytest.mark.flow

@@ -49,7 +49,7 @@ from sdcflow.tasks.report.html import REPORT_NAME, figure_png, write_report
 from sdcflow.tasks.report.sections import Section, Table, fmt, table_of
 from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps.plan import plan_release
-from sdcflow.warehouse.publish import enclosing_release
+from sdcflow.warehouse.publish import check_writable_folder, enclosing_release
 
 COLUMNS = [
     "method",
@@ -159,7 +159,8 @@ WRITTEN = ("risk_utility.png", "risk_utility.csv", REPORT_NAME)
 def _check_out(folder: Path) -> None:
     """Refuse (``InputError``, exit 2) an ``--out`` folder inside a published release (its
     next publication would refuse the files it did not list) or one that already holds a file
-    of the names written (sdcflow never replaces a file it did not create)."""
+    of the names written (sdcflow never replaces a file it did not create), or one it could
+    neither create nor write into."""
     inside = enclosing_release(folder)
     if inside is not None:
         raise InputError(
@@ -170,6 +171,8 @@ def _check_out(folder: Path) -> None:
         )
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--out {folder} is not a folder", code=Reason.OUTPUT, field="out")
+    # before any variant runs (a read-only --out failed after all of them, exit 3)
+    check_writable_folder(folder, "out", "the comparison", "--out")
     there = [name for name in WRITTEN if (folder / name).exists() or (folder / name).is_symlink()]
     if there:
         raise InputError(

@@ -190,15 +190,24 @@ def _nearest_existing(path: Path) -> Path:
     return Path("/")
 
 
-def check_writable_folder(folder: Path, field: str, what: str) -> None:
+def check_writable_folder(folder: Path, field: str, what: str, option: str = "") -> None:
     """Refuse (``InputError``, reason ``OUTPUT``) a folder sdcflow could neither create nor
     write into: its nearest existing part is not a folder, or not writable (a read-only file
-    system too: ``access(2)`` says so even to root)."""
+    system too: ``access(2)`` says so even to root). ``option``: how the user names the
+    folder (default the spec field, ```field:```)."""
+    option = option or f"`{field}:`"
     base = _nearest_existing(Path(folder))
-    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+    if not base.is_dir():
+        raise InputError(
+            f"{base} is not a folder, so {what} {folder} cannot be made there; point "
+            f"{option} elsewhere",
+            code=Reason.OUTPUT,
+            field=field,
+        )
+    if not os.access(base, os.W_OK | os.X_OK):
         raise InputError(
             f"cannot write into {base} (to hold {what} {folder}); make it writable or point "
-            f"`{field}:` elsewhere",
+            f"{option} elsewhere",
             code=Reason.OUTPUT,
             field=field,
         )

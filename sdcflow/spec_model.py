@@ -25,25 +25,21 @@ class SpecModel(BaseModel):
     @classmethod
     def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         field = cls.model_fields.get(info.field_name or "")
-        at = _boolean_at(value)
-        if field is None or at is None:
+        if field is None:
             return value
-        return refuse_boolean_for_a_number(value, field.annotation, at)
-
-
-def refuse_boolean_for_a_number(value: Any, annotation: Any, at: str = "") -> Any:
-    """``value`` unchanged, unless it holds a boolean (``at``: where, ``[1]``, ``[p]``) and
-    ``annotation`` takes numbers but no boolean: then a ``ValueError`` that says so. Text
-    fields and choices are left to pydantic, which refuses a boolean there by itself."""
-    leaves = _leaves(annotation)
-    if bool in leaves or Any in leaves or object in leaves or not leaves & {int, float}:
-        return value
-    text = " or quote the text ('yes')" if str in leaves else ""
-    where = f" at {at}" if at else ""
-    raise ValueError(
-        f"YAML read an unquoted yes/no/on/off/true/false{where} as a boolean, which would "
-        f"count as 1 or 0; give a number{text}"
-    )
+        leaves = _leaves(field.annotation)
+        # text fields and choices refuse a boolean by themselves, naming what they take
+        if bool in leaves or Any in leaves or object in leaves or not leaves & {int, float}:
+            return value
+        at = _boolean_at(value)
+        if at is None:
+            return value
+        text = " or quote the text ('yes')" if str in leaves else ""
+        where = f" at {at}" if at else ""
+        raise ValueError(
+            f"YAML read an unquoted yes/no/on/off/true/false{where} as a boolean, which would "
+            f"count as 1 or 0; give a number{text}"
+        )
 
 
 def _is_boolean(value: Any) -> bool:

@@ -607,7 +607,8 @@ def _end_process(code: int) -> None:
     # left Prefect's log service draining to the stopped temporary API for good (a review's
     # process said "interrupted" and was still there 13 minutes later); also when the normal
     # exit is kept for a thread that still runs
-    watchdog = threading.Timer(_exit_timeout(), _exit_now, args=(code,))
+    timeout = _exit_timeout()
+    watchdog = threading.Timer(timeout, _exit_now, args=(code, timeout))
     watchdog.daemon = True
     watchdog.start()
     if any(
@@ -640,12 +641,12 @@ def _exit_timeout() -> float:
         return 30.0
 
 
-def _exit_now(code: int) -> None:
+def _exit_now(code: int, timeout: float) -> None:
     """End the process with ``code`` when its exit hooks hang (:func:`_end_process`): the
     outcome was decided and printed; what the hooks still held (Prefect's logs to its API)
     is lost, and one line says so."""
     _say(
-        f"sdcflow: the exit hooks did not finish in {_exit_timeout():g} s (Prefect's log "
+        f"sdcflow: the exit hooks did not finish in {timeout:g} s (Prefect's log "
         f"service); exit code {code} stands",
         err=True,
     )

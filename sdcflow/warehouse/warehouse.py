@@ -80,13 +80,20 @@ def audit_kind(con: duckdb.DuckDBPyConnection) -> str:
     """``"sdcflow"`` when the database has sdcflow's ``audit.runs``, ``"none"`` when it has
     no such table, ``"foreign"`` when its ``audit.runs`` lacks sdcflow's columns (a table of
     the user's, which sdcflow must not alter)."""
-    columns = {
+    return _kind_of(_audit_columns(con))
+
+
+def _audit_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {
         row[0]
         for row in con.execute(
             "SELECT column_name FROM information_schema.columns "
             "WHERE table_schema = 'audit' AND table_name = 'runs'"
         ).fetchall()
     }
+
+
+def _kind_of(columns: set[str]) -> str:
     if not columns:
         return "none"
     return "sdcflow" if _AUDIT_COLUMNS <= columns else "foreign"
@@ -550,22 +557,16 @@ class Warehouse:
         if not self.path.exists():
             return pd.DataFrame()
         with self.connect(read_only=True) as con:
-            kind = audit_kind(con)
-            if kind == "none":
+            columns = _audit_columns(con)
+            owner = _kind_of(columns)
+            if owner == "none":
                 return pd.DataFrame()
-            if kind == "foreign":
+            if owner == "foreign":
                 raise InputError(
                     f"warehouse {self.path} has a table audit.runs that sdcflow did not "
                     "create; it records no sdcflow run",
                     code=Reason.WAREHOUSE,
                 )
-            columns = {
-                r[0]
-                for r in con.execute(
-                    "SELECT column_name FROM information_schema.columns "
-                    "WHERE table_schema = 'audit' AND table_name = 'runs'"
-                ).fetchall()
-            }
             extra = ", ".join(
                 c if c in columns else f"NULL AS {c}"
                 for c in ("host", "pid", "target", "input_sha256", "copies_pruned_at")

@@ -107,13 +107,9 @@ def _partial_mdav(
     spread: np.ndarray,
     decimals: Sequence[int | None],
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
-    rows: np.ndarray | None = None,
 ) -> GroupValues:
     """Group means of MDAV-generic with partial distances: records grouped on the values they
-    have, means over the values present (a group's key that fewer than k of its records have
-    averaged with the values of its nearest records outside it, taken from ``spread`` where
-    the records given, ``rows`` of the file, lack them: :func:`group_representatives`),
-    missing stays missing; with ``cell_size`` (mdav's),
+    have, means over the values present, missing stays missing; with ``cell_size`` (mdav's),
     within spatial cells of at most that many records (:func:`heterogeneous_cells`). Each
     group's values are then moved onto the linear rules its records can be checked against
     (:func:`group_values_on_rules`; means over different records break them), measured in
@@ -124,10 +120,9 @@ def _partial_mdav(
     keys = MixedKeys.build(numeric=X)
     if cell_size is None:
         labels = heterogeneous_groups(keys, k)
-        rep = group_representatives(keys, labels, k, names=columns, pool=spread, rows=rows)
-        values = rep.numeric
+        values = group_representatives(keys, labels, k, names=columns, pool=spread).numeric
     else:
-        labels, rep = heterogeneous_cells_release(keys, k, cell_size, columns, spread, rows)
+        labels, rep = heterogeneous_cells_release(keys, k, cell_size, columns, pool=spread)
         values = rep.numeric
     return group_values_on_rules(
         spread, values, labels, columns, constraints, decimals, conditional
@@ -185,7 +180,6 @@ def _strata(
                     enc.numeric,
                     [key.decimals for key in enc.numeric_keys],
                     conditional,
-                    rows,
                 )
             released[rows] = done.values
             final[rows] = True

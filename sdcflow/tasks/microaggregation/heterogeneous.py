@@ -22,14 +22,9 @@ partial-distance rule that keeps records with gaps comparable; a record with no 
 common with another is at distance 0 from it. Representatives use the values present (the
 mean of the present values...); a missing value stays missing in the release (it matches any
 value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed. A
-numeric key's mean over fewer than k values of its group would let those records recover
-each other's values (a value alone would be published as it is; with two, each record reads
-the other's from the mean and its own). Such a group's value is instead the mean of its m
-values and those of the k - m records nearest its centroid, under the distance that formed
-the groups, among the records outside it that have the key (:func:`group_representatives`):
-an average of k values whose other k - m are unknown to the group's records and scattered
-like a group's own, not chosen for being close to the group's mean of that key (the k values
-of the key nearest that mean would give it back nearly exactly).
+numeric key's value that is the only one of its group would be its own mean, published as it
+is: it is released as the mean of the k values of the key nearest it instead
+(:func:`lone_value_means`).
 
 Large files: MDAV-generic costs O(n^2 d / k), fourfold with every doubling of n (figures:
 ``benchmarks/README.md``, "Missing numbers at scale"). :func:`heterogeneous_cells` runs it
@@ -204,23 +199,42 @@ def _aggregate_cont(block: np.ndarray, numeric: int) -> np.ndarray:
     return out
 
 
-def _enough_values(pool: np.ndarray, k: int, names: Sequence[str] | None) -> None:
-    """Refuse (``DataError``, ``too-few-records``) a numeric key of ``pool`` (N, p) that
-    fewer than k records have: no average of k of its values can mask them, and an average
-    of fewer would publish one as it is, or let each record holding one read the others'."""
-    counts = (~np.isnan(pool)).sum(axis=0)
-    for j in np.flatnonzero((counts > 0) & (counts < k)):
-        m, name = int(counts[j]), _name(names, j)
-        what = "numeric key " + name if name else "a numeric key"
-        held = "a value on one record" if m == 1 else f"values on {m} records"
-        risk = "publish it as it is" if m == 1 else "let each of those records read the others'"
+def lone_value_means(
+    pool: np.ndarray, v: np.ndarray, k: int, name: str | None = None
+) -> np.ndarray:
+    """For each value ``v`` (r,) of the key's column ``pool`` (n,), the mean of the k present
+    values of ``pool`` nearest it (itself included; ties to the lower value), or of all of
+    them when fewer than k are present: the value a group releases for a key only one of its
+    records has (:func:`group_representatives`), an average of k values.
+
+    In the sorted present values the k nearest to v form the window of k consecutive values
+    around v whose farther end is nearest; it is found for all records at once by a binary
+    search on the window's start. Refused (``DataError``) when one value alone is present:
+    nothing can mask it. Shapes: pool (n,) with NaN missing, v (r,) -> (r,).
+    """
+    values = np.sort(pool[~np.isnan(pool)])
+    m = values.size
+    if m < 2:
         raise DataError(
-            f"{what} has {held} only, fewer than k = {k}: no mean of k of its values can "
-            f"mask {'it' if m == 1 else 'them'}, and a mean of fewer would {risk}; drop that "
-            "key, or add records that have it",
+            f"{'numeric key ' + name if name else 'a numeric key'} has a value on one record "
+            "only: it cannot be averaged with any other "
+            "and would be published as it is; drop that key, or add records that have it",
             code=Reason.TOO_FEW_RECORDS,
             field=name,
         )
+    w = min(k, m)
+    v = np.asarray(v, dtype=np.float64)
+    # the window [s, s + w) is the k nearest to v when v - values[s] <= values[s + w] - v
+    # fails for s - 1 and holds for s: the first s in [0, m - w] where it holds
+    lo = np.zeros(v.size, dtype=np.int64)
+    hi = np.full(v.size, m - w, dtype=np.int64)
+    while (lo < hi).any():
+        mid = (lo + hi) // 2
+        holds = v - values[mid] <= values[np.minimum(mid + w, m - 1)] - v
+        holds |= mid + w >= m
+        hi = np.where(holds, mid, hi)
+        lo = np.where(holds, lo, mid + 1)
+    return np.array([safe_mean(values[s : s + w]) for s in lo]) if v.size else v.copy()
 
 
 def _name(names: Sequence[str] | None, j: int) -> str | None:
@@ -294,11 +308,8 @@ def _cell_groups(
     MDAV-generic on the cell's rows of the file's scaled keys, and with ``raw`` (the cell's
     keys as given) the groups' representatives, computed here rather than in the process
     that assembles the cells. (m, p + q), (m, r) -> labels (m,), Representatives or None."""
-    dist = _Distances(cont, numeric, nom)
-    labels = _groups(dist, k)
-    if raw is None:
-        return labels, None
-    return labels, group_representatives(raw, labels, k, complete=False, dist=dist)
+    labels = _groups(_Distances(cont, numeric, nom), k)
+    return labels, (None if raw is None else group_representatives(raw, labels, k, lone=False))
 
 
 def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
@@ -338,16 +349,12 @@ def heterogeneous_cells_release(
     cell_size: int,
     names: Sequence[str] | None = None,
     pool: np.ndarray | None = None,
-    rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray, Representatives]:
     """:func:`heterogeneous_cells` and the groups' representatives
-    (:func:`group_representatives`), each cell's computed by its own piece, a short group's
-    neighbours taken in its cell; the few a cell cannot complete are completed over all the
-    records given, then over ``pool`` (the whole file's numeric keys, ``rows`` the file rows
-    of the records given). Shapes: keys with n records -> labels (n,), Representatives."""
-    labels, rep = _in_cells(
-        keys, k, cell_size, representatives=True, names=names, pool=pool, rows=rows
-    )
+    (:func:`group_representatives`), each cell's computed by its own piece: the same values
+    as computing them after, without a pass over every group in the assembling process.
+    Shapes: keys with n records -> labels (n,), Representatives."""
+    labels, rep = _in_cells(keys, k, cell_size, representatives=True, names=names, pool=pool)
     assert rep is not None
     return labels, rep
 
@@ -360,20 +367,16 @@ def _in_cells(
     representatives: bool,
     names: Sequence[str] | None = None,
     pool: np.ndarray | None = None,
-    rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray, Representatives | None]:
     k = check_k(k, keys.n)
     cell_size = check_cell_size(cell_size, k)
-    if representatives:
-        _enough_values(keys.numeric if pool is None else pool, k, names)
     dist = _Distances.of(keys)
     n = keys.n
     if n <= cell_size:
         labels = _groups(dist, k)
         if not representatives:
             return labels, None
-        rep = group_representatives(keys, labels, k, names=names, pool=pool, rows=rows)
-        return labels, rep
+        return labels, group_representatives(keys, labels, k, names=names, pool=pool)
     cut = np.where(np.isnan(dist.cont), 0.0, dist.cont)  # z-scores: 0 is the mean
     if dist.numeric < cut.shape[1]:  # ordinal ranks: their mean over the present ones
         ranks = dist.cont[:, dist.numeric :]
@@ -392,13 +395,13 @@ def _in_cells(
         _cell_groups,
         [
             (
-                dist.cont[cell],
+                dist.cont[rows],
                 dist.numeric,
-                dist.nom[cell],
+                dist.nom[rows],
                 k,
-                _rows(keys, cell) if representatives else None,
+                _rows(keys, rows) if representatives else None,
             )
-            for cell in cells
+            for rows in cells
         ],
         "cell",
     )
@@ -408,19 +411,21 @@ def _in_cells(
         -np.ones(keys.ordinal.shape, np.int64),
         -np.ones(keys.nominal.shape, np.int64),
     )
-    short = np.zeros(keys.numeric.shape, dtype=bool)
     offset = 0
-    for cell, (part, cell_rep) in zip(cells, parts, strict=True):
-        labels[cell] = part + offset
+    for rows, (part, cell_rep) in zip(cells, parts, strict=True):
+        labels[rows] = part + offset
         offset += int(part.max()) + 1
         if cell_rep is not None:
-            rep.numeric[cell], rep.ordinal[cell] = cell_rep.numeric, cell_rep.ordinal
-            rep.nominal[cell] = cell_rep.nominal
-            assert cell_rep.short is not None
-            short[cell] = cell_rep.short
-    if representatives and short.any():  # what no cell could complete: the whole file
-        _complete(rep.numeric, short, labels, keys.numeric, dist, k)
-        _complete_in_pool(rep.numeric, short, labels, k, pool, rows)
+            rep.numeric[rows], rep.ordinal[rows] = cell_rep.numeric, cell_rep.ordinal
+            rep.nominal[rows] = cell_rep.nominal
+    if representatives:  # a group's lone value: over the whole file, as in one pass
+        for j in range(keys.numeric.shape[1]):
+            at = np.flatnonzero(np.isnan(rep.numeric[:, j]) & ~np.isnan(keys.numeric[:, j]))
+            if at.size:
+                column = keys.numeric[:, j] if pool is None else pool[:, j]
+                rep.numeric[at, j] = lone_value_means(
+                    column, keys.numeric[at, j], k, _name(names, j)
+                )
     return labels, rep if representatives else None
 
 
@@ -436,22 +441,16 @@ class Representatives:
     Attributes
     ----------
     numeric : ndarray of shape (n, p), float64
-        Group mean of the present values where the record had a value, NaN elsewhere; the
-        mean of the k nearest values of the file where its group had fewer than k
-        (:func:`group_representatives`).
+        Group mean of the present values where the record had a value, NaN elsewhere.
     ordinal : ndarray of shape (n, q), int64
         Group (lower) median rank where the record had a value, -1 elsewhere.
     nominal : ndarray of shape (n, r), int64
         Group mode where the record had a value, -1 elsewhere.
-    short : ndarray of shape (n, p), bool, or None
-        Only from ``group_representatives(..., complete=False)``: where ``numeric`` is still
-        the mean of fewer than k values, for the caller to complete.
     """
 
     numeric: np.ndarray
     ordinal: np.ndarray
     nominal: np.ndarray
-    short: np.ndarray | None = None
 
 
 def group_representatives(
@@ -459,148 +458,56 @@ def group_representatives(
     labels: np.ndarray,
     k: int,
     *,
-    complete: bool = True,
+    lone: bool = True,
     names: Sequence[str] | None = None,
     pool: np.ndarray | None = None,
-    rows: np.ndarray | None = None,
-    dist: _Distances | None = None,
 ) -> Representatives:
     """Mean, median and mode of every group [1], released on the records' present values.
 
-    A group of k or more records may hold a numeric key's value on m < k of them (the
-    others missing it): their mean would be an average of fewer than k values, the value
-    itself when m = 1, and with m = 2 each record would read the other's from the mean and
-    its own. Those m records release instead the mean of their m values and of the values
-    of the k - m records nearest the group's centroid (the mean of its members' scaled keys,
-    :meth:`_Distances.centroid`) under the partial distance that formed the groups, among
-    the records given outside the group that have the key (ties to the lowest row); when
-    the records given hold fewer, among the whole file's ``pool``. The k - m values are
-    unknown to the group's records and scattered like a group's own on that key. Every
-    released number is then an average of k values (before rounding to the key's
-    precision). A key with fewer than k values in the file (``pool``, else the records
-    given) is refused (:func:`_enough_values`).
-
-    With ``complete=False`` the means the records given cannot complete are left as they
-    are and marked in ``short``, for a caller that completes them over more records (the
-    cells of :func:`heterogeneous_cells_release`). ``pool`` (N, p): the numeric keys of the
-    whole file, and ``rows`` (n,) the file rows of the records given (default: all of
-    them, in order); the pool's distance is the partial distance over its numeric
-    z-scores. ``dist``: the distances the groups were formed with (default: those of
-    ``keys``). ``names`` (of the numeric keys) name a refused key. Shapes: keys with n
-    records, labels (n,) in 0..g-1 -> :class:`Representatives`.
+    A group of k or more records may hold a numeric key's value on one record only (the
+    others missing it): its mean would be that record's own value, published as it is. That
+    value is released instead as the mean of the k values of the key nearest it among the
+    records given, or in ``pool`` (:func:`lone_value_means`; its own among them), so no
+    value alone in its group is published as it was (before rounding to the key's
+    precision). With ``lone=False`` such values are left NaN, for a caller that computes
+    them over more records (the cells of :func:`heterogeneous_cells_release` leave them to
+    the whole file). ``pool`` (N, p): the numeric keys of the whole file, where the
+    neighbours are taken from (default: the records given; a stratum passes the file's).
+    ``names`` (of the numeric keys) name a refused key. Shapes: keys with n records, labels
+    (n,) in 0..g-1 ->
+    :class:`Representatives`.
     """
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (keys.n,) or labels.min() < 0:
         raise ParameterError("labels must give a group >= 0 for every record")
-    if complete:
-        _enough_values(keys.numeric if pool is None else pool, k, names)
     g = int(labels.max()) + 1
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(g + 1))
     num = np.full(keys.numeric.shape, np.nan)
     ordn = -np.ones(keys.ordinal.shape, np.int64)
     nom = -np.ones(keys.nominal.shape, np.int64)
-    short = np.zeros(keys.numeric.shape, dtype=bool)
+    lone_rows: list[list[int]] = [[] for _ in range(keys.numeric.shape[1])]
     for grp in range(g):
-        members = order[bounds[grp] : bounds[grp + 1]]
+        rows = order[bounds[grp] : bounds[grp + 1]]
         for j in range(keys.numeric.shape[1]):
-            col = keys.numeric[members, j]
+            col = keys.numeric[rows, j]
             has = ~np.isnan(col)
-            m = int(has.sum())
-            if m:
-                num[members[has], j] = safe_mean(col[has])  # [1] mean
-                short[members[has], j] = m < k
+            if has.sum() == 1 and rows.size > 1:
+                lone_rows[j].append(int(rows[has][0]))
+            elif has.any():
+                num[rows[has], j] = safe_mean(col[has])  # [1] mean
         for j in range(keys.ordinal.shape[1]):
-            col = keys.ordinal[members, j]
+            col = keys.ordinal[rows, j]
             has = col >= 0
             if has.any():
-                ordn[members[has], j] = np.sort(col[has])[(int(has.sum()) - 1) // 2]  # [1]
+                ordn[rows[has], j] = np.sort(col[has])[(int(has.sum()) - 1) // 2]  # [1] median
         for j in range(keys.nominal.shape[1]):
-            col = keys.nominal[members, j]
+            col = keys.nominal[rows, j]
             has = col >= 0
             if has.any():
-                nom[members[has], j] = _mode(col)  # [1] mode
-    if short.any():
-        dist = _Distances.of(keys) if dist is None else dist
-        _complete(num, short, labels, keys.numeric, dist, k)
-        if complete:
-            _complete_in_pool(num, short, labels, k, pool, rows)
-    return Representatives(num, ordn, nom, None if complete else short)
-
-
-def _nearest(d: np.ndarray, candidates: np.ndarray, need: int) -> np.ndarray | None:
-    """The ``need`` indices with the smallest ``d`` (N,) among ``candidates`` (N,) bool, ties
-    to the lowest index (a partition, O(N)); None when fewer than ``need`` are candidates."""
-    idx = np.flatnonzero(candidates)
-    if idx.size < need:
-        return None
-    dc = d[idx]
-    if idx.size == need:
-        return idx
-    kth = np.partition(dc, need - 1)[need - 1]
-    below = idx[dc < kth]
-    return np.concatenate([below, idx[dc == kth][: need - below.size]])
-
-
-def _complete(
-    num: np.ndarray,
-    short: np.ndarray,
-    labels: np.ndarray,
-    numeric: np.ndarray,
-    dist: _Distances,
-    k: int,
-    rows: np.ndarray | None = None,
-) -> None:
-    """Complete in place each group's means of m < k values (``short``) with the values of
-    the k - m records nearest its centroid under ``dist``, among the records of ``numeric``
-    outside the group that have the key (:func:`group_representatives`); what they cannot
-    complete stays marked. num, short (n, p) and labels (n,): the records given; numeric
-    (N, p) and ``dist``: the records searched, ``rows`` (n,) the given ones among them
-    (default: the same records, N = n)."""
-    rows = np.arange(num.shape[0]) if rows is None else rows
-    present = ~np.isnan(numeric)
-    have = [np.flatnonzero(present[:, j]) for j in range(numeric.shape[1])]
-    order = np.argsort(labels, kind="stable")
-    sorted_labels = labels[order]
-    for grp in np.unique(labels[short.any(axis=1)]):
-        lo, hi = np.searchsorted(sorted_labels, [grp, grp + 1])
-        given = order[lo:hi]
-        members = rows[given]
-        wanted = np.flatnonzero(short[given].any(axis=0))
-        # distances to the records that could complete it only: a sparse key searched
-        # over the whole file costs its few values, not the file
-        found = (
-            have[wanted[0]]
-            if wanted.size == 1
-            else np.unique(np.concatenate([have[j] for j in wanted]))
-        )
-        found = found[~np.isin(found, members)]
-        d = dist.to(found, *dist.centroid(members))
-        for j in wanted:
-            own = present[members, j]
-            others = _nearest(d, present[found, j], k - int(own.sum()))
-            if others is not None:
-                values = numeric[np.concatenate([members[own], found[others]]), j]
-                num[given[own], j] = safe_mean(values)
-                short[given[own], j] = False
-
-
-def _complete_in_pool(
-    num: np.ndarray,
-    short: np.ndarray,
-    labels: np.ndarray,
-    k: int,
-    pool: np.ndarray | None,
-    rows: np.ndarray | None,
-) -> None:
-    """What the records given could not complete, completed over the whole file ``pool``
-    (N, p) (``rows`` (n,): the records' file rows), under the partial distance over its
-    numeric z-scores (:func:`_complete`). Without a pool the records given are the file,
-    which :func:`_enough_values` has checked holds k values of every key: none is left."""
-    if not short.any():
-        return
-    assert pool is not None, "the file holds k values of every key (_enough_values)"
-    empty = np.zeros((pool.shape[0], 0), np.int64)
-    z, _ = _scaled(MixedKeys(pool, empty, np.zeros(0, np.int64), empty))
-    at = None if rows is None else np.asarray(rows, dtype=np.int64)
-    _complete(num, short, labels, pool, _Distances(z, pool.shape[1], empty), k, at)
+                nom[rows[has], j] = _mode(col)  # [1] mode
+    for j, at in enumerate(lone_rows if lone else []):
+        if at:  # no numeric key value published as it is
+            column = keys.numeric[:, j] if pool is None else pool[:, j]
+            num[at, j] = lone_value_means(column, keys.numeric[at, j], k, _name(names, j))
+    return Representatives(num, ordn, nom)

@@ -284,8 +284,10 @@ def test_a_lone_value_is_released_as_the_mean_of_the_k_values_nearest_it():
     np.testing.assert_allclose(got, [14 / 3, 28 / 3, 7 / 3], rtol=1e-15)
     np.testing.assert_array_equal(lone_value_means(col, np.array([16.0, 1.0]), 2), [12.0, 1.5])
     assert lone_value_means(np.array([0.0, 2.0, 4.0]), np.array([2.0]), 2)[0] == 1.0
-    # fewer present than k: all of them; one alone cannot be masked
-    assert lone_value_means(np.array([3.0, np.nan, 5.0]), np.array([3.0]), 5)[0] == 4.0
+    # fewer present than k in the file: nothing can mask them (a mean of two lets each of
+    # its records read the other's), refused; so is one alone
+    with pytest.raises(DataError, match="values on 2 records only, fewer than k = 5"):
+        lone_value_means(np.array([3.0, np.nan, 5.0]), np.array([3.0]), 5)
     with pytest.raises(DataError, match="one record only"):
         lone_value_means(np.array([3.0, np.nan, np.nan]), np.array([3.0]), 2)
     # in a grouping: no present value of a sparse key is published as its record's own
@@ -342,6 +344,15 @@ def test_a_release_publishes_no_value_of_a_sparse_key_as_it_was(tmp_path, prefec
     capsys.readouterr()
     assert main(["release", str(tmp_path / "release.yaml")]) == 2
     assert cli_error(capsys.readouterr().err) == (Reason.TOO_FEW_RECORDS, "b")
+    # nor with fewer than k values in the file, even all in one group, where no value is
+    # alone: their mean lets each of the records read the others' sum
+    frame.loc[[3, 11, 19], "b"] = [98.5, 101.25, 99.0]  # 4 values with 123.45
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(["release", str(tmp_path / "release.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.TOO_FEW_RECORDS, "b")
+    assert "values on 4 records only, fewer than k = 5" in err
+    assert not any(v in err for v in ("98.5", "101.25", "123.45"))
 
 
 def test_a_lone_value_in_a_stratum_takes_its_neighbours_from_the_whole_file():
@@ -365,6 +376,24 @@ def test_a_lone_value_in_a_stratum_takes_its_neighbours_from_the_whole_file():
     nearest = present[np.argsort(np.abs(present - 1234.5), kind="stable")[:5]]
     assert released[150] == pytest.approx(nearest.mean(), rel=1e-12)  # k nearest of the file
     assert released[150] != 1234.5
+
+
+@pytest.mark.parametrize("cell_size", [None, 6])
+def test_a_key_with_fewer_than_k_values_all_in_one_group_is_refused(cell_size):
+    """A key held by m < k records of the file, all in one group, has no lone value, so the
+    lone-value rule never saw it, and the group released the mean of the m: each of them
+    read the others' sum (with two, the other's value). Refused before any grouping."""
+    x = np.column_stack([np.arange(30.0), np.full(30, np.nan)])
+    x[[1, 2, 3], 1] = [10.0, 20.0, 35.0]  # rows 1-3 fall in one group
+    keys = MixedKeys.build(numeric=x)
+    labels = heterogeneous_groups(keys, 5)
+    assert len(set(labels[1:4])) == 1  # one group holds all three: no value alone
+    with pytest.raises(DataError, match="values on 3 records only, fewer than k = 5") as e:
+        if cell_size is None:
+            group_representatives(keys, labels, 5, names=["a", "b"])
+        else:
+            heterogeneous_cells_release(keys, 5, 10, ["a", "b"])
+    assert e.value.field == "b" and "35" not in str(e.value)
 
 
 @pytest.mark.parametrize("cell_size", [None, 10])

@@ -199,30 +199,43 @@ def _aggregate_cont(block: np.ndarray, numeric: int) -> np.ndarray:
     return out
 
 
+def _enough_values(pool: np.ndarray, k: int, names: Sequence[str] | None = None) -> None:
+    """Refuse (``DataError``, ``too-few-records``) a numeric key of ``pool`` (N, p) that
+    fewer than k records have: no average of k of its values can mask them, and an average
+    of fewer would publish one as it is, or let each record holding one read the others'
+    (both, with two). The message names the key, never a value."""
+    counts = (~np.isnan(pool)).sum(axis=0)
+    for j in np.flatnonzero((counts > 0) & (counts < k)):
+        m, name = int(counts[j]), _name(names, j)
+        what = "numeric key " + name if name else "a numeric key"
+        held = "a value on one record" if m == 1 else f"values on {m} records"
+        risk = "publish it as it is" if m == 1 else "let each of those records read the others'"
+        raise DataError(
+            f"{what} has {held} only, fewer than k = {k}: no mean of k of its values can "
+            f"mask {'it' if m == 1 else 'them'}, and a mean of fewer would {risk}; drop that "
+            "key, or add records that have it",
+            code=Reason.TOO_FEW_RECORDS,
+            field=name,
+        )
+
+
 def lone_value_means(
     pool: np.ndarray, v: np.ndarray, k: int, name: str | None = None
 ) -> np.ndarray:
     """For each value ``v`` (r,) of the key's column ``pool`` (n,), the mean of the k present
-    values of ``pool`` nearest it (itself included; ties to the lower value), or of all of
-    them when fewer than k are present: the value a group releases for a key only one of its
-    records has (:func:`group_representatives`), an average of k values.
+    values of ``pool`` nearest it (itself included; ties to the lower value): the value a
+    group releases for a key only one of its records has (:func:`group_representatives`),
+    an average of k values.
 
     In the sorted present values the k nearest to v form the window of k consecutive values
     around v whose farther end is nearest; it is found for all records at once by a binary
-    search on the window's start. Refused (``DataError``) when one value alone is present:
-    nothing can mask it. Shapes: pool (n,) with NaN missing, v (r,) -> (r,).
+    search on the window's start. Refused (:func:`_enough_values`) when fewer than k values
+    are present. Shapes: pool (n,) with NaN missing, v (r,) -> (r,).
     """
+    _enough_values(pool[:, None], k, None if name is None else [name])
     values = np.sort(pool[~np.isnan(pool)])
     m = values.size
-    if m < 2:
-        raise DataError(
-            f"{'numeric key ' + name if name else 'a numeric key'} has a value on one record "
-            "only: it cannot be averaged with any other "
-            "and would be published as it is; drop that key, or add records that have it",
-            code=Reason.TOO_FEW_RECORDS,
-            field=name,
-        )
-    w = min(k, m)
+    w = k  # m >= k (_enough_values)
     v = np.asarray(v, dtype=np.float64)
     # the window [s, s + w) is the k nearest to v when v - values[s] <= values[s + w] - v
     # fails for s - 1 and holds for s: the first s in [0, m - w] where it holds
@@ -370,6 +383,8 @@ def _in_cells(
 ) -> tuple[np.ndarray, Representatives | None]:
     k = check_k(k, keys.n)
     cell_size = check_cell_size(cell_size, k)
+    if representatives:  # before any cell is grouped
+        _enough_values(keys.numeric if pool is None else pool, k, names)
     dist = _Distances.of(keys)
     n = keys.n
     if n <= cell_size:
@@ -480,6 +495,8 @@ def group_representatives(
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (keys.n,) or labels.min() < 0:
         raise ParameterError("labels must give a group >= 0 for every record")
+    if lone:
+        _enough_values(keys.numeric if pool is None else pool, k, names)
     g = int(labels.max()) + 1
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(g + 1))

@@ -20,7 +20,6 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     heterogeneous_cells,
     heterogeneous_cells_release,
     heterogeneous_groups,
-    lone_value_means,
 )
 from sdcflow.tasks.parallel import part_map
 
@@ -56,10 +55,12 @@ def test_missing_values_stay_missing_and_means_use_the_values_present():
     labels = heterogeneous_groups(keys, 3)
     rep = group_representatives(keys, labels, 3)
     assert np.isnan(rep.numeric[1, 0]) and rep.nominal[4, 0] == -1
-    g = labels[1]
-    present = [i for i in range(6) if labels[i] == g and i != 1]
-    assert rep.numeric[present[0], 0] == pytest.approx(X[present, 0].mean())
     assert np.bincount(labels).min() >= 3
+    # the group {0, 1, 2} has x on 2 < k records (1 and 3): a mean of two would let each
+    # read the other's, so it joins the other group, {3, 4, 5}, for x: all five holders
+    # release (1 + 3 + 10 + 11 + 12) / 5 = 7.4
+    assert np.flatnonzero(labels == labels[1]).tolist() == [0, 1, 2]
+    assert rep.numeric[[0, 2, 3, 4, 5], 0].tolist() == [7.4] * 5
 
 
 def test_an_all_missing_categorical_key_is_released_missing():
@@ -125,15 +126,16 @@ def test_cells_by_hand_a_missing_value_is_cut_at_the_mean_and_grouped_inside_its
     # nearest row 2: {2, 3} (mean 3), then {0, 1} (mean 0.5). Cell {4, 5, 6, 7}: centroid of
     # the present values 11.33, farthest row 6 (x = 13); row 7 shares no key with it, so it
     # is at distance 0 and joins it: {6, 7}, then {4, 5} (10.5). Row 6 is the only one of
-    # {6, 7} with x: its 13 alone would be published as it is, so it gets the mean of the
-    # k = 2 values of the file nearest it, 13 and 11: 12 (row 7 stays missing).
+    # {6, 7} with x: its 13 alone would be published as it is. Its cell's other group,
+    # {4, 5} (10.5), is the nearest: the set {4, 5, 6} releases 34 / 3 (row 7 stays
+    # missing).
     x = np.array([[0.0], [1.0], [2.0], [4.0], [10.0], [11.0], [13.0], [np.nan]])
     keys = MixedKeys.build(numeric=x)
     labels = heterogeneous_cells(keys, 2, 4)
     groups = sorted(sorted(np.flatnonzero(labels == g).tolist()) for g in np.unique(labels))
     assert groups == [[0, 1], [2, 3], [4, 5], [6, 7]]
     released = group_representatives(keys, labels, 2).numeric[:, 0]
-    np.testing.assert_array_equal(released, [0.5, 0.5, 3, 3, 10.5, 10.5, 12, np.nan])
+    np.testing.assert_allclose(released, [0.5, 0.5, 3, 3, *[34 / 3] * 3, np.nan], rtol=1e-15)
     # a file within one cell is grouped in one pass, whatever cell_size
     np.testing.assert_array_equal(heterogeneous_cells(keys, 2, 8), heterogeneous_groups(keys, 2))
 
@@ -175,18 +177,20 @@ def test_cells_keep_group_sizes_and_do_not_depend_on_the_map():
     assert held == [size] * 8 and ends[-1] == serial.max() + 1
     with pytest.raises(Exception, match="cell_size"):
         heterogeneous_cells(keys, k, 2 * k - 1)
-    # the representatives each piece computes for its cell are those of the whole file's
-    # groups, to the bit (same records, same order)
+    # the representatives each piece computes for its cell: its groups' median and mode,
+    # their means, and the sets a short group joins within its cell, whatever the map
+    labels, rep = heterogeneous_cells_release(keys, k, size)
     with part_map(backwards):
-        labels, rep = heterogeneous_cells_release(keys, k, size)
+        again = heterogeneous_cells_release(keys, k, size)[1]
     np.testing.assert_array_equal(labels, serial)
+    assert rep.numeric.tobytes() == again.numeric.tobytes()
     whole = group_representatives(keys, labels, k)
-    for got, want in zip(
-        (rep.numeric, rep.ordinal, rep.nominal),
-        (whole.numeric, whole.ordinal, whole.nominal),
-        strict=True,
-    ):
+    for got, want in zip((rep.ordinal, rep.nominal), (whole.ordinal, whole.nominal), strict=True):
         assert got.tobytes() == want.tobytes()
+    cell_of = np.searchsorted(ends, labels, side="right") - 1  # the cell of each group
+    for j in range(3):
+        for members in _sets(num[:, j], rep.numeric[:, j], labels, k):
+            assert np.unique(cell_of[members]).size == 1  # joined within its cell
 
 
 def test_missing_numbers_in_cells_release_k_anonymous_and_missing_stays_missing():
@@ -273,39 +277,105 @@ def test_the_report_does_not_say_cells_of_missing_numbers_are_refined_across_bor
     assert "missing values: MDAV-generic within cells, not refined across them" in meaning
 
 
-def test_a_lone_value_is_released_as_the_mean_of_the_k_values_nearest_it():
-    """A review: a sparse key (90 % missing) published every one of its values as it was:
-    each group held it on one record only, and a mean over one value is the value. By hand,
-    values 1, 2, 4, 8, 16: the 3 nearest 8 are 8, 4, 2 (distances 0, 4, 6; 16 is 8 away):
-    14/3; the 2 nearest 16 are 16, 8: 12; nearest 1: 1, 2: 1.5; a tie (0 and 4 around 2)
-    goes to the lower value: 1."""
-    col = np.array([8.0, np.nan, 1.0, 16.0, 2.0, np.nan, 4.0])
-    got = lone_value_means(col, np.array([8.0, 16.0, 1.0]), 3)
-    np.testing.assert_allclose(got, [14 / 3, 28 / 3, 7 / 3], rtol=1e-15)
-    np.testing.assert_array_equal(lone_value_means(col, np.array([16.0, 1.0]), 2), [12.0, 1.5])
-    assert lone_value_means(np.array([0.0, 2.0, 4.0]), np.array([2.0]), 2)[0] == 1.0
-    # fewer present than k in the file: nothing can mask them (a mean of two lets each of
+def _sets(x, released, labels, k):
+    """The sets of records whose released value of one key is one mean (checked: each is a
+    union of whole groups' holders, at least k of them, releasing the mean of their values;
+    missing stays missing). Shapes: (n,) each -> list of row arrays."""
+    held = ~np.isnan(x)
+    assert np.array_equal(held, ~np.isnan(released))
+    rows = np.flatnonzero(held)
+    values, which = np.unique(released[held], return_inverse=True)
+    out = []
+    for v in range(values.size):
+        members = rows[which.reshape(-1) == v]
+        assert members.size >= k
+        assert x[members].mean() == pytest.approx(values[v], rel=1e-12)
+        whole = rows[np.isin(labels[rows], labels[members])]
+        assert np.array_equal(whole, members)  # whole groups, never part of one
+        out.append(members)
+    return out
+
+
+def _pair_reads(x, released, labels, k, other=None):
+    """For groups holding the key on two records: how far 2 R - x1 lands from x2, and how
+    far apart x1 and x2 are (medians); for groups holding it on k or more, the same read
+    of the second from the mean and the first, (m R - x1) / (m - 1), against their gap."""
+    short, full = ([], []), ([], [])
+    for g in np.unique(labels):
+        r = np.flatnonzero((labels == g) & ~np.isnan(x))
+        if other is not None and not other[labels == g].any():
+            continue  # a group sharing no other key: ranked on the key alone (docstring)
+        if r.size == 2:
+            short[0].append(abs(2 * released[r[0]] - x[r[0]] - x[r[1]]))
+            short[1].append(abs(x[r[0]] - x[r[1]]))
+        elif r.size >= k:
+            m = r.size
+            full[0].append(abs((m * released[r[0]] - x[r[0]]) / (m - 1) - x[r[1]]))
+            full[1].append(abs(x[r[0]] - x[r[1]]))
+    return [float(np.median(v)) if v else np.nan for v in (*short, *full)], len(short[0])
+
+
+def test_a_value_alone_in_its_group_joins_the_nearest_group():
+    """A review: a sparse key published every one of its values as it was (a mean over one
+    value is the value); the mean of the k file values nearest it, tried next, lay within
+    0.3 % of an sd of it. By hand, k = 3, keys (a, b): the group {0, 1, 2} holds b on
+    record 0 only (10). Its nearest group on (a, b) is {3, 4, 5} (centroids a 0 and 11,
+    b 10 and 21, against 21 and 31 for {6, 7, 8}): the four holders release
+    (10 + 20 + 21 + 22) / 4 = 18.25; {6, 7, 8} keeps 31."""
+    x = np.array(
+        [[0, 10], [1, np.nan], [2, np.nan], [10, 20], [11, 21], [12, 22], [20, 30], [21, 31],
+         [22, 32]],
+        dtype=float,
+    )  # fmt: skip
+    keys = MixedKeys.build(numeric=x)
+    labels = heterogeneous_groups(keys, 3)
+    groups = sorted(sorted(np.flatnonzero(labels == g).tolist()) for g in np.unique(labels))
+    assert groups == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    released = group_representatives(keys, labels, 3).numeric
+    np.testing.assert_array_equal(released[:, 1], [18.25, np.nan, np.nan, *[18.25] * 3, 31, 31, 31])
+    np.testing.assert_array_equal(released[:, 0], [1, 1, 1, 11, 11, 11, 21, 21, 21])
+    # fewer than k values in the file: nothing can mask them (a mean of two lets each of
     # its records read the other's), refused; so is one alone
     with pytest.raises(DataError, match="values on 2 records only, fewer than k = 5"):
-        lone_value_means(np.array([3.0, np.nan, 5.0]), np.array([3.0]), 5)
+        group_representatives(MixedKeys.build(numeric=x[:, 1:][[0, 3]]), np.zeros(2, int), 5)
     with pytest.raises(DataError, match="one record only"):
-        lone_value_means(np.array([3.0, np.nan, np.nan]), np.array([3.0]), 2)
-    # in a grouping: no present value of a sparse key is published as its record's own
-    rng = np.random.default_rng(5)
-    x = rng.normal(size=(300, 2))
-    x[rng.random(300) < 0.9, 1] = np.nan
+        group_representatives(MixedKeys.build(numeric=x[:3, 1:]), np.zeros(3, int), 3)
+
+
+@pytest.mark.parametrize("cell_size", [None, 60])
+@pytest.mark.parametrize(("gaps_a", "gaps_b", "k"), [(0.0, 0.6, 5), (0.05, 0.3, 5), (0.5, 0.9, 3)])
+def test_a_group_short_of_a_key_joins_whole_groups_and_gives_no_value_away(
+    cell_size, gaps_a, gaps_b, k
+):
+    """Reviews: a group holding a key on 2..k-1 records released their mean, so each of two
+    read the other's value exactly; averaging with the records nearest the group read it to
+    2.5 units where the two were 896 apart, and a value lent to two averages was read by
+    difference. Whole groups are now joined in disjoint sets: each set is whole groups,
+    k or more holders, their mean; and the partner read from the mean misses by more than a
+    full group's own read does (a full group's members are its nearest; the joined groups'
+    mean is not the short group's)."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    x = np.c_[rng.normal(50, 10, n), rng.normal(0, 1000, n)]
+    x[rng.random(n) < gaps_a, 0] = np.nan
+    x[rng.random(n) < gaps_b, 1] = np.nan
     keys = MixedKeys.build(numeric=x)
-    labels = heterogeneous_groups(keys, 5)
-    released = group_representatives(keys, labels, 5).numeric
-    has = ~np.isnan(x[:, 1])
-    assert np.array_equal(~np.isnan(released[:, 1]), has)  # missing stays missing
-    assert not (released[has, 1] == x[has, 1]).any()
-    counts = np.array([has[labels == g].sum() for g in labels[has]])
-    assert (counts == 1).sum() > 10  # the case is common here: most such groups hold one
-    # the cells' pieces leave it to the whole file: the same values as one computation
-    cell_labels, rep = heterogeneous_cells_release(keys, 5, 100)
-    whole = group_representatives(keys, cell_labels, 5)
-    assert rep.numeric.tobytes() == whole.numeric.tobytes()
+    if cell_size is None:
+        labels = heterogeneous_groups(keys, k)
+        released = group_representatives(keys, labels, k).numeric
+    else:
+        labels, rep = heterogeneous_cells_release(keys, k, cell_size)
+        released = rep.numeric
+    for j in range(2):
+        _sets(x[:, j], released[:, j], labels, k)
+    (short_miss, short_gap, full_miss, _), pairs = _pair_reads(
+        x[:, 1], released[:, 1], labels, k, other=~np.isnan(x[:, 0])
+    )
+    if gaps_a >= 0.5:
+        return  # nearly every group shares no other key: joined on b alone (README)
+    assert pairs >= 5
+    # before: 0 (the other's value exactly); the records nearest: 2.5 where the gap was 896
+    assert short_miss > 0.5 * short_gap and short_miss > full_miss
 
 
 @pytest.mark.flow
@@ -355,10 +425,12 @@ def test_a_release_publishes_no_value_of_a_sparse_key_as_it_was(tmp_path, prefec
     assert not any(v in err for v in ("98.5", "101.25", "123.45"))
 
 
-def test_a_lone_value_in_a_stratum_takes_its_neighbours_from_the_whole_file():
+@pytest.mark.parametrize("cell_size", [None, 40])
+def test_a_lone_value_in_a_stratum_joins_groups_of_the_whole_file(cell_size):
     """A review: with a categorical key, each stratum was masked alone, so a stratum holding
     one value of a numeric key refused the whole release ("a value on one record only")
-    though the file held 81. The neighbours now come from the whole file."""
+    though the file held 81. Its group now joins the nearest groups of the file, in other
+    strata too: the value is released as the mean of a set of at least k holders."""
     from sdcflow.tasks.methods import get_method
     from sdcflow.tasks.methods.keys import Key
 
@@ -370,30 +442,15 @@ def test_a_lone_value_in_a_stratum_takes_its_neighbours_from_the_whole_file():
     b[rng.choice(100, 20, replace=False)] = np.nan
     frame = pd.DataFrame({"region": ["N"] * 100 + ["S"] * 100, "a": rng.normal(50, 10, n), "b": b})
     keys = [Key("region", "nominal"), Key("a", "numeric"), Key("b", "numeric")]
-    params = get_method("mdav").params.model_validate({"name": "mdav", "k": 5})
-    released = mask_keys(frame, keys, params, np.random.default_rng(0)).masked["b"]
-    present = np.sort(b[~np.isnan(b)])
-    nearest = present[np.argsort(np.abs(present - 1234.5), kind="stable")[:5]]
-    assert released[150] == pytest.approx(nearest.mean(), rel=1e-12)  # k nearest of the file
+    params = get_method("mdav").params.model_validate(
+        {"name": "mdav", "k": 5, "cell_size": cell_size}
+    )
+    released = mask_keys(frame, keys, params, np.random.default_rng(0)).masked["b"].to_numpy()
+    same = np.flatnonzero(released == released[150])
+    assert 150 in same and same.size >= 5 and (same < 100).sum() == same.size - 1
+    assert released[150] == pytest.approx(b[same].mean(), rel=1e-12)
     assert released[150] != 1234.5
-
-
-@pytest.mark.parametrize("cell_size", [None, 6])
-def test_a_key_with_fewer_than_k_values_all_in_one_group_is_refused(cell_size):
-    """A key held by m < k records of the file, all in one group, has no lone value, so the
-    lone-value rule never saw it, and the group released the mean of the m: each of them
-    read the others' sum (with two, the other's value). Refused before any grouping."""
-    x = np.column_stack([np.arange(30.0), np.full(30, np.nan)])
-    x[[1, 2, 3], 1] = [10.0, 20.0, 35.0]  # rows 1-3 fall in one group
-    keys = MixedKeys.build(numeric=x)
-    labels = heterogeneous_groups(keys, 5)
-    assert len(set(labels[1:4])) == 1  # one group holds all three: no value alone
-    with pytest.raises(DataError, match="values on 3 records only, fewer than k = 5") as e:
-        if cell_size is None:
-            group_representatives(keys, labels, 5, names=["a", "b"])
-        else:
-            heterogeneous_cells_release(keys, 5, 10, ["a", "b"])
-    assert e.value.field == "b" and "35" not in str(e.value)
+    assert np.array_equal(np.isnan(released), np.isnan(b))
 
 
 @pytest.mark.parametrize("cell_size", [None, 10])

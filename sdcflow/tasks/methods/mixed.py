@@ -71,6 +71,8 @@ from sdcflow.tasks.methods.microaggregation import (
 )
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
+    Representatives,
+    complete_in_file,
     group_representatives,
     heterogeneous_cells_release,
     heterogeneous_groups,
@@ -98,34 +100,45 @@ def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, li
     return out, resolved, summary
 
 
+def _partial_groups(
+    X: np.ndarray,
+    k: int,
+    cell_size: int | None,
+    columns: Sequence[str],
+    *,
+    complete: bool = True,
+) -> tuple[np.ndarray, Representatives]:
+    """MDAV-generic with partial distances: records grouped on the values they have, means
+    over the values present, a key some group holds fewer than k of joined over groups
+    (:func:`group_representatives`), missing stays missing; with ``cell_size`` (mdav's),
+    within spatial cells of at most that many records (:func:`heterogeneous_cells`). With
+    ``complete=False`` (a stratum) the sets it cannot make k are left for the caller.
+    (m, p) -> labels (m,), :class:`Representatives`."""
+    keys = MixedKeys.build(numeric=X)
+    if cell_size is None:
+        labels = heterogeneous_groups(keys, k)
+        return labels, group_representatives(keys, labels, k, complete=complete, names=columns)
+    return heterogeneous_cells_release(keys, k, cell_size, columns, complete=complete)
+
+
 def _partial_mdav(
     X: np.ndarray,
     k: int,
     cell_size: int | None,
     columns: Sequence[str],
     constraints: LinearConstraints | None,
-    spread: np.ndarray,
     decimals: Sequence[int | None],
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> GroupValues:
-    """Group means of MDAV-generic with partial distances: records grouped on the values they
-    have, means over the values present, missing stays missing; with ``cell_size`` (mdav's),
-    within spatial cells of at most that many records (:func:`heterogeneous_cells`). Each
-    group's values are then moved onto the linear rules its records can be checked against
-    (:func:`group_values_on_rules`; means over different records break them), measured in
-    the units of ``spread`` (the whole file's numeric keys), and rounded to ``decimals``
-    keeping the equalities each group's columns carry; ``conditional`` rules' consequents
-    bind the groups whose values meet their condition.
+    """Group means of :func:`_partial_groups` over the whole file ``X``, each group's values
+    then moved onto the linear rules its records can be checked against
+    (:func:`group_values_on_rules`; means over different records break them) and rounded to
+    ``decimals`` keeping the equalities each group's columns carry; ``conditional`` rules'
+    consequents bind the groups whose values meet their condition.
     (m, p) -> :class:`GroupValues` with values (m, p)."""
-    keys = MixedKeys.build(numeric=X)
-    if cell_size is None:
-        labels = heterogeneous_groups(keys, k)
-        values = group_representatives(keys, labels, k, names=columns, pool=spread).numeric
-    else:
-        labels, rep = heterogeneous_cells_release(keys, k, cell_size, columns, pool=spread)
-        values = rep.numeric
+    labels, rep = _partial_groups(X, k, cell_size, columns)
     return group_values_on_rules(
-        spread, values, labels, columns, constraints, decimals, conditional
+        X, rep.numeric, labels, columns, constraints, decimals, conditional
     )
 
 
@@ -166,19 +179,52 @@ def _strata(
     final_derived: set[str] = set()
     bounded: list[np.ndarray] = []  # strata whose method reports a loss bound (crisp)
     count = int(labels.max()) + 1
+    cell_size = getattr(params, "cell_size", None)
+    partial: list[tuple[np.ndarray, np.ndarray, Representatives]] = []
+    whole: list[np.ndarray] = []  # strata without missing numbers
     for s in range(count):
         rows = order[bounds[s] : bounds[s + 1]]
         X = enc.numeric[rows]
-        if np.isnan(X).any():
-            with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
-                done = _partial_mdav(
-                    X,
-                    k,
-                    getattr(params, "cell_size", None),
+        with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
+            if np.isnan(X).any():  # grouped here; the rules wait for the whole file's sets
+                partial.append(
+                    (rows, *_partial_groups(X, k, cell_size, enc.numeric_names, complete=False))
+                )
+                continue
+            part = mask(X, enc.numeric_names, params, rng, constraints)
+        released[rows] = part.points
+        whole.append(rows)
+        if "lower_bound" in part.details:
+            bounded.append(rows)
+    if partial:
+        # a stratum's group short of a key's values may need groups of other strata: those
+        # of a stratum masked by the method are its records with one released row
+        num = released.copy()
+        short = np.zeros(enc.numeric.shape, dtype=bool)
+        units = -np.ones(enc.numeric.shape, np.int64)
+        offset = 0
+        for rows in whole:
+            group = np.unique(released[rows], axis=0, return_inverse=True)[1].reshape(-1)
+            units[rows] = (group + offset)[:, None]
+            offset += int(group.max()) + 1
+        for rows, group, rep in partial:
+            assert rep.short is not None and rep.units is not None
+            num[rows], short[rows] = rep.numeric, rep.short
+            units[rows] = rep.units + offset
+            offset += int(group.max()) + 1
+        complete_in_file(num, short, units, enc.numeric, k, enc.numeric_names)
+        for rows in whole:  # a group joined to a short one releases the set's mean
+            released[rows] = num[rows]
+        decimals = [key.decimals for key in enc.numeric_keys]
+        for s, (rows, group, _) in enumerate(partial):
+            with stage(f"stratum with missing numbers {s + 1} of {len(partial)}"):
+                done = group_values_on_rules(
+                    enc.numeric,  # the whole file's units, for every stratum alike
+                    num[rows],
+                    group,
                     enc.numeric_names,
                     constraints,
-                    enc.numeric,
-                    [key.decimals for key in enc.numeric_keys],
+                    decimals,
                     conditional,
                 )
             released[rows] = done.values
@@ -186,12 +232,6 @@ def _strata(
             final_columns |= set(done.rounded)
             final_derived |= set(done.derived)
             gaps, moved = gaps + 1, moved + done.moved
-        else:
-            with stage(f"stratum {s + 1} of {count}" if count > 1 else ""):
-                part = mask(X, enc.numeric_names, params, rng, constraints)
-            released[rows] = part.points
-            if "lower_bound" in part.details:
-                bounded.append(rows)
     # Give back suppressed values that every record can spare, counting over all keys.
     all_codes = np.concatenate([strata.codes, key_codes(released)], axis=1)
     original = np.concatenate([enc.codes, key_codes(released)], axis=1)
@@ -425,7 +465,6 @@ def mask_keys(
                 cell_size,
                 enc.numeric_names,
                 constraints,
-                enc.numeric,
                 [key.decimals for key in enc.numeric_keys],
                 conditional,
             )

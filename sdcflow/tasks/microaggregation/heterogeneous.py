@@ -22,9 +22,13 @@ partial-distance rule that keeps records with gaps comparable; a record with no 
 common with another is at distance 0 from it. Representatives use the values present (the
 mean of the present values...); a missing value stays missing in the release (it matches any
 value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed. A
-numeric key's value that is the only one of its group would be its own mean, published as it
-is: it is released as the mean of the k values of the key nearest it instead
-(:func:`lone_value_means`).
+group where m < k records hold a numeric key would publish a mean of fewer than k values
+(m = 1: the value itself; m = 2: each record reads the other's as 2 mean - own): such a
+group is joined, for that key, to its nearest groups in disjoint sets of at least k holders
+(:func:`short_group_sets`), and each set releases the mean of its holders' values. Whole
+groups are joined, not the records nearest the group (their values would lie close around
+its mean and give it back), and a value never sits in two averages (two overlapping means
+give one value away by difference).
 
 Large files: MDAV-generic costs O(n^2 d / k), fourfold with every doubling of n (figures:
 ``benchmarks/README.md``, "Missing numbers at scale"). :func:`heterogeneous_cells` runs it
@@ -54,11 +58,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.microaggregation.neighbours import spatial_cells
 from sdcflow.tasks.parallel import map_parts
-from sdcflow.tasks.validation import check_cell_size, check_k, safe_mean
+from sdcflow.tasks.validation import check_cell_size, check_k, pow2_exponents, safe_mean
 
 
 @dataclass(frozen=True)
@@ -158,8 +163,11 @@ class _Distances:
         num, ordn = _scaled(keys)
         return cls(np.concatenate([num, ordn], axis=1), num.shape[1], keys.nominal)
 
-    def to(self, rows: np.ndarray, cont: np.ndarray, nom: np.ndarray) -> np.ndarray:
-        """Squared distances of ``rows`` to the point (``cont`` (p+q,), ``nom`` (r,))."""
+    def to(
+        self, rows: np.ndarray, cont: np.ndarray, nom: np.ndarray, apart: float = 0.0
+    ) -> np.ndarray:
+        """Squared distances of ``rows`` to the point (``cont`` (p+q,), ``nom`` (r,));
+        ``apart`` where a row shares no key with it (0: the rule the groups are formed by)."""
         C = self.cont[rows]
         diff = C - cont[None, :]
         both = ~np.isnan(diff)
@@ -170,7 +178,7 @@ class _Distances:
             present = (N >= 0) & (nom[None, :] >= 0)
             sq += (present & (N != nom[None, :])).sum(axis=1)  # [1] nominal: 0 or 1
             common = common + present.sum(axis=1)
-        return np.where(common > 0, sq * self.total / np.maximum(common, 1), 0.0)
+        return np.where(common > 0, sq * self.total / np.maximum(common, 1), apart)
 
     def record(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         return self.cont[i], self.nom[i]
@@ -219,35 +227,140 @@ def _enough_values(pool: np.ndarray, k: int, names: Sequence[str] | None = None)
         )
 
 
-def lone_value_means(
-    pool: np.ndarray, v: np.ndarray, k: int, name: str | None = None
-) -> np.ndarray:
-    """For each value ``v`` (r,) of the key's column ``pool`` (n,), the mean of the k present
-    values of ``pool`` nearest it (itself included; ties to the lower value): the value a
-    group releases for a key only one of its records has (:func:`group_representatives`),
-    an average of k values.
+CANDIDATES = 32  # units a needy unit ranks first, of many (short_group_sets)
 
-    In the sorted present values the k nearest to v form the window of k consecutive values
-    around v whose farther end is nearest; it is found for all records at once by a binary
-    search on the window's start. Refused (:func:`_enough_values`) when fewer than k values
-    are present. Shapes: pool (n,) with NaN missing, v (r,) -> (r,).
+
+def short_group_sets(
+    units: np.ndarray,
+    held: np.ndarray,
+    needy: np.ndarray,
+    ranked: _Distances,
+    others: _Distances,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint sets of units, each holding at least k values of one key.
+
+    ``units`` (h,): the unit (a group, or a set already formed) of each record; ``held``
+    (h,): whether the record holds the key; ``needy`` (u,): the units to complete;
+    ``ranked`` and ``others``: the partial distances over the records' keys, with and
+    without the key itself. Each needy unit holding fewer than k, in the order of its
+    number, joins the set of the nearest unit holding some, outside its own set, then the
+    next, until its set holds k. Nearest: centroid (of all the unit's records) to centroid
+    under ``ranked``, the distance the groups were formed by; units that share no other key
+    with it come last (ranked on the key alone, the partners would be those whose mean of
+    it is nearest the unit's, and give that mean back); ties to the lowest unit. Sets never
+    overlap, so no value sits in two averages.
+
+    Returns the set of every unit (u,), named by its lowest unit, and whether it holds at
+    least k (u,) (False only where all the units together hold fewer). Cost: a centroid per
+    unit and, per needy unit, distances to every unit: O(u d). Shapes: units (h,) in
+    0..u-1, held (h,), needy (u,) -> (u,), (u,).
     """
-    _enough_values(pool[:, None], k, None if name is None else [name])
-    values = np.sort(pool[~np.isnan(pool)])
-    m = values.size
-    w = k  # m >= k (_enough_values)
-    v = np.asarray(v, dtype=np.float64)
-    # the window [s, s + w) is the k nearest to v when v - values[s] <= values[s + w] - v
-    # fails for s - 1 and holds for s: the first s in [0, m - w] where it holds
-    lo = np.zeros(v.size, dtype=np.int64)
-    hi = np.full(v.size, m - w, dtype=np.int64)
-    while (lo < hi).any():
-        mid = (lo + hi) // 2
-        holds = v - values[mid] <= values[np.minimum(mid + w, m - 1)] - v
-        holds |= mid + w >= m
-        hi = np.where(holds, mid, hi)
-        lo = np.where(holds, lo, mid + 1)
-    return np.array([safe_mean(values[s : s + w]) for s in lo]) if v.size else v.copy()
+    u = int(units.max()) + 1 if units.size else 0
+    count = np.bincount(units[held], minlength=u)
+    size = count.copy()
+    parent = np.arange(u)
+    todo = np.flatnonzero(needy & (count > 0) & (count < k))
+    if not todo.size:
+        return parent, size >= k
+    near_all, near_others = _unit_centres(ranked, units, u), _unit_centres(others, units, u)
+    everyone = np.arange(u)
+    # many units: each needy one ranks the CANDIDATES units nearest its centroid on the
+    # continuous keys (a KD-tree, missing at the key's mean) exactly, all of them only if
+    # those cannot make its set k; a short group's partners are near it, never far
+    tree = None
+    if u > 4 * CANDIDATES and near_all.cont.shape[1]:
+        tree = cKDTree(np.nan_to_num(near_all.cont))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = int(parent[i])
+        return i
+
+    def join(i: int, pool: np.ndarray) -> None:
+        unshared = np.isinf(near_others.to(pool, *near_others.record(i), apart=np.inf))
+        for j in pool[np.lexsort((near_all.to(pool, *near_all.record(i)), unshared))]:
+            a, b = root(i), root(int(j))
+            if a == b or count[j] == 0:
+                continue
+            parent[max(a, b)] = min(a, b)
+            size[min(a, b)] += size[max(a, b)]
+            if size[min(a, b)] >= k:
+                return
+
+    for i in todo:
+        if size[root(i)] >= k:
+            continue
+        if tree is not None:
+            join(i, np.sort(tree.query(np.nan_to_num(near_all.cont[i]), CANDIDATES)[1]))
+        if size[root(i)] < k:
+            join(i, everyone)
+    sets = np.array([root(i) for i in range(u)], dtype=np.int64)
+    return sets, size[sets] >= k
+
+
+def _unit_centres(dist: _Distances, units: np.ndarray, u: int) -> _Distances:
+    """The centroid of every unit's records (:meth:`_Distances.centroid`: mean z-scores,
+    lower median ranks, modes), as a :class:`_Distances` over the u units; the means at once
+    (bincount), medians and modes unit by unit. units (h,) in 0..u-1 -> u rows."""
+    cont = np.full((u, dist.cont.shape[1]), np.nan)
+    for c in range(dist.numeric):
+        col = dist.cont[:, c]
+        has = ~np.isnan(col)
+        n_of = np.bincount(units[has], minlength=u)
+        total = np.bincount(units[has], col[has], minlength=u)
+        cont[:, c] = np.where(n_of > 0, total / np.maximum(n_of, 1), np.nan)
+    nom = -np.ones((u, dist.nom.shape[1]), np.int64)
+    if dist.cont.shape[1] > dist.numeric or dist.nom.shape[1]:
+        order = np.argsort(units, kind="stable")
+        bounds = np.searchsorted(units[order], np.arange(u + 1))
+        for i in range(u):
+            rows = order[bounds[i] : bounds[i + 1]]
+            point, modes = dist.centroid(rows)
+            cont[i, dist.numeric :], nom[i] = point[dist.numeric :], modes
+    return _Distances(cont, dist.numeric, nom)
+
+
+def _complete_keys(
+    num: np.ndarray,
+    short: np.ndarray,
+    units: np.ndarray,
+    numeric: np.ndarray,
+    dist: _Distances,
+    k: int,
+) -> None:
+    """For every numeric key that a unit holds fewer than k of (``short`` on its holders),
+    join such units to their nearest (:func:`short_group_sets`) and release each merged
+    set's mean on its holders, in place. ``num`` (n, p): released values; ``short`` (n, p):
+    holders of a unit with fewer than k (stays True where all the records together hold
+    fewer); ``units`` (n, p): each record's unit for the key, holder or not (its group, or
+    the set it joined; -1: a record that takes no part), becomes its set; ``numeric``
+    (n, p): the values; ``dist``: the records' distances (numeric keys its first p
+    columns)."""
+    for j in np.flatnonzero(short.any(axis=0)):
+        rows = np.flatnonzero(units[:, j] >= 0)
+        names, compact = np.unique(units[rows, j], return_inverse=True)
+        compact = compact.reshape(-1)
+        held = ~np.isnan(numeric[rows, j])
+        needy = np.zeros(names.size, dtype=bool)
+        needy[compact[short[rows, j]]] = True
+        ranked = _Distances(dist.cont[rows], dist.numeric, dist.nom[rows])
+        others = _Distances(np.delete(dist.cont[rows], j, axis=1), dist.numeric - 1, dist.nom[rows])
+        sets, reached = short_group_sets(compact, held, needy, ranked, others, k)
+        of = sets[compact]
+        grown = np.zeros(names.size, dtype=bool)
+        grown[of[of != compact]] = True  # sets that took in another unit
+        changed = held & grown[of]
+        if changed.any():
+            at, label = rows[changed], of[changed]
+            values = numeric[at, j]
+            e = pow2_exponents(values, axis=None)  # sums on the power-of-two scale
+            total = np.bincount(label, np.ldexp(values, -e), minlength=names.size)
+            n_of = np.bincount(label, minlength=names.size)
+            num[at, j] = np.ldexp(total[label] / n_of[label], e)
+        units[rows, j] = names[of]
+        short[rows, j] = held & ~reached[of]
 
 
 def _name(names: Sequence[str] | None, j: int) -> str | None:
@@ -321,8 +434,11 @@ def _cell_groups(
     MDAV-generic on the cell's rows of the file's scaled keys, and with ``raw`` (the cell's
     keys as given) the groups' representatives, computed here rather than in the process
     that assembles the cells. (m, p + q), (m, r) -> labels (m,), Representatives or None."""
-    labels = _groups(_Distances(cont, numeric, nom), k)
-    return labels, (None if raw is None else group_representatives(raw, labels, k, lone=False))
+    dist = _Distances(cont, numeric, nom)
+    labels = _groups(dist, k)
+    if raw is None:
+        return labels, None
+    return labels, group_representatives(raw, labels, k, complete=False, dist=dist)
 
 
 def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
@@ -361,13 +477,18 @@ def heterogeneous_cells_release(
     k: int,
     cell_size: int,
     names: Sequence[str] | None = None,
-    pool: np.ndarray | None = None,
+    *,
+    complete: bool = True,
 ) -> tuple[np.ndarray, Representatives]:
     """:func:`heterogeneous_cells` and the groups' representatives
-    (:func:`group_representatives`), each cell's computed by its own piece: the same values
-    as computing them after, without a pass over every group in the assembling process.
-    Shapes: keys with n records -> labels (n,), Representatives."""
-    labels, rep = _in_cells(keys, k, cell_size, representatives=True, names=names, pool=pool)
+    (:func:`group_representatives`), each cell's computed by its own piece, a group short
+    of a key's values joined to groups of its cell; what a cell cannot make k is joined
+    over all the records given (with ``complete=False`` left marked in ``short``, with
+    ``units``, for a caller that joins over more records). Shapes: keys with n records ->
+    labels (n,), Representatives."""
+    labels, rep = _in_cells(
+        keys, k, cell_size, representatives=True, names=names, complete=complete
+    )
     assert rep is not None
     return labels, rep
 
@@ -379,19 +500,20 @@ def _in_cells(
     *,
     representatives: bool,
     names: Sequence[str] | None = None,
-    pool: np.ndarray | None = None,
+    complete: bool = True,
 ) -> tuple[np.ndarray, Representatives | None]:
     k = check_k(k, keys.n)
     cell_size = check_cell_size(cell_size, k)
-    if representatives:  # before any cell is grouped
-        _enough_values(keys.numeric if pool is None else pool, k, names)
+    if representatives and complete:  # before any cell is grouped
+        _enough_values(keys.numeric, k, names)
     dist = _Distances.of(keys)
     n = keys.n
     if n <= cell_size:
         labels = _groups(dist, k)
         if not representatives:
             return labels, None
-        return labels, group_representatives(keys, labels, k, names=names, pool=pool)
+        rep = group_representatives(keys, labels, k, complete=complete, names=names, dist=dist)
+        return labels, rep
     cut = np.where(np.isnan(dist.cont), 0.0, dist.cont)  # z-scores: 0 is the mean
     if dist.numeric < cut.shape[1]:  # ordinal ranks: their mean over the present ones
         ranks = dist.cont[:, dist.numeric :]
@@ -425,22 +547,24 @@ def _in_cells(
         np.full(keys.numeric.shape, np.nan),
         -np.ones(keys.ordinal.shape, np.int64),
         -np.ones(keys.nominal.shape, np.int64),
+        np.zeros(keys.numeric.shape, dtype=bool),
+        -np.ones(keys.numeric.shape, np.int64),
     )
+    assert rep.short is not None and rep.units is not None
     offset = 0
-    for rows, (part, cell_rep) in zip(cells, parts, strict=True):
-        labels[rows] = part + offset
-        offset += int(part.max()) + 1
+    for cell, (part, cell_rep) in zip(cells, parts, strict=True):
+        labels[cell] = part + offset
         if cell_rep is not None:
-            rep.numeric[rows], rep.ordinal[rows] = cell_rep.numeric, cell_rep.ordinal
-            rep.nominal[rows] = cell_rep.nominal
-    if representatives:  # a group's lone value: over the whole file, as in one pass
-        for j in range(keys.numeric.shape[1]):
-            at = np.flatnonzero(np.isnan(rep.numeric[:, j]) & ~np.isnan(keys.numeric[:, j]))
-            if at.size:
-                column = keys.numeric[:, j] if pool is None else pool[:, j]
-                rep.numeric[at, j] = lone_value_means(
-                    column, keys.numeric[at, j], k, _name(names, j)
-                )
+            assert cell_rep.short is not None and cell_rep.units is not None
+            rep.numeric[cell], rep.ordinal[cell] = cell_rep.numeric, cell_rep.ordinal
+            rep.nominal[cell], rep.short[cell] = cell_rep.nominal, cell_rep.short
+            rep.units[cell] = cell_rep.units + offset
+        offset += int(part.max()) + 1
+    if representatives and rep.short.any():  # what no cell could make k: all the records
+        _complete_keys(rep.numeric, rep.short, rep.units, keys.numeric, dist, k)
+    if representatives and complete:
+        assert not rep.short.any(), "the file holds k values of every key (_enough_values)"
+        rep = Representatives(rep.numeric, rep.ordinal, rep.nominal)
     return labels, rep if representatives else None
 
 
@@ -456,16 +580,23 @@ class Representatives:
     Attributes
     ----------
     numeric : ndarray of shape (n, p), float64
-        Group mean of the present values where the record had a value, NaN elsewhere.
+        The mean over the holders of the record's set where the record had a value (its
+        group, or the groups it was joined to: :func:`group_representatives`), NaN elsewhere.
     ordinal : ndarray of shape (n, q), int64
         Group (lower) median rank where the record had a value, -1 elsewhere.
     nominal : ndarray of shape (n, r), int64
         Group mode where the record had a value, -1 elsewhere.
+    short, units : ndarray of shape (n, p), bool and int64, or None
+        Only with ``complete=False``: where the set still holds fewer than k values of the
+        key, and each record's set (a group number), for the caller to join over more
+        records (:func:`complete_in_file`).
     """
 
     numeric: np.ndarray
     ordinal: np.ndarray
     nominal: np.ndarray
+    short: np.ndarray | None = None
+    units: np.ndarray | None = None
 
 
 def group_representatives(
@@ -473,46 +604,50 @@ def group_representatives(
     labels: np.ndarray,
     k: int,
     *,
-    lone: bool = True,
+    complete: bool = True,
     names: Sequence[str] | None = None,
-    pool: np.ndarray | None = None,
+    dist: _Distances | None = None,
 ) -> Representatives:
     """Mean, median and mode of every group [1], released on the records' present values.
 
-    A group of k or more records may hold a numeric key's value on one record only (the
-    others missing it): its mean would be that record's own value, published as it is. That
-    value is released instead as the mean of the k values of the key nearest it among the
-    records given, or in ``pool`` (:func:`lone_value_means`; its own among them), so no
-    value alone in its group is published as it was (before rounding to the key's
-    precision). With ``lone=False`` such values are left NaN, for a caller that computes
-    them over more records (the cells of :func:`heterogeneous_cells_release` leave them to
-    the whole file). ``pool`` (N, p): the numeric keys of the whole file, where the
-    neighbours are taken from (default: the records given; a stratum passes the file's).
-    ``names`` (of the numeric keys) name a refused key. Shapes: keys with n records, labels
-    (n,) in 0..g-1 ->
+    A group of k or more records may hold a numeric key on m < k of them (the others
+    missing it): the mean would be an average of fewer than k values, the value itself when
+    m = 1, and with m = 2 each record would read the other's as 2 mean - own. For that key
+    the group is joined to its nearest groups (:func:`short_group_sets`: whole groups,
+    centroid to centroid under the distance that formed them, in disjoint sets of at least
+    k holders) and its holders release the mean of the set's values; so do the holders of
+    the groups it joined. Every released number is then an average of at least k values
+    (before rounding to the key's precision). A key with fewer than k values among the
+    records given is refused (:func:`_enough_values`).
+
+    With ``complete=False`` (a cell, a stratum) nothing is refused, and the sets that the
+    records given cannot make k are left marked in ``short``, with every holder's set in
+    ``units``, for a caller that joins them over more records. ``dist``: the distances the
+    groups were formed with (default: those of ``keys``). ``names`` (of the numeric keys)
+    name a refused key. Shapes: keys with n records, labels (n,) in 0..g-1 ->
     :class:`Representatives`.
     """
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (keys.n,) or labels.min() < 0:
         raise ParameterError("labels must give a group >= 0 for every record")
-    if lone:
-        _enough_values(keys.numeric if pool is None else pool, k, names)
+    if complete:
+        _enough_values(keys.numeric, k, names)
     g = int(labels.max()) + 1
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(g + 1))
     num = np.full(keys.numeric.shape, np.nan)
     ordn = -np.ones(keys.ordinal.shape, np.int64)
     nom = -np.ones(keys.nominal.shape, np.int64)
-    lone_rows: list[list[int]] = [[] for _ in range(keys.numeric.shape[1])]
+    short = np.zeros(keys.numeric.shape, dtype=bool)
     for grp in range(g):
         rows = order[bounds[grp] : bounds[grp + 1]]
         for j in range(keys.numeric.shape[1]):
             col = keys.numeric[rows, j]
             has = ~np.isnan(col)
-            if has.sum() == 1 and rows.size > 1:
-                lone_rows[j].append(int(rows[has][0]))
-            elif has.any():
+            m = int(has.sum())
+            if m:
                 num[rows[has], j] = safe_mean(col[has])  # [1] mean
+                short[rows[has], j] = m < k
         for j in range(keys.ordinal.shape[1]):
             col = keys.ordinal[rows, j]
             has = col >= 0
@@ -523,8 +658,34 @@ def group_representatives(
             has = col >= 0
             if has.any():
                 nom[rows[has], j] = _mode(col)  # [1] mode
-    for j, at in enumerate(lone_rows if lone else []):
-        if at:  # no numeric key value published as it is
-            column = keys.numeric[:, j] if pool is None else pool[:, j]
-            num[at, j] = lone_value_means(column, keys.numeric[at, j], k, _name(names, j))
-    return Representatives(num, ordn, nom)
+    units = np.repeat(labels[:, None], keys.numeric.shape[1], axis=1)
+    if short.any():
+        dist = _Distances.of(keys) if dist is None else dist
+        _complete_keys(num, short, units, keys.numeric, dist, k)
+    if complete:
+        assert not short.any(), "the records hold k values of every key (_enough_values)"
+        return Representatives(num, ordn, nom)
+    return Representatives(num, ordn, nom, short, units)
+
+
+def complete_in_file(
+    num: np.ndarray,
+    short: np.ndarray,
+    units: np.ndarray,
+    numeric: np.ndarray,
+    k: int,
+    names: Sequence[str] | None = None,
+) -> None:
+    """Join, over the whole file, the sets that its parts (strata) could not make k
+    (``short``, ``units`` of :class:`Representatives` from ``complete=False``, each part's
+    unit numbers made distinct by the caller; the records of a part masked otherwise come
+    as units that need nothing, e.g. a microaggregation's groups), in place, under the
+    partial distance over the file's numeric z-scores (:func:`short_group_sets`).
+    Refuses a key with fewer than k values in the file (:func:`_enough_values`). Shapes:
+    (N, p) each."""
+    _enough_values(numeric, k, names)
+    if short.any():
+        empty = np.zeros((numeric.shape[0], 0), np.int64)
+        z, _ = _scaled(MixedKeys(numeric, empty, np.zeros(0, np.int64), empty))
+        _complete_keys(num, short, units, numeric, _Distances(z, numeric.shape[1], empty), k)
+    assert not short.any(), "the file holds k values of every key (_enough_values)"

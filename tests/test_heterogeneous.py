@@ -126,16 +126,19 @@ def test_cells_by_hand_a_missing_value_is_cut_at_the_mean_and_grouped_inside_its
     # nearest row 2: {2, 3} (mean 3), then {0, 1} (mean 0.5). Cell {4, 5, 6, 7}: centroid of
     # the present values 11.33, farthest row 6 (x = 13); row 7 shares no key with it, so it
     # is at distance 0 and joins it: {6, 7}, then {4, 5} (10.5). Row 6 is the only one of
-    # {6, 7} with x: its 13 alone would be published as it is. Its cell's other group,
-    # {4, 5} (10.5), is the nearest: the set {4, 5, 6} releases 34 / 3 (row 7 stays
-    # missing).
+    # {6, 7} with x: its 13 alone would be published as it is. x is the only key, so the
+    # group shares no other key with any and joins, over the file, the group numbered
+    # first (cell by cell: {2, 3}): the set {2, 3, 6} releases (2 + 4 + 13) / 3 (row 7
+    # stays missing). Chosen on x, the partner nearest 13 would give 13 back.
     x = np.array([[0.0], [1.0], [2.0], [4.0], [10.0], [11.0], [13.0], [np.nan]])
     keys = MixedKeys.build(numeric=x)
     labels = heterogeneous_cells(keys, 2, 4)
     groups = sorted(sorted(np.flatnonzero(labels == g).tolist()) for g in np.unique(labels))
     assert groups == [[0, 1], [2, 3], [4, 5], [6, 7]]
     released = group_representatives(keys, labels, 2).numeric[:, 0]
-    np.testing.assert_allclose(released, [0.5, 0.5, 3, 3, *[34 / 3] * 3, np.nan], rtol=1e-15)
+    np.testing.assert_allclose(
+        released, [0.5, 0.5, 19 / 3, 19 / 3, 10.5, 10.5, 19 / 3, np.nan], rtol=1e-15
+    )
     # a file within one cell is grouped in one pass, whatever cell_size
     np.testing.assert_array_equal(heterogeneous_cells(keys, 2, 8), heterogeneous_groups(keys, 2))
 
@@ -378,6 +381,29 @@ def test_a_group_short_of_a_key_joins_whole_groups_and_gives_no_value_away(
     assert short_miss > 0.5 * short_gap and short_miss > full_miss
 
 
+@pytest.mark.parametrize("k", [3, 5])
+def test_the_partner_is_read_no_better_than_a_full_groups_member(k):
+    """A third review: joining groups ranked with the key itself chose partners whose mean
+    of it lay near the short group's, so a pair's partner was read to 0.17 of the gap
+    (0.29 at k = 5) where a full group's member is read to 0.54 (0.61): three keys, half
+    of each missing. Ranked on the other keys only, the read misses by more than a full
+    group's."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    x = rng.normal(size=(n, 3)) * [10, 100, 1000]
+    x[rng.random((n, 3)) < 0.5] = np.nan
+    keys = MixedKeys.build(numeric=x)
+    labels = heterogeneous_groups(keys, k)
+    released = group_representatives(keys, labels, k).numeric
+    _sets(x[:, 2], released[:, 2], labels, k)
+    other = ~np.isnan(x[:, :2]).all(axis=1)
+    (short_miss, short_gap, full_miss, full_gap), pairs = _pair_reads(
+        x[:, 2], released[:, 2], labels, k, other=other
+    )
+    assert pairs >= 20
+    assert short_miss / short_gap > full_miss / full_gap
+
+
 @pytest.mark.flow
 def test_a_release_publishes_no_value_of_a_sparse_key_as_it_was(tmp_path, prefect_api, capsys):
     import yaml
@@ -451,6 +477,39 @@ def test_a_lone_value_in_a_stratum_joins_groups_of_the_whole_file(cell_size):
     assert released[150] == pytest.approx(b[same].mean(), rel=1e-12)
     assert released[150] != 1234.5
     assert np.array_equal(np.isnan(released), np.isnan(b))
+
+
+@pytest.mark.parametrize("decimals", [None, 0])
+def test_a_complete_stratums_group_joined_to_a_short_one_stays_on_the_rules(decimals):
+    """A third review: stratum Y holds a on one record; its group joined groups of stratum
+    X, which has no gap and was masked (on the rules) by the method; their a became the
+    set's mean and nothing moved them back onto total == a + b and b <= a: 3 records broke
+    both. The joined groups are now moved onto the rules like the partial strata's."""
+    from sdcflow.tasks.linear.constraints import LinearConstraints
+    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.tasks.methods.microaggregation import MdavParams
+
+    rng = np.random.default_rng(1)
+    n = 60
+    a = rng.uniform(100, 200, n)
+    b = a - rng.uniform(0, 3, n)
+    frame = pd.DataFrame({"c": ["X"] * 50 + ["Y"] * 10, "a": a, "b": b, "total": a + b})
+    frame.loc[50, ["a", "b", "total"]] = [20.0, 15.0, 35.0]
+    frame.loc[51:59, "a"] = np.nan
+    cols = ["a", "b", "total"]
+    rules = LinearConstraints.from_rows(
+        [
+            ("sum", [({"total": 1.0, "a": -1.0, "b": -1.0}, 0.0)], []),
+            ("b_le_a", [], [({"b": 1.0, "a": -1.0}, 0.0)]),
+        ],
+        cols,
+    )
+    keys = [Key("c", "nominal")] + [Key(c, "numeric", decimals=decimals) for c in cols]
+    masked = mask_keys(frame, keys, MdavParams(k=3), np.random.default_rng(0), rules).masked
+    assert masked.loc[50, "a"] != 20.0  # the lone a was joined, not published
+    full = masked.dropna()
+    assert ((full["total"] - full["a"] - full["b"]).abs() <= 1e-6).all()
+    assert (full["b"] <= full["a"] + 1e-9).all()
 
 
 @pytest.mark.parametrize("cell_size", [None, 10])

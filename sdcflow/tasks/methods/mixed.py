@@ -18,8 +18,10 @@
 strata_suppression`): the categorical keys are made to agree within groups of at least k
      records by suppressing the fewest disagreeing values, and the method masks the numeric
      keys inside each stratum (a stratum with a missing numeric value is grouped as in the
-     case above). Suppressed values that can be given back while every record keeps k
-     matches over all keys are given back (:func:`~sdcflow.tasks.suppression.local.restore`).
+     case above; its groups short of a key's values join groups of any stratum, a joined
+     group of a stratum without gaps then moved onto the rules as theirs are). Suppressed
+     values that can be given back while every record keeps k matches over all keys are
+     given back (:func:`~sdcflow.tasks.suppression.local.restore`).
 
 3. **Precision**: numeric keys are rounded to their precision (integers for integer columns),
    keeping the linear equalities among them (:mod:`sdcflow.tasks.linear.rounding`).
@@ -180,7 +182,7 @@ def _strata(
     bounded: list[np.ndarray] = []  # strata whose method reports a loss bound (crisp)
     count = int(labels.max()) + 1
     cell_size = getattr(params, "cell_size", None)
-    partial: list[tuple[np.ndarray, np.ndarray, Representatives]] = []
+    partial: list[tuple[np.ndarray, np.ndarray, Representatives | None]] = []
     whole: list[np.ndarray] = []  # strata without missing numbers
     for s in range(count):
         rows = order[bounds[s] : bounds[s + 1]]
@@ -203,21 +205,28 @@ def _strata(
         short = np.zeros(enc.numeric.shape, dtype=bool)
         units = -np.ones(enc.numeric.shape, np.int64)
         offset = 0
+        groups: list[np.ndarray] = []
         for rows in whole:
             group = np.unique(released[rows], axis=0, return_inverse=True)[1].reshape(-1)
+            groups.append(group)
             units[rows] = (group + offset)[:, None]
             offset += int(group.max()) + 1
         for rows, group, rep in partial:
-            assert rep.short is not None and rep.units is not None
+            assert rep is not None and rep.short is not None and rep.units is not None
             num[rows], short[rows] = rep.numeric, rep.short
             units[rows] = rep.units + offset
             offset += int(group.max()) + 1
         complete_in_file(num, short, units, enc.numeric, k, enc.numeric_names)
-        for rows in whole:  # a group joined to a short one releases the set's mean
-            released[rows] = num[rows]
+        # a group joined to a short one releases the set's mean, moved onto the rules as
+        # the partial strata's groups are (a stratum's method kept them on its values)
+        joined = [
+            (rows, group, None)
+            for rows, group in zip(whole, groups, strict=True)
+            if not np.array_equal(num[rows], released[rows])
+        ]
         decimals = [key.decimals for key in enc.numeric_keys]
-        for s, (rows, group, _) in enumerate(partial):
-            with stage(f"stratum with missing numbers {s + 1} of {len(partial)}"):
+        for s, (rows, group, _) in enumerate(partial + joined):
+            with stage(f"stratum on the edit rules {s + 1} of {len(partial) + len(joined)}"):
                 done = group_values_on_rules(
                     enc.numeric,  # the whole file's units, for every stratum alike
                     num[rows],
@@ -231,7 +240,7 @@ def _strata(
             final[rows] = True
             final_columns |= set(done.rounded)
             final_derived |= set(done.derived)
-            gaps, moved = gaps + 1, moved + done.moved
+            gaps, moved = gaps + (s < len(partial)), moved + done.moved
     # Give back suppressed values that every record can spare, counting over all keys.
     all_codes = np.concatenate([strata.codes, key_codes(released)], axis=1)
     original = np.concatenate([enc.codes, key_codes(released)], axis=1)

@@ -231,30 +231,26 @@ CANDIDATES = 32  # units a needy unit ranks first, of many (short_group_sets)
 
 
 def short_group_sets(
-    units: np.ndarray,
-    held: np.ndarray,
-    needy: np.ndarray,
-    ranked: _Distances,
-    others: _Distances,
-    k: int,
+    units: np.ndarray, held: np.ndarray, needy: np.ndarray, others: _Distances, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint sets of units, each holding at least k values of one key.
 
     ``units`` (h,): the unit (a group, or a set already formed) of each record; ``held``
     (h,): whether the record holds the key; ``needy`` (u,): the units to complete;
-    ``ranked`` and ``others``: the partial distances over the records' keys, with and
-    without the key itself. Each needy unit holding fewer than k, in the order of its
-    number, joins the set of the nearest unit holding some, outside its own set, then the
-    next, until its set holds k. Nearest: centroid (of all the unit's records) to centroid
-    under ``ranked``, the distance the groups were formed by; units that share no other key
-    with it come last (ranked on the key alone, the partners would be those whose mean of
-    it is nearest the unit's, and give that mean back); ties to the lowest unit. Sets never
-    overlap, so no value sits in two averages.
+    ``others``: the partial distances over the records' *other* keys, the key itself left
+    out. Each needy unit holding fewer than k, in the order of its number, joins the set of
+    the nearest unit holding some, outside its own set, then the next, until its set holds
+    k. Nearest: centroid (of all the unit's records) to centroid under ``others``; units
+    that share no other key with it after those, in the order of their number. The key is
+    never used to choose: partners near the unit's mean of it would give that mean back (a
+    reviewed design read a partner to 0.17 of its gap, a full group's member 0.54). Sets
+    never overlap, so no value sits in two averages (a value in two is read by difference).
 
-    Returns the set of every unit (u,), named by its lowest unit, and whether it holds at
-    least k (u,) (False only where all the units together hold fewer). Cost: a centroid per
-    unit and, per needy unit, distances to every unit: O(u d). Shapes: units (h,) in
-    0..u-1, held (h,), needy (u,) -> (u,), (u,).
+    With many units a needy unit first ranks the ``CANDIDATES`` units nearest its centroid
+    on the continuous keys (a KD-tree, a missing key at its mean), all of them only if those
+    cannot make its set k. Returns the set of every unit (u,), named by its lowest unit,
+    and whether it holds at least k (u,) (False only where all the units together hold
+    fewer). Shapes: units (h,) in 0..u-1, held (h,), needy (u,) -> (u,), (u,).
     """
     u = int(units.max()) + 1 if units.size else 0
     count = np.bincount(units[held], minlength=u)
@@ -263,14 +259,11 @@ def short_group_sets(
     todo = np.flatnonzero(needy & (count > 0) & (count < k))
     if not todo.size:
         return parent, size >= k
-    near_all, near_others = _unit_centres(ranked, units, u), _unit_centres(others, units, u)
+    centres = _unit_centres(others, units, u)
     everyone = np.arange(u)
-    # many units: each needy one ranks the CANDIDATES units nearest its centroid on the
-    # continuous keys (a KD-tree, missing at the key's mean) exactly, all of them only if
-    # those cannot make its set k; a short group's partners are near it, never far
     tree = None
-    if u > 4 * CANDIDATES and near_all.cont.shape[1]:
-        tree = cKDTree(np.nan_to_num(near_all.cont))
+    if u > 4 * CANDIDATES and centres.cont.shape[1]:
+        tree = cKDTree(np.nan_to_num(centres.cont))
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -279,8 +272,8 @@ def short_group_sets(
         return i
 
     def join(i: int, pool: np.ndarray) -> None:
-        unshared = np.isinf(near_others.to(pool, *near_others.record(i), apart=np.inf))
-        for j in pool[np.lexsort((near_all.to(pool, *near_all.record(i)), unshared))]:
+        d = centres.to(pool, *centres.record(i), apart=np.inf)
+        for j in pool[np.argsort(d, kind="stable")]:  # unshared (inf) last, by number
             a, b = root(i), root(int(j))
             if a == b or count[j] == 0:
                 continue
@@ -293,7 +286,7 @@ def short_group_sets(
         if size[root(i)] >= k:
             continue
         if tree is not None:
-            join(i, np.sort(tree.query(np.nan_to_num(near_all.cont[i]), CANDIDATES)[1]))
+            join(i, np.sort(tree.query(np.nan_to_num(centres.cont[i]), CANDIDATES)[1]))
         if size[root(i)] < k:
             join(i, everyone)
     sets = np.array([root(i) for i in range(u)], dtype=np.int64)
@@ -302,23 +295,31 @@ def short_group_sets(
 
 def _unit_centres(dist: _Distances, units: np.ndarray, u: int) -> _Distances:
     """The centroid of every unit's records (:meth:`_Distances.centroid`: mean z-scores,
-    lower median ranks, modes), as a :class:`_Distances` over the u units; the means at once
-    (bincount), medians and modes unit by unit. units (h,) in 0..u-1 -> u rows."""
+    lower median ranks, modes with ties to the lowest code), as a :class:`_Distances` over
+    the u units, all at once (bincounts and one sort). units (h,) in 0..u-1 -> u rows."""
     cont = np.full((u, dist.cont.shape[1]), np.nan)
-    for c in range(dist.numeric):
+    for c in range(dist.cont.shape[1]):
         col = dist.cont[:, c]
         has = ~np.isnan(col)
         n_of = np.bincount(units[has], minlength=u)
-        total = np.bincount(units[has], col[has], minlength=u)
-        cont[:, c] = np.where(n_of > 0, total / np.maximum(n_of, 1), np.nan)
+        if c < dist.numeric:
+            total = np.bincount(units[has], col[has], minlength=u)
+            cont[:, c] = np.where(n_of > 0, total / np.maximum(n_of, 1), np.nan)
+        else:  # lower median: the ((m - 1) // 2)-th of the unit's sorted values
+            at = np.flatnonzero(has)
+            at = at[np.lexsort((col[at], units[at]))]
+            start = np.concatenate([[0], np.cumsum(n_of)[:-1]])
+            ok = n_of > 0
+            cont[ok, c] = col[at[start[ok] + (n_of[ok] - 1) // 2]]
     nom = -np.ones((u, dist.nom.shape[1]), np.int64)
-    if dist.cont.shape[1] > dist.numeric or dist.nom.shape[1]:
-        order = np.argsort(units, kind="stable")
-        bounds = np.searchsorted(units[order], np.arange(u + 1))
-        for i in range(u):
-            rows = order[bounds[i] : bounds[i + 1]]
-            point, modes = dist.centroid(rows)
-            cont[i, dist.numeric :], nom[i] = point[dist.numeric :], modes
+    for c in range(dist.nom.shape[1]):
+        col = dist.nom[:, c]
+        has = col >= 0
+        if has.any():
+            width = int(col[has].max()) + 1
+            tally = np.bincount(units[has] * width + col[has], minlength=u * width)
+            tally = tally.reshape(u, width)
+            nom[:, c] = np.where(tally.any(axis=1), tally.argmax(axis=1), -1)
     return _Distances(cont, dist.numeric, nom)
 
 
@@ -331,13 +332,13 @@ def _complete_keys(
     k: int,
 ) -> None:
     """For every numeric key that a unit holds fewer than k of (``short`` on its holders),
-    join such units to their nearest (:func:`short_group_sets`) and release each merged
-    set's mean on its holders, in place. ``num`` (n, p): released values; ``short`` (n, p):
-    holders of a unit with fewer than k (stays True where all the records together hold
-    fewer); ``units`` (n, p): each record's unit for the key, holder or not (its group, or
-    the set it joined; -1: a record that takes no part), becomes its set; ``numeric``
-    (n, p): the values; ``dist``: the records' distances (numeric keys its first p
-    columns)."""
+    join such units to their nearest on the other keys (:func:`short_group_sets`) and
+    release each merged set's mean on its holders, in place. ``num`` (n, p): released
+    values; ``short`` (n, p): holders of a unit with fewer than k (stays True where all the
+    records together hold fewer); ``units`` (n, p): each record's unit for the key, holder
+    or not (its group, or the set it joined; -1: a record that takes no part), becomes its
+    set; ``numeric`` (n, p): the values; ``dist``: the records' distances (numeric keys its
+    first p columns)."""
     for j in np.flatnonzero(short.any(axis=0)):
         rows = np.flatnonzero(units[:, j] >= 0)
         names, compact = np.unique(units[rows, j], return_inverse=True)
@@ -345,9 +346,8 @@ def _complete_keys(
         held = ~np.isnan(numeric[rows, j])
         needy = np.zeros(names.size, dtype=bool)
         needy[compact[short[rows, j]]] = True
-        ranked = _Distances(dist.cont[rows], dist.numeric, dist.nom[rows])
         others = _Distances(np.delete(dist.cont[rows], j, axis=1), dist.numeric - 1, dist.nom[rows])
-        sets, reached = short_group_sets(compact, held, needy, ranked, others, k)
+        sets, reached = short_group_sets(compact, held, needy, others, k)
         of = sets[compact]
         grown = np.zeros(names.size, dtype=bool)
         grown[of[of != compact]] = True  # sets that took in another unit

@@ -206,10 +206,12 @@ def _strata(
         units = -np.ones(enc.numeric.shape, np.int64)
         offset = 0
         groups: list[np.ndarray] = []
+        numbered = np.zeros(enc.n, dtype=np.int64)  # complete strata's groups, file-wide
         for rows in whole:
             group = np.unique(released[rows], axis=0, return_inverse=True)[1].reshape(-1)
             groups.append(group)
             units[rows] = (group + offset)[:, None]
+            numbered[rows] = group + offset
             offset += int(group.max()) + 1
         for rows, group, rep in partial:
             assert rep is not None and rep.short is not None and rep.units is not None
@@ -217,13 +219,17 @@ def _strata(
             units[rows] = rep.units + offset
             offset += int(group.max()) + 1
         complete_in_file(num, short, units, enc.numeric, k, enc.numeric_names)
-        # a group joined to a short one releases the set's mean, moved onto the rules as
-        # the partial strata's groups are (a stratum's method kept them on its values)
-        joined = [
-            (rows, group, None)
-            for rows, group in zip(whole, groups, strict=True)
-            if not np.array_equal(num[rows], released[rows])
-        ]
+        # a complete stratum's group joined to a short one releases the set's mean, moved
+        # onto the rules as the partial strata's groups are (the rest of the stratum is its
+        # method's, kept on the rules there); all such groups in one call
+        changed = np.zeros(enc.n, dtype=bool)
+        for rows, group in zip(whole, groups, strict=True):
+            moved_groups = np.unique(group[(num[rows] != released[rows]).any(axis=1)])
+            changed[rows] = np.isin(group, moved_groups)
+        at = np.flatnonzero(changed)
+        joined = []
+        if at.size:
+            joined = [(at, np.unique(numbered[at], return_inverse=True)[1].reshape(-1), None)]
         decimals = [key.decimals for key in enc.numeric_keys]
         for s, (rows, group, _) in enumerate(partial + joined):
             with stage(f"stratum on the edit rules {s + 1} of {len(partial) + len(joined)}"):

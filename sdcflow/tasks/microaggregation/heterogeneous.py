@@ -241,7 +241,8 @@ def short_group_sets(
     out. Each needy unit holding fewer than k, in the order of its number, joins the set of
     the nearest unit holding some, outside its own set, then the next, until its set holds
     k. Nearest: centroid (of all the unit's records) to centroid under ``others``; units
-    that share no other key with it after those, in the order of their number. The key is
+    that share no other key with it after those, those whose set is still short of k first,
+    in the order of their number. The key is
     never used to choose: partners near the unit's mean of it would give that mean back (a
     reviewed design read a partner to 0.17 of its gap, a full group's member 0.54). Sets
     never overlap, so no value sits in two averages (a value in two is read by difference).
@@ -273,7 +274,13 @@ def short_group_sets(
 
     def join(i: int, pool: np.ndarray) -> None:
         d = centres.to(pool, *centres.record(i), apart=np.inf)
-        for j in pool[np.argsort(d, kind="stable")]:  # unshared (inf) last, by number
+        # units sharing no other key last: those whose set is still short of k first (so
+        # such units pair among themselves instead of all joining one set), by number
+        top = parent[pool]
+        while (parent[top] != top).any():
+            top = parent[top]
+        full = (size[top] >= k) & np.isinf(d)
+        for j in pool[np.lexsort((d, full, np.isinf(d)))]:
             a, b = root(i), root(int(j))
             if a == b or count[j] == 0:
                 continue
@@ -315,11 +322,14 @@ def _unit_centres(dist: _Distances, units: np.ndarray, u: int) -> _Distances:
     for c in range(dist.nom.shape[1]):
         col = dist.nom[:, c]
         has = col >= 0
-        if has.any():
-            width = int(col[has].max()) + 1
-            tally = np.bincount(units[has] * width + col[has], minlength=u * width)
-            tally = tally.reshape(u, width)
-            nom[:, c] = np.where(tally.any(axis=1), tally.argmax(axis=1), -1)
+        if has.any():  # (unit, code) pairs counted, the most frequent per unit, lowest code
+            pairs, tally = np.unique(
+                np.stack([units[has], col[has]], axis=1), axis=0, return_counts=True
+            )
+            best = np.lexsort((pairs[:, 1], -tally, pairs[:, 0]))
+            first = np.ones(best.size, dtype=bool)
+            first[1:] = pairs[best[1:], 0] != pairs[best[:-1], 0]
+            nom[pairs[best[first], 0], c] = pairs[best[first], 1]
     return _Distances(cont, dist.numeric, nom)
 
 

@@ -16,10 +16,12 @@ from sdcflow.tasks.methods.keys import Key
 from sdcflow.tasks.methods.mixed import mask_keys
 from sdcflow.tasks.microaggregation.heterogeneous import (
     MixedKeys,
+    _Distances,
     group_representatives,
     heterogeneous_cells,
     heterogeneous_cells_release,
     heterogeneous_groups,
+    short_group_sets,
 )
 from sdcflow.tasks.parallel import part_map
 
@@ -477,6 +479,26 @@ def test_a_lone_value_in_a_stratum_joins_groups_of_the_whole_file(cell_size):
     assert released[150] == pytest.approx(b[same].mean(), rel=1e-12)
     assert released[150] != 1234.5
     assert np.array_equal(np.isnan(released), np.isnan(b))
+
+
+@pytest.mark.parametrize("u", [10, 200, 3000])
+def test_groups_sharing_no_other_key_pair_among_themselves(u):
+    """Reviews: units sharing no other key with any all joined one set (6 176 records), and
+    past 128 units the KD-tree's shortlist, where such a unit stands at every key's mean,
+    gave them all the same 32 candidates (a set of 947-1 184 units). Each set that takes in
+    a short unit now holds k values, and none grows past the units needed."""
+    rng = np.random.default_rng(1)
+    for k in (2, 3, 5):
+        units = np.repeat(np.arange(u), 3)
+        held = rng.random(units.size) < 0.15
+        others = _Distances(np.full((units.size, 1), np.nan), 1, np.zeros((units.size, 0), int))
+        sets, reached = short_group_sets(units, held, np.ones(u, bool), others, k)
+        count = np.bincount(units[held], minlength=u)
+        total = np.bincount(sets, weights=count, minlength=u)
+        used = sets[count > 0]
+        assert (total[used] >= k).all() == bool(reached[count > 0].all())
+        # units with a value: at most 2k in a set (the last short ones join a full set)
+        assert np.bincount(used).max() <= 2 * k and total[used].max() <= 3 * k
 
 
 @pytest.mark.parametrize("decimals", [None, 0])

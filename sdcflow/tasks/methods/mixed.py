@@ -220,8 +220,8 @@ def _strata(
             offset += int(group.max()) + 1
         complete_in_file(num, short, units, enc.numeric, k, enc.numeric_names)
         # a complete stratum's group joined to a short one releases the set's mean, moved
-        # onto the rules as the partial strata's groups are (the rest of the stratum is its
-        # method's, kept on the rules there); all such groups in one call
+        # onto the rules as the partial strata's groups are (the rest of the stratum is left
+        # as its method released it); all such groups in one call
         changed = np.zeros(enc.n, dtype=bool)
         for rows, group in zip(whole, groups, strict=True):
             moved_groups = np.unique(group[(num[rows] != released[rows]).any(axis=1)])

@@ -292,7 +292,9 @@ def short_group_sets(
     for i in todo:
         if size[root(i)] >= k:
             continue
-        if tree is not None:
+        # a unit with no continuous key has no place in the tree (it would stand at every
+        # key's mean, all such units with the same shortlist): it ranks every unit
+        if tree is not None and not np.isnan(centres.cont[i]).all():
             join(i, np.sort(tree.query(np.nan_to_num(centres.cont[i]), CANDIDATES)[1]))
         if size[root(i)] < k:
             join(i, everyone)

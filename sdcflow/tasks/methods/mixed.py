@@ -205,14 +205,13 @@ def _strata(
         short = np.zeros(enc.numeric.shape, dtype=bool)
         units = -np.ones(enc.numeric.shape, np.int64)
         offset = 0
-        groups: list[np.ndarray] = []
         numbered = np.zeros(enc.n, dtype=np.int64)  # complete strata's groups, file-wide
         for rows in whole:
             group = np.unique(released[rows], axis=0, return_inverse=True)[1].reshape(-1)
-            groups.append(group)
-            units[rows] = (group + offset)[:, None]
             numbered[rows] = group + offset
             offset += int(group.max()) + 1
+        kept = np.concatenate(whole) if whole else np.zeros(0, np.int64)
+        units[kept] = numbered[kept, None]
         for rows, group, rep in partial:
             assert rep is not None and rep.short is not None and rep.units is not None
             num[rows], short[rows] = rep.numeric, rep.short
@@ -222,11 +221,8 @@ def _strata(
         # a complete stratum's group joined to a short one releases the set's mean, moved
         # onto the rules as the partial strata's groups are (the rest of the stratum is left
         # as its method released it); all such groups in one call
-        changed = np.zeros(enc.n, dtype=bool)
-        for rows, group in zip(whole, groups, strict=True):
-            moved_groups = np.unique(group[(num[rows] != released[rows]).any(axis=1)])
-            changed[rows] = np.isin(group, moved_groups)
-        at = np.flatnonzero(changed)
+        moved_rows = kept[(num[kept] != released[kept]).any(axis=1)]
+        at = np.sort(kept[np.isin(numbered[kept], numbered[moved_rows])])
         joined = []
         if at.size:
             joined = [(at, np.unique(numbered[at], return_inverse=True)[1].reshape(-1), None)]

@@ -24,11 +24,11 @@ mean of the present values...); a missing value stays missing in the release (it
 value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed. A
 group where m < k records hold a numeric key would publish a mean of fewer than k values
 (m = 1: the value itself; m = 2: each record reads the other's as 2 mean - own): such a
-group is joined, for that key, to its nearest groups in disjoint sets of at least k holders
-(:func:`short_group_sets`), and each set releases the mean of its holders' values. Whole
-groups are joined, not the records nearest the group (their values would lie close around
-its mean and give it back), and a value never sits in two averages (two overlapping means
-give one value away by difference).
+group is joined, for that key, to its nearest groups on the other keys, in disjoint sets of
+at least k holders (:func:`short_group_sets`), and each set releases the mean of its
+holders' values. Whole groups are joined, not the records nearest the group (their values
+would lie close around its mean and give it back), and a value never sits in two averages
+(two overlapping means give one value away by difference).
 
 Large files: MDAV-generic costs O(n^2 d / k), fourfold with every doubling of n (figures:
 ``benchmarks/README.md``, "Missing numbers at scale"). :func:`heterogeneous_cells` runs it
@@ -242,10 +242,10 @@ def short_group_sets(
     the nearest unit holding some, outside its own set, then the next, until its set holds
     k. Nearest: centroid (of all the unit's records) to centroid under ``others``; units
     that share no other key with it after those, those whose set is still short of k first,
-    in the order of their number. The key is
-    never used to choose: partners near the unit's mean of it would give that mean back (a
-    reviewed design read a partner to 0.17 of its gap, a full group's member 0.54). Sets
-    never overlap, so no value sits in two averages (a value in two is read by difference).
+    in the order of their number. The key is never used to choose: partners near the unit's
+    mean of it would give that mean back (a reviewed design read a partner to 0.17 of its
+    gap, a full group's member 0.54). Sets never overlap, so no value sits in two averages
+    (a value in two is read by difference).
 
     With many units a needy unit first ranks the ``CANDIDATES`` units nearest its centroid
     on the continuous keys (a KD-tree, a missing key at its mean), all of them only if those
@@ -626,9 +626,9 @@ def group_representatives(
     missing it): the mean would be an average of fewer than k values, the value itself when
     m = 1, and with m = 2 each record would read the other's as 2 mean - own. For that key
     the group is joined to its nearest groups (:func:`short_group_sets`: whole groups,
-    centroid to centroid under the distance that formed them, in disjoint sets of at least
-    k holders) and its holders release the mean of the set's values; so do the holders of
-    the groups it joined. Every released number is then an average of at least k values
+    centroid to centroid under the partial distance over the other keys, in disjoint sets
+    of at least k holders) and its holders release the mean of the set's values; so do the
+    holders of the groups it joined. Every released number is then an average of at least k values
     (before rounding to the key's precision). A key with fewer than k values among the
     records given is refused (:func:`_enough_values`).
 
@@ -698,6 +698,6 @@ def complete_in_file(
     _enough_values(numeric, k, names)
     if short.any():
         empty = np.zeros((numeric.shape[0], 0), np.int64)
-        z, _ = _scaled(MixedKeys(numeric, empty, np.zeros(0, np.int64), empty))
-        _complete_keys(num, short, units, numeric, _Distances(z, numeric.shape[1], empty), k)
+        dist = _Distances.of(MixedKeys(numeric, empty, np.zeros(0, np.int64), empty))
+        _complete_keys(num, short, units, numeric, dist, k)
     assert not short.any(), "the file holds k values of every key (_enough_values)"

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sdcflow.distinct import distinct_rows
 from sdcflow.tasks.measures import anonymity
 
 
@@ -71,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         for missing in args.missing:
             frame = released(n, args.d, args.k, missing, args.seed)
             codes = anonymity.key_codes(frame)
-            distinct, _ = anonymity._distinct_rows(codes)
-            patterns, _ = anonymity._distinct_rows((distinct < 0).astype(np.int64))
+            distinct, _ = distinct_rows(codes)
+            patterns, _ = distinct_rows((distinct < 0).astype(np.int64))
             w = np.random.default_rng(args.seed + 1).uniform(1, 100, n).round(2)
             cpu, (f, F) = timed(frame, w)
             base, (f0, F0) = timed(frame, w, INDEX_JOIN_SHARE=0.0, SMALL_PATTERN=1)

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from sdcflow.distinct import distinct_rows
 from sdcflow.errors import ParameterError
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.projection import PolyhedronProjector
@@ -158,8 +159,8 @@ def minimal_adjustment(
             )
         masks[:, i] = mask
     # One projection problem per pattern of binding conditional rows.
-    patterns, group = np.unique(masks, axis=0, return_inverse=True)
-    group = group.reshape(-1)
+    patterns, group = distinct_rows(masks.view(np.int8))
+    patterns = patterns.astype(bool)
     out = X.copy()
     moved = np.zeros(n, dtype=bool)
     for g, pattern in enumerate(patterns):

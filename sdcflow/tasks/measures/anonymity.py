@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from sdcflow.distinct import distinct_rows, row_ids
 from sdcflow.errors import ParameterError
 
 
@@ -67,28 +68,6 @@ def key_codes(released: pd.DataFrame | np.ndarray) -> np.ndarray:
     return codes
 
 
-def row_ids(codes: np.ndarray) -> np.ndarray:
-    """Dense ids (0..g-1) of the distinct rows of ``codes`` (m, e), all codes >= 0.
-
-    Columns are combined into one mixed-radix integer per row (re-densified before it could
-    overflow), so that distinct rows are found by one integer sort. Shapes: (m, e) -> (m,).
-    """
-    m, e = codes.shape
-    if e == 0 or m == 0:
-        return np.zeros(m, dtype=np.int64)
-    ids = codes[:, 0].astype(np.int64)
-    bound = int(ids.max()) + 1
-    for j in range(1, e):
-        col = codes[:, j]
-        base = int(col.max()) + 1
-        if bound * base >= 2**62:  # re-densify before the mixed-radix key could overflow
-            ids = np.unique(ids, return_inverse=True)[1].reshape(-1)
-            bound = int(ids.max()) + 1
-        ids = ids * base + col
-        bound *= base
-    return np.unique(ids, return_inverse=True)[1].reshape(-1)
-
-
 def _group_sum(ids: np.ndarray, values: np.ndarray | sparse.csr_matrix, groups: int):
     """Sum of ``values`` rows per id: (groups, m), dense or sparse like ``values``."""
     if sparse.issparse(values):
@@ -100,16 +79,6 @@ def _group_sum(ids: np.ndarray, values: np.ndarray | sparse.csr_matrix, groups: 
     for c in range(values.shape[1]):  # bincount: one pass per column, not np.add.at
         out[:, c] = np.bincount(ids, weights=values[:, c], minlength=groups)
     return out
-
-
-def _distinct_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of ``codes`` (n, d), codes >= -1, and every row's index among them:
-    (g, d), (n,). One integer sort (:func:`row_ids`) instead of ``np.unique(axis=0)``, which
-    sorts the rows as structured records (about 20 times slower at a million rows)."""
-    ids = row_ids(codes + 1)
-    first = np.full(int(ids.max()) + 1 if ids.size else 0, ids.size, dtype=np.int64)
-    np.minimum.at(first, ids, np.arange(ids.size))
-    return codes[first], ids
 
 
 #: The smallest patterns are pooled: the pool is matched against itself by direct comparison
@@ -265,18 +234,18 @@ def _matching_sums_unique(
 
     Rows are grouped by their pattern of missing keys. For two patterns P and Q, rows of P
     and of Q match exactly when they agree on the keys missing in neither: one hash-and-count
-    pass over both (:func:`row_ids`), or, when the common keys are selective (the group
-    means of a microaggregation), a lookup of each row of one in a sorted index of the other
-    (:func:`_index_join`), so that the largest pattern (the complete rows) is not sorted
-    again for every other pattern. The smallest patterns (with many keys, most of them) are
-    pooled (:func:`_pooled`) and joined with each larger pattern at once, and with one another
-    by direct comparison. Every pair of rows is found by exactly one join;
-    sums of :func:`exact_parts` are exact in any order, so the result does not depend on
-    which join found a pair.
+    pass over both (:func:`~sdcflow.distinct.row_ids`), or, when the common keys are
+    selective (the group means of a microaggregation), a lookup of each row of one in a
+    sorted index of the other (:func:`_index_join`), so that the largest pattern (the
+    complete rows) is not sorted again for every other pattern. The smallest patterns (with
+    many keys, most of them) are pooled (:func:`_pooled`) and joined with each larger pattern
+    at once, and with one another by direct comparison. Every pair of rows is found by
+    exactly one join; sums of :func:`exact_parts` are exact in any order, so the result does
+    not depend on which join found a pair.
     Shapes: codes (n, d) with -1 for missing, values (n, m) -> (n, m).
     """
     n = codes.shape[0]
-    patterns, pid = _distinct_rows((codes < 0).astype(np.int64))
+    patterns, pid = distinct_rows((codes < 0).astype(np.int64))
     patterns = patterns.astype(bool)
     order = np.argsort(pid, kind="stable")
     bounds = np.searchsorted(pid[order], np.arange(patterns.shape[0] + 1))
@@ -399,7 +368,7 @@ def codes_matching_sums(
             "pass one row per released record, in the same order"
         )
     # Identical rows match the same records: count once per distinct row.
-    distinct, inverse = _distinct_rows(codes)
+    distinct, inverse = distinct_rows(codes)
     if not sparse.issparse(values):
         values = np.asarray(values, dtype=np.float64)
     merged = _group_sum(inverse, values, distinct.shape[0])

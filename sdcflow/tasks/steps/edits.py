@@ -24,6 +24,7 @@ import pyarrow as pa
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
+from sdcflow.distinct import distinct_rows
 from sdcflow.expectations.compile import compile_rule, condition_sql
 from sdcflow.expectations.rules import (
     Conditional,
@@ -237,8 +238,8 @@ def repair_edits(
     repaired = X.copy()
     moved = np.zeros(X.shape[0], dtype=bool)
     row_tol = {rule.name: rule.tolerance for rule in rules}
-    gaps, which = np.unique(np.isnan(X), axis=0, return_inverse=True)
-    which = which.ravel()
+    gaps, which = distinct_rows(np.isnan(X).view(np.int8))
+    gaps = gaps.astype(bool)
     for p, gap in enumerate(gaps):
         have = [c for c, missing in zip(qis, gap, strict=True) if not missing]
         these = np.flatnonzero(which == p)

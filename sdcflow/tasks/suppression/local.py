@@ -59,8 +59,9 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from sdcflow.distinct import row_ids
 from sdcflow.errors import DataError, ParameterError
-from sdcflow.tasks.measures.anonymity import codes_matching_sums, row_ids
+from sdcflow.tasks.measures.anonymity import codes_matching_sums
 from sdcflow.tasks.suppression._kernels import greedy_suppression, restore_values
 from sdcflow.tasks.validation import check_k
 

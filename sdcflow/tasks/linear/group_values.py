@@ -12,7 +12,8 @@ against, by the least change of the group's own sum of squares in standardized u
     r* = argmin_r  sum_j n_j ((r_j - m_j) / s_j)^2   s.t.  A r = b,  G r <= h,
 
 where ``m_j`` is the group's mean of column ``j`` over its ``n_j`` records that have it (or,
-where fewer than k of them do, the mean of the set of groups it joined for that column:
+where the group joined others because fewer than k of its records have some column, the
+mean over the set's holders of ``j``:
 :func:`~sdcflow.tasks.microaggregation.heterogeneous.short_group_sets`) and
 ``s_j`` the column's standard deviation over the file. The group's within-group sum of
 squares is ``sum_j sum_i ((x_ij - r_j) / s_j)^2 = const + sum_j n_j ((r_j - m_j) / s_j)^2``

@@ -24,11 +24,13 @@ mean of the present values...); a missing value stays missing in the release (it
 value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed. A
 group where m < k records hold a numeric key would publish a mean of fewer than k values
 (m = 1: the value itself; m = 2: each record reads the other's as 2 mean - own): such a
-group is joined, for that key, to its nearest groups on the other keys, in disjoint sets of
-at least k holders (:func:`short_group_sets`), and each set releases the mean of its
-holders' values. Whole groups are joined, not the records nearest the group (their values
-would lie close around its mean and give it back), and a value never sits in two averages
-(two overlapping means give one value away by difference).
+group is joined to its nearest groups on the other keys, in disjoint sets of at least k
+holders (:func:`short_group_sets`), and each set releases, on every numeric key, the mean of
+its holders' values. Whole groups are joined, not the records nearest the group (their
+values would lie close around its mean and give it back); a value never sits in two
+averages (two overlapping means give one value away by difference); and a set is one unit
+for every key (a partner group keeping its own means of the other keys would give its mean
+of a key they determine, ``total - b``, and with it the short group's sum).
 
 Large files: MDAV-generic costs O(n^2 d / k), fourfold with every doubling of n (figures:
 ``benchmarks/README.md``, "Missing numbers at scale"). :func:`heterogeneous_cells` runs it
@@ -343,36 +345,51 @@ def _complete_keys(
     dist: _Distances,
     k: int,
 ) -> None:
-    """For every numeric key that a unit holds fewer than k of (``short`` on its holders),
-    join such units to their nearest on the other keys (:func:`short_group_sets`) and
-    release each merged set's mean on its holders, in place. ``num`` (n, p): released
-    values; ``short`` (n, p): holders of a unit with fewer than k (stays True where all the
-    records together hold fewer); ``units`` (n, p): each record's unit for the key, holder
-    or not (its group, or the set it joined; -1: a record that takes no part), becomes its
-    set; ``numeric`` (n, p): the values; ``dist``: the records' distances (numeric keys its
-    first p columns)."""
+    """For every numeric key that a unit holds fewer than k of, join such units to their
+    nearest on the other keys (:func:`short_group_sets`), and release, on *every* numeric
+    key, each merged set's mean over its holders, in place.
+
+    One partition serves all keys: a set joined for one key is one unit for all of them.
+    Were only the short key averaged over the set, each partner would keep its own means of
+    the other keys, and a key they determine (``total = a + b``) would give the partner's own
+    mean of it, hence the short group's sum, by difference (a reviewed release read a lone
+    value to 1e-15 sd). ``num`` (n, p): released values; ``short`` (n, p): holders of a unit
+    with fewer than k (stays True where all the records together hold fewer); ``units`` (n,
+    p): each record's unit, the same in every column (its group, or the set it joined; -1:
+    a record that takes no part), becomes its set; ``numeric`` (n, p): the values; ``dist``:
+    the records' distances (numeric keys its first p columns)."""
+    if not short.any():
+        return
+    unit = units[:, 0]
+    assert (units == unit[:, None]).all(), "one unit per record for every key"
+    rows = np.flatnonzero(unit >= 0)
+    names, first = np.unique(unit[rows], return_inverse=True)
+    first = first.reshape(-1)
+    of = first.copy()  # each record's set, by its lowest unit
+    held = ~np.isnan(numeric[rows])
     for j in np.flatnonzero(short.any(axis=0)):
-        rows = np.flatnonzero(units[:, j] >= 0)
-        names, compact = np.unique(units[rows, j], return_inverse=True)
+        sets, compact = np.unique(of, return_inverse=True)  # the sets so far, as units
         compact = compact.reshape(-1)
-        held = ~np.isnan(numeric[rows, j])
-        needy = np.zeros(names.size, dtype=bool)
-        needy[compact[short[rows, j]]] = True
+        count = np.bincount(compact[held[:, j]], minlength=sets.size)
+        needy = (count > 0) & (count < k)
+        if not needy.any():
+            continue
         others = _Distances(np.delete(dist.cont[rows], j, axis=1), dist.numeric - 1, dist.nom[rows])
-        sets, reached = short_group_sets(compact, held, needy, others, k)
-        of = sets[compact]
-        grown = np.zeros(names.size, dtype=bool)
-        grown[of[of != compact]] = True  # sets that took in another unit
-        changed = held & grown[of]
+        joined, _ = short_group_sets(compact, held[:, j], needy, others, k)
+        of = sets[joined[compact]]
+    grown = np.zeros(names.size, dtype=bool)
+    grown[of[of != first]] = True  # sets that took in another unit
+    for j in range(numeric.shape[1]):
+        n_of = np.bincount(of[held[:, j]], minlength=names.size)
+        changed = held[:, j] & grown[of]
         if changed.any():
             at, label = rows[changed], of[changed]
             values = numeric[at, j]
             e = pow2_exponents(values, axis=None)  # sums on the power-of-two scale
             total = np.bincount(label, np.ldexp(values, -e), minlength=names.size)
-            n_of = np.bincount(label, minlength=names.size)
             num[at, j] = np.ldexp(total[label] / n_of[label], e)
-        units[rows, j] = names[of]
-        short[rows, j] = held & ~reached[of]
+        short[rows, j] = held[:, j] & (n_of[of] < k)
+    units[rows] = names[of][:, None]
 
 
 def _name(names: Sequence[str] | None, j: int) -> str | None:
@@ -593,15 +610,16 @@ class Representatives:
     ----------
     numeric : ndarray of shape (n, p), float64
         The mean over the holders of the record's set where the record had a value (its
-        group, or the groups it was joined to: :func:`group_representatives`), NaN elsewhere.
+        group, or the groups it was joined to, the same set for every key:
+        :func:`group_representatives`), NaN elsewhere.
     ordinal : ndarray of shape (n, q), int64
         Group (lower) median rank where the record had a value, -1 elsewhere.
     nominal : ndarray of shape (n, r), int64
         Group mode where the record had a value, -1 elsewhere.
     short, units : ndarray of shape (n, p), bool and int64, or None
         Only with ``complete=False``: where the set still holds fewer than k values of the
-        key, and each record's set (a group number), for the caller to join over more
-        records (:func:`complete_in_file`).
+        key, and each record's set (a group number, the same in every column), for the
+        caller to join over more records (:func:`complete_in_file`).
     """
 
     numeric: np.ndarray
@@ -624,12 +642,13 @@ def group_representatives(
 
     A group of k or more records may hold a numeric key on m < k of them (the others
     missing it): the mean would be an average of fewer than k values, the value itself when
-    m = 1, and with m = 2 each record would read the other's as 2 mean - own. For that key
-    the group is joined to its nearest groups (:func:`short_group_sets`: whole groups,
-    centroid to centroid under the partial distance over the other keys, in disjoint sets
-    of at least k holders) and its holders release the mean of the set's values; so do the
-    holders of the groups it joined. Every released number is then an average of at least k values
-    (before rounding to the key's precision). A key with fewer than k values among the
+    m = 1, and with m = 2 each record would read the other's as 2 mean - own. The group is
+    then joined to its nearest groups (:func:`short_group_sets`: whole groups, centroid to
+    centroid under the partial distance over the keys other than that one, in disjoint sets
+    of at least k holders), and every record of the set releases, on every numeric key it
+    has, the mean of the set's holders of that key (:func:`_complete_keys`). Every released
+    number is then an average of at least k values (before rounding to the key's
+    precision). A key with fewer than k values among the
     records given is refused (:func:`_enough_values`).
 
     With ``complete=False`` (a cell, a stratum) nothing is refused, and the sets that the

@@ -389,17 +389,15 @@ def test_a_group_short_of_a_key_joins_whole_groups_and_gives_no_value_away(
 
 
 @pytest.mark.parametrize("k", [3, 5])
-def test_the_partner_is_read_about_as_a_full_groups_member(k):
+def test_the_partner_is_read_no_better_than_a_full_groups_member(k):
     """A third review: joining groups ranked with the key itself chose partners whose mean
     of it lay near the short group's, so a pair's partner was read to 0.17 of the gap
     (0.29 at k = 5) where a full group's member is read to 0.54 (0.61): three keys, half
-    of each missing. Ranked on the other keys only, the read misses by about as much as a
-    full group's or more. Not by more at k = 3 (0.43 of the gap against 0.55): a set is one
-    unit for every key (the next test), so a group short of two keys, joined for one on the
-    other, has that other's set mean near its own. Not ranking on a group's other short
-    keys kept the read at 3.0, but cost IL 55 % against 41 % here, and 48 % against 26 % on
-    the example survey with 20 % gaps (not kept; benchmarks/README.md, "Missing numbers at
-    scale")."""
+    of each missing. Ranked on the other keys only, the read misses by more than a full
+    group's. A set being one unit for every key, a group short of two keys joined for one
+    and ranked on the other got that other's set mean near its own: 0.31 of the gap at
+    k = 3 (0.44 before a set already full was taken last); a unit no longer ranks on a key
+    it holds on one or two records (3.26 against 0.72; k = 5: 3.88 against 0.76)."""
     rng = np.random.default_rng(0)
     n = 4000
     x = rng.normal(size=(n, 3)) * [10, 100, 1000]
@@ -413,9 +411,7 @@ def test_the_partner_is_read_about_as_a_full_groups_member(k):
         x[:, 2], released[:, 2], labels, k, other=other
     )
     assert pairs >= 20
-    assert short_miss / short_gap > 0.6 * full_miss / full_gap  # ranked with the key: 0.31
-    if k == 5:
-        assert short_miss / short_gap > full_miss / full_gap
+    assert short_miss / short_gap > full_miss / full_gap
 
 
 @pytest.mark.parametrize("cell_size", [None, 600])
@@ -424,7 +420,9 @@ def test_a_key_the_others_determine_gives_no_lone_value_back(cell_size):
     joined for ``a`` kept its own means of ``b`` and ``total``, so its mean of ``a`` was
     ``total - b``, and the set's mean of ``a`` gave the short group's sum by difference:
     lone values read to 1e-15 sd. A set is now one unit for every numeric key, so within it
-    no record releases a mean of its own group: the attack needs two (``blocks``)."""
+    no record releases a mean of its own group: that attack needs two (``blocks``). The
+    relation still gives away the own ``total - b`` of a record lacking ``a`` (the holders
+    of the keys differ): a release refuses it undeclared (tests/test_relations.py)."""
     rng = np.random.default_rng(1)
     n, k = 3000, 5
     a, b = rng.normal(100, 20, n), rng.normal(50, 10, n)
@@ -444,6 +442,21 @@ def test_a_key_the_others_determine_gives_no_lone_value_back(cell_size):
     assert joined >= 20  # sets of several groups were formed, and read nothing
     for j in range(3):
         _sets(x[:, j], released[:, j], labels, k)
+
+
+@pytest.mark.parametrize("cell_size", [None, 1000])
+def test_a_sparse_key_does_not_pile_its_groups_into_one_set(cell_size):
+    """A review: needy groups joined the nearest set holding the key even when it already
+    held k, so a key held by 40 of 5000 records made sets of 15, 12, 8 and 5 holders (and,
+    a set being one unit for every key, averaged the dense keys over 75 records). A set
+    already joined and holding k now comes after the units near enough: no set holds 2k."""
+    rng = np.random.default_rng(0)
+    n, k = 5000, 5
+    x = rng.normal(size=(n, 3))
+    x[rng.permutation(n)[40:], 2] = np.nan
+    labels, released = _released(MixedKeys.build(numeric=x), k, cell_size)
+    holders = [m.size for m in _sets(x[:, 2], released[:, 2], labels, k)]
+    assert sum(holders) == 40 and max(holders) < 2 * k
 
 
 @pytest.mark.flow

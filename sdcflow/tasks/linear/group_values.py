@@ -11,10 +11,11 @@ against, by the least change of the group's own sum of squares in standardized u
 
     r* = argmin_r  sum_j n_j ((r_j - m_j) / s_j)^2   s.t.  A r = b,  G r <= h,
 
-where ``m_j`` is the group's mean of column ``j`` over its ``n_j`` records that have it (or,
-where the group joined others because fewer than k of its records have some column, the
-mean over the set's holders of ``j``:
-:func:`~sdcflow.tasks.microaggregation.heterogeneous.short_group_sets`) and
+where ``m_j`` is the group's mean of column ``j`` over its ``n_j`` records that have it (a
+set of groups joined because fewer than k records of one had some column is one group here,
+its labels those of :meth:`~sdcflow.tasks.microaggregation.heterogeneous.Representatives.
+sets`: moved group by group, with each group's own counts, a set would publish one point per
+group, and two points solve for the set's means) and
 ``s_j`` the column's standard deviation over the file. The group's within-group sum of
 squares is ``sum_j sum_i ((x_ij - r_j) / s_j)^2 = const + sum_j n_j ((r_j - m_j) / s_j)^2``
 (the mean minimizes it, [1]_ section 2), so ``r*`` is the constrained least-squares

@@ -94,11 +94,12 @@ def _mask_keys(
 ) -> EncodedRelease:
     keys, ord_idx, nom_idx = mixed_keys(enc)
     labels, rep = params.release(keys, enc.numeric_names)
-    # means over the values present break the linear rules when some are missing
+    # means over the values present break the linear rules when some are missing; a set
+    # of joined groups is moved as one
     done = group_values_on_rules(
         enc.numeric,
         rep.numeric,
-        labels,
+        rep.sets(labels),
         enc.numeric_names,
         constraints,
         [key.decimals for key in enc.numeric_keys],
@@ -143,7 +144,7 @@ def _mask(
 ) -> MaskResult:
     keys = MixedKeys.build(numeric=X)
     labels, rep = params.release(keys, columns)
-    points, *_ = group_values_on_rules(X, rep.numeric, labels, columns, constraints)
+    points, *_ = group_values_on_rules(X, rep.numeric, rep.sets(labels), columns, constraints)
     return MaskResult(masked=pd.DataFrame(points, columns=columns), points=points, groups=labels)
 
 

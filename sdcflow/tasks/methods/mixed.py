@@ -139,8 +139,8 @@ def _partial_mdav(
     consequents bind the groups whose values meet their condition.
     (m, p) -> :class:`GroupValues` with values (m, p)."""
     labels, rep = _partial_groups(X, k, cell_size, columns)
-    return group_values_on_rules(
-        X, rep.numeric, labels, columns, constraints, decimals, conditional
+    return group_values_on_rules(  # a set of joined groups moved as one (Representatives.sets)
+        X, rep.numeric, rep.sets(labels), columns, constraints, decimals, conditional
     )
 
 
@@ -205,7 +205,7 @@ def _strata(
         short = np.zeros(enc.numeric.shape, dtype=bool)
         units = -np.ones(enc.numeric.shape, np.int64)
         offset = 0
-        numbered = np.zeros(enc.n, dtype=np.int64)  # complete strata's groups, file-wide
+        numbered = np.zeros(enc.n, dtype=np.int64)  # every stratum's groups, file-wide
         for rows in whole:
             group = np.unique(released[rows], axis=0, return_inverse=True)[1].reshape(-1)
             numbered[rows] = group + offset
@@ -216,33 +216,32 @@ def _strata(
             assert rep is not None and rep.short is not None and rep.units is not None
             num[rows], short[rows] = rep.numeric, rep.short
             units[rows] = rep.units + offset
+            numbered[rows] = group + offset
             offset += int(group.max()) + 1
-        complete_in_file(num, short, units, enc.numeric, k, enc.numeric_names)
-        # a complete stratum's group joined to a short one releases the set's mean, moved
-        # onto the rules as the partial strata's groups are (the rest of the stratum is left
-        # as its method released it); all such groups in one call
+        complete_in_file(num, short, units, enc.numeric, k, enc.numeric_names, numbered)
+        # a complete stratum's group joined to a short one releases the set's means, moved
+        # onto the rules with the partial strata's (the rest of its stratum is left as its
+        # method released it); every set moved as one, in one call: a set spanning strata,
+        # or groups, moved in parts would publish one point per part (Representatives.sets)
         moved_rows = kept[(num[kept] != released[kept]).any(axis=1)]
-        at = np.sort(kept[np.isin(numbered[kept], numbered[moved_rows])])
-        joined = []
-        if at.size:
-            joined = [(at, np.unique(numbered[at], return_inverse=True)[1].reshape(-1), None)]
-        decimals = [key.decimals for key in enc.numeric_keys]
-        for s, (rows, group, _) in enumerate(partial + joined):
-            with stage(f"stratum on the edit rules {s + 1} of {len(partial) + len(joined)}"):
-                done = group_values_on_rules(
-                    enc.numeric,  # the whole file's units, for every stratum alike
-                    num[rows],
-                    group,
-                    enc.numeric_names,
-                    constraints,
-                    decimals,
-                    conditional,
-                )
-            released[rows] = done.values
-            final[rows] = True
-            final_columns |= set(done.rounded)
-            final_derived |= set(done.derived)
-            gaps, moved = gaps + (s < len(partial)), moved + done.moved
+        at = kept[np.isin(numbered[kept], numbered[moved_rows])]
+        rows = np.union1d(np.concatenate([r for r, _, _ in partial]), at)
+        sets = np.unique(units[rows, 0], return_inverse=True)[1].reshape(-1)
+        with stage("strata with missing numbers on the edit rules"):
+            done = group_values_on_rules(
+                enc.numeric,  # the whole file's units, for every stratum alike
+                num[rows],
+                sets,
+                enc.numeric_names,
+                constraints,
+                [key.decimals for key in enc.numeric_keys],
+                conditional,
+            )
+        released[rows] = done.values
+        final[rows] = True
+        final_columns |= set(done.rounded)
+        final_derived |= set(done.derived)
+        gaps, moved = len(partial), done.moved
     # Give back suppressed values that every record can spare, counting over all keys.
     all_codes = np.concatenate([strata.codes, key_codes(released)], axis=1)
     original = np.concatenate([enc.codes, key_codes(released)], axis=1)

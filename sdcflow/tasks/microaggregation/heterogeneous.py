@@ -229,11 +229,18 @@ def _enough_values(pool: np.ndarray, k: int, names: Sequence[str] | None = None)
         )
 
 
+HIDDEN = 2  # a unit holding at most this many values of another key does not rank on it
 CANDIDATES = 32  # units a needy unit ranks first, of many (short_group_sets)
 
 
 def short_group_sets(
-    units: np.ndarray, held: np.ndarray, needy: np.ndarray, others: _Distances, k: int
+    units: np.ndarray,
+    held: np.ndarray,
+    needy: np.ndarray,
+    others: _Distances,
+    k: int,
+    groups: np.ndarray | None = None,
+    hide: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint sets of units, each holding at least k values of one key.
 
@@ -247,7 +254,12 @@ def short_group_sets(
     in the order of their number. The key is never used to choose: partners near the unit's
     mean of it would give that mean back (a reviewed design read a partner to 0.17 of its
     gap, a full group's member 0.54). Sets never overlap, so no value sits in two averages
-    (a value in two is read by difference).
+    (a value in two is read by difference). A set already joined (of two or more groups:
+    ``groups`` (h,), each record's group, tells a unit that is itself a set, e.g. a cell's)
+    and holding k is taken only when nothing else can complete a set, so that sets do not
+    pile up. ``hide`` (u, p + q), optional: coordinates of ``others`` a needy unit does not
+    rank on (its centroid's value there left out, as if missing): the keys it holds on one
+    or two records (:func:`_complete_keys`).
 
     With many units a needy unit first ranks the ``CANDIDATES`` units nearest its centroid
     on the continuous keys (a KD-tree, a missing key at its mean), all of them only if those
@@ -258,15 +270,19 @@ def short_group_sets(
     u = int(units.max()) + 1 if units.size else 0
     count = np.bincount(units[held], minlength=u)
     size = count.copy()
+    members = np.ones(u, dtype=np.int64)  # groups in each set
+    if groups is not None and units.size:
+        pairs = np.unique(units * (int(groups.max()) + 1) + groups)
+        members = np.bincount(pairs // (int(groups.max()) + 1), minlength=u)
     parent = np.arange(u)
     todo = np.flatnonzero(needy & (count > 0) & (count < k))
     if not todo.size:
         return parent, size >= k
     centres = _unit_centres(others, units, u)
-    everyone = np.arange(u)
+    holders = np.flatnonzero(count > 0)  # only units holding the key can complete a set
     tree = None
-    if u > 4 * CANDIDATES and centres.cont.shape[1]:
-        tree = cKDTree(np.nan_to_num(centres.cont))
+    if holders.size > 4 * CANDIDATES and centres.cont.shape[1]:
+        tree = cKDTree(np.nan_to_num(centres.cont[holders]))
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -274,32 +290,43 @@ def short_group_sets(
             i = int(parent[i])
         return i
 
-    def join(i: int, pool: np.ndarray) -> None:
-        d = centres.to(pool, *centres.record(i), apart=np.inf)
-        # units sharing no other key last: those whose set is still short of k first (so
-        # such units pair among themselves instead of all joining one set), by number
+    def place(i: int) -> np.ndarray:
+        return centres.cont[i] if hide is None else np.where(hide[i], np.nan, centres.cont[i])
+
+    def join(i: int, pool: np.ndarray, last_resort: bool) -> None:
+        d = centres.to(pool, place(i), centres.nom[i], apart=np.inf)
         top = parent[pool]
         while (parent[top] != top).any():
             top = parent[top]
-        full = (size[top] >= k) & np.isinf(d)
-        for j in pool[np.lexsort((d, full, np.isinf(d)))]:
-            a, b = root(i), root(int(j))
-            if a == b or count[j] == 0:
+        full = size[top] >= k
+        # a set already joined and holding k is taken only as a last resort, so needy units
+        # do not pile into one set (a sparse key's 40 values made sets of 15 and 12, every
+        # key averaged over them); units sharing no other key after the others, those
+        # whose set is still short of k first (so they pair among themselves), by number
+        taken = full & (members[top] > 1)
+        for at in np.lexsort((d, np.where(np.isinf(d), full, taken), np.isinf(d))):
+            j = int(pool[at])
+            a, b = root(i), root(j)
+            if a == b or (taken[at] and not last_resort):
                 continue
             parent[max(a, b)] = min(a, b)
             size[min(a, b)] += size[max(a, b)]
+            members[min(a, b)] += members[max(a, b)]
             if size[min(a, b)] >= k:
                 return
 
     for i in todo:
-        if size[root(i)] >= k:
+        if size[root(i)] >= k:  # joined by a unit before it
             continue
-        # a unit with no continuous key has no place in the tree (it would stand at every
-        # key's mean, all such units with the same shortlist): it ranks every unit
-        if tree is not None and not np.isnan(centres.cont[i]).all():
-            join(i, np.sort(tree.query(np.nan_to_num(centres.cont[i]), CANDIDATES)[1]))
-        if size[root(i)] < k:
-            join(i, everyone)
+        # the units nearest first (a KD-tree's shortlist of the holders; a unit with no
+        # continuous key has no place in it: it would stand at every key's mean), then all
+        # the holders, then the sets already full
+        if tree is not None and not np.isnan(place(i)).all():
+            near = tree.query(np.nan_to_num(place(i)), CANDIDATES)[1]
+            join(i, np.sort(holders[near]), last_resort=False)
+        for last_resort in (False, True):
+            if size[root(i)] < k:
+                join(i, holders, last_resort)
     sets = np.array([root(i) for i in range(u)], dtype=np.int64)
     return sets, size[sets] >= k
 
@@ -344,6 +371,7 @@ def _complete_keys(
     numeric: np.ndarray,
     dist: _Distances,
     k: int,
+    groups: np.ndarray | None = None,
 ) -> None:
     """For every numeric key that a unit holds fewer than k of, join such units to their
     nearest on the other keys (:func:`short_group_sets`), and release, on *every* numeric
@@ -357,7 +385,8 @@ def _complete_keys(
     with fewer than k (stays True where all the records together hold fewer); ``units`` (n,
     p): each record's unit, the same in every column (its group, or the set it joined; -1:
     a record that takes no part), becomes its set; ``numeric`` (n, p): the values; ``dist``:
-    the records' distances (numeric keys its first p columns)."""
+    the records' distances (numeric keys its first p columns); ``groups`` (n,): each
+    record's group (:func:`short_group_sets`)."""
     if not short.any():
         return
     unit = units[:, 0]
@@ -375,7 +404,19 @@ def _complete_keys(
         if not needy.any():
             continue
         others = _Distances(np.delete(dist.cont[rows], j, axis=1), dist.numeric - 1, dist.nom[rows])
-        joined, _ = short_group_sets(compact, held[:, j], needy, others, k)
+        # a unit holding one or two values of another key does not rank on it: partners
+        # near them would give them back through the set's mean (the value itself for one,
+        # 2 R - own for two; a pair's partner was read to 0.31 of their gap, a full group's
+        # member to 0.55: tests/test_heterogeneous.py)
+        counts = np.stack(
+            [np.bincount(compact[held[:, c]], minlength=sets.size) for c in range(held.shape[1])],
+            axis=1,
+        )
+        hide = np.zeros((sets.size, others.cont.shape[1]), dtype=bool)
+        hide[:, : dist.numeric - 1] = np.delete((counts > 0) & (counts <= HIDDEN), j, axis=1)
+        joined, _ = short_group_sets(
+            compact, held[:, j], needy, others, k, None if groups is None else groups[rows], hide
+        )
         of = sets[joined[compact]]
     grown = np.zeros(names.size, dtype=bool)
     grown[of[of != first]] = True  # sets that took in another unit
@@ -590,10 +631,10 @@ def _in_cells(
             rep.units[cell] = cell_rep.units + offset
         offset += int(part.max()) + 1
     if representatives and rep.short.any():  # what no cell could make k: all the records
-        _complete_keys(rep.numeric, rep.short, rep.units, keys.numeric, dist, k)
+        _complete_keys(rep.numeric, rep.short, rep.units, keys.numeric, dist, k, labels)
     if representatives and complete:
         assert not rep.short.any(), "the file holds k values of every key (_enough_values)"
-        rep = Representatives(rep.numeric, rep.ordinal, rep.nominal)
+        rep = Representatives(rep.numeric, rep.ordinal, rep.nominal, None, rep.units)
     return labels, rep if representatives else None
 
 
@@ -616,10 +657,11 @@ class Representatives:
         Group (lower) median rank where the record had a value, -1 elsewhere.
     nominal : ndarray of shape (n, r), int64
         Group mode where the record had a value, -1 elsewhere.
-    short, units : ndarray of shape (n, p), bool and int64, or None
+    short : ndarray of shape (n, p), bool, or None
         Only with ``complete=False``: where the set still holds fewer than k values of the
-        key, and each record's set (a group number, the same in every column), for the
-        caller to join over more records (:func:`complete_in_file`).
+        key, for the caller to join over more records (:func:`complete_in_file`).
+    units : ndarray of shape (n, p), int64, or None
+        Each record's set (a group number, the same in every column): :meth:`sets`.
     """
 
     numeric: np.ndarray
@@ -627,6 +669,16 @@ class Representatives:
     nominal: np.ndarray
     short: np.ndarray | None = None
     units: np.ndarray | None = None
+
+    def sets(self, labels: np.ndarray) -> np.ndarray:
+        """The records' sets, numbered 0..s-1 (n,): their groups, joined where a group was
+        short of a key's values; ``labels`` (n,), the groups, where there are no numeric
+        keys. A set releases one mean per key, so whatever moves its values (the edit rules'
+        projection) must move it as one: each group of a set moved with its own weights
+        would publish one point per group, and two points solve for the set's means."""
+        if self.units is None or not self.units.shape[1]:
+            return np.asarray(labels, dtype=np.int64)
+        return np.unique(self.units[:, 0], return_inverse=True)[1].reshape(-1)
 
 
 def group_representatives(
@@ -692,10 +744,10 @@ def group_representatives(
     units = np.repeat(labels[:, None], keys.numeric.shape[1], axis=1)
     if short.any():
         dist = _Distances.of(keys) if dist is None else dist
-        _complete_keys(num, short, units, keys.numeric, dist, k)
+        _complete_keys(num, short, units, keys.numeric, dist, k, labels)
     if complete:
         assert not short.any(), "the records hold k values of every key (_enough_values)"
-        return Representatives(num, ordn, nom)
+        return Representatives(num, ordn, nom, None, units)
     return Representatives(num, ordn, nom, short, units)
 
 
@@ -706,17 +758,19 @@ def complete_in_file(
     numeric: np.ndarray,
     k: int,
     names: Sequence[str] | None = None,
+    groups: np.ndarray | None = None,
 ) -> None:
     """Join, over the whole file, the sets that its parts (strata) could not make k
     (``short``, ``units`` of :class:`Representatives` from ``complete=False``, each part's
     unit numbers made distinct by the caller; the records of a part masked otherwise come
     as units that need nothing, e.g. a microaggregation's groups), in place, under the
-    partial distance over the file's numeric z-scores (:func:`short_group_sets`).
-    Refuses a key with fewer than k values in the file (:func:`_enough_values`). Shapes:
-    (N, p) each."""
+    partial distance over the file's numeric z-scores (:func:`short_group_sets`; ``groups``
+    (N,), each record's group numbered over the file, tells the sets a part already
+    joined). Refuses a key with fewer than k values in the file (:func:`_enough_values`).
+    Shapes: (N, p) each."""
     _enough_values(numeric, k, names)
     if short.any():
         empty = np.zeros((numeric.shape[0], 0), np.int64)
         dist = _Distances.of(MixedKeys(numeric, empty, np.zeros(0, np.int64), empty))
-        _complete_keys(num, short, units, numeric, dist, k)
+        _complete_keys(num, short, units, numeric, dist, k, groups)
     assert not short.any(), "the file holds k values of every key (_enough_values)"

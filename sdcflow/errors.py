@@ -82,6 +82,8 @@ class Reason(StrEnum):
     RULES_INFEASIBLE = "rules-infeasible"  # no record can satisfy them all
     RULE_EVALUATION = "rule-evaluation"  # the data do not fit the rule's types
     RULE_NOT_CHECKABLE = "rule-not-checkable"  # its columns are not released: unchecked there
+    # keys with missing values that a relation ties on every record, no edit rule declaring it
+    UNDECLARED_RELATION = "undeclared-relation"
     # where the run writes
     WAREHOUSE = "warehouse"  # not a DuckDB file, unreadable
     OUTPUT = "output"  # the output folder cannot hold a release

@@ -813,9 +813,13 @@ def test_integer_keys_stay_integers_when_the_only_rule_is_conditional(tmp_path, 
     # rule column, so the record rounding left them: employees 17.4 was published
     _survey_with_gaps(tmp_path)
     edits = ["if employees == 0 then wages == 0"]
-    out = _released(tmp_path, "conditional-only", edits, {"name": "mdav", "k": 5})
+    # the sums' columns left out: undeclared, their relations are refused with gaps
+    keys = ["employees", "turnover", "wages", "other_costs", "region"]
+    out = _released(
+        tmp_path, "conditional-only", edits, {"name": "mdav", "k": 5}, quasi_identifiers=keys
+    )
     data = pd.read_csv(out / "data.csv")
-    assert all((data[c].dropna() % 1 == 0).all() for c in QIS)
+    assert all((data[c].dropna() % 1 == 0).all() for c in keys[:-1])
     staff = data.dropna(subset=["employees", "wages"])
     assert (staff.loc[staff["employees"] == 0, "wages"] == 0).all()
 

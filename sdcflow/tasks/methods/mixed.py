@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdcflow.errors import ParameterError
+from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.linear.group_values import (
     Condition,
@@ -54,6 +54,7 @@ from sdcflow.tasks.linear.group_values import (
     breaking_conditions,
     group_values_on_rules,
 )
+from sdcflow.tasks.linear.relations import undeclared_relations
 from sdcflow.tasks.linear.rounding import Rounded, off_precision, round_keeping_equalities
 from sdcflow.tasks.measures.anonymity import key_codes
 from sdcflow.tasks.methods import get_method
@@ -405,6 +406,30 @@ def _assemble(
     return pd.DataFrame(cols)
 
 
+def _refuse_undeclared_relations(enc: EncodedKeys, constraints: LinearConstraints | None) -> None:
+    """Refuse (``undeclared-relation``) numeric keys with missing values that a linear
+    relation ties on every record holding them, where no error rule declares it: means over
+    different records would give a record's own combination of them away
+    (:mod:`sdcflow.tasks.linear.relations`). The message names the keys and the relations
+    (coefficients of all records, never a record's value)."""
+    found = undeclared_relations(enc.numeric, enc.numeric_names, constraints)
+    if not found:
+        return
+    keys = sorted({c for r in found for c in r.coefficients}, key=enc.numeric_names.index)
+    one = len(found) == 1
+    raise DataError(
+        f"numeric keys {', '.join(keys)} have missing values and are tied on every record "
+        f"that holds them all by {'a relation' if one else f'{len(found)} relations'} no "
+        f"error rule declares ({'; '.join(f'`{r.text()}`' for r in found)}): each group's "
+        "means are taken over the records that have each key, and the relation applied to "
+        "them would give a record's own combination of these keys away. Declare "
+        f"{'it' if one else 'them'} in `edits:`, as error rules, so that masking keeps "
+        f"{'it' if one else 'them'}",
+        code=Reason.UNDECLARED_RELATION,
+        field=list(found[0].coefficients)[-1],
+    )
+
+
 def mask_keys(
     frame: pd.DataFrame,
     keys: Sequence[Key],
@@ -451,6 +476,8 @@ def mask_keys(
     method = get_method(params.name)
     recoded, resolved, recode_summary = _recoded(frame, keys)
     enc = encode_keys(recoded, resolved)
+    if np.isnan(enc.numeric).any():
+        _refuse_undeclared_relations(enc, constraints)
     k = getattr(params, "k", None)
     details: dict[str, Any] = {}
     if recode_summary:

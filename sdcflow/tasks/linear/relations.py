@@ -1,0 +1,178 @@
+"""Exact linear relations among numeric keys that no edit rule declares.
+
+With missing values a group's mean of each key is taken over the records that have it
+(:mod:`sdcflow.tasks.microaggregation.heterogeneous`), so the means of keys that a relation
+ties on every record are means over different records, and the relation applied to them
+gives a record's own combination of those keys away. By hand: a group of five holds
+``total = a + b`` on every record, and record 1 lacks ``a``; the group releases ``a_G``
+over records 2-5 and ``b_G``, ``total_G`` over all five, so
+
+    5 (total_G - b_G) - 4 a_G = total_1 - b_1,
+
+record 1's own ``total - b`` exactly, and ``total_1`` with it for anyone who knows ``b_1``.
+Declared as an edit rule, the relation is kept by moving each group's values onto it
+(:mod:`sdcflow.tasks.linear.group_values`): the released means then satisfy it, and the
+residual that carried the record's combination is gone. :func:`undeclared_relations` finds
+the relations the data hold and the rules do not imply, so that a release can be refused
+before it publishes one.
+
+A relation is a combination ``c . x`` (``c`` a unit vector on the keys' z-scores over the
+records holding every key) whose standard deviation is below ``RELATION_SD`` of the keys'
+own: exact identities (an accounting total, rounding included) and identities up to a
+small error alike, which the same arithmetic reads to within that error. Relations among
+keys without missing values are left out: their means are over the same records, and
+satisfy them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sdcflow.tasks.linear.constraints import LinearConstraints
+
+#: A combination of the keys' z-scores whose standard deviation is below this is a relation.
+RELATION_SD = 1e-3
+#: Numerical zero for coefficients (relative to a relation's largest).
+_LEFT = 1e-6
+#: A relation this close (in angle) to the span of the declared ones is one of them.
+_SPANNED = 1e-4
+
+
+def undeclared_relations(
+    X: np.ndarray,
+    columns: Sequence[str],
+    declared: LinearConstraints | None = None,
+    tol: float = RELATION_SD,
+) -> list[Relation]:
+    """The linear relations among the columns of ``X`` that hold on every record holding
+    all of them, involve a column with missing values, and are not implied by the
+    equalities of ``declared`` (rows over ``columns`` only; other rows are ignored).
+
+    Returns one :class:`Relation` per dimension of what is left (a basis, in the columns'
+    own units, the largest coefficient 1 in absolute value, reduced so that each relation
+    names as few columns as the others allow); empty when
+    fewer than twice as many records as columns hold every column (too few to tell a
+    relation from chance). Shapes: X (n, p) with NaN for missing, columns (p,).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != len(columns):
+        raise ValueError("X must be (n, p) with one name per column")
+    gaps = np.isnan(X).any(axis=0)
+    full = X[~np.isnan(X).any(axis=1)]
+    sd = full.std(axis=0) if full.shape[0] else np.zeros(X.shape[1])
+    live = np.flatnonzero(sd > 0)  # a constant column ties nothing to the others
+    if not gaps[live].any() or full.shape[0] < 2 * live.size or live.size < 2:
+        return []
+    Z = (full[:, live] - full[:, live].mean(axis=0)) / sd[live]
+    C = Z.T @ Z / Z.shape[0]  # the correlations; c . C . c is the variance of c . z
+    found = _small(C, tol)
+    if not found.size:
+        return []
+    allowed = [np.zeros((0, live.size))]
+    whole = np.flatnonzero(~gaps[live])
+    if whole.size >= 2:  # relations among columns without missing values are kept anyway
+        among = _small(C[np.ix_(whole, whole)], tol)
+        allowed[0] = np.zeros((among.shape[0], live.size))
+        allowed[0][:, whole] = among
+    if declared is not None and declared.A.size:
+        on = _declared(declared, columns)[:, live] * sd[live]  # a . x in z-scores
+        allowed.append(on[np.abs(on).sum(axis=1) > 0])
+    base = np.vstack(allowed)
+    if _rank(np.vstack([base, found])) == _rank(base):
+        return []
+    # the relations in reduced form, in the columns' own units; those the allowed ones and
+    # the relations taken before do not span, as a basis of what is left
+    reduced = _reduced(found / sd[live])
+    chosen = []
+    for row in reduced:
+        grown = np.vstack([base, row * sd[live]])
+        if _rank(grown) > _rank(base):
+            base = grown
+            coef = np.zeros(X.shape[1])
+            coef[live] = row
+            chosen.append(Relation(_named(coef, columns), float((full @ coef).mean())))
+    return chosen
+
+
+def _declared(declared: LinearConstraints, columns: Sequence[str]) -> np.ndarray:
+    """The equality rows of ``declared`` that read only ``columns``, over ``columns``."""
+    common = [c for c in columns if c in declared.columns]
+    A = np.zeros((0, len(columns)))
+    if common:
+        sub = declared.restrict(common)
+        A = np.zeros((sub.A.shape[0], len(columns)))
+        A[:, [list(columns).index(c) for c in common]] = sub.A
+    return A
+
+
+def _rank(M: np.ndarray) -> int:
+    """Rank of the rows of ``M``, each scaled to unit length (empty: 0); a row within
+    ``_SPANNED`` of the others' span adds nothing (a rounded identity's direction is the
+    declared rule's up to its rounding)."""
+    if not M.size:
+        return 0
+    M = M / np.linalg.norm(M, axis=1, keepdims=True)
+    return int((np.linalg.svd(M, compute_uv=False) > _SPANNED).sum())
+
+
+def _small(C: np.ndarray, tol: float) -> np.ndarray:
+    """Unit combinations whose standard deviation under the covariance ``C`` (q, q) is
+    below ``tol``: (m, q) rows, a basis of them."""
+    lam, vec = np.linalg.eigh(C)
+    return vec[:, np.sqrt(np.clip(lam, 0.0, None)) < tol].T
+
+
+def _reduced(coef: np.ndarray) -> np.ndarray:
+    """Reduced row echelon form of the relations, pivots from the last column (a total is
+    usually listed after its parts), each row scaled to a largest coefficient of 1."""
+    R = coef[:, ::-1].copy()
+    row = 0
+    for c in range(R.shape[1]):
+        if row == R.shape[0]:
+            break
+        pivot = row + int(np.argmax(np.abs(R[row:, c])))
+        if abs(R[pivot, c]) < _LEFT * np.abs(R).max():
+            continue
+        R[[row, pivot]] = R[[pivot, row]]
+        R[row] /= R[row, c]
+        others = np.arange(R.shape[0]) != row
+        R[others] -= np.outer(R[others, c], R[row])
+        row += 1
+    R = R[:, ::-1]
+    R /= np.abs(R).max(axis=1, keepdims=True)
+    return R
+
+
+def _named(row: np.ndarray, columns: Sequence[str]) -> dict[str, float]:
+    scale = np.abs(row).max()
+    return {str(c): float(v) for c, v in zip(columns, row, strict=True) if abs(v) > _LEFT * scale}
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``sum(coefficients[c] * c) == constant`` on every record holding the columns (up to
+    ``RELATION_SD`` of their spread)."""
+
+    coefficients: dict[str, float]
+    constant: float
+
+    def text(self) -> str:
+        """As an edit rule, the last column on the left: e.g. ``profit == turnover - wages -
+        other_costs`` (the reduced form ends each relation on its own column; 6 figures)."""
+        items = list(self.coefficients.items())
+        at = len(items) - 1
+        name, lead = items[at]
+        terms = [(-v / lead, _term(abs(v / lead), c)) for i, (c, v) in enumerate(items) if i != at]
+        constant = self.constant / lead
+        if abs(constant) > 1e-9 * max(1.0, *(abs(v) for v in self.coefficients.values())):
+            terms.append((constant, f"{abs(constant):.6g}"))
+        right = " ".join(("- " if v < 0 else "+ ") + t for v, t in terms) or "0"
+        right = right[2:] if right.startswith("+ ") else "-" + right[2:] if terms else right
+        return f"{name} == {right}"
+
+
+def _term(size: float, name: str) -> str:
+    return name if abs(size - 1.0) < 1e-9 else f"{size:.6g} * {name}"

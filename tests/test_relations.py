@@ -1,0 +1,171 @@
+"""Undeclared linear relations among numeric keys with missing values (sdcflow.tasks.linear.
+relations) and the release's refusal of them; sets of joined groups moved onto the rules as
+one (Representatives.sets)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from sdcflow.errors import Reason
+from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.tasks.linear.group_values import group_values_on_rules
+from sdcflow.tasks.linear.relations import undeclared_relations
+from sdcflow.tasks.microaggregation.heterogeneous import (
+    MixedKeys,
+    group_representatives,
+    heterogeneous_groups,
+)
+
+COLS = ["a", "b", "total"]
+
+
+def _eq(name, coefficients, columns=COLS):
+    return LinearConstraints.from_rows([(name, [(coefficients, 0.0)], [])], columns)
+
+
+def _sums(n=600, share=0.1, seed=0):
+    """a, b and total = a + b as integers, each missing with probability ``share``."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, 1000, n), rng.integers(0, 500, n)
+    x = np.c_[a, b, a + b].astype(float)
+    x[rng.random(x.shape) < share] = np.nan
+    return x
+
+
+def test_a_set_whose_records_hold_different_keys_gives_a_records_combination_away():
+    """The fault the refusal prevents, by hand (a review read such records to 1e-14 sd):
+    total = a + b on every record, k = 5; record 0 lacks a, so its group {0..4} holds four
+    values of a and joins {5..9}. The set releases a over nine records, b and total over
+    ten, and 10 (total_S - b_S) - 9 a_S = total_0 - b_0 = 130 - 30 = 100 exactly. Declared
+    as a rule, the set's means are moved onto it and the same arithmetic gives the set's
+    moved mean of a instead (36.99 here)."""
+    x = np.array(
+        [[np.nan, 30, 130], [10, 20, 30], [12, 22, 34], [14, 24, 38], [16, 26, 42],
+         [50, 60, 110], [52, 61, 113], [54, 62, 116], [56, 63, 119], [58, 64, 122]],
+        dtype=float,
+    )  # fmt: skip
+    keys = MixedKeys.build(numeric=x)
+    labels = np.repeat([0, 1], 5)
+    rep = group_representatives(keys, labels, 5)
+    sets = rep.sets(labels)
+    assert sets.tolist() == [0] * 10
+    a, b, total = rep.numeric[1]
+    assert 10 * (total - b) - 9 * a == pytest.approx(100.0, abs=1e-9)
+    rule = _eq("sum", {"total": 1, "a": -1, "b": -1})
+    a, b, total = group_values_on_rules(x, rep.numeric, sets, COLS, rule).values[1]
+    assert total == pytest.approx(a + b)
+    assert 10 * (total - b) - 9 * a == pytest.approx(a) and abs(a - 100.0) > 50  # gone
+
+
+def test_relations_the_data_hold_and_the_rules_do_not_are_found():
+    x = _sums()
+    (found,) = undeclared_relations(x, COLS)
+    assert found.text() == "total == a + b"
+    assert undeclared_relations(x, COLS, _eq("sum", {"total": 1, "a": -1, "b": -1})) == []
+    # a rule over other columns too, or over a subset, counts for what it reads here
+    wider = LinearConstraints.from_rows(
+        [("sum", [({"total": 2, "a": -2, "b": -2}, 0.0)], [])], ["z", *COLS]
+    )
+    assert undeclared_relations(x, COLS, wider) == []
+    # scaled, with a constant, the constant to 6 figures
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=(500, 3))
+    y[:, 2] = -y[:, 0] - 3 * y[:, 1] + 7
+    y[rng.random(500) < 0.2, 2] = np.nan
+    assert [r.text() for r in undeclared_relations(y, ["x", "y", "z"])] == ["z == -x - 3 * y + 7"]
+
+
+def test_two_relations_one_declared_leaves_the_other():
+    rng = np.random.default_rng(2)
+    n = 800
+    turnover, wages, other = rng.integers(100, 900, (3, n))
+    x = np.c_[turnover, wages, other, wages + other, turnover - wages - other].astype(float)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    cols = ["turnover", "wages", "other", "costs", "profit"]
+    found = undeclared_relations(x, cols)
+    assert [r.text() for r in found] == [
+        "profit == turnover - wages - other",
+        "costs == wages + other",
+    ]
+    costs = _eq("costs", {"costs": 1, "wages": -1, "other": -1}, cols)
+    assert [r.text() for r in undeclared_relations(x, cols, costs)] == [
+        "profit == turnover - wages - other"
+    ]
+
+
+def test_what_is_not_a_leak_is_not_refused():
+    rng = np.random.default_rng(3)
+    free = rng.normal(size=(3000, 5))
+    free[rng.random(free.shape) < 0.1] = np.nan
+    assert undeclared_relations(free, list("abcde")) == []  # independent keys
+    tied = rng.normal(size=(3000, 4))
+    tied[:, 2] = tied[:, 0] + tied[:, 1]
+    tied[rng.random(3000) < 0.1, 3] = np.nan
+    # the relation's keys have no gaps: their means are over the same records, and keep it
+    assert undeclared_relations(tied, list("abcd")) == []
+    # too few records holding every key to tell a relation from chance
+    few = _sums(n=5, share=0.0)
+    few[0, 0] = np.nan
+    assert undeclared_relations(few, COLS) == []
+    # a loose relation (1 % of an sd) is not taken for one (RELATION_SD = 0.1 %)
+    loose = rng.normal(size=(3000, 3))
+    loose[:, 2] = loose[:, 0] + loose[:, 1] + 0.01 * rng.normal(size=3000)
+    loose[rng.random(3000) < 0.1, 0] = np.nan
+    assert undeclared_relations(loose, COLS) == []
+
+
+def test_a_set_of_joined_groups_is_moved_onto_the_rules_as_one():
+    """A review: each group of a joined set was projected with its own holders' counts, so
+    a set published one point per group, and two points on y = 12 x solve for the set's
+    means (then the gap's arithmetic above reads a record's own value to 1e-14 sd). By
+    hand, k = 3: the group {0, 1, 2} holds y on record 0 only and joins {3, 4, 5}; with
+    y == 12 x declared, all six records publish one point."""
+    x = np.array(
+        [[1, 12], [2, np.nan], [3, np.nan], [10, 121], [11, 131], [12, 145], [20, 240],
+         [21, 252], [22, 264]],
+        dtype=float,
+    )  # fmt: skip
+    keys = MixedKeys.build(numeric=x)
+    labels = heterogeneous_groups(keys, 3)
+    rep = group_representatives(keys, labels, 3)
+    sets = rep.sets(labels)
+    assert sets.tolist() == [0, 0, 0, 0, 0, 0, 1, 1, 1]
+    rule = _eq("monthly", {"y": 1, "x": -12}, ["x", "y"])
+    one = group_values_on_rules(x, rep.numeric, sets, ["x", "y"], rule).values
+    assert np.unique(one[:6, 0]).size == 1 and np.unique(one[[0, 3, 4, 5], 1]).size == 1
+    assert one[0, 1] == pytest.approx(12 * one[0, 0])
+    per_group = group_values_on_rules(x, rep.numeric, labels, ["x", "y"], rule).values
+    assert np.unique(per_group[:6, 0]).size == 2  # what was published before: two points
+
+
+@pytest.mark.flow
+def test_a_release_with_gaps_refuses_a_relation_no_rule_declares(tmp_path, prefect_api, capsys):
+    from errorline import cli_error
+
+    from sdcflow.flows.cli import main
+
+    x = _sums(n=300, share=0.1, seed=4)
+    frame = pd.DataFrame(x, columns=COLS).astype("Int64")
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "r",
+        "source": "data.csv",
+        "quasi_identifiers": COLS,
+        "missing_values": [""],
+        "method": {"name": "mdav", "k": 5},
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.UNDECLARED_RELATION, "total")
+    assert "`total == a + b`" in err and "Declare it in `edits:`" in err
+    assert not (tmp_path / "published").exists()
+    # declared, the same file is released, and every published record keeps it
+    spec["edits"] = ["total == a + b"]
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 0
+    out = pd.read_parquet(tmp_path / "published" / "r" / "data.parquet").dropna()
+    assert (out["total"] == out["a"] + out["b"]).all()

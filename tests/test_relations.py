@@ -78,6 +78,25 @@ def test_relations_the_data_hold_and_the_rules_do_not_are_found():
     assert [r.text() for r in undeclared_relations(y, ["x", "y", "z"])] == ["z == -x - 3 * y + 7"]
 
 
+def test_a_relation_broken_on_a_few_records_is_found():
+    """A review: the survey with its data-entry errors released without its rules was not
+    refused; the errors broke the sums on 1 % of the records, which hid them from the
+    covariance of all records. Concentration steps find what holds on 90 % of them, and
+    its sets of records without errors give a record away as before. So do the two
+    identities of the CPS extract in ../shared/data/census.csv (EIA's: its sales and
+    revenues add up)."""
+    x = _sums(n=2000, share=0.05, seed=5)
+    broken = np.random.default_rng(6).choice(2000, 20, replace=False)
+    x[broken, 2] += np.random.default_rng(7).integers(1, 200, 20)
+    assert [r.text() for r in undeclared_relations(x, COLS)] == ["total == a + b"]
+    # zeros on most records (a key of exports, say) are no relation with the others
+    rng = np.random.default_rng(8)
+    z = rng.normal(size=(5000, 4))
+    z[rng.random(5000) < 0.92, :2] = 0.0
+    z[rng.random(z.shape) < 0.05] = np.nan
+    assert undeclared_relations(z, list("abcd")) == []
+
+
 def test_two_relations_one_declared_leaves_the_other():
     rng = np.random.default_rng(2)
     n = 800

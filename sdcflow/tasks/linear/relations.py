@@ -18,10 +18,12 @@ before it publishes one.
 
 A relation is a combination ``c . x`` (``c`` a unit vector on the keys' z-scores over the
 records holding every key) whose standard deviation is below ``RELATION_SD`` of the keys'
-own: exact identities (an accounting total, rounding included) and identities up to a
-small error alike, which the same arithmetic reads to within that error. Relations among
-keys without missing values are left out: their means are over the same records, and
-satisfy them.
+own on at least ``HOLDING_SHARE`` of those records (errors break it on the others; sets
+without them give it away as before): exact identities (an accounting total, rounding
+included) and identities up to a small error alike, which the same arithmetic reads to
+within that error. Relations among keys without missing values are left out (their means
+are over the same records, and satisfy them), and so are keys constant where the relation
+holds (a key that is zero on most records ties nothing to the others).
 """
 
 from __future__ import annotations
@@ -35,6 +37,16 @@ from sdcflow.tasks.linear.constraints import LinearConstraints
 
 #: A combination of the keys' z-scores whose standard deviation is below this is a relation.
 RELATION_SD = 1e-3
+#: A relation counts when it holds on at least this share of the records holding its keys
+#: (the others may break it: errors, or another population); sets within it give it away.
+HOLDING_SHARE = 0.9
+#: A record within this many ``tol`` of a relation's hyperplane holds it.
+_NEAR = 10.0
+#: Concentration steps (:func:`_holding`): random starts, and the records searched.
+_STARTS = 50
+_SEARCH_ROWS = 20_000
+#: A relation's term below this share of its largest term's spread is rounding (_named).
+_TERM = 1e-4
 #: Numerical zero for coefficients (relative to a relation's largest).
 _LEFT = 1e-6
 #: A relation this close (in angle) to the span of the declared ones is one of them.
@@ -47,9 +59,10 @@ def undeclared_relations(
     declared: LinearConstraints | None = None,
     tol: float = RELATION_SD,
 ) -> list[Relation]:
-    """The linear relations among the columns of ``X`` that hold on every record holding
-    all of them, involve a column with missing values, and are not implied by the
-    equalities of ``declared`` (rows over ``columns`` only; other rows are ignored).
+    """The linear relations among the columns of ``X`` that hold on ``HOLDING_SHARE`` of the
+    records holding all of them at least (module docstring), involve a column with missing
+    values, and are not implied by the equalities of ``declared`` (rows over ``columns``
+    only; other rows are ignored).
 
     Returns one :class:`Relation` per dimension of what is left (a basis, in the columns'
     own units, the largest coefficient 1 in absolute value, reduced so that each relation
@@ -67,16 +80,17 @@ def undeclared_relations(
     if not gaps[live].any() or full.shape[0] < 2 * live.size or live.size < 2:
         return []
     Z = (full[:, live] - full[:, live].mean(axis=0)) / sd[live]
-    C = Z.T @ Z / Z.shape[0]  # the correlations; c . C . c is the variance of c . z
-    found = _small(C, tol)
+    holding, found = _relations(Z, tol)
     if not found.size:
         return []
-    allowed = [np.zeros((0, live.size))]
+    C = np.cov(Z[holding], rowvar=False, bias=True)  # c . C . c: the variance of c . z there
+    # a key constant where the relations hold (zero for most records) ties nothing to others
+    allowed = [np.eye(live.size)[np.sqrt(np.diag(C)) < tol]]
     whole = np.flatnonzero(~gaps[live])
     if whole.size >= 2:  # relations among columns without missing values are kept anyway
         among = _small(C[np.ix_(whole, whole)], tol)
-        allowed[0] = np.zeros((among.shape[0], live.size))
-        allowed[0][:, whole] = among
+        allowed.append(np.zeros((among.shape[0], live.size)))
+        allowed[-1][:, whole] = among
     if declared is not None and declared.A.size:
         on = _declared(declared, columns)[:, live] * sd[live]  # a . x in z-scores
         allowed.append(on[np.abs(on).sum(axis=1) > 0])
@@ -93,8 +107,73 @@ def undeclared_relations(
             base = grown
             coef = np.zeros(X.shape[1])
             coef[live] = row
-            chosen.append(Relation(_named(coef, columns), float((full @ coef).mean())))
+            constant = float(np.median(full[holding] @ coef))
+            spread = float(np.abs(coef * sd).max())  # the largest term's, in the units
+            chosen.append(Relation(_named(coef, columns, sd), constant, tol * spread))
     return chosen
+
+
+def _relations(Z: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """The records (bool (n,)) on which the relations found hold, and the relations (m, q)
+    as unit rows: one at a time (:func:`_holding`), each searched among the records that
+    hold the ones before, in the directions orthogonal to them."""
+    n, q = Z.shape
+    holding = np.ones(n, dtype=bool)
+    found = np.zeros((0, q))
+    while found.shape[0] < q - 1:
+        _, _, vt = np.linalg.svd(np.vstack([found, np.zeros((1, q))]), full_matrices=True)
+        rest = vt[found.shape[0] :].T  # (q, q - m): the directions orthogonal to the found
+        at = np.flatnonzero(holding)
+        hit = _holding(Z[at] @ rest, tol)
+        if hit is None:
+            break
+        holds, direction = hit
+        holding[at[~holds]] = False
+        found = np.vstack([found, rest @ direction])
+    return holding, found
+
+
+def _holding(Z: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The records (bool (n,)) on which a combination (a unit (q,)) of ``Z``'s columns
+    varies by less than ``tol``, if it holds on ``HOLDING_SHARE`` of them at least; None
+    when there is none.
+
+    A relation the data hold is broken on the records with errors (a survey's data-entry
+    errors), which hide it from the covariance of all records. Concentration steps, as in
+    Rousseeuw and Van Driessen's FAST-MCD (Technometrics 41(3), 1999): from a start, keep
+    the h records nearest the hyperplane of the smallest spread and fit it again, until
+    the h records stay; starts are all the records and ``_STARTS`` random sets of q (whose
+    hyperplane is exact), on a sample of at most ``_SEARCH_ROWS`` (a fixed seed: the same
+    file gives the same answer). Then every record within ``_NEAR`` x ``tol`` of the best
+    hyperplane holds it."""
+    n, q = Z.shape
+    if q < 1 or n < 2 * q:
+        return None
+    rng = np.random.default_rng(0)
+    S = Z if n <= _SEARCH_ROWS else Z[np.sort(rng.choice(n, _SEARCH_ROWS, replace=False))]
+    h = max(q + 1, int(np.ceil(HOLDING_SHARE * S.shape[0])))
+    starts = [np.arange(S.shape[0])]
+    starts += [rng.choice(S.shape[0], q, replace=False) for _ in range(_STARTS)]
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    for rows in starts:
+        for _ in range(30):
+            centre = S[rows].mean(axis=0)
+            lam, vec = np.linalg.eigh(np.atleast_2d(np.cov(S[rows], rowvar=False, bias=True)))
+            spread = np.abs((S - centre) @ vec[:, 0])
+            kept = np.sort(np.argpartition(spread, h - 1)[:h])
+            if kept.size == rows.size and np.array_equal(kept, rows):
+                break
+            rows = kept
+        low = float(np.sqrt(max(lam[0], 0.0)))
+        if best is None or low < best[0]:
+            best = (low, vec[:, 0], centre)
+        if low < tol * 1e-3:  # exact: no start can do better
+            break
+    assert best is not None
+    if best[0] >= tol:
+        return None
+    holds = np.abs((Z - best[2]) @ best[1]) <= _NEAR * tol
+    return (holds, best[1]) if holds.mean() >= HOLDING_SHARE else None
 
 
 def _declared(declared: LinearConstraints, columns: Sequence[str]) -> np.ndarray:
@@ -146,9 +225,13 @@ def _reduced(coef: np.ndarray) -> np.ndarray:
     return R
 
 
-def _named(row: np.ndarray, columns: Sequence[str]) -> dict[str, float]:
-    scale = np.abs(row).max()
-    return {str(c): float(v) for c, v in zip(columns, row, strict=True) if abs(v) > _LEFT * scale}
+def _named(row: np.ndarray, columns: Sequence[str], sd: np.ndarray) -> dict[str, float]:
+    """The terms of a relation (coefficients ``row`` (p,)) that move it: a term whose
+    spread (coefficient x the column's sd) is below ``_TERM`` of the largest is the
+    rounding of the others (0.000173 * MONTH beside monthly sales)."""
+    size = np.abs(row * sd)
+    keep = size > _TERM * size.max()
+    return {str(c): float(v) for c, v, k in zip(columns, row, keep, strict=True) if k}
 
 
 @dataclass(frozen=True)
@@ -158,6 +241,7 @@ class Relation:
 
     coefficients: dict[str, float]
     constant: float
+    precision: float = 0.0  # what the relation holds to, in the units: a smaller constant is 0
 
     def text(self) -> str:
         """As an edit rule, the last column on the left: e.g. ``profit == turnover - wages -
@@ -167,7 +251,7 @@ class Relation:
         name, lead = items[at]
         terms = [(-v / lead, _term(abs(v / lead), c)) for i, (c, v) in enumerate(items) if i != at]
         constant = self.constant / lead
-        if abs(constant) > 1e-9 * max(1.0, *(abs(v) for v in self.coefficients.values())):
+        if abs(constant) > max(self.precision / abs(lead), 1e-12 * abs(self.constant)):
             terms.append((constant, f"{abs(constant):.6g}"))
         right = " ".join(("- " if v < 0 else "+ ") + t for v, t in terms) or "0"
         right = right[2:] if right.startswith("+ ") else "-" + right[2:] if terms else right
@@ -175,4 +259,4 @@ class Relation:
 
 
 def _term(size: float, name: str) -> str:
-    return name if abs(size - 1.0) < 1e-9 else f"{size:.6g} * {name}"
+    return name if f"{size:.6g}" == "1" else f"{size:.6g} * {name}"

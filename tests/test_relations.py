@@ -188,3 +188,65 @@ def test_a_release_with_gaps_refuses_a_relation_no_rule_declares(tmp_path, prefe
     assert main(["release", str(tmp_path / "release.yaml")]) == 0
     out = pd.read_parquet(tmp_path / "published" / "r" / "data.parquet").dropna()
     assert (out["total"] == out["a"] + out["b"]).all()
+
+
+def test_keys_missing_together_are_not_refused():
+    """A review: a, b and total missing on the same records (a block unanswered) were
+    refused, yet every set keeps total == a + b and nothing can be read: no record holds
+    some of them but not all."""
+    x = _sums(n=600, share=0.0, seed=9)
+    block = np.random.default_rng(10).random(600) < 0.1
+    x[block] = np.nan
+    assert undeclared_relations(x, COLS) == []
+    x[np.flatnonzero(~block)[0], 0] = np.nan  # one record without a alone: refused
+    assert [r.text() for r in undeclared_relations(x, COLS)] == ["total == a + b"]
+
+
+def test_a_relation_is_searched_among_the_keys_enough_records_hold():
+    """A review: with 14 other keys each missing on a quarter of the records, 21 records
+    held every key, fewer than twice the keys, and the search gave up: 43 records were read
+    exactly through total = a + b. The most missing keys are now left out until enough
+    records hold the rest."""
+    rng = np.random.default_rng(11)
+    n = 1500
+    other = rng.normal(size=(n, 14))
+    other[rng.random(other.shape) < 0.25] = np.nan
+    x = np.hstack([_sums(n=n, share=0.03, seed=12), other])
+    names = [*COLS, *(f"k{j}" for j in range(14))]
+    assert [r.text() for r in undeclared_relations(x, names)] == ["total == a + b"]
+
+
+def test_coefficients_found_up_to_rounding_are_whole():
+    """A review: EIA's revenues gave `2.57866e-06 * OTHREVENUE` and a constant of
+    -0.000363698 beside the whole sum: coefficients that hold as whole numbers are."""
+    rng = np.random.default_rng(13)
+    parts = rng.integers(1, 10**6, (3000, 3)).astype(float)
+    x = np.c_[parts, parts.sum(axis=1) + rng.integers(-1, 2, 3000)]  # rounded by one unit
+    x[rng.random(3000) < 0.05, 0] = np.nan
+    (found,) = undeclared_relations(x, ["r", "c", "i", "tot"])
+    assert found.text() == "tot == r + c + i"
+
+
+@pytest.mark.flow
+def test_a_relation_with_a_column_published_as_it_is_is_refused(tmp_path, prefect_api, capsys):
+    """A review: with `sensitive: [total]` (published as it is) and total = a + b over the
+    keys a (8 % missing) and b, a set's means read each record lacking a: its b exactly."""
+    from errorline import cli_error
+
+    from sdcflow.flows.cli import main
+
+    x = _sums(n=300, share=0.0, seed=14)
+    x[np.random.default_rng(15).random(300) < 0.08, 0] = np.nan
+    pd.DataFrame(x, columns=COLS).astype("Int64").to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "r",
+        "source": "data.csv",
+        "quasi_identifiers": ["a", "b"],
+        "sensitive": ["total"],
+        "missing_values": [""],
+        "method": {"name": "mdav", "k": 5},
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] == Reason.UNDECLARED_RELATION and "`total == a + b`" in err

@@ -58,11 +58,13 @@ def undeclared_relations(
     columns: Sequence[str],
     declared: LinearConstraints | None = None,
     tol: float = RELATION_SD,
+    masked: np.ndarray | None = None,
 ) -> list[Relation]:
     """The linear relations among the columns of ``X`` that hold on ``HOLDING_SHARE`` of the
     records holding all of them at least (module docstring), involve a column with missing
     values, and are not implied by the equalities of ``declared`` (rows over ``columns``
-    only; other rows are ignored).
+    only; other rows are ignored); with ``masked`` (p,) bool, only those reading a masked
+    column (the others tie columns published as they are).
 
     Returns one :class:`Relation` per dimension of what is left (a basis, in the columns'
     own units, the largest coefficient 1 in absolute value, reduced so that each relation
@@ -73,10 +75,17 @@ def undeclared_relations(
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != len(columns):
         raise ValueError("X must be (n, p) with one name per column")
-    gaps = np.isnan(X).any(axis=0)
-    full = X[~np.isnan(X).any(axis=1)]
+    missing = np.isnan(X)
+    gaps = missing.any(axis=0)
+    # too few records holding every column: the most missing columns are left out until
+    # twice as many records as columns hold the rest (a relation among those is searched)
+    use = np.ones(X.shape[1], dtype=bool)
+    while use.sum() >= 2 and (~missing[:, use].any(axis=1)).sum() < 2 * use.sum():
+        use[np.flatnonzero(use)[np.argmax(missing[:, use].sum(axis=0))]] = False
+    rows = ~missing[:, use].any(axis=1)
+    full = np.where(use, X, 0.0)[rows]
     sd = full.std(axis=0) if full.shape[0] else np.zeros(X.shape[1])
-    live = np.flatnonzero(sd > 0)  # a constant column ties nothing to the others
+    live = np.flatnonzero(use & (sd > 0))  # a constant column ties nothing to the others
     if not gaps[live].any() or full.shape[0] < 2 * live.size or live.size < 2:
         return []
     Z = (full[:, live] - full[:, live].mean(axis=0)) / sd[live]
@@ -106,11 +115,32 @@ def undeclared_relations(
         if _rank(grown) > _rank(base):
             base = grown
             coef = np.zeros(X.shape[1])
-            coef[live] = row
+            coef[live] = _snapped(row, full[holding][:, live], tol * np.abs(row * sd[live]).max())
+            coef[np.abs(coef * sd) <= _TERM * np.abs(coef * sd).max()] = 0.0  # rounding
+            on = coef != 0
+            if masked is not None and not np.asarray(masked)[on].any():
+                continue  # among columns published as they are: nothing masked to read
+            # a record holding some of its columns but not all gives its combination away;
+            # where they are missing together (a block unanswered) nothing is read
+            partial = missing[:, on].any(axis=1) & ~missing[:, on].all(axis=1)
+            if not partial.any():
+                continue
             constant = float(np.median(full[holding] @ coef))
             spread = float(np.abs(coef * sd).max())  # the largest term's, in the units
-            chosen.append(Relation(_named(coef, columns, sd), constant, tol * spread))
+            share = float(holding.mean())
+            chosen.append(Relation(_named(coef, columns), constant, tol * spread, share))
     return chosen
+
+
+def _snapped(row: np.ndarray, R: np.ndarray, precision: float) -> np.ndarray:
+    """The relation ``row`` (q,) with whole-number coefficients (the largest 1) where they
+    hold on the records ``R`` (m, q) as well, to ``precision``: an identity found up to
+    rounding, ``1.00001 * turnover``, is ``turnover``."""
+    whole = np.round(row)
+    if not np.any(whole) or np.abs(whole - row).max() > 0.01:
+        return row
+    residual = R @ whole
+    return whole if residual.std() <= precision else row
 
 
 def _relations(Z: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
@@ -225,13 +255,11 @@ def _reduced(coef: np.ndarray) -> np.ndarray:
     return R
 
 
-def _named(row: np.ndarray, columns: Sequence[str], sd: np.ndarray) -> dict[str, float]:
-    """The terms of a relation (coefficients ``row`` (p,)) that move it: a term whose
-    spread (coefficient x the column's sd) is below ``_TERM`` of the largest is the
-    rounding of the others (0.000173 * MONTH beside monthly sales)."""
-    size = np.abs(row * sd)
-    keep = size > _TERM * size.max()
-    return {str(c): float(v) for c, v, k in zip(columns, row, keep, strict=True) if k}
+def _named(row: np.ndarray, columns: Sequence[str]) -> dict[str, float]:
+    """The relation's terms by column (those a term below ``_TERM`` of the largest term's
+    spread, the rounding of the others -- 0.000173 * MONTH beside monthly sales -- left
+    out by the caller)."""
+    return {str(c): float(v) for c, v in zip(columns, row, strict=True) if v != 0}
 
 
 @dataclass(frozen=True)
@@ -242,6 +270,7 @@ class Relation:
     coefficients: dict[str, float]
     constant: float
     precision: float = 0.0  # what the relation holds to, in the units: a smaller constant is 0
+    share: float = 1.0  # of the records holding its columns, those it holds on
 
     def text(self) -> str:
         """As an edit rule, the last column on the left: e.g. ``profit == turnover - wages -

@@ -406,23 +406,32 @@ def _assemble(
     return pd.DataFrame(cols)
 
 
-def _refuse_undeclared_relations(enc: EncodedKeys, constraints: LinearConstraints | None) -> None:
+def _refuse_undeclared_relations(
+    enc: EncodedKeys, constraints: LinearConstraints | None, published: pd.DataFrame | None
+) -> None:
     """Refuse (``undeclared-relation``) numeric keys with missing values that a linear
-    relation ties on every record holding them, where no error rule declares it: means over
-    different records would give a record's own combination of them away
-    (:mod:`sdcflow.tasks.linear.relations`). The message names the keys and the relations
-    (coefficients of all records, never a record's value)."""
-    found = undeclared_relations(enc.numeric, enc.numeric_names, constraints)
+    relation ties (with each other, or with numeric columns ``published`` as they are),
+    where no error rule declares it: means over different records would give a record's
+    own combination away (:mod:`sdcflow.tasks.linear.relations`). The message names the
+    columns and the relations (coefficients of all records, never a record's value)."""
+    X, names = enc.numeric, list(enc.numeric_names)
+    if published is not None and published.shape[1]:
+        numbers = published.apply(pd.to_numeric, errors="coerce").astype(float)
+        X, names = np.hstack([X, numbers.to_numpy()]), names + [str(c) for c in published]
+    masked = np.arange(len(names)) < enc.numeric.shape[1]
+    found = undeclared_relations(X, names, constraints, masked=masked)
     if not found:
         return
-    keys = sorted({c for r in found for c in r.coefficients}, key=enc.numeric_names.index)
+    tied = sorted({c for r in found for c in r.coefficients}, key=names.index)
     one = len(found) == 1
+    share = min(r.share for r in found)
+    where = "every record" if share == 1.0 else f"{100 * share:.0f} % of the records"
     raise DataError(
-        f"numeric keys {', '.join(keys)} have missing values and are tied on every record "
-        f"that holds them all by {'a relation' if one else f'{len(found)} relations'} no "
+        f"numeric columns {', '.join(tied)} have missing values and are tied on {where} "
+        f"that hold them all by {'a relation' if one else f'{len(found)} relations'} no "
         f"error rule declares ({'; '.join(f'`{r.text()}`' for r in found)}): each group's "
         "means are taken over the records that have each key, and the relation applied to "
-        "them would give a record's own combination of these keys away. Declare "
+        "them would give a record's own combination of these columns away. Declare "
         f"{'it' if one else 'them'} in `edits:`, as error rules, so that masking keeps "
         f"{'it' if one else 'them'}",
         code=Reason.UNDECLARED_RELATION,
@@ -440,6 +449,7 @@ def mask_keys(
     suppression: SuppressionSettings | None = None,
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
     tolerances: Mapping[str, float] | None = None,
+    published: pd.DataFrame | None = None,
 ) -> MaskResult:
     """Mask the release's keys (see the module docstring).
 
@@ -464,6 +474,9 @@ def mask_keys(
         groups of complete records whose released values meet ``C`` and break ``D``.
     tolerances : mapping str -> float, optional
         Each rule's own tolerance, by name (the consequents' rows carry their rule's name).
+    published : DataFrame with n rows, optional
+        Columns published as they are (``keep:``, ``sensitive:`` not fuzzy-mapped, the
+        weights), for the relations a key with missing values may have with them.
 
     Returns
     -------
@@ -477,7 +490,7 @@ def mask_keys(
     recoded, resolved, recode_summary = _recoded(frame, keys)
     enc = encode_keys(recoded, resolved)
     if np.isnan(enc.numeric).any():
-        _refuse_undeclared_relations(enc, constraints)
+        _refuse_undeclared_relations(enc, constraints, published)
     k = getattr(params, "k", None)
     details: dict[str, Any] = {}
     if recode_summary:

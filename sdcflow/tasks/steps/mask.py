@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import is_numeric_dtype
 from prefect import get_run_logger, task
 
 from sdcflow.expectations.rules import Rule
@@ -99,6 +100,15 @@ def _released_kind(key: Key) -> str:
     return "ordinal" if binned else key.kind
 
 
+def _published_as_is(spec: ReleaseSpec, frame: pd.DataFrame) -> list[str]:
+    """The numeric columns published unchanged: ``keep:``, ``sensitive:`` not fuzzy-mapped,
+    the weights (a relation between them and a key with gaps reads the key)."""
+    names = [*spec.keep, *(c for c in spec.sensitive if c not in spec.fuzzy_map)]
+    if spec.weight_column is not None:
+        names.append(spec.weight_column)
+    return [c for c in dict.fromkeys(names) if c in frame and is_numeric_dtype(frame[c])]
+
+
 def _k(spec: ReleaseSpec) -> int | None:
     return getattr(spec.method, "k", None)
 
@@ -136,6 +146,7 @@ def mask(
                 [k.name for k in resolved if _released_kind(k) == "numeric"],
             ),
             {rule.name: rule.tolerance for rule in rules},
+            frame[_published_as_is(spec, frame)].reset_index(drop=True),
         )
     with phases.step(MASK_PHASES[1]):
         disclosure = disclosure_summary(spec, frame.reset_index(drop=True), resolved, result)

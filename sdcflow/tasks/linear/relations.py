@@ -45,6 +45,9 @@ _NEAR = 10.0
 #: Concentration steps (:func:`_holding`): random starts, and the records searched.
 _STARTS = 50
 _SEARCH_ROWS = 20_000
+#: A random start whose records after one step spread this much (z-units) is off every
+#: relation (one whose q records all hold it puts the h records on it at once).
+_HOPELESS = 0.05
 #: A relation's term below this share of its largest term's spread is rounding (_named).
 _TERM = 1e-4
 #: Numerical zero for coefficients (relative to a relation's largest).
@@ -185,10 +188,12 @@ def _holding(Z: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray] | None:
     starts = [np.arange(S.shape[0])]
     starts += [rng.choice(S.shape[0], q, replace=False) for _ in range(_STARTS)]
     best: tuple[float, np.ndarray, np.ndarray] | None = None
-    for rows in starts:
-        for _ in range(30):
+    for first, rows in enumerate(starts):
+        for step in range(30):
             centre = S[rows].mean(axis=0)
             lam, vec = np.linalg.eigh(np.atleast_2d(np.cov(S[rows], rowvar=False, bias=True)))
+            if first and step and lam[0] > _HOPELESS**2:
+                break  # a random start off every relation: its h records are not near one
             spread = np.abs((S - centre) @ vec[:, 0])
             kept = np.sort(np.argpartition(spread, h - 1)[:h])
             if kept.size == rows.size and np.array_equal(kept, rows):

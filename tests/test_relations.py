@@ -89,6 +89,11 @@ def test_a_relation_broken_on_a_few_records_is_found():
     broken = np.random.default_rng(6).choice(2000, 20, replace=False)
     x[broken, 2] += np.random.default_rng(7).integers(1, 200, 20)
     assert [r.text() for r in undeclared_relations(x, COLS)] == ["total == a + b"]
+    # nor by a few outlying values of one key (an undeclared "unknown" code): a third
+    # review read 64 of 64 records, the sd they inflate having hidden the relation
+    coded = x.copy()
+    coded[np.random.default_rng(16).choice(2000, 10, replace=False), 0] = 99999999.0
+    assert [r.text() for r in undeclared_relations(coded, COLS)] == ["total == a + b"]
     # zeros on most records (a key of exports, say) are no relation with the others
     rng = np.random.default_rng(8)
     z = rng.normal(size=(5000, 4))
@@ -249,4 +254,20 @@ def test_a_relation_with_a_column_published_as_it_is_is_refused(tmp_path, prefec
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     assert main(["release", str(tmp_path / "release.yaml")]) == 2
     err = capsys.readouterr().err
-    assert cli_error(err)[0] == Reason.UNDECLARED_RELATION and "`total == a + b`" in err
+    assert cli_error(err) == (Reason.UNDECLARED_RELATION, "total")
+    assert "`total == a + b`" in err and "leave it out of the release" in err
+    # one infinity in it switched the check off (a third review): it is no value to relate
+    frame = pd.read_csv(tmp_path / "data.csv", dtype=str, keep_default_na=False)
+    frame.loc[0, "total"] = "inf"
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(["release", str(tmp_path / "release.yaml")]) == 2
+    assert cli_error(capsys.readouterr().err) == (Reason.UNDECLARED_RELATION, "total")
+    # without gaps too: weights that are 2 a + 1 give every record's a back (a third review)
+    w = pd.DataFrame({"a": x[:, 0], "b": x[:, 1]}).fillna(7.0)
+    w["w"] = 2 * w["a"] + 1
+    w.to_csv(tmp_path / "data.csv", index=False)
+    spec = {**spec, "weight_column": "w"}
+    del spec["sensitive"]
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 2
+    assert cli_error(capsys.readouterr().err) == (Reason.UNDECLARED_RELATION, "w")

@@ -28,6 +28,7 @@ holds (a key that is zero on most records ties nothing to the others).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -78,28 +79,62 @@ def undeclared_relations(
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != len(columns):
         raise ValueError("X must be (n, p) with one name per column")
-    missing = np.isnan(X)
-    gaps = missing.any(axis=0)
-    # too few records holding every column: the most missing columns are left out until
-    # twice as many records as columns hold the rest (a relation among those is searched)
-    use = np.ones(X.shape[1], dtype=bool)
-    while use.sum() >= 2 and (~missing[:, use].any(axis=1)).sum() < 2 * use.sum():
-        use[np.flatnonzero(use)[np.argmax(missing[:, use].sum(axis=0))]] = False
+    missing = ~np.isfinite(X)  # an infinity is no value to relate either
+    X = np.where(missing, np.nan, X)
+    masked = np.ones(X.shape[1], bool) if masked is None else np.asarray(masked, bool)
+    # too few records holding every column: for each column with gaps, the most missing of
+    # the others are left out until twice as many records as columns hold the rest
+    subsets = [np.ones(X.shape[1], dtype=bool)]
+    if (~missing.any(axis=1)).sum() < 2 * X.shape[1]:
+        subsets = []
+        for g in np.flatnonzero(missing.any(axis=0)):
+            use = np.ones(X.shape[1], dtype=bool)
+            while use.sum() > 2 and (~missing[:, use].any(axis=1)).sum() < 2 * use.sum():
+                others = np.flatnonzero(use & (np.arange(X.shape[1]) != g))
+                use[others[np.argmax(missing[:, others].sum(axis=0))]] = False
+            subsets.append(use)
+    chosen: dict[str, Relation] = {}
+    for use in subsets:
+        for r in _search(X, missing, use, columns, declared, tol, masked):
+            chosen.setdefault(r.text(), r)
+    return list(chosen.values())
+
+
+def _search(
+    X: np.ndarray,
+    missing: np.ndarray,
+    use: np.ndarray,
+    columns: Sequence[str],
+    declared: LinearConstraints | None,
+    tol: float,
+    masked: np.ndarray,
+) -> list[Relation]:
+    """:func:`undeclared_relations` among the columns ``use`` (p,) bool."""
     rows = ~missing[:, use].any(axis=1)
     full = np.where(use, X, 0.0)[rows]
-    sd = full.std(axis=0) if full.shape[0] else np.zeros(X.shape[1])
+    # a robust spread (1.4826 MAD; the sd where most values are one): a few outlying
+    # values (a 99999999 code, a giant firm) would otherwise shrink everyone else's
+    centre = np.median(full, axis=0) if full.shape[0] else np.zeros(X.shape[1])
+    sd = 1.4826 * np.median(np.abs(full - centre), axis=0) if full.shape[0] else centre
+    sd = np.where(sd > 0, sd, full.std(axis=0) if full.shape[0] else 0.0)
     live = np.flatnonzero(use & (sd > 0))  # a constant column ties nothing to the others
-    if not gaps[live].any() or full.shape[0] < 2 * live.size or live.size < 2:
+    gaps = missing.any(axis=0)
+    if live.size < 2 or full.shape[0] < 2 * live.size:
         return []
-    Z = (full[:, live] - full[:, live].mean(axis=0)) / sd[live]
+    if not gaps[live].any() and masked[live].all():
+        return []  # keys alone, none missing: their means are over the same records
+    Z = (full[:, live] - centre[live]) / sd[live]
     holding, found = _relations(Z, tol)
     if not found.size:
         return []
-    C = np.cov(Z[holding], rowvar=False, bias=True)  # c . C . c: the variance of c . z there
-    # a key constant where the relations hold (zero for most records) ties nothing to others
-    allowed = [np.eye(live.size)[np.sqrt(np.diag(C)) < tol]]
-    whole = np.flatnonzero(~gaps[live])
-    if whole.size >= 2:  # relations among columns without missing values are kept anyway
+    found[np.abs(found) < 1e-9] = 0.0  # round-off, before the columns' scales enlarge it
+    held = full[holding][:, live]
+    # a column constant where the relations hold (zero for most records) ties nothing
+    flat = held.std(axis=0) <= 1e-12 * np.maximum(np.abs(held).max(axis=0), 1e-300)
+    allowed = [np.eye(live.size)[flat]]
+    whole = np.flatnonzero(~gaps[live] & masked[live])
+    if whole.size >= 2:  # relations among keys without missing values are kept anyway
+        C = np.cov(Z[holding], rowvar=False, bias=True)
         among = _small(C[np.ix_(whole, whole)], tol)
         allowed.append(np.zeros((among.shape[0], live.size)))
         allowed[-1][:, whole] = among
@@ -115,35 +150,45 @@ def undeclared_relations(
     chosen = []
     for row in reduced:
         grown = np.vstack([base, row * sd[live]])
-        if _rank(grown) > _rank(base):
-            base = grown
-            coef = np.zeros(X.shape[1])
-            coef[live] = _snapped(row, full[holding][:, live], tol * np.abs(row * sd[live]).max())
-            coef[np.abs(coef * sd) <= _TERM * np.abs(coef * sd).max()] = 0.0  # rounding
-            on = coef != 0
-            if masked is not None and not np.asarray(masked)[on].any():
-                continue  # among columns published as they are: nothing masked to read
-            # a record holding some of its columns but not all gives its combination away;
-            # where they are missing together (a block unanswered) nothing is read
-            partial = missing[:, on].any(axis=1) & ~missing[:, on].all(axis=1)
-            if not partial.any():
-                continue
-            constant = float(np.median(full[holding] @ coef))
-            spread = float(np.abs(coef * sd).max())  # the largest term's, in the units
-            share = float(holding.mean())
-            chosen.append(Relation(_named(coef, columns), constant, tol * spread, share))
+        if _rank(grown) <= _rank(base):
+            continue
+        base = grown
+        row = _snapped(row, held, sd[live], tol)
+        size = np.abs(row * sd[live])
+        row = np.where(size <= _TERM * size.max(), 0.0, row)  # rounding of the others
+        coef = np.zeros(X.shape[1])
+        coef[live] = row
+        on = coef != 0
+        if not masked[on].any():
+            continue  # among columns published as they are: nothing masked to read
+        bare = bool((~masked[on]).any())  # a key read through a column published as it is
+        # a record holding some of its columns but not all gives its combination away;
+        # where they are missing together (a block unanswered) nothing is read
+        partial = missing[:, on].any(axis=1) & ~missing[:, on].all(axis=1)
+        if not partial.any() and not bare:
+            continue
+        constant = float(np.median(held @ row))
+        mine = ~missing[:, on].any(axis=1)  # the records holding its columns: its share
+        off = np.abs(X[mine][:, on] @ coef[on] - constant)
+        share = float((off <= _NEAR * tol * size.max()).mean())
+        chosen.append(
+            Relation(_named(coef, columns), constant, tol * float(size.max()), share, bare)
+        )
     return chosen
 
 
-def _snapped(row: np.ndarray, R: np.ndarray, precision: float) -> np.ndarray:
+def _snapped(row: np.ndarray, R: np.ndarray, scale: np.ndarray, tol: float) -> np.ndarray:
     """The relation ``row`` (q,) with whole-number coefficients (the largest 1) where they
-    hold on the records ``R`` (m, q) as well, to ``precision``: an identity found up to
-    rounding, ``1.00001 * turnover``, is ``turnover``."""
+    are the same relation (within ``_SPANNED`` on the z-scores, ``scale`` (q,)) and hold on
+    the records ``R`` (m, q) as well: an identity found up to rounding, ``1.00001 *
+    turnover``, is ``turnover``."""
     whole = np.round(row)
     if not np.any(whole) or np.abs(whole - row).max() > 0.01:
         return row
-    residual = R @ whole
-    return whole if residual.std() <= precision else row
+    a, b = row * scale, whole * scale
+    if np.linalg.norm(a / np.linalg.norm(a) - b / np.linalg.norm(b)) > _SPANNED:
+        return row
+    return whole if (R @ whole).std() <= tol * np.abs(b).max() else row
 
 
 def _relations(Z: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
@@ -276,6 +321,7 @@ class Relation:
     constant: float
     precision: float = 0.0  # what the relation holds to, in the units: a smaller constant is 0
     share: float = 1.0  # of the records holding its columns, those it holds on
+    bare: bool = False  # it reads a column published as it is
 
     def text(self) -> str:
         """As an edit rule, the last column on the left: e.g. ``profit == turnover - wages -
@@ -286,11 +332,21 @@ class Relation:
         terms = [(-v / lead, _term(abs(v / lead), c)) for i, (c, v) in enumerate(items) if i != at]
         constant = self.constant / lead
         if abs(constant) > max(self.precision / abs(lead), 1e-12 * abs(self.constant)):
-            terms.append((constant, f"{abs(constant):.6g}"))
+            terms.append((constant, f"{abs(constant):.15g}"))
         right = " ".join(("- " if v < 0 else "+ ") + t for v, t in terms) or "0"
         right = right[2:] if right.startswith("+ ") else "-" + right[2:] if terms else right
-        return f"{name} == {right}"
+        return f"{_quoted(name)} == {right}"
 
 
 def _term(size: float, name: str) -> str:
-    return name if f"{size:.6g}" == "1" else f"{size:.6g} * {name}"
+    return _quoted(name) if f"{size:.12g}" == "1" else f"{size:.15g} * {_quoted(name)}"
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORDS = frozenset({"and", "or", "not", "if", "then", "in", "is", "null", "true", "false"})
+
+
+def _quoted(name: str) -> str:
+    """A column as the rule language reads it: in backticks unless a plain identifier."""
+    plain = _PLAIN.fullmatch(name) and name.lower() not in _WORDS
+    return name if plain else f"`{name}`"

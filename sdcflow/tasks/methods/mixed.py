@@ -422,18 +422,42 @@ def _refuse_undeclared_relations(
     found = undeclared_relations(X, names, constraints, masked=masked)
     if not found:
         return
+    bare = [r for r in found if r.bare]
+    if bare:  # a column published as it is that masked keys determine publishes them
+        columns = sorted(
+            {c for r in bare for c in r.coefficients if not masked[names.index(c)]},
+            key=names.index,
+        )
+        raise DataError(
+            f"{', '.join(columns)}, published as {'it is' if len(columns) == 1 else 'they are'}"
+            f" (keep, sensitive or weights), {'is' if len(columns) == 1 else 'are'} tied to "
+            f"masked keys on the records that have them "
+            f"({'; '.join(f'`{r.text()}`' for r in bare)}): each record's keys could be read "
+            "back from it. Mask it as a key (quasi_identifiers), or leave it out of the release",
+            code=Reason.UNDECLARED_RELATION,
+            field=columns[0],
+        )
     tied = sorted({c for r in found for c in r.coefficients}, key=names.index)
     one = len(found) == 1
-    share = min(r.share for r in found)
-    where = "every record" if share == 1.0 else f"{100 * share:.0f} % of the records"
+    texts = "; ".join(
+        f"`{r.text()}`" + ("" if r.share == 1.0 else f" on {100 * r.share:.0f} % of them")
+        for r in found
+    )
+    broken = min(r.share for r in found) < 1.0
     raise DataError(
-        f"numeric columns {', '.join(tied)} have missing values and are tied on {where} "
-        f"that hold them all by {'a relation' if one else f'{len(found)} relations'} no "
-        f"error rule declares ({'; '.join(f'`{r.text()}`' for r in found)}): each group's "
-        "means are taken over the records that have each key, and the relation applied to "
-        "them would give a record's own combination of these columns away. Declare "
+        f"numeric keys with missing values are tied to each other by "
+        f"{'a relation' if one else f'{len(found)} relations'} no error rule declares, on "
+        f"the records that have {', '.join(tied)} ({texts}): each group's means are taken "
+        "over the records that have each key, and the relation applied to them would give "
+        "a record's own combination of these columns away. Declare "
         f"{'it' if one else 'them'} in `edits:`, as error rules, so that masking keeps "
-        f"{'it' if one else 'them'}",
+        f"{'it' if one else 'them'}"
+        + (
+            " (the records it does not hold on then break the rule: repaired or refused as "
+            "`on_violation` says)"
+            if broken
+            else ""
+        ),
         code=Reason.UNDECLARED_RELATION,
         field=list(found[0].coefficients)[-1],
     )
@@ -489,7 +513,7 @@ def mask_keys(
     method = get_method(params.name)
     recoded, resolved, recode_summary = _recoded(frame, keys)
     enc = encode_keys(recoded, resolved)
-    if np.isnan(enc.numeric).any():
+    if np.isnan(enc.numeric).any() or (published is not None and published.shape[1]):
         _refuse_undeclared_relations(enc, constraints, published)
     k = getattr(params, "k", None)
     details: dict[str, Any] = {}

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import is_numeric_dtype
 from prefect import get_run_logger, task
 
 from sdcflow.expectations.rules import Rule
@@ -101,12 +100,13 @@ def _released_kind(key: Key) -> str:
 
 
 def _published_as_is(spec: ReleaseSpec, frame: pd.DataFrame) -> list[str]:
-    """The numeric columns published unchanged: ``keep:``, ``sensitive:`` not fuzzy-mapped,
-    the weights (a relation between them and a key with gaps reads the key)."""
+    """The columns published unchanged: ``keep:``, ``sensitive:`` not fuzzy-mapped, the
+    weights (a relation between their numbers and the keys reads the keys; text columns,
+    or numbers read as text beside one ``inf``, are taken as numbers where they are)."""
     names = [*spec.keep, *(c for c in spec.sensitive if c not in spec.fuzzy_map)]
     if spec.weight_column is not None:
         names.append(spec.weight_column)
-    return [c for c in dict.fromkeys(names) if c in frame and is_numeric_dtype(frame[c])]
+    return [c for c in dict.fromkeys(names) if c in frame]
 
 
 def _k(spec: ReleaseSpec) -> int | None:

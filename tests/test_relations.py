@@ -165,9 +165,22 @@ def test_a_set_of_joined_groups_is_moved_onto_the_rules_as_one():
     assert np.unique(per_group[:6, 0]).size == 2  # what was published before: two points
 
 
+def _refused(tmp_path, spec, capsys, column):
+    """Write ``spec``, release it, check it is refused for an undeclared relation at
+    ``column`` (exit 2), and return the error line."""
+    from errorline import cli_error
+
+    from sdcflow.flows.cli import main
+
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.UNDECLARED_RELATION, column)
+    return err
+
+
 @pytest.mark.flow
 def test_a_release_with_gaps_refuses_a_relation_no_rule_declares(tmp_path, prefect_api, capsys):
-    from errorline import cli_error
 
     from sdcflow.flows.cli import main
 
@@ -181,10 +194,7 @@ def test_a_release_with_gaps_refuses_a_relation_no_rule_declares(tmp_path, prefe
         "missing_values": [""],
         "method": {"name": "mdav", "k": 5},
     }
-    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
-    assert main(["release", str(tmp_path / "release.yaml")]) == 2
-    err = capsys.readouterr().err
-    assert cli_error(err) == (Reason.UNDECLARED_RELATION, "total")
+    err = _refused(tmp_path, spec, capsys, "total")
     assert "`total == a + b`" in err and "Declare it in `edits:`" in err
     assert not (tmp_path / "published").exists()
     # declared, the same file is released, and every published record keeps it
@@ -251,10 +261,7 @@ def test_a_relation_with_a_column_published_as_it_is_is_refused(tmp_path, prefec
         "missing_values": [""],
         "method": {"name": "mdav", "k": 5},
     }
-    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
-    assert main(["release", str(tmp_path / "release.yaml")]) == 2
-    err = capsys.readouterr().err
-    assert cli_error(err) == (Reason.UNDECLARED_RELATION, "total")
+    err = _refused(tmp_path, spec, capsys, "total")
     assert "`total == a + b`" in err and "leave it out of the release" in err
     # one infinity in it switched the check off (a third review): it is no value to relate
     frame = pd.read_csv(tmp_path / "data.csv", dtype=str, keep_default_na=False)

@@ -25,10 +25,12 @@ import os
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 from prefect import get_run_logger, task
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.futures import PrefectFuture
@@ -181,6 +183,11 @@ def run_part(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     return out
 
 
+def _size(calls: Sequence[tuple[Any, ...]]) -> int:
+    """The bytes of the arrays the pieces ``calls`` receive: how large their work is."""
+    return sum(a.nbytes for args in calls for a in args if isinstance(a, np.ndarray))
+
+
 def run_bundle(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
     """Consecutive pieces in one task run: ``[fn(*args) for args in calls]``."""
     return [fn(*args) for args in calls]
@@ -224,13 +231,21 @@ def submitted_parts(
     bounds = [*range(0, len(calls), max(per, 1)), len(calls)]
     spans = list(itertools.pairwise(bounds))
     runner = run_part.with_options(name=f"mask-{label}")
-    with _nothing_but_the_piece():
-        futures = [
-            runner.submit(fn, calls[lo])
-            if hi - lo == 1
-            else runner.submit(run_bundle, (fn, calls[lo:hi]))
-            for lo, hi in spans
-        ]
+    # largest first: the cluster starts pieces in the order they come, and a large piece
+    # started last leaves the other workers idle at the end of the stage (the five border
+    # parts of a million records on two workers: 8.8 s, the same parts largest first 6.8 s)
+    futures: list[Any] = [None] * len(spans)
+    with _nothing_but_the_piece(), warnings.catch_warnings():
+        # distributed warns of a "large graph" (over 10 MB) and advises loading the data
+        # with Dask: a piece's data is its own, sent once however it is sent
+        warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+        for i in sorted(range(len(spans)), key=lambda i: -_size(calls[slice(*spans[i])])):
+            lo, hi = spans[i]
+            futures[i] = (
+                runner.submit(fn, calls[lo])
+                if hi - lo == 1
+                else runner.submit(run_bundle, (fn, calls[lo:hi]))
+            )
     names = [f"{label} {lo + 1}" if hi - lo == 1 else f"{label}s {lo + 1}-{hi}" for lo, hi in spans]
     if current_stage():  # e.g. once per stratum: say which, as the count starts again
         names = [f"{current_stage()}: {name}" for name in names]

@@ -262,3 +262,40 @@ def test_index_joins_do_not_hold_every_matched_pair_at_once(monkeypatch):
     monkeypatch.setattr(anonymity, "SMALL_PATTERN", 1)
     hashed = peak()
     assert indexed < 2 * hashed
+
+
+def test_counted_once_reuses_only_equal_codes_and_weights(monkeypatch):
+    """Inside ``counted_once`` the frequencies of equal key codes and weights are counted
+    once; other codes (a value changed in place), other weights, and calls outside the block
+    are counted again -- and every answer is the one a fresh count gives."""
+    from sdcflow.tasks.measures import anonymity
+
+    calls = []
+    real = anonymity.codes_matching_sums
+    monkeypatch.setattr(anonymity, "codes_matching_sums", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame(np.repeat(rng.normal(size=(50, 3)), 3, axis=0), columns=list("abc"))
+    frame.iloc[::7, 1] = np.nan
+    w = rng.uniform(1, 9, len(frame))
+    fresh = match_counts(frame.copy(), w)
+    calls.clear()
+    with anonymity.counted_once():
+        first = match_counts(frame, w)
+        again = match_counts(frame, w)
+        assert len(calls) == 1
+        shifted = match_counts(frame + 1.0, w)  # other values, the same codes: the same counts
+        assert len(calls) == 1
+        assert [x.tolist() for x in shifted] == [x.tolist() for x in first]
+        match_counts(frame, w * 2)  # other weights
+        assert len(calls) == 2
+        frame.iloc[0, 0] = frame.iloc[3, 0]  # record 0 now joins record 3's group on a
+        changed = match_counts(frame, w)
+        assert len(calls) == 3
+        assert changed[0].tolist() != first[0].tolist()
+    assert [x.tolist() for x in changed] == [x.tolist() for x in match_counts(frame, w)]
+    assert [x.tolist() for x in first] == [x.tolist() for x in fresh]
+    assert [x.tolist() for x in again] == [x.tolist() for x in fresh]
+    calls.clear()
+    match_counts(frame, w)
+    match_counts(frame, w)
+    assert len(calls) == 2  # outside the block: nothing kept

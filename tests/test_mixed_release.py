@@ -91,9 +91,21 @@ def write_spec(tmp: Path, frame: pd.DataFrame | None = None, **overrides) -> Pat
 
 
 @pytest.mark.flow
-def test_mixed_release_end_to_end(tmp_path, prefect_api):
+def test_mixed_release_end_to_end(tmp_path, prefect_api, monkeypatch):
+    from sdcflow.tasks.measures import anonymity
+
+    counted: list[tuple[bytes, bytes]] = []  # the codes and weights of every count
+    real = anonymity.codes_matching_sums
+
+    def spy(codes, values):
+        counted.append((codes.tobytes(), np.asarray(values).tobytes()))
+        return real(codes, values)
+
+    monkeypatch.setattr(anonymity, "codes_matching_sums", spy)
     spec = write_spec(tmp_path)
     assert main(["release", str(spec)]) == 0
+    # the released keys are counted once for the disclosure figures, the gates and the report
+    assert len(counted) == len(set(counted)) >= 2
     out = tmp_path / "published" / "people"
     manifest = json.loads((out / "manifest.json").read_text())
     published = pd.read_parquet(out / "data.parquet")

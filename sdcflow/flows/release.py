@@ -23,6 +23,7 @@ from prefect.states import Failed, State
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
 from sdcflow.tasks.gates import GateOutcome
+from sdcflow.tasks.measures.anonymity import counted_once
 from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps import checks as check_steps
 from sdcflow.tasks.steps import edits as edit_steps
@@ -180,7 +181,8 @@ def release(
         plan = plan.variant(method, measures)
     spec = plan.spec
     warehouse = Warehouse(spec.warehouse_path)
-    with warehouse.lock(wait):
+    # the released keys are counted once for the disclosure figures, the gates and the report
+    with warehouse.lock(wait), counted_once():
         return _release(
             plan,
             warehouse,

@@ -42,7 +42,10 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -391,18 +394,83 @@ def match_counts(
     """
     codes = key_codes(released)
     n = codes.shape[0]
-    if weights is None:
-        w = np.ones((n, 1))
-    else:
-        w = np.asarray(weights, dtype=np.float64).reshape(-1)
-        if w.size != n or not np.all(np.isfinite(w)) or np.any(w <= 0):
+    given = None
+    if weights is not None:
+        given = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if given.size != n or not np.all(np.isfinite(given)) or np.any(given <= 0):
             raise ParameterError("weights must be one finite positive number per released record")
-        w = exact_parts(w)
+    recent = _RECENT.get()
+    known = recent.find(codes, given) if recent is not None else None
+    if known is not None:
+        return known
+    w = np.ones((n, 1)) if given is None else exact_parts(given)
     sums = codes_matching_sums(codes, np.column_stack([np.ones(n), w]))
     F = sums[:, 1]
     for j in range(2, sums.shape[1]):  # the parts' sums, exact, added in one fixed order
         F = F + sums[:, j]
-    return np.rint(sums[:, 0]).astype(np.int64), F
+    f = np.rint(sums[:, 0]).astype(np.int64)
+    if recent is not None:
+        recent.keep(codes, given, f, F)
+    return f, F
+
+
+class _RecentCounts:
+    """The results of :func:`match_counts` for the last few key codes, each with the weights
+    it was counted with (:func:`counted_once`); the codes are kept once however many weights
+    they were counted with (unweighted for k, weighted for risk)."""
+
+    def __init__(self, codes: int = 2, weights: int = 2) -> None:
+        self._codes, self._weights = codes, weights
+        # [(codes, [(weights or None, f, F), ...]), ...], most recent first
+        self._entries: list[tuple[np.ndarray, list[tuple[Any, np.ndarray, np.ndarray]]]] = []
+        self._lock = threading.Lock()
+
+    def _results(self, codes: np.ndarray) -> list[tuple[Any, np.ndarray, np.ndarray]] | None:
+        for kept, results in self._entries:
+            if kept.shape == codes.shape and np.array_equal(kept, codes):
+                return results
+        return None
+
+    def find(
+        self, codes: np.ndarray, weights: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        with self._lock:
+            for kept_weights, f, F in self._results(codes) or ():
+                if (kept_weights is None) == (weights is None) and (
+                    weights is None or np.array_equal(kept_weights, weights)
+                ):
+                    return f.copy(), F.copy()
+        return None
+
+    def keep(
+        self, codes: np.ndarray, weights: np.ndarray | None, f: np.ndarray, F: np.ndarray
+    ) -> None:
+        result = (None if weights is None else weights.copy(), f.copy(), F.copy())
+        with self._lock:
+            results = self._results(codes)
+            if results is None:
+                results = []
+                self._entries = [(codes.copy(), results), *self._entries][: self._codes]
+            results.insert(0, result)
+            del results[self._weights :]
+
+
+_RECENT: ContextVar[_RecentCounts | None] = ContextVar("sdcflow_recent_counts", default=None)
+
+
+@contextmanager
+def counted_once() -> Iterator[None]:
+    """Inside this block, :func:`match_counts` of the same key codes and weights is computed
+    once. A release counts its released keys several times (its disclosure figures, the
+    k-anonymity and risk gates, the report), about a second each at a million records. The
+    frequencies are a function of the key codes (which records hold equal values) and the
+    weights alone, so a result is reused only when both are equal, element for element --
+    exactly what counting again would give. The results are dropped at the block's end."""
+    token = _RECENT.set(_RecentCounts())
+    try:
+        yield
+    finally:
+        _RECENT.reset(token)
 
 
 def exact_parts(w: np.ndarray) -> np.ndarray:

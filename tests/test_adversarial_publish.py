@@ -186,6 +186,41 @@ def test_reports_on_a_read_only_filesystem_fail_at_preflight(tmp_path, capsys, c
     assert not (tmp_path / "warehouse.duckdb").exists()
 
 
+@pytest.mark.parametrize(
+    ("field", "folder", "code"),
+    [
+        ("reports", "/proc/sdcflow-reports", Reason.OUTPUT),
+        ("output", "/sys/sdcflow-published", Reason.OUTPUT),
+        ("warehouse", "/proc/sdcflow/warehouse.duckdb", Reason.WAREHOUSE),
+    ],
+)
+def test_a_folder_access_calls_writable_that_takes_no_file_fails_at_preflight(
+    tmp_path, capsys, field, folder, code
+):
+    # A review: for root, access(2) calls /proc and /sys writable; the preflight passed, the
+    # run masked the file and failed writing its report (exit 3). The preflight now makes a
+    # file there to know: refused before the run, exit 2, in one line, nothing left behind
+    top = Path("/", Path(folder).parts[1])
+    if not top.is_dir():
+        pytest.skip(f"no {top} on this system")
+    spec = _spec(tmp_path, **{field: folder})
+    assert main(["release", str(spec)]) == 2
+    err = _refused(capsys, code)
+    assert f"`{field}:`" in err and "cannot write into /" in err
+    assert not (tmp_path / "warehouse.duckdb").exists()
+    assert not list(tmp_path.rglob(".sdcflow-probe-*"))
+
+
+def test_the_write_probe_leaves_nothing_and_names_the_refusal(tmp_path):
+    from sdcflow.warehouse.writable import cannot_create_in
+
+    before = sorted(tmp_path.iterdir())
+    assert cannot_create_in(tmp_path) is None
+    assert sorted(tmp_path.iterdir()) == before  # its probe made and removed
+    if Path("/proc/self").is_dir():
+        assert cannot_create_in(Path("/proc")) in {"No such file or directory", "Permission denied"}
+
+
 def test_reports_under_a_file_are_refused_saying_it_is_no_folder(tmp_path, capsys):
     spec = _spec(tmp_path, reports="data.csv/reports")
     assert main(["check", str(spec)]) == 2

@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.warehouse.ownership import hold, locked_by_other, process_alive
+from sdcflow.warehouse.writable import cannot_create_in
 
 DATA_FILES = ("data.parquet", "data.csv")
 MARKER = ".sdcflow-release"
@@ -192,8 +193,9 @@ def _nearest_existing(path: Path) -> Path:
 
 def check_writable_folder(folder: Path, field: str, what: str, option: str = "") -> None:
     """Refuse (``InputError``, reason ``OUTPUT``) a folder sdcflow could neither create nor
-    write into: its nearest existing part is not a folder, or not writable (a read-only file
-    system too: ``access(2)`` says so even to root). ``option``: how the user names the
+    write into: its nearest existing part is not a folder, or no file can be created in it
+    (:func:`~sdcflow.warehouse.writable.cannot_create_in`: a read-only file system, ``/proc``
+    even for root). ``option``: how the user names the
     folder (default the spec field, ```field:```)."""
     option = option or f"`{field}:`"
     base = _nearest_existing(Path(folder))
@@ -204,10 +206,11 @@ def check_writable_folder(folder: Path, field: str, what: str, option: str = "")
             code=Reason.OUTPUT,
             field=field,
         )
-    if not os.access(base, os.W_OK | os.X_OK):
+    why = cannot_create_in(base)
+    if why is not None:
         raise InputError(
-            f"cannot write into {base} (to hold {what} {folder}); make it writable or point "
-            f"{option} elsewhere",
+            f"cannot write into {base} ({why}; to hold {what} {folder}); make it writable or "
+            f"point {option} elsewhere",
             code=Reason.OUTPUT,
             field=field,
         )

@@ -35,6 +35,7 @@ import pyarrow as pa
 from sdcflow.errors import InputError, Reason, WarehouseBusy
 from sdcflow.warehouse.ownership import FileLock, LockTimeout, process_alive
 from sdcflow.warehouse.publish import published_run
+from sdcflow.warehouse.writable import cannot_create_in
 
 SCHEMAS = ("raw", "edited", "masked", "published", "audit")
 ROW_ID = "sdc_row_id"
@@ -154,10 +155,11 @@ def check_warehouse_file(path: Path) -> None:
     else:
         folders = [next((p for p in path.parents if os.path.lexists(p)), Path("/"))]
     for writable in folders:
-        if not writable.is_dir() or not os.access(writable, os.W_OK | os.X_OK):
+        why = cannot_create_in(writable) if writable.is_dir() else "not a folder"
+        if why is not None:
             raise InputError(
-                f"cannot write into {writable} (for the warehouse {path} and its lock); make "
-                "it writable or point `warehouse:` elsewhere",
+                f"cannot write into {writable} ({why}; for the warehouse {path} and its lock); "
+                "make it writable or point `warehouse:` elsewhere",
                 code=Reason.WAREHOUSE,
             )
 

@@ -34,6 +34,17 @@ def test_rounding_by_hand_keeps_the_sum():
     assert done.off_precision == {}
 
 
+def test_a_coarse_precision_is_kept_when_finer_columns_can_carry_the_rule():
+    # A review: turnover asked for hundreds (precision -2), every other key whole. The largest
+    # column, turnover, was solved from the rest, and 2971 of 3000 published turnovers were
+    # off their hundreds though profit (whole) could carry the rule. By hand: turnover rounds
+    # to 1200, wages 301 and other 100 to themselves, total = 401, profit = 1200 - 401 = 799.
+    X = np.array([[1234.0, 300.6, 100.2, 400.8, 833.2]])
+    done = round_keeping_equalities(X, COLS, [-2, 0, 0, 0, 0], RULES)
+    assert "turnover" not in done.derived and done.off_precision == {}
+    assert done.values.tolist() == [[1200.0, 301.0, 100.0, 401.0, 799.0]]
+
+
 def test_zero_stays_zero_and_non_zero_stays_non_zero():
     X = np.array([[0.0, 0.3, -0.2, 0.6, 1240.0]])
     cols = ["a", "b", "c", "d", "e"]

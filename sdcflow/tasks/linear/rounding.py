@@ -5,8 +5,11 @@ every column of ``total == a + b`` separately can break it (0.4 + 0.4 rounds to 
 0.8 rounds to 1). Controlled rounding [1] keeps such identities: here every equality gets one
 *derived* column, the others are rounded and the derived ones are solved from them,
 ``x_P = A_P^{-1} (b - A_F x_F)``. Pivots are chosen by Gaussian elimination, preferring a
-column without a precision (nothing to keep), then one whose reduced coefficient is +-1, then
-the column of largest typical magnitude (the total rather than its parts);
+column without a precision (nothing to keep), then the finest precision (a whole combination
+of values on hundreds and on units lands on units, not on hundreds: solving the column asked
+for hundreds would publish it off its precision though the others could carry the rule),
+then one whose reduced coefficient is +-1, then the column of largest typical magnitude (the
+total rather than its parts);
 with integer coefficients and right-hand sides and unit pivots (the usual sums and
 differences), ``A_P^{-1}`` is integral and the derived values are integers too. Whether every
 derived value lands on its column's precision is checked and reported, never assumed.
@@ -192,7 +195,10 @@ def round_keeping_equalities(
     idx = [cols.index(c) for c in eq.columns]
     A, b = eq.A, eq.b
     used = np.flatnonzero(np.abs(A).sum(axis=0) > 0)
-    preference = np.array([1.0 if decimals[idx[j]] is None else 0.0 for j in range(A.shape[1])])
+    # no precision first, then the finest (most decimals): see the module docstring
+    preference = np.array(
+        [np.inf if decimals[idx[j]] is None else float(decimals[idx[j]]) for j in range(len(idx))]
+    )
     magnitude = np.abs(unrounded[:, idx])
     present = ~np.isnan(magnitude)
     size = np.where(present, magnitude, 0.0).sum(axis=0) / np.maximum(present.sum(axis=0), 1)

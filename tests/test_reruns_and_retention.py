@@ -196,6 +196,29 @@ def test_the_input_hash_is_the_sha256_of_the_file_as_read(scenario):
     assert scenario["A"][1]["input_sha256"] != d["input_sha256"]
 
 
+def test_a_project_copied_with_its_warehouse_publishes_to_its_own_folder(tmp_path, prefect_api):
+    """A review: the spec, its input and its warehouse copied to another folder (relative
+    `output:`, so the same spec hash) said "already published" of the first folder's release
+    and exited 0 with nothing at its own output: a CI gate would have uploaded nothing."""
+    import shutil
+
+    first, copy = tmp_path / "first", tmp_path / "copy"
+    first.mkdir()
+    spec = write_release(first, rows=60, seed=None, checks={"max_information_loss": 60})
+    assert main(["release", str(spec)]) == 0
+    live = _last_run(first / "warehouse.duckdb")["run_id"]
+    copy.mkdir()
+    for name in ("data.csv", "release.yaml", "warehouse.duckdb"):
+        shutil.copy2(first / name, copy / name)
+    assert main(["release", str(copy / "release.yaml")]) == 0
+    ran = _last_run(copy / "warehouse.duckdb")
+    assert ran["status"] == "published" and ran["run_id"] != live
+    assert published_run(copy / "published" / "survey") == ran["run_id"]
+    assert published_run(first / "published" / "survey") == live  # the first one untouched
+    assert main(["release", str(copy / "release.yaml")]) == 0  # its own release: unchanged
+    assert _last_run(copy / "warehouse.duckdb")["status"] == "unchanged"
+
+
 def test_the_python_api_says_unchanged_and_names_the_live_run(scenario):
     outcome = scenario["api"]
     assert outcome.status == "unchanged" and outcome.success

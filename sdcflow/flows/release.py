@@ -7,6 +7,7 @@ Run it with ``sdcflow release SPEC`` (``sdcflow check SPEC`` stops before publis
 from __future__ import annotations
 
 import logging
+import os
 import typing
 import uuid
 from dataclasses import dataclass, field
@@ -405,9 +406,22 @@ def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any]
     if last["secrets_sha256"] != plan.spec.secrets_sha256():  # another seed or mapping
         return None
     folder = Path(last["published_to"])
+    # the live release must be the one this spec publishes to: a spec with a relative
+    # `output:` in another folder (a project copied with its warehouse) has the same hash
+    # but its own release folder, which may hold nothing
+    if not _same_path(folder, plan.spec.release_dir):
+        return None
     if published_run(folder) != last["run_id"] or not files_intact(folder):
         return None
     return last
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one folder (links resolved; one that is absent is not)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def retain(spec: ReleaseSpec, warehouse: Warehouse) -> None:

@@ -16,6 +16,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from survey import EXAMPLE, QIS, progress_artifacts, progress_descriptions, write_release
 
 from sdcflow.errors import InputError, Reason
@@ -720,6 +721,50 @@ def test_a_dask_address_nobody_answers_is_refused_before_any_work(tmp_path):
     assert main(["release", str(spec)]) == 2
     assert not (tmp_path / "published").exists()
     assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+def test_a_port_that_listens_but_is_no_scheduler_is_refused_before_any_work(tmp_path):
+    """A review: a --dask-address whose port accepted connections and never answered passed
+    the preflight (a TCP connection), then held the run and the warehouse's writer lock at
+    "Connecting to an existing Dask cluster" for minutes. The preflight now asks for a Dask
+    handshake: exit 2 within seconds, nothing created."""
+    import socket
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepts, never answers
+        port = silent.getsockname()[1]
+        spec = write_release(
+            tmp_path,
+            rows=60,
+            quasi_identifiers=QIS,
+            method={"name": "mdav", "k": 5, "cell_size": 20},
+        )
+        start = time.monotonic()
+        assert main(["release", str(spec), "--dask-address", f"tcp://127.0.0.1:{port}"]) == 2
+        assert time.monotonic() - start < 60
+    assert not (tmp_path / "published").exists()
+    assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    "address", ["", "inproc://nothing", "127.0.0.1", "tcp://127.0.0.1:x", "tcp://:8786"]
+)
+def test_a_malformed_dask_address_is_bad_input_in_one_line(tmp_path, capsys, address):
+    """A review: "" and inproc:// ended in exit 3 with a Python error (a pydantic
+    ValidationError, a ValueError from Dask's parser); the address is checked with the
+    spec and the option: exit 2, one line naming the option and the fix."""
+    spec = write_release(tmp_path, rows=60, method={"name": "mdav", "k": 5, "cell_size": 20})
+    assert main(["release", str(spec), "--dask-address", address]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "dask.address" in err[0] and "tcp://" in err[0]
+    assert "Error" not in err[0].split("]", 1)[-1]  # no Python exception's name
+    assert not (tmp_path / "warehouse.duckdb").exists()
+    body = yaml.safe_load(spec.read_text())
+    spec.write_text(yaml.safe_dump({**body, "runner": "dask", "dask": {"address": address}}))
+    assert main(["release", str(spec)]) == 2  # the same in the spec
+    assert "dask.address" in capsys.readouterr().err
 
 
 def test_pieces_go_to_the_cluster_largest_first_and_come_back_in_order(monkeypatch):

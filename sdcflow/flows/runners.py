@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from sdcflow.errors import InputError, Reason
 from sdcflow.tasks.spec import DaskSettings, ReleaseSpec
 
@@ -40,7 +42,16 @@ def with_cli_options(
             field="runner",
         )
     if workers is not None or address is not None:
-        dask = DaskSettings(workers=workers, address=address)
+        try:
+            dask = DaskSettings(workers=workers, address=address)
+        except ValidationError as e:
+            first = e.errors()[0]
+            option = "--dask-address" if "address" in map(str, first["loc"]) else "--dask-workers"
+            raise InputError(
+                f"{option}: {first['msg'].removeprefix('Value error, ')}",
+                code=Reason.RUNNER,
+                field="dask.address" if option == "--dask-address" else "dask.workers",
+            ) from None
         runner = runner or "dask"
     else:
         dask = spec.dask

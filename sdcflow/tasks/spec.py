@@ -159,6 +159,10 @@ class RetentionSpec(SpecModel):
     )
 
 
+#: The schemes of a Dask scheduler another process can reach (``inproc://`` is one process's).
+DASK_SCHEMES = ("tcp", "tls", "ws", "wss")
+
+
 class DaskSettings(SpecModel):
     """``dask:`` -- where ``runner: dask`` runs the mask's cells (README, "Scale-out")."""
 
@@ -171,10 +175,28 @@ class DaskSettings(SpecModel):
     )
     address: str | None = Field(
         None,
-        min_length=1,
         description="scheduler of an existing Dask cluster, e.g. tcp://10.0.0.5:8786 "
         "(instead of an embedded LocalCluster)",
     )
+
+    @field_validator("address")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        # refused here (exit 2), not by Dask at the mask step (exit 3 and a Python error)
+        if value is None:
+            return value
+        scheme, sep, rest = value.rpartition("://")
+        if scheme == "inproc" and rest:
+            return value  # a cluster in this very process (the Python API): asked at preflight
+        if sep and scheme not in DASK_SCHEMES:
+            raise ValueError(
+                f"{scheme}:// is not an address a cluster of other processes listens on; give "
+                "tcp://HOST:PORT (or tls://, ws://, wss://)"
+            )
+        host, _, port = rest.rpartition(":")
+        if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{value!r} is not a host:port address; give e.g. tcp://10.0.0.5:8786")
+        return value
 
     @model_validator(mode="after")
     def _one_cluster(self) -> DaskSettings:

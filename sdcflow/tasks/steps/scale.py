@@ -28,7 +28,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from prefect import get_run_logger, task
@@ -111,36 +111,73 @@ def check_runner(spec: ReleaseSpec) -> None:
 
 
 def check_cluster(spec: ReleaseSpec, timeout: float = 5.0) -> None:
-    """Refuse a release whose ``dask.address`` (``--dask-address``) does not answer, before
-    any work: a TCP connection to the scheduler's host and port within ``timeout`` seconds
-    (``tcp://`` and ``tls://`` addresses; others are left to Dask).
+    """Refuse a release whose ``dask.address`` (``--dask-address``) does not answer as a Dask
+    scheduler, before any work: a TCP connection to its host and port, then a Dask client's
+    handshake with the scheduler, each within ``timeout`` seconds. A port that accepts
+    connections but is not a scheduler (or one that never answers) held the run, and the
+    warehouse's writer lock, at "Connecting to an existing Dask cluster" for minutes.
 
     Raises
     ------
     ParameterError
-        Reason ``runner``, field ``dask.address``: nothing accepts connections there.
+        Reason ``runner``, field ``dask.address``: nothing accepts connections there, or what
+        does is not a Dask scheduler (no answer to the handshake within ``timeout``).
     """
     address = spec.dask.address if spec.runner == "dask" else None
     if not address:
         return
-    scheme, _, rest = address.rpartition("://")
-    if scheme not in ("", "tcp", "tls"):
-        return
+    scheme, _, rest = address.rpartition("://")  # the shape was checked with the spec
     host, _, port = rest.rpartition(":")
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-            pass
+        if scheme != "inproc":  # (a cluster in this process answers the handshake alone)
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                pass
     except (OSError, ValueError) as e:
-        if isinstance(e, ValueError):
-            reason = "not a host:port address"
-        else:
-            reason = e.strerror or type(e).__name__
-        raise ParameterError(
-            f"cannot reach the Dask scheduler at {address} ({reason}); start the cluster, or "
-            "correct --dask-address / dask.address, or leave it out for an embedded cluster",
-            code=Reason.RUNNER,
-            field="dask.address",
-        ) from None
+        reason = "not a host:port address" if isinstance(e, ValueError) else e.strerror
+        _refuse_cluster(address, reason or type(e).__name__)
+    try:
+        kind = _identity(address, timeout).get("type")
+    except TimeoutError:
+        _refuse_cluster(address, f"no Dask scheduler answered within {timeout:g} s")
+    except ValueError:  # Dask's parser: e.g. an inproc:// address of no cluster here
+        _refuse_cluster(address, "not the address of a Dask scheduler")
+    except OSError as e:
+        _refuse_cluster(address, e.strerror or (str(e).splitlines() or ["no answer"])[0])
+    if kind != "Scheduler":
+        _refuse_cluster(address, f"a Dask {kind or 'peer'} answered there, not the scheduler")
+
+
+def _identity(address: str, timeout: float) -> dict[str, Any]:
+    """What the Dask server at ``address`` says it is (its ``identity``), within ``timeout``
+    seconds in all: ``distributed.Client(timeout=...)`` waited for ever on a port that
+    accepts and never answers. Run in a thread of its own (its own event loop)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect  # only for an external cluster
+    from distributed.security import Security
+
+    async def ask() -> dict[str, Any]:
+        comm = await connect(address, timeout=timeout, **Security().get_connection_args("client"))
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            reply = await comm.read()
+        finally:
+            comm.abort()
+        return reply if isinstance(reply, dict) else {}
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, asyncio.wait_for(ask(), timeout)).result()
+
+
+def _refuse_cluster(address: str, reason: str) -> NoReturn:
+    raise ParameterError(
+        f"cannot reach the Dask scheduler at {address} ({reason}); start the cluster, or "
+        "correct --dask-address / dask.address (tcp://HOST:PORT), or leave it out for an "
+        "embedded cluster",
+        code=Reason.RUNNER,
+        field="dask.address",
+    ) from None
 
 
 def on_dask() -> bool:

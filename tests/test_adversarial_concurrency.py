@@ -134,6 +134,51 @@ def test_wait_must_be_a_number_of_seconds(tmp_path, capsys):
     assert "--wait" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("variable", ["SDCFLOW_LOCK_WAIT", "SDCFLOW_CONNECT_RETRY"])
+def test_an_endless_wait_from_the_environment_is_refused(tmp_path, capsys, monkeypatch, variable):
+    """A review: `--wait inf` was refused and SDCFLOW_LOCK_WAIT=inf waited for ever."""
+    spec = write_release(tmp_path, rows=60)
+    monkeypatch.setenv(variable, "inf")
+    assert main(["release", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and variable in err and "finite" in err
+    assert not (tmp_path / "published").exists()
+
+
+def test_a_prefect_api_that_never_answers_ends_the_run_before_the_warehouse(tmp_path):
+    """A review: with PREFECT_API_URL at a server that accepts connections and never
+    answers, a release ran for as long as anyone let it (killed at 300 s), holding the
+    warehouse's writer lock, so every other release and `prune --yes` exited 3 behind it.
+    The configured API must answer within SDCFLOW_API_WAIT seconds (default 30): exit 3 in
+    one line, before the warehouse is touched. A real process, a real silent socket."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    spec = write_release(tmp_path, rows=60)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepts, never answers
+        env = {
+            **os.environ,
+            "PREFECT_API_URL": f"http://127.0.0.1:{silent.getsockname()[1]}/api",
+            "SDCFLOW_API_WAIT": "3",
+        }
+        start = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "sdcflow.flows.cli", "release", str(spec)],
+            env=env, capture_output=True, text=True, timeout=240, cwd=tmp_path,
+        )  # fmt: skip
+        took = time.monotonic() - start
+    assert done.returncode == 3, done.stderr
+    err = done.stderr.strip().splitlines()
+    assert len(err) == 1 and "did not answer within 3 s" in err[0] and "Traceback" not in err[0]
+    assert took < 120
+    assert not (tmp_path / "warehouse.duckdb").exists()
+    assert not (tmp_path / "published").exists()
+
+
 RUN_UNDER_LOCK = """
 import sys, time, uuid
 import pyarrow as pa

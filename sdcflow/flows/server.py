@@ -88,6 +88,9 @@ def owned_prefect_api(
     if configured:
         if meanwhile is not None:
             meanwhile()
+        from sdcflow.warehouse.warehouse import env_seconds
+
+        _answers(configured, env_seconds(API_WAIT_ENV, DEFAULT_API_WAIT) or DEFAULT_API_WAIT)
         yield configured
         return
     import httpx
@@ -190,6 +193,33 @@ def _drain_workers() -> None:
         run_coro_as_sync(drain())
     except Exception:  # a failing drain must not turn a finished run into an error
         pass
+
+
+#: Seconds a configured API (``PREFECT_API_URL``) has to answer before the run starts.
+API_WAIT_ENV, DEFAULT_API_WAIT = "SDCFLOW_API_WAIT", 30.0
+
+
+def _answers(url: str, wait: float) -> None:
+    """Raise :class:`ServerError` unless the API at ``url`` answers an HTTP request (any
+    status: a server with its own paths or authentication still answers) within ``wait``
+    seconds. A server that accepts connections and never answers held a release, and the
+    warehouse's writer lock, for as long as anyone let it run."""
+    import httpx
+
+    shown = _redacted(url)
+    try:
+        with httpx.Client(timeout=httpx.Timeout(wait, connect=min(wait, 5.0))) as client:
+            client.get(f"{url.rstrip('/')}/health")
+    except httpx.TimeoutException:
+        raise ServerError(
+            f"Prefect's API at {shown} did not answer within {wait:.0f} s; check that server, "
+            "or unset PREFECT_API_URL to run on a temporary one"
+        ) from None
+    except httpx.HTTPError as e:
+        raise ServerError(
+            f"Prefect's API at {shown} could not be reached ({type(e).__name__}); start that "
+            "server, or unset PREFECT_API_URL to run on a temporary one"
+        ) from None
 
 
 def _wait_healthy(process: subprocess.Popen, url: str, wait: float, log, httpx) -> None:  # type: ignore[no-untyped-def]

@@ -18,6 +18,7 @@ retries for a while on a lock conflict (:meth:`Warehouse.connect`) and the read-
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import socket
@@ -58,7 +59,10 @@ __all__ = [
 ]
 
 
-def _seconds(env: str, default: float) -> float:
+def env_seconds(env: str, default: float) -> float:
+    """The seconds the environment variable ``env`` gives (``default`` when unset or blank);
+    ``InputError`` unless a finite number >= 0 (``inf`` would wait for ever, as ``--wait``
+    refuses)."""
     value = os.environ.get(env)
     if value is None or value.strip() == "":
         return default
@@ -68,8 +72,11 @@ def _seconds(env: str, default: float) -> float:
         raise InputError(
             f"environment variable {env} must be a number of seconds", code=Reason.PARAMETER
         ) from None
-    if not seconds >= 0:
-        raise InputError(f"environment variable {env} must be >= 0", code=Reason.PARAMETER)
+    if not (seconds >= 0 and math.isfinite(seconds)):
+        raise InputError(
+            f"environment variable {env} must be a finite number of seconds >= 0",
+            code=Reason.PARAMETER,
+        )
     return seconds
 
 
@@ -247,7 +254,7 @@ class Warehouse:
     def __init__(self, path: str | Path, *, connect_retry: float | None = None) -> None:
         self.path = Path(path)
         self.connect_retry = (
-            _seconds(CONNECT_RETRY_ENV, DEFAULT_CONNECT_RETRY)
+            env_seconds(CONNECT_RETRY_ENV, DEFAULT_CONNECT_RETRY)
             if connect_retry is None
             else float(connect_retry)
         )
@@ -271,7 +278,7 @@ class Warehouse:
         release to let go, then raises :class:`~sdcflow.errors.WarehouseBusy`. Re-entrant
         within a process (the command line takes it before the flow, which takes it again).
         """
-        wait = _seconds(LOCK_WAIT_ENV, DEFAULT_LOCK_WAIT) if wait is None else float(wait)
+        wait = env_seconds(LOCK_WAIT_ENV, DEFAULT_LOCK_WAIT) if wait is None else float(wait)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(self.lock_path, wait=wait)
         try:

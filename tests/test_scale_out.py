@@ -698,6 +698,12 @@ def test_exact_neighbours_gives_up_early_when_projected_over_budget(monkeypatch)
     assert idx.shape == (50000, 3)
 
 
+def _cells_spec(tmp_path: Path, **spec: object) -> Path:
+    """60 survey records, MDAV in cells of 20, the numeric keys only."""
+    cells = {"name": "mdav", "k": 5, "cell_size": 20}
+    return write_release(tmp_path, rows=60, quasi_identifiers=QIS, method=cells, **spec)
+
+
 def test_a_dask_address_nobody_answers_is_refused_before_any_work(tmp_path):
     """--dask-address of a scheduler that is not there: exit 2 at the preflight with reason
     ``runner`` and field ``dask.address``, no run recorded and nothing published (before,
@@ -707,14 +713,7 @@ def test_a_dask_address_nobody_answers_is_refused_before_any_work(tmp_path):
     with socket.socket() as s:  # a loopback port nobody listens on once closed
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    spec = write_release(
-        tmp_path,
-        rows=60,
-        quasi_identifiers=QIS,
-        method={"name": "mdav", "k": 5, "cell_size": 20},
-        dask={"address": f"tcp://127.0.0.1:{port}"},
-        runner="dask",
-    )
+    spec = _cells_spec(tmp_path, dask={"address": f"tcp://127.0.0.1:{port}"}, runner="dask")
     with pytest.raises(InputError) as e:
         plan_release(load_spec(spec))
     assert (e.value.code, e.value.field) == (Reason.RUNNER, "dask.address")
@@ -735,12 +734,7 @@ def test_a_port_that_listens_but_is_no_scheduler_is_refused_before_any_work(tmp_
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)  # accepts, never answers
         port = silent.getsockname()[1]
-        spec = write_release(
-            tmp_path,
-            rows=60,
-            quasi_identifiers=QIS,
-            method={"name": "mdav", "k": 5, "cell_size": 20},
-        )
+        spec = _cells_spec(tmp_path)
         start = time.monotonic()
         assert main(["release", str(spec), "--dask-address", f"tcp://127.0.0.1:{port}"]) == 2
         assert time.monotonic() - start < 60

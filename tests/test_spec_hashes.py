@@ -46,19 +46,28 @@ def test_a_rerun_with_another_seed_publishes_again(tmp_path, monkeypatch):
 
     monkeypatch.setattr(release, "published_run", lambda folder: "run1")  # the live release
     monkeypatch.setattr(release, "files_intact", lambda folder: True)  # as its manifest lists
-    spec = _spec(seed=7)
+    spec = spec_from_dict({**BODY, "seed": 7}, base_dir=tmp_path)
+    spec.release_dir.mkdir(parents=True)  # the folder this spec publishes to
     last = {
         "run_id": "run1",
         "input_sha256": "abc",
         "spec_sha256": spec.sha256(),
-        "published_to": str(tmp_path / "r"),
+        "published_to": str(spec.release_dir),
         "started_at": None,
         "secrets_sha256": spec.secrets_sha256(),
     }
     warehouse = SimpleNamespace(latest_published=lambda release: last)
     assert already_published(SimpleNamespace(spec=spec, source_sha256="abc"), warehouse) == last
-    other = SimpleNamespace(spec=_spec(seed=8), source_sha256="abc")
+    other = SimpleNamespace(
+        spec=spec_from_dict({**BODY, "seed": 8}, base_dir=tmp_path), source_sha256="abc"
+    )
     assert already_published(other, warehouse) is None
+    elsewhere = tmp_path / "elsewhere"  # another spec's folder: not this spec's release
+    elsewhere.mkdir()
+    moved = SimpleNamespace(
+        latest_published=lambda release: {**last, "published_to": str(elsewhere)}
+    )
+    assert already_published(SimpleNamespace(spec=spec, source_sha256="abc"), moved) is None
     last["secrets_sha256"] = None  # a run recorded before the column existed
     assert already_published(SimpleNamespace(spec=spec, source_sha256="abc"), warehouse) is None
 

@@ -90,7 +90,7 @@ def owned_prefect_api(
             meanwhile()
         from sdcflow.warehouse.warehouse import env_seconds
 
-        _answers(configured, env_seconds(API_WAIT_ENV, DEFAULT_API_WAIT) or DEFAULT_API_WAIT)
+        _answers(configured, env_seconds(API_WAIT_ENV, DEFAULT_API_WAIT))
         yield configured
         return
     import httpx

@@ -20,9 +20,8 @@ PROBE_PREFIX = ".sdcflow-probe-"
 def cannot_create_in(folder: Path) -> str | None:
     """Why no file can be created in the existing ``folder`` (the system's words, e.g.
     ``Permission denied``), or None when one can: an empty file named ``PROBE_PREFIX...`` is
-    created there and removed at once (sdcflow removes only that file, which it made)."""
-    if not os.access(folder, os.W_OK | os.X_OK):  # the bits refuse: no need to try
-        return os.strerror(13)
+    created there and removed at once (sdcflow removes only that file, which it made). No
+    ``access(2)`` shortcut: it would say ``Permission denied`` of a read-only file system."""
     try:
         fd, name = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=folder)
     except OSError as e:

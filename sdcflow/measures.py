@@ -13,7 +13,9 @@ refused (``Reason.DATA``).
 
 Missing values (NaN, None, ``pd.NA``, nullable dtypes) are counted as a release counts them,
 so that a figure here is the manifest's for the same records: for k-anonymity, l-diversity
-and the class sizes' frequencies a missing value matches any value; information loss counts
+and the class sizes' frequencies a missing value is a value of its own (k counts identical
+released rows; ``convention="missing_matches_any"`` gives sdcMicro's count, where a missing
+value matches any value, for comparison); information loss counts
 every value present (each column over the records that have it in both files); generic and
 probabilistic loss, record linkage and interval disclosure are measured on the records that
 have every column in both files (``DataError`` naming the emptiest column when too few do).
@@ -47,7 +49,7 @@ from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.measures import anonymity as _anonymity
 from sdcflow.tasks.measures import disclosure_risk
 from sdcflow.tasks.measures import information_loss as _loss
-from sdcflow.tasks.measures.anonymity import equivalence_class_sizes, k_anonymity
+from sdcflow.tasks.measures.anonymity import Convention, equivalence_class_sizes, k_anonymity
 from sdcflow.tasks.measures.risk import RiskSummary, risk_summary
 
 __all__ = [
@@ -271,12 +273,18 @@ def _sensitive_aligned(released: Any, sensitive: Any) -> Any:
     return sensitive
 
 
-def l_diversity(released: Any, sensitive: Any) -> int:
-    return _anonymity.l_diversity(released, _sensitive_aligned(released, sensitive))
+def l_diversity(released: Any, sensitive: Any, *, convention: Convention = "identical") -> int:
+    return _anonymity.l_diversity(
+        released, _sensitive_aligned(released, sensitive), convention=convention
+    )
 
 
-def entropy_l_diversity(released: Any, sensitive: Any) -> float:
-    return _anonymity.entropy_l_diversity(released, _sensitive_aligned(released, sensitive))
+def entropy_l_diversity(
+    released: Any, sensitive: Any, *, convention: Convention = "identical"
+) -> float:
+    return _anonymity.entropy_l_diversity(
+        released, _sensitive_aligned(released, sensitive), convention=convention
+    )
 
 
 _ROWS = (
@@ -290,7 +298,9 @@ entropy_l_diversity.__doc__ = (_anonymity.entropy_l_diversity.__doc__ or "").rst
 # --- re-identification risk from key frequencies and sampling weights ----------------------
 
 
-def _key_risk(released: Any, keys: Any, weights: Any) -> tuple[pd.DataFrame, RiskSummary]:
+def _key_risk(
+    released: Any, keys: Any, weights: Any, convention: Convention = "identical"
+) -> tuple[pd.DataFrame, RiskSummary]:
     """The released frame and the risk of its records over ``keys``, computed by the core
     function the ``max_individual_risk`` and ``max_global_risk`` gates call
     (:func:`sdcflow.tasks.measures.risk.risk_summary`, on the released keys and the weights
@@ -313,7 +323,7 @@ def _key_risk(released: Any, keys: Any, weights: Any) -> tuple[pd.DataFrame, Ris
             code=Reason.TOO_FEW_RECORDS,
             field="released",
         )
-    return frame, risk_summary(frame[names], _weights(frame, weights))
+    return frame, risk_summary(frame[names], _weights(frame, weights), convention=convention)
 
 
 def _weights(frame: pd.DataFrame, weights: Any) -> np.ndarray | None:
@@ -380,13 +390,16 @@ def _weights(frame: pd.DataFrame, weights: Any) -> np.ndarray | None:
     return w
 
 
-def individual_risk(released: Any, keys: Any, weights: Any = None) -> pd.Series:
+def individual_risk(
+    released: Any, keys: Any, weights: Any = None, *, convention: Convention = "identical"
+) -> pd.Series:
     """Individual re-identification risk of every released record over its ``keys``: the
     figure whose maximum is the ``max_individual_risk`` gate's (sdcMicro's ``measure_risk``,
     :func:`sdcflow.tasks.measures.risk.individual_risk`).
 
-    With ``f_k`` the number of released records matching the record on every key (a missing
-    or suppressed value matches any value, sdcMicro's ``freqCalc`` with alpha = 1), ``F_k``
+    With ``f_k`` the number of released records whose row is identical to the record's on
+    every key (a missing or suppressed value is a value of its own, as the gates count),
+    ``F_k``
     the sum of their sampling weights and ``p_k = f_k / F_k``, the Benedetti-Franconi
     approximation::
 
@@ -409,12 +422,15 @@ def individual_risk(released: Any, keys: Any, weights: Any = None) -> pd.Series:
         Sampling weights (``weight_column:``), positive: a column of ``released``, a Series
         paired by row label when it carries the frame's labels in another order, or an array
         in the frame's row order. None: the file is the population, ``r = 1 / f``.
+    convention : {"identical", "missing_matches_any"}
+        How ``f_k`` counts a missing value: a value of its own (the default, as the gates),
+        or matching any value (sdcMicro's ``freqCalc``, for comparison).
 
     Returns
     -------
     Series (n,) in (0, 1], aligned to ``released``'s index, named ``individual_risk``.
     """
-    frame, summary = _key_risk(released, keys, weights)
+    frame, summary = _key_risk(released, keys, weights, convention)
     return pd.Series(summary.risk, index=frame.index, name="individual_risk")
 
 
@@ -438,14 +454,16 @@ class GlobalRisk:
     records: int
 
 
-def global_risk(released: Any, keys: Any, weights: Any = None) -> GlobalRisk:
+def global_risk(
+    released: Any, keys: Any, weights: Any = None, *, convention: Convention = "identical"
+) -> GlobalRisk:
     """Global re-identification risk: the expected number of re-identifications
     ``ER = sum_i r_i`` (sdcMicro's ``measure_risk``, Templ, Kowarik and Meindl, JSS 67(4)
     (2015)) and ``100 ER / n``, the ``max_global_risk`` gate's figure, from the individual
-    risks ``r_i`` of :func:`individual_risk` (same arguments, same conventions: a missing
-    value matches any value, weights as ``weight_column:``). Computed by the gate's own
+    risks ``r_i`` of :func:`individual_risk` (same arguments, same conventions: identical
+    released rows, weights as ``weight_column:``). Computed by the gate's own
     function, so that the figures are the manifest's for the same released records."""
-    _, summary = _key_risk(released, keys, weights)
+    _, summary = _key_risk(released, keys, weights, convention)
     return GlobalRisk(
         expected_reidentifications=summary.expected_reidentifications,
         percent=summary.global_risk_percent,

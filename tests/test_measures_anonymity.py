@@ -27,6 +27,7 @@ from sdcflow.tasks.measures.anonymity import (
     expected_cluster_sizes,
     k_anonymity,
     l_diversity,
+    match_counts,
     probabilistic_k_anonymity,
 )
 from sdcflow.tasks.microaggregation.mdav import group_means, mdav
@@ -155,14 +156,67 @@ def test_matches_pycanon_on_an_mdav_release(pycanon_anonymity):
     )
 
 
-def test_the_k_anonymity_gate_says_which_convention_its_figure_counts():
-    """QA: the gate's description (manifest, report, console) said "identical released rows"
-    while its figure counts a missing value as matching any value; on this file the two
-    differ (1 against 3), so the label contradicted the figure beside it."""
+def test_k_counts_identical_rows_and_the_gate_says_so():
+    """A blank is a value of its own: the three rows differ, so k is 1, while sdcMicro's
+    count (a blank matches any value) gives 3; each gate's description names its count."""
     from sdcflow.tasks.gates.anonymity import GATES
 
     released = pd.DataFrame({"a": [1.0, 1.0, np.nan], "s": ["x", None, "x"]})
-    assert k_anonymity(released) == 3  # every record matches all three
+    assert k_anonymity(released) == 1
+    assert k_anonymity(released, convention="missing_matches_any") == 3
     assert released.groupby(["a", "s"], dropna=False).size().min() == 1
-    gate = next(g for g in GATES if g.key == "k_anonymity")
-    assert "identical" not in gate.description and "missing" in gate.description
+    gates = {g.key: g for g in GATES}
+    assert "identical" in gates["k_anonymity"].description
+    assert "matching any value" in gates["k_anonymity_missing_matches_any"].description
+
+
+def test_a_unique_code_blanked_on_a_few_records_is_not_k_anonymous():
+    """The intruder's case: a code unique per record, blanked on k - 1 records. Under
+    sdcMicro's count every record matches k rows; an intruder who knows a code finds the
+    one row that carries it, so the identical-row k is 1."""
+    k = 5
+    codes = pd.Series([f"c{i}" for i in range(100)], dtype=object)
+    codes[: k - 1] = None
+    released = pd.DataFrame({"code": codes})
+    assert k_anonymity(released, convention="missing_matches_any") == k
+    assert k_anonymity(released) == 1
+    f, _ = match_counts(released)
+    assert int((f < k).sum()) == 100  # every record: 96 unique codes and 4 blanks
+
+
+def _brute_force_counts(rows: list[tuple], identical: bool) -> list[int]:
+    """Records counting for each record, by comparing every pair (None is missing)."""
+
+    def agree(x, y) -> bool:
+        if identical:
+            return x == y
+        return x is None or y is None or x == y
+
+    return [sum(all(agree(x, y) for x, y in zip(r, o, strict=True)) for o in rows) for r in rows]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_counts_match_a_brute_force_count_with_missing_values(seed):
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(1, 40)), int(rng.integers(1, 4))
+    values = rng.integers(0, 3, size=(n, d)).astype(object)
+    values[rng.random((n, d)) < 0.25] = None
+    frame = pd.DataFrame(values, columns=[f"k{j}" for j in range(d)])
+    rows = [tuple(r) for r in values.tolist()]
+    weights = rng.uniform(1.0, 50.0, n)
+    for convention, identical in (("identical", True), ("missing_matches_any", False)):
+        expected = _brute_force_counts(rows, identical)
+        f, F = match_counts(frame, weights, convention=convention)
+        assert f.tolist() == expected
+        assert k_anonymity(frame, convention=convention) == min(expected)
+        pairs = [
+            [
+                all(
+                    (x == y) if identical else (x is None or y is None or x == y)
+                    for x, y in zip(r, o, strict=True)
+                )
+                for o in rows
+            ]
+            for r in rows
+        ]
+        assert F == pytest.approx(np.asarray(pairs, dtype=float) @ weights)

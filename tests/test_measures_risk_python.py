@@ -13,6 +13,7 @@ import yaml
 
 from sdcflow import InputError, Reason
 from sdcflow import measures as M
+from sdcflow import measures as _M
 
 
 @pytest.fixture
@@ -30,6 +31,18 @@ def released() -> pd.DataFrame:
     )
 
 
+class _Loose:
+    """sdcflow.measures' risk functions under sdcMicro's convention."""
+
+    @staticmethod
+    def individual_risk(*args, **kwargs):
+        return _M.individual_risk(*args, convention="missing_matches_any", **kwargs)
+
+    @staticmethod
+    def global_risk(*args, **kwargs):
+        return _M.global_risk(*args, convention="missing_matches_any", **kwargs)
+
+
 def by_hand(f: int, F: float) -> float:
     """sdcMicro's individual risk (Benedetti-Franconi approximation) as written, p = f/F."""
     p = f / F
@@ -40,8 +53,21 @@ def by_hand(f: int, F: float) -> float:
     return p / (f - (1 - p))
 
 
+def test_individual_risk_counts_identical_rows_by_hand(released):
+    """The record whose region is blank is alone in its class (a blank is a value of its
+    own): f = 1, F = 8; the two (E, 50) records f = 2, F = 10."""
+    expected = [by_hand(1, 10), by_hand(2, 20), by_hand(2, 20), by_hand(2, 10), by_hand(2, 10)]
+    expected.append(by_hand(1, 8))
+    risk = M.individual_risk(released, ["region", "age"], "w")
+    np.testing.assert_allclose(risk.to_numpy(), expected, rtol=1e-12)
+    total = M.global_risk(released, ["region", "age"])
+    assert total.expected_reidentifications == 4.0  # 1 + 4 x 1/2 + 1
+
+
 def test_individual_and_global_risk_by_hand(released):
+    """sdcMicro's count, for comparison: the blank region matches both (E, 50) records."""
     expected = [by_hand(1, 10), by_hand(2, 20), by_hand(2, 20)] + [by_hand(3, 18)] * 3
+    M = _Loose
     risk = M.individual_risk(released, ["region", "age"], "w")
     assert risk.index.equals(released.index) and risk.name == "individual_risk"
     np.testing.assert_allclose(risk.to_numpy(), expected, rtol=1e-12)

@@ -56,8 +56,19 @@ def test_without_weights_risk_is_one_over_f():
     assert individual_risk(np.array([1, 2, 5])) == pytest.approx([1.0, 0.5, 0.2])
 
 
+def test_risk_summary_counts_identical_rows_by_default():
+    # A blank is a value of its own: record 2 (-, S) and record 3 (M, S) are each alone.
+    keys = pd.DataFrame({"sex": ["F", "F", None, "M", "M"], "region": ["N", "N", "S", "S", "E"]})
+    w = np.array([10.0, 10.0, 30.0, 40.0, 50.0])
+    s = risk_summary(keys, w)
+    assert s.fk.tolist() == [2, 2, 1, 1, 1]
+    assert s.Fk.tolist() == [20, 20, 30, 40, 50]
+    assert s.distribution()["sample_uniques"] == 3
+
+
 def test_risk_summary_on_a_file_with_weights_and_missing_values():
-    # Record 2 has sex missing: it matches any sex, but only region S. Frequencies by hand:
+    # sdcMicro's convention, for comparison. Record 2 has sex missing: it matches any sex,
+    # but only region S. Frequencies by hand:
     #   0 (F, N): 0, 1          f = 2, F = 10 + 10 = 20
     #   1 (F, N): 0, 1          f = 2, F = 20
     #   2 (-, S): 2, 3          f = 2, F = 30 + 40 = 70
@@ -65,7 +76,7 @@ def test_risk_summary_on_a_file_with_weights_and_missing_values():
     #   4 (M, E): 4             f = 1, F = 50
     keys = pd.DataFrame({"sex": ["F", "F", None, "M", "M"], "region": ["N", "N", "S", "S", "E"]})
     w = np.array([10.0, 10.0, 30.0, 40.0, 50.0])
-    s = risk_summary(keys, w)
+    s = risk_summary(keys, w, convention="missing_matches_any")
     assert s.fk.tolist() == [2, 2, 2, 2, 1]
     assert s.Fk.tolist() == [20, 20, 70, 70, 50]
     p = np.array([0.1, 0.1, 2 / 70, 2 / 70, 1 / 50])

@@ -21,9 +21,9 @@ repair first and methods that edit while masking are compared on the same file:
   ``manifest`` intruder by default (cheap), ``--intruder refit`` for the gate's own;
 * ``interval_disclosure`` — rank-based interval disclosure, % (``max_interval_disclosure``);
 * ``pil`` — average probabilistic information loss, % (``max_pil``);
-* ``k_achieved`` — k of the released keys (``k_anonymity``): the smallest class of released
-  rows, a missing value matching any value (the README's convention; the run report also
-  gives k over identical rows).
+* ``k_achieved`` — k of the released keys (``k_anonymity``): the smallest class of identical
+  released rows, a missing value being a value of its own (the run report also gives
+  sdcMicro's count, where a missing value matches any value, for comparison).
 
 The map (``risk_utility.png``) has one point per method and k, two panels (record linkage and
 the transparency intruder against IL); ``report.html`` beside it shows the map and the table.

@@ -258,7 +258,8 @@ class ReleaseSpec(SpecModel):
     missing_values: list[str] | None = Field(
         None,
         description="tokens read as missing (e.g. ['?', '']); declaring it allows missing key "
-        "values, which are released as missing and match any value",
+        "values, which are released as missing (a missing value is a value of its own when k is "
+        "counted)",
     )
     weight_column: str | None = Field(
         None, description="sampling weights (positive), published unchanged unless a key"
@@ -342,7 +343,7 @@ class ReleaseSpec(SpecModel):
     def _missing_values(cls, value: list[str] | None) -> list[str] | None:
         # An empty list declares no token: it means what leaving the key out means (missing
         # key values refused, the same spec hash). It allowed them, so `missing_values: []`
-        # let a key's empty cells match any value when k was counted, undeclared.
+        # let a key's empty cells be released as missing, undeclared.
         return value or None
 
     @field_validator("checks")

@@ -3,8 +3,13 @@ columns, probabilistic (jointly and per block), l-diversity, and the transparenc
 intruder's k.
 
 k-anonymity is counted over every column an intruder can link on, as released
-(``MaskResult.released_identifiers``: numeric and categorical keys), a missing or suppressed
-value matching any value (:mod:`sdcflow.tasks.measures.anonymity`). ``keep`` columns are
+(``MaskResult.released_identifiers``: numeric and categorical keys), as the size of the
+smallest class of identical released rows, a missing or suppressed value being a value of its
+own (:mod:`sdcflow.tasks.measures.anonymity`): the count an intruder cannot get around.
+sdcMicro's convention (a missing value matches any value) is the gate
+``k_anonymity_missing_matches_any``: it is never smaller than ``k_anonymity``, so it gates a
+release alone only where the spec lowers ``k_anonymity`` and accepts that explicitly
+(``accept: {looser_checks: [k_anonymity]}``, recorded in the manifest). ``keep`` columns are
 published unchanged; ``keep_k_anonymity`` counts k as if the intruder also knew them (their
 missing values as values: sdcflow never suppresses them), and is on by default with the
 method's k, so an identifying column (an e-mail, a near-unique code, also one that most
@@ -54,6 +59,10 @@ TRANSPARENCY = GateOption(
 
 def _k_anonymity(ctx: GateContext) -> float:
     return float(k_anonymity(ctx.result.released_identifiers))
+
+
+def _k_missing_matches_any(ctx: GateContext) -> float:
+    return float(k_anonymity(ctx.result.released_identifiers, convention="missing_matches_any"))
 
 
 def _block_k_anonymity(ctx: GateContext) -> float:
@@ -212,14 +221,13 @@ def keep_k(ctx: GateContext) -> float:
     and the columns published as they are (jointly, also when the keys were masked in
     blocks); the plain k when the spec keeps no column.
 
-    A missing value of a ``keep`` column is a value here, not a wildcard: sdcflow never
-    suppresses a kept column, so its blanks are the source's own, published as they are,
-    and they hide nothing. As a wildcard they let a sparse identifying column pass (a review:
-    10 unique e-mails among 3,000 blanks gave keep k 5, and all 10 were published)."""
+    A missing value is a value here, as in every k of sdcflow: sdcflow never suppresses a
+    kept column, so its blanks are the source's own, published as they are, and they hide
+    nothing (as a wildcard they would let a sparse identifying column pass: a few unique
+    e-mails among thousands of blanks)."""
     if ctx.keep is None or ctx.keep.shape[1] == 0:
         return _k_anonymity(ctx)
     keep = ctx.keep.reset_index(drop=True)
-    # each column as codes, its missing values one more code, so that none matches any
     codes = pd.DataFrame(
         {c: pd.factorize(keep[c], use_na_sentinel=False)[0] for c in keep.columns},
         index=keep.index,
@@ -251,8 +259,17 @@ GATES = [
         "k_anonymity",
         "min",
         _k_anonymity,
-        "smallest number of released records matching a record over every released key (a "
-        "missing or suppressed value matches any value)",
+        "smallest class of identical released rows over every released key (a missing or "
+        "suppressed value is a value of its own)",
+        "records",
+    ),
+    Gate(
+        "k_anonymity_missing_matches_any",
+        "min",
+        _k_missing_matches_any,
+        "smallest number of released records matching a record over every released key, a "
+        "missing or suppressed value matching any value (sdcMicro's convention; looser than "
+        "k_anonymity)",
         "records",
     ),
     Gate(
@@ -298,7 +315,7 @@ GATES = [
         "l_diversity",
         "min",
         _l_diversity,
-        "fewest distinct values of a sensitive column in an equivalence class",
+        "fewest distinct values of a sensitive column in a class of identical released rows",
         "values",
         requires=frozenset({"sensitive"}),
     ),
@@ -306,7 +323,7 @@ GATES = [
         "entropy_l_diversity",
         "min",
         _entropy_l_diversity,
-        "smallest exp(entropy) of a sensitive column in an equivalence class",
+        "smallest exp(entropy) of a sensitive column in a class of identical released rows",
         "values",
         requires=frozenset({"sensitive"}),
     ),

@@ -1,22 +1,36 @@
 """Anonymity of a released file: crisp k-anonymity, l-diversity, probabilistic k-anonymity.
 
 The released keys may be numeric or categorical and may hold missing values: a value the
-file does not have, or one that local suppression removed. **Convention** (as sdcMicro's
-``freqCalc`` [4]): a missing value matches any value. Record j *matches* record i when, on
-every key, their released values are equal or one of them is missing; the *frequency* f_i of
-record i is the number of records matching it (itself included), and the file is k-anonymous
-when every f_i >= k. Without missing values the records matching i are exactly its
-equivalence class (the records with identical released keys), so f_i is its class size.
-Matching is not transitive once values are missing, so k-anonymity is a property of every
-record's f_i, not of a partition. Every anonymity figure of sdcflow (the gates, the report, the
-manifest, the risk per record) counts with this convention.
+file does not have, or one that local suppression removed. Two conventions count how many
+released records share a record's keys:
 
-Counting never compares all pairs of records: records are grouped by their pattern of missing
-keys, and for two patterns P, Q a record of P matches a record of Q exactly when they agree on
-the keys missing in neither, which one hash-and-count pass over the two groups finds. The cost
-is O(M^2 n) for M distinct missing patterns (M = 1 without missing values), after identical
+``"identical"`` (the default, and what every gate of sdcflow counts)
+    Record j counts for record i when their released rows are identical over every key, a
+    missing or suppressed value being a value of its own (a blank equals only a blank). The
+    frequency f_i is the size of record i's class of identical rows, and the file is
+    k-anonymous when every class holds at least k records [1]. This is the count an intruder
+    cannot get around: an intruder who knows a target's keys and finds the one released row
+    that carries them exactly has found the target, however many blanked rows are also
+    consistent with it -- a blanked row is consistent with many targets and unlikely to be
+    any one of them.
+
+``"missing_matches_any"`` (sdcMicro's ``freqCalc`` [4], reported beside for comparison)
+    Record j *matches* record i when, on every key, their released values are equal or one
+    of them is missing; f_i is the number of records matching i. Without missing values the
+    two conventions agree. With them this count is never smaller, and it can be far larger
+    than what protects a record: with a key unique per record, blanking it on k - 1 records
+    makes every record "match" k records while every other record is published with its
+    unique value.
+
+Matching is not transitive once values are missing, so under ``"missing_matches_any"``
+k-anonymity is a property of every record's f_i, not of a partition; counting it never
+compares all pairs of records: records are grouped by their pattern of missing keys, and for
+two patterns P, Q a record of P matches a record of Q exactly when they agree on the keys
+missing in neither, which one hash-and-count pass over the two groups finds. The cost is
+O(M^2 n) for M distinct missing patterns (M = 1 without missing values), after identical
 rows are merged; a pair of patterns of very different sizes is joined through a sorted index
 of the larger instead, at the cost of the smaller one's rows and their candidate matches.
+Under ``"identical"`` counting is one integer sort of the rows.
 
 Distinct l-diversity reads the "well-represented" values of [2] as at least l distinct
 sensitive values per class; entropy l-diversity asks ``-sum_s p(q, s) log p(q, s) >= log l``
@@ -46,7 +60,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -54,6 +68,18 @@ from scipy import sparse
 
 from sdcflow.distinct import distinct_rows, row_ids
 from sdcflow.errors import ParameterError
+
+Convention = Literal["identical", "missing_matches_any"]
+#: The conventions, the default first (module docstring).
+CONVENTIONS: tuple[Convention, ...] = ("identical", "missing_matches_any")
+
+
+def _check_convention(convention: str) -> None:
+    if convention not in CONVENTIONS:
+        raise ParameterError(
+            f"convention must be one of {', '.join(CONVENTIONS)}, not {convention!r}",
+            field="convention",
+        )
 
 
 def key_codes(released: pd.DataFrame | np.ndarray) -> np.ndarray:
@@ -339,32 +365,43 @@ def _matching_sums_unique(
 
 
 def matching_sums(
-    released: pd.DataFrame | np.ndarray, values: np.ndarray | sparse.spmatrix
+    released: pd.DataFrame | np.ndarray,
+    values: np.ndarray | sparse.spmatrix,
+    *,
+    convention: Convention = "identical",
 ) -> np.ndarray | sparse.csr_matrix:
-    """For every record i, the sum of ``values`` over the records that match it.
+    """For every record i, the sum of ``values`` over the records that count for it.
 
     Parameters
     ----------
     released : DataFrame or ndarray of shape (n, d)
-        The released keys; missing values match any value (module docstring).
+        The released keys, a missing value read as ``convention`` says.
     values : ndarray of shape (n, m) or sparse matrix
         What to add up (ones give the frequency f_i, weights the population estimate F_i,
-        one-hot sensitive values their counts among the matching records).
+        one-hot sensitive values their counts among the records of i's class).
+    convention : {"identical", "missing_matches_any"}
+        ``"identical"``: the records whose released row is identical to i's (a missing value
+        is a value of its own); ``"missing_matches_any"``: the records matching i, a missing
+        value matching any value, as sdcMicro (module docstring).
 
     Returns
     -------
     ndarray or csr_matrix of shape (n, m)
     """
-    return codes_matching_sums(key_codes(released), values)
+    return codes_matching_sums(key_codes(released), values, convention=convention)
 
 
 def codes_matching_sums(
-    codes: np.ndarray, values: np.ndarray | sparse.spmatrix
+    codes: np.ndarray,
+    values: np.ndarray | sparse.spmatrix,
+    *,
+    convention: Convention = "identical",
 ) -> np.ndarray | sparse.csr_matrix:
     """:func:`matching_sums` on key codes (:func:`key_codes`: -1 for a missing value).
 
     Shapes: codes (n, d), values (n, m) -> (n, m).
     """
+    _check_convention(convention)
     if values.shape[0] != codes.shape[0]:
         raise ParameterError(
             f"values have {values.shape[0]} rows but the released file has {codes.shape[0]}; "
@@ -375,23 +412,31 @@ def codes_matching_sums(
     if not sparse.issparse(values):
         values = np.asarray(values, dtype=np.float64)
     merged = _group_sum(inverse, values, distinct.shape[0])
+    if convention == "identical":  # [1] a class is the records with one released row
+        return merged[inverse]
     sums = _matching_sums_unique(distinct, merged)
     return sums[inverse]
 
 
 def match_counts(
-    released: pd.DataFrame | np.ndarray, weights: np.ndarray | None = None
+    released: pd.DataFrame | np.ndarray,
+    weights: np.ndarray | None = None,
+    *,
+    convention: Convention = "identical",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sample frequency f_i and weighted frequency F_i of every record's key combination.
 
-    ``f_i`` is the number of released records matching record i (itself included; a missing
-    value matches any value), ``F_i`` the sum of their sampling ``weights`` (the estimated
-    population frequency of sdcMicro's ``freqCalc`` [4] with alpha = 1); without weights
-    ``F_i = f_i``. F does not depend on the order of the records: it adds up exact sums of
-    parts of the weights (:func:`exact_parts`).
+    ``f_i`` is the number of released records that count for record i (itself included):
+    under ``"identical"`` (the default) those whose released row is identical to i's, a
+    missing value being a value of its own; under ``"missing_matches_any"`` those matching
+    i, a missing value matching any value (module docstring). ``F_i`` is the sum of their
+    sampling ``weights`` (the estimated population frequency of sdcMicro's ``freqCalc`` [4]
+    with alpha = 1); without weights ``F_i = f_i``. F does not depend on the order of the
+    records: it adds up exact sums of parts of the weights (:func:`exact_parts`).
 
     Shapes: released (n, d), weights (n,) -> f (n,) int64, F (n,) float64.
     """
+    _check_convention(convention)
     codes = key_codes(released)
     n = codes.shape[0]
     given = None
@@ -400,17 +445,17 @@ def match_counts(
         if given.size != n or not np.all(np.isfinite(given)) or np.any(given <= 0):
             raise ParameterError("weights must be one finite positive number per released record")
     recent = _RECENT.get()
-    known = recent.find(codes, given) if recent is not None else None
+    known = recent.find(codes, given, convention) if recent is not None else None
     if known is not None:
         return known
     w = np.ones((n, 1)) if given is None else exact_parts(given)
-    sums = codes_matching_sums(codes, np.column_stack([np.ones(n), w]))
+    sums = codes_matching_sums(codes, np.column_stack([np.ones(n), w]), convention=convention)
     F = sums[:, 1]
     for j in range(2, sums.shape[1]):  # the parts' sums, exact, added in one fixed order
         F = F + sums[:, j]
     f = np.rint(sums[:, 0]).astype(np.int64)
     if recent is not None:
-        recent.keep(codes, given, f, F)
+        recent.keep(codes, given, convention, f, F)
     return f, F
 
 
@@ -419,33 +464,40 @@ class _RecentCounts:
     it was counted with (:func:`counted_once`); the codes are kept once however many weights
     they were counted with (unweighted for k, weighted for risk)."""
 
-    def __init__(self, codes: int = 2, weights: int = 2) -> None:
+    def __init__(self, codes: int = 2, weights: int = 4) -> None:
         self._codes, self._weights = codes, weights
-        # [(codes, [(weights or None, f, F), ...]), ...], most recent first
-        self._entries: list[tuple[np.ndarray, list[tuple[Any, np.ndarray, np.ndarray]]]] = []
+        # [(codes, [(convention, weights or None, f, F), ...]), ...], most recent first
+        self._entries: list[tuple[np.ndarray, list[tuple[Any, ...]]]] = []
         self._lock = threading.Lock()
 
-    def _results(self, codes: np.ndarray) -> list[tuple[Any, np.ndarray, np.ndarray]] | None:
+    def _results(self, codes: np.ndarray) -> list[tuple[Any, ...]] | None:
         for kept, results in self._entries:
             if kept.shape == codes.shape and np.array_equal(kept, codes):
                 return results
         return None
 
     def find(
-        self, codes: np.ndarray, weights: np.ndarray | None
+        self, codes: np.ndarray, weights: np.ndarray | None, convention: str
     ) -> tuple[np.ndarray, np.ndarray] | None:
         with self._lock:
-            for kept_weights, f, F in self._results(codes) or ():
-                if (kept_weights is None) == (weights is None) and (
-                    weights is None or np.array_equal(kept_weights, weights)
+            for kept_convention, kept_weights, f, F in self._results(codes) or ():
+                if (
+                    kept_convention == convention
+                    and (kept_weights is None) == (weights is None)
+                    and (weights is None or np.array_equal(kept_weights, weights))
                 ):
                     return f.copy(), F.copy()
         return None
 
     def keep(
-        self, codes: np.ndarray, weights: np.ndarray | None, f: np.ndarray, F: np.ndarray
+        self,
+        codes: np.ndarray,
+        weights: np.ndarray | None,
+        convention: str,
+        f: np.ndarray,
+        F: np.ndarray,
     ) -> None:
-        result = (None if weights is None else weights.copy(), f.copy(), F.copy())
+        result = (convention, None if weights is None else weights.copy(), f.copy(), F.copy())
         with self._lock:
             results = self._results(codes)
             if results is None:
@@ -509,8 +561,8 @@ def exact_parts(w: np.ndarray) -> np.ndarray:
 
 
 def equivalence_class_sizes(released: pd.DataFrame | np.ndarray) -> np.ndarray:
-    """Sizes of the groups of identical released rows (a missing value equals only a missing
-    value here; see :func:`match_counts` for the frequencies k is counted on).
+    """Sizes of the classes of identical released rows (a missing value equals only a missing
+    value), the classes k is counted on.
 
     Shapes: released (n, d) -> (g,) with sum n.
     """
@@ -520,13 +572,21 @@ def equivalence_class_sizes(released: pd.DataFrame | np.ndarray) -> np.ndarray:
     return frame.groupby(list(frame.columns), dropna=False, sort=False).size().to_numpy()
 
 
-def k_anonymity(released: pd.DataFrame | np.ndarray) -> int:
-    """The k the released file achieves: the smallest frequency f_i [1] (a missing value
-    matches any value; without missing values, the smallest equivalence class)."""
+def k_anonymity(
+    released: pd.DataFrame | np.ndarray, *, convention: Convention = "identical"
+) -> int:
+    """The k the released file achieves: the smallest frequency f_i [1].
+
+    Under ``"identical"`` (the default) the smallest class of identical released rows, a
+    missing value being a value of its own; under ``"missing_matches_any"`` the smallest
+    number of records matching a record, a missing value matching any value (sdcMicro's
+    convention, module docstring). Without missing values the two agree.
+    Shapes: released (n, d) -> int (0 for no record).
+    """
     frame = pd.DataFrame(released)
     if frame.shape[0] == 0:
         return 0
-    f, _ = match_counts(frame)
+    f, _ = match_counts(frame, convention=convention)
     return int(f.min())  # [1] every record shares its keys with at least k - 1 others
 
 
@@ -547,40 +607,52 @@ def _sensitive_frame(
     return codes, sens
 
 
-def _value_counts_matching(codes: np.ndarray, values: pd.Series) -> sparse.csr_matrix:
+def _value_counts_matching(
+    codes: np.ndarray, values: pd.Series, convention: Convention
+) -> sparse.csr_matrix:
     """Counts of every sensitive value (a missing one counts as one value) among the records
-    matching each record. Shapes: (n, d), (n,) -> (n, L) sparse."""
+    of each record's class. Shapes: (n, d), (n,) -> (n, L) sparse."""
     v = pd.factorize(values, use_na_sentinel=False)[0]
     n = v.size
     onehot = sparse.csr_matrix((np.ones(n), (np.arange(n), v)), shape=(n, int(v.max()) + 1))
-    return sparse.csr_matrix(codes_matching_sums(codes, onehot))
+    return sparse.csr_matrix(codes_matching_sums(codes, onehot, convention=convention))
 
 
 def l_diversity(
     released: pd.DataFrame | np.ndarray,
     sensitive: pd.DataFrame | pd.Series | np.ndarray,
+    *,
+    convention: Convention = "identical",
 ) -> int:
-    """Distinct l-diversity: the fewest distinct values of a sensitive column among the
-    records matching a record [2] (its equivalence class when no key value is missing).
+    """Distinct l-diversity: the fewest distinct values of a sensitive column in a record's
+    class of identical released rows [2] (the records matching it under
+    ``convention="missing_matches_any"``).
 
     Parameters
     ----------
     released : DataFrame or ndarray of shape (n, d)
-        The released keys; a missing value matches any value.
+        The released keys; a missing value is a value of its own (``"identical"``) or
+        matches any value (``"missing_matches_any"``).
     sensitive : DataFrame, Series or ndarray of shape (n,) or (n, s)
         The sensitive column(s) of the same released records. With several columns the
         figure is the minimum over them (every sensitive column must be l-diverse).
 
     Returns
     -------
+    convention : {"identical", "missing_matches_any"}
+        How a missing key value counts (module docstring).
+
+    Returns
+    -------
     int
         ``min over records i and sensitive columns s`` of the number of distinct values of s
-        among the records matching i.
+        in i's class.
     """
+    _check_convention(convention)
     codes, sens = _sensitive_frame(released, sensitive)
     smallest = []
     for c in sens.columns:
-        counts = _value_counts_matching(codes, sens[c])
+        counts = _value_counts_matching(codes, sens[c], convention)
         smallest.append(int(np.diff(counts.indptr).min()))  # [2] distinct values
     return min(smallest)
 
@@ -588,18 +660,21 @@ def l_diversity(
 def entropy_l_diversity(
     released: pd.DataFrame | np.ndarray,
     sensitive: pd.DataFrame | pd.Series | np.ndarray,
+    *,
+    convention: Convention = "identical",
 ) -> float:
     """Entropy l-diversity: ``min_i exp(H_i)`` over records and sensitive columns [2].
 
-    ``H_i = -sum_s p(i, s) ln p(i, s)`` over the distribution of the sensitive value among the
-    records matching record i (its class when no key value is missing); the file is entropy
+    ``H_i = -sum_s p(i, s) ln p(i, s)`` over the distribution of the sensitive value in
+    record i's class (as :func:`l_diversity`, under ``convention``); the file is entropy
     l-diverse for every ``l <= min_i exp(H_i)`` (a real number; the largest integer l it
     satisfies is its floor). Shapes as in :func:`l_diversity`.
     """
+    _check_convention(convention)
     codes, sens = _sensitive_frame(released, sensitive)
     smallest = []
     for c in sens.columns:
-        counts = _value_counts_matching(codes, sens[c])
+        counts = _value_counts_matching(codes, sens[c], convention)
         totals = np.asarray(counts.sum(axis=1)).reshape(-1)
         rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
         p = counts.data / totals[rows]

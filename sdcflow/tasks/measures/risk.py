@@ -16,8 +16,11 @@ and ``r_k = 1 / f_k`` where ``f_k = F_k`` (the sample is the population there; a
 formula without sampling weights). The *global risk* is the expected number of
 re-identifications, ``ER = sum_i r_i``, reported also as a share of the records.
 
-Frequencies follow the convention of :mod:`sdcflow.tasks.measures.anonymity`: a missing or
-suppressed value matches any value (sdcMicro's ``freqCalc`` with alpha = 1).
+Frequencies count identical released rows by default, a missing or suppressed value being a
+value of its own (:mod:`sdcflow.tasks.measures.anonymity`): an intruder who finds the one row
+carrying a target's exact keys has found the target. ``convention="missing_matches_any"``
+counts as sdcMicro's ``freqCalc`` with alpha = 1 (a missing value matches any value), for
+comparison.
 
 References
 ----------
@@ -44,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.measures.anonymity import match_counts
+from sdcflow.tasks.measures.anonymity import Convention, match_counts
 
 
 def individual_risk(fk: np.ndarray, Fk: np.ndarray | None = None) -> np.ndarray:
@@ -157,12 +160,16 @@ class RiskSummary:
 
 
 def risk_summary(
-    released: pd.DataFrame | np.ndarray, weights: np.ndarray | None = None
+    released: pd.DataFrame | np.ndarray,
+    weights: np.ndarray | None = None,
+    *,
+    convention: Convention = "identical",
 ) -> RiskSummary:
-    """Individual and global risk of the released keys (missing matches any value).
+    """Individual and global risk of the released keys, frequencies counted under
+    ``convention`` (identical released rows by default; module docstring).
 
     Shapes: released (n, d), weights (n,) positive or None -> :class:`RiskSummary`.
     """
-    fk, Fk = match_counts(released, weights)
+    fk, Fk = match_counts(released, weights, convention=convention)
     risk = individual_risk(fk, Fk if weights is not None else None)
     return RiskSummary(risk=risk, fk=fk, Fk=Fk, weighted=weights is not None)

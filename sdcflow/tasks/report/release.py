@@ -473,22 +473,22 @@ def correlation_section(facts: ReleaseFacts) -> Section:
 def groups_section(facts: ReleaseFacts) -> Section:
     result = facts.result
     box = _is_box(facts)
-    section = Section("Records matching each released record")
+    section = Section("Records sharing each released row")
     f, _ = match_counts(result.released_identifiers)
     if f.size:
         section.text(
-            f"Over every released key (a missing value matches any value), each released "
-            f"record matches at least {int(f.min())} and at most {int(f.max())} records "
+            f"Over every released key (a missing value is a value of its own), each released "
+            f"row is shared by at least {int(f.min())} and at most {int(f.max())} records "
             f"(mean {float(f.mean()):.3g})"
-            + ("; a box's records match each other." if box else ".")
+            + ("; a box's records share its bounds." if box else ".")
         )
     if result.blocks and f.size:
         joint, k = int(f.min()), facts.k
         if k is not None and joint < k:
             note = (
                 f"Blocks were masked separately: every block is k-anonymous, but over every key "
-                f"jointly a record's combination of the blocks' groups matches as few as {joint} "
-                f"records, below k = {k}."
+                f"jointly a record's combination of the blocks' groups is shared by as few as "
+                f"{joint} records, below k = {k}."
             )
         else:
             note = (
@@ -497,8 +497,10 @@ def groups_section(facts: ReleaseFacts) -> Section:
             )
         section.text(note, "note")
     section.plot(
-        plots.class_size_figure(f, facts.k, xlabel="records matching the record", ylabel="records"),
-        "histogram of the number of released records matching each record",
+        plots.class_size_figure(
+            f, facts.k, xlabel="records sharing the released row", ylabel="records"
+        ),
+        "histogram of the number of records sharing each released row",
         "No released record to count.",
     )
     expected = result.details.get("expected_size") if isinstance(result.details, Mapping) else None
@@ -551,9 +553,20 @@ def keys_sections(details: Mapping[str, Any]) -> list[Section]:
     if not disclosure:
         return []
     rows = [
-        ("k over all keys (a missing value matches any value)", disclosure["k_anonymity"]),
-        ("k over identical released rows", disclosure["k_identical_rows"]),
+        (
+            "k over all keys: smallest class of identical released rows (a blank is a value)",
+            disclosure["k_anonymity"],
+        ),
     ]
+    loose = disclosure.get("missing_matches_any")
+    if loose:
+        rows.append(
+            (
+                "for comparison, k under sdcMicro's convention (a blank matches any value; "
+                "not what an intruder faces)",
+                loose["k_anonymity"],
+            )
+        )
     keep = disclosure.get("keep")
     if keep:
         rows.append(

@@ -3,8 +3,9 @@
 The keys (numeric, nominal, ordinal; recoded, with missing values, with a precision) are
 masked by :func:`sdcflow.tasks.methods.mixed.mask_keys`; the step adds the figures every
 report needs about the release's keys (counts, never values): the kinds, suppressions per
-key, k over all keys, k if the intruder also knew the ``keep`` columns, and the
-re-identification risk before and after.
+key, k over all keys (identical released rows, and sdcMicro's count beside it for
+comparison), k if the intruder also knew the ``keep`` columns, and the re-identification risk
+before and after.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from prefect import get_run_logger, task
 
 from sdcflow.expectations.rules import Rule
 from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.measures.anonymity import equivalence_class_sizes, k_anonymity
+from sdcflow.tasks.measures.anonymity import k_anonymity
 from sdcflow.tasks.measures.risk import risk_summary
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.methods.keys import Key, SuppressionSettings
@@ -64,20 +65,30 @@ def disclosure_summary(
     released = result.released_identifiers.reset_index(drop=True)
     after = risk_summary(released, w)
     before = risk_summary(frame[names].reset_index(drop=True), w)
+    k = _k(spec)
+    # sdcMicro's count (a blank matches any value), reported beside for comparison only
+    loose = risk_summary(released, w, convention="missing_matches_any")
     out: dict[str, Any] = {
-        "convention": "a missing or suppressed value matches any value (as sdcMicro)",
+        "convention": "identical released rows (a missing or suppressed value is a value of "
+        "its own)",
         "keys": {k.name: _released_kind(k) for k in keys},
         "k_anonymity": int(after.fk.min()),
-        "k_identical_rows": int(equivalence_class_sizes(released).min()),
         "records_below_k": {
-            "before": int((before.fk < _k(spec)).sum()) if _k(spec) else None,
-            "after": int((after.fk < _k(spec)).sum()) if _k(spec) else None,
+            "before": int((before.fk < k).sum()) if k else None,
+            "after": int((after.fk < k).sum()) if k else None,
         },
         "risk": {
             "weighted": w is not None,
             "before": before.distribution(),
             "after": after.distribution(),
             "histogram_after": _risk_histogram(after.risk),
+        },
+        "missing_matches_any": {
+            "convention": "a missing or suppressed value matches any value (sdcMicro's "
+            "freqCalc), for comparison: never gated unless the spec accepts it",
+            "k_anonymity": int(loose.fk.min()),
+            "records_below_k_after": int((loose.fk < k).sum()) if k else None,
+            "expected_reidentifications_after": loose.expected_reidentifications,
         },
     }
     keep = keep_columns(spec, frame)

@@ -442,7 +442,7 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
         raise InputError(
             f"{src}: quasi-identifier(s) {shown} have missing values; declare "
             "`missing_values:` (e.g. ['']) to release them as missing (a missing value "
-            "matches any value when k is counted), or drop those records",
+            "is a value of its own when k is counted), or drop those records",
             code=Reason.VALUES_MISSING,
             field=str(next(iter(missing))),
         )

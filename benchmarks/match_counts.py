@@ -1,4 +1,5 @@
-"""Counting matches with missing values (k, the risk per record): CPU s against pair joins.
+"""Counting matches with missing values under sdcMicro's convention (the count sdcflow reports
+beside its identical-row k): CPU s against pair joins.
 
 Usage::
 
@@ -8,8 +9,9 @@ Usage::
 The released keys of a microaggregation with missing values, made directly: ``n / k`` group
 means (standard normal, ``d`` keys, ``numpy.random.default_rng(seed)``), each repeated k
 times, then each value missing with probability ``missing``. Timed (``time.process_time``,
-this process): :func:`sdcflow.tasks.measures.anonymity.match_counts` with weights (f and F
-of every record, what the k gate, the risk per record and the report count), and the
+this process): :func:`sdcflow.tasks.measures.anonymity.match_counts` with weights and
+``convention="missing_matches_any"`` (f and F of every record, a missing value matching any
+value: the comparison figure of the manifest and the report), and the
 baseline in the same run: the same function with index joins and the pool of small
 patterns turned off (``INDEX_JOIN_SHARE = 0``, ``SMALL_PATTERN = 1``), one hash join per
 pair of missing-value patterns, which is how every count was made before. Both must give
@@ -47,7 +49,7 @@ def timed(frame: pd.DataFrame, w: np.ndarray, **settings: float) -> tuple[float,
         for name, value in settings.items():
             setattr(anonymity, name, value)
         t0 = time.process_time()
-        result = anonymity.match_counts(frame, w)
+        result = anonymity.match_counts(frame, w, convention="missing_matches_any")
         return time.process_time() - t0, result
     finally:
         for name, value in saved.items():

@@ -1,6 +1,10 @@
-"""k over mixed keys with missing values: hand counts, a pairwise reference, pycanon.
+"""sdcMicro's count over mixed keys with missing values: hand counts, a pairwise reference,
+pycanon.
 
-Convention (sdcMicro's ``freqCalc``): a missing or suppressed value matches any value, so the
+sdcflow counts k over identical released rows (``tests/test_measures_anonymity.py``) and
+reports sdcMicro's count beside it for comparison; this file tests that count, so every call
+here takes ``convention="missing_matches_any"``. Convention (sdcMicro's ``freqCalc``): a
+missing or suppressed value matches any value, so the
 frequency of record i is the number of records equal to it on every key where both have a
 value. The pycanon cross-check reuses the fixture of ``test_measures_anonymity.py`` (pycanon
 installed beside, never into, the environment) on files without missing values, where the
@@ -15,13 +19,27 @@ import pytest
 from test_measures_anonymity import pycanon_anonymity  # noqa: F401 (fixture)
 
 from sdcflow.errors import InputError
-from sdcflow.tasks.measures.anonymity import (
-    entropy_l_diversity,
-    k_anonymity,
-    key_codes,
-    l_diversity,
-    match_counts,
-)
+from sdcflow.tasks.measures import anonymity as _anonymity
+from sdcflow.tasks.measures.anonymity import key_codes
+
+LOOSE = "missing_matches_any"
+
+
+def match_counts(*args, **kwargs):
+    return _anonymity.match_counts(*args, convention=LOOSE, **kwargs)
+
+
+def k_anonymity(*args, **kwargs):
+    return _anonymity.k_anonymity(*args, convention=LOOSE, **kwargs)
+
+
+def l_diversity(*args, **kwargs):
+    return _anonymity.l_diversity(*args, convention=LOOSE, **kwargs)
+
+
+def entropy_l_diversity(*args, **kwargs):
+    return _anonymity.entropy_l_diversity(*args, convention=LOOSE, **kwargs)
+
 
 # Keys of three kinds; None / NaN are missing.
 #   row  age   sex  region
@@ -252,7 +270,7 @@ def test_index_joins_do_not_hold_every_matched_pair_at_once(monkeypatch):
     def peak() -> int:
         tracemalloc.start()
         try:
-            anonymity.codes_matching_sums(codes, ones)
+            anonymity.codes_matching_sums(codes, ones, convention=LOOSE)
             return tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
@@ -272,7 +290,9 @@ def test_counted_once_reuses_only_equal_codes_and_weights(monkeypatch):
 
     calls = []
     real = anonymity.codes_matching_sums
-    monkeypatch.setattr(anonymity, "codes_matching_sums", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(
+        anonymity, "codes_matching_sums", lambda *a, **kw: calls.append(1) or real(*a, **kw)
+    )
     rng = np.random.default_rng(7)
     frame = pd.DataFrame(np.repeat(rng.normal(size=(50, 3)), 3, axis=0), columns=list("abc"))
     frame.iloc[::7, 1] = np.nan

@@ -155,7 +155,7 @@ def test_release_report_shows_every_part_and_no_record_value(tmp_path):
     assert titles == [
         "Summary", "Checks", "Edit rules", "Information loss",
         "Original and released quasi-identifiers", "Correlations",
-        "Records matching each released record",
+        "Records sharing each released row",
         "Per-record risk", "Method and parameters",
     ]  # fmt: skip
     page = write_report(tmp_path, sections, decision="published").read_text(encoding="utf-8")
@@ -214,8 +214,8 @@ def test_lower_bound_and_repaired_loss_are_shown_beside_il(tmp_path):
 def test_box_report_shows_box_sizes_and_estimates_with_their_estimand(tmp_path):
     facts = _facts("box", weights="fuzzy")
     sections = {s.title: s for s in release_sections(facts)}
-    matching = sections["Records matching each released record"].blocks[0].text
-    assert "a box's records match each other" in matching
+    matching = sections["Records sharing each released row"].blocks[0].text
+    assert "a box's records share its bounds" in matching
     method = sections["Method and parameters"]
     captions = [b.caption for b in method.blocks if b.kind == "table"]
     assert "estimates" in captions and "estimates_equal_weights" in captions
@@ -400,11 +400,11 @@ def test_the_blocks_note_states_the_joint_k_of_this_release():
     notes = lambda: [  # noqa: E731
         b.text
         for s in release_sections(facts)
-        if s.title == "Records matching each released record"
+        if s.title == "Records sharing each released row"
         for b in s.blocks
         if getattr(b, "style", "") == "note"
     ]
-    assert any(f"as few as {joint} records" in t for t in notes())
+    assert any(f"as few as {joint} records" in " ".join(t.split()) for t in notes())
     facts.method = params.model_copy(update={"k": joint})  # a k the joint figure meets
     assert not any("as few as" in t for t in notes())
 

@@ -13,9 +13,11 @@ Torra (:mod:`sdcflow.tasks.microaggregation.heterogeneous`), and each group is r
 mean of its numeric keys, the median of its ordinal keys and the mode of its nominal keys.
 ``categorical: suppress`` publishes a categorical value only where it equals the group's
 median / mode and suppresses it elsewhere, instead of replacing it: the file then holds no
-category a respondent did not give (the group still matches on every key, a suppressed value
-matching any value). Missing values stay missing. The release is deterministic, so the
-method's transparency intruder reruns it.
+category a respondent did not give. k counts identical released rows, so a group releases
+one row: a key on which its records would be released unlike (some missing it, or some
+differing from the mode under ``suppress``) is released missing for the whole group
+(``numeric_values_suppressed`` in the details counts the numbers blanked so). The release is
+deterministic, so the method's transparency intruder reruns it.
 
 One pass costs O(n^2): with ``cell_size`` the records are grouped within spatial cells of at
 most that many records (:func:`~sdcflow.tasks.microaggregation.heterogeneous.heterogeneous_cells`:
@@ -42,6 +44,7 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     group_representatives,
     heterogeneous_cells_release,
     heterogeneous_groups,
+    one_row_per_group,
 )
 
 
@@ -110,6 +113,8 @@ def _mask_keys(
     codes[:, nom_idx] = rep.nominal
     if params.categorical == "suppress":
         codes = np.where(codes == enc.codes, enc.codes, -1)
+    # k counts identical rows: a key released unlike within a group is blanked group-wide
+    values, codes, numeric_blanked, _ = one_row_per_group(labels, done.values, codes)
     sizes = np.bincount(labels)
     cells = f", within spatial cells of at most {params.cell_size} records" * bool(params.cell_size)
     moved_detail = (
@@ -117,8 +122,11 @@ def _mask_keys(
         if constraints is None or constraints.is_empty
         else {"groups_moved_onto_edit_rules": done.moved}
     )
+    blanked = {
+        name: int(v) for name, v in zip(enc.numeric_names, numeric_blanked, strict=True) if v
+    }
     return EncodedRelease(
-        numeric=done.values,
+        numeric=values,
         codes=codes,
         promises={"k_anonymity": float(params.k)},
         details={
@@ -128,6 +136,7 @@ def _mask_keys(
             "min_group_size": int(sizes.min()),
             "max_group_size": int(sizes.max()),
             **moved_detail,
+            **({"numeric_values_suppressed": blanked} if blanked else {}),
         },
         final_rows=np.ones(enc.n, dtype=bool),
         final_columns=done.rounded,

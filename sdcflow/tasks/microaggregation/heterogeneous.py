@@ -774,3 +774,63 @@ def complete_in_file(
         dist = _Distances.of(MixedKeys(numeric, empty, np.zeros(0, np.int64), empty))
         _complete_keys(num, short, units, numeric, dist, k, groups)
     assert not short.any(), "the file holds k values of every key (_enough_values)"
+
+
+def one_row_per_group(
+    labels: np.ndarray, numeric: np.ndarray, codes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Blank, for a whole group, every key on which its released values differ.
+
+    k counts identical released rows, a missing value being a value of its own
+    (:mod:`sdcflow.tasks.measures.anonymity`): a group of k records releases k identical rows
+    only if every key is released alike for all of them. Where a group mixes records that
+    miss a key with records that have it (the representative is released on the present
+    values), or keeps a category only where it equals the mode (``categorical: suppress``),
+    its rows differ and each kind stands in a smaller class. The key is then released
+    missing for the whole group: nothing a record gave is published beside a blank that
+    tells it apart. Groups are unchanged where their rows already agree.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n,), int
+        The group of every record.
+    numeric : ndarray of shape (n, p), float
+        Released numeric keys, NaN where missing.
+    codes : ndarray of shape (n, r), int
+        Released categorical codes, -1 where missing or suppressed.
+
+    Returns
+    -------
+    numeric, codes : the released keys, one row per group, new arrays
+    numeric_blanked : ndarray of shape (p,), int
+        Values present in ``numeric`` blanked here, per key.
+    codes_blanked : ndarray of shape (r,), int
+        Codes present in ``codes`` blanked here, per key.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    num = np.array(numeric, dtype=np.float64, copy=True)
+    cod = np.array(codes, dtype=np.int64, copy=True)
+    g = int(labels.max()) + 1 if labels.size else 0
+
+    def differs(col: np.ndarray) -> np.ndarray:  # (n,) -> (n,): the record's group differs
+        low = np.full(g, np.inf)
+        high = np.full(g, -np.inf)
+        np.minimum.at(low, labels, col)
+        np.maximum.at(high, labels, col)
+        return (low != high)[labels]
+
+    num_blanked = np.zeros(num.shape[1], dtype=np.int64)
+    for j in range(num.shape[1]):
+        col = num[:, j]
+        gap = np.isnan(col)
+        # a group differs where its values differ or where some, not all, are missing
+        mixed = differs(gap.astype(np.float64)) | differs(np.where(gap, 0.0, col))
+        num_blanked[j] = int((mixed & ~gap).sum())
+        col[mixed] = np.nan
+    cod_blanked = np.zeros(cod.shape[1], dtype=np.int64)
+    for j in range(cod.shape[1]):
+        col = cod[:, j]
+        mixed = differs(col.astype(np.float64))
+        cod_blanked[j] = int((mixed & (col >= 0)).sum())
+        col[mixed] = -1
+    return num, cod, num_blanked, cod_blanked

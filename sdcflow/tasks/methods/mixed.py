@@ -79,6 +79,7 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     group_representatives,
     heterogeneous_cells_release,
     heterogeneous_groups,
+    one_row_per_group,
 )
 from sdcflow.tasks.parallel import stage
 from sdcflow.tasks.recoding.recode import recode
@@ -140,9 +141,18 @@ def _partial_mdav(
     consequents bind the groups whose values meet their condition.
     (m, p) -> :class:`GroupValues` with values (m, p)."""
     labels, rep = _partial_groups(X, k, cell_size, columns)
-    return group_values_on_rules(  # a set of joined groups moved as one (Representatives.sets)
+    done = group_values_on_rules(  # a set of joined groups moved as one (Representatives.sets)
         X, rep.numeric, rep.sets(labels), columns, constraints, decimals, conditional
     )
+    return done._replace(values=_one_row_per_group(labels, done.values))
+
+
+def _one_row_per_group(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The released numbers with a key blanked for a whole group where its records would be
+    released unlike (some missing it): k counts identical rows (:func:`one_row_per_group`).
+    Shapes: (m,), (m, p) -> (m, p)."""
+    empty = np.zeros((values.shape[0], 0), np.int64)
+    return one_row_per_group(labels, values, empty)[0]
 
 
 def _moved(moved: int, constraints: LinearConstraints | None) -> dict[str, int]:
@@ -238,7 +248,7 @@ def _strata(
                 [key.decimals for key in enc.numeric_keys],
                 conditional,
             )
-        released[rows] = done.values
+        released[rows] = _one_row_per_group(numbered[rows], done.values)
         final[rows] = True
         final_columns |= set(done.rounded)
         final_derived |= set(done.derived)

@@ -50,10 +50,10 @@ class KeyDeclaration(SpecModel):
     """A quasi-identifier given as a mapping: ``{name, type, order, precision}``.
 
     ``type`` overrides the kind detected from the file (numbers: numeric; text, booleans:
-    nominal; dates: ordinal); ``order`` lists an ordinal key's categories from lowest to
-    highest (a numeric column declared ordinal is ordered by value); ``precision`` is the
-    number of decimal places published (0: integers, negative: tens, hundreds...; integer
-    columns default to 0).
+    nominal; dates and times must be declared, ordinal or nominal); ``order`` lists an
+    ordinal key's categories from lowest to highest (a numeric, date or time column declared
+    ordinal is ordered by value); ``precision`` is the number of decimal places published
+    (0: integers, negative: tens, hundreds...; integer columns default to 0).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

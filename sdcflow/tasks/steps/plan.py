@@ -619,7 +619,7 @@ def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
 def _core_recoding(spec: ReleaseSpec, name: str, rule: RecodeSpec) -> Recoding:
     if rule.bins is not None:
         labels = tuple(rule.labels) if rule.labels is not None else None
-        return Recoding("bins", edges=tuple(rule.bins), labels=labels)
+        return Recoding("bins", edges=tuple(rule.bins), labels=labels, closed=rule.closed)
     if rule.map is not None:
         return Recoding("map", mapping=dict(rule.map))
     if isinstance(rule.hierarchy, list):

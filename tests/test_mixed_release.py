@@ -70,6 +70,7 @@ def write_spec(tmp: Path, frame: pd.DataFrame | None = None, **overrides) -> Pat
             "age": {
                 "bins": [0, 30, 45, 65, float("inf")],
                 "labels": ["<30", "30-44", "45-64", "65+"],
+                "closed": "left",  # [a, b), as the labels say
             },
             "region": {"map": {"Islands": "South"}},
         },
@@ -121,6 +122,7 @@ def test_mixed_release_end_to_end(tmp_path, prefect_api, monkeypatch):
     assert set(published["age"].dropna()) <= {"<30", "30-44", "45-64", "65+"}
     assert "Islands" not in set(published["region"].dropna())
     assert manifest["method_details"]["recoding"]["age"]["kind"] == "bins"
+    assert manifest["method_details"]["recoding"]["age"]["closed"] == "left"
     assert manifest["spec"]["recode"]["region"]["map"] == {"Islands": "South"}
     # missing numbers stay missing (the 4 % gaps), nothing imputed; integers stay integers
     source = people()

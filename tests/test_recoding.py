@@ -5,15 +5,37 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
+from errorline import cli_error
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.flows.cli import main
 from sdcflow.tasks.recoding.recode import Recoding, load_hierarchy, recode
+from sdcflow.tasks.spec import RecodeSpec
 
 
 def test_bins_by_hand():
     ages = pd.Series([17, 18, 40, 64, 65, 90, None])
     done = recode("age", ages, Recoding("bins", edges=(0, 18, 65, np.inf)))
-    # [0, 18) [18, 65) [65, inf]; the missing value stays missing
+    # by default (a, b] as sdcMicro's globalRecode (R's cut), the first [a, b]; the missing
+    # value stays missing
+    assert done.values.tolist() == [
+        "[0, 18]",
+        "[0, 18]",
+        "(18, 65]",
+        "(18, 65]",
+        "(18, 65]",
+        "(65, inf]",
+        None,
+    ]
+    assert done.order == ["[0, 18]", "(18, 65]", "(65, inf]"]
+    assert done.changed == 6
+
+
+def test_bins_closed_left_by_hand():
+    ages = pd.Series([17, 18, 40, 64, 65, 90, None])
+    done = recode("age", ages, Recoding("bins", edges=(0, 18, 65, np.inf), closed="left"))
+    # [a, b), the last [a, b]
     assert done.values.tolist() == [
         "[0, 18)",
         "[18, 65)",
@@ -24,18 +46,57 @@ def test_bins_by_hand():
         None,
     ]
     assert done.order == ["[0, 18)", "[18, 65)", "[65, inf]"]
-    assert done.changed == 6
 
 
-def test_bins_with_labels_and_a_closed_last_edge():
-    done = recode("x", pd.Series([0.0, 5.0, 10.0]), Recoding("bins", (0, 5, 10), ("lo", "hi")))
-    assert done.values.tolist() == ["lo", "hi", "hi"]  # 10 falls in the closed last bin
+@pytest.mark.parametrize(
+    ("closed", "expected"), [("right", ["lo", "lo", "hi"]), ("left", ["lo", "hi", "hi"])]
+)
+def test_bins_with_labels_and_both_outer_edges_inside(closed, expected):
+    rule = Recoding("bins", (0, 5, 10), ("lo", "hi"), closed=closed)
+    # 0 and 10 are in the bins whichever end is closed: the outer edges are closed both ways
+    assert recode("x", pd.Series([0.0, 5.0, 10.0]), rule).values.tolist() == expected
 
 
-def test_values_outside_the_bins_are_refused():
+def test_bins_agree_with_pandas_cut_include_lowest():
+    rng = np.random.default_rng(0)
+    x = pd.Series(rng.integers(0, 50, 500).astype(float))
+    edges = (0.0, 5.0, 12.0, 30.0, 50.0)
+    ours = recode("x", x, Recoding("bins", edges))
+    cut = pd.cut(x, list(edges), include_lowest=True)
+    counts = ours.values.value_counts().reindex(ours.order, fill_value=0)
+    assert counts.tolist() == cut.value_counts().sort_index().tolist()
+
+
+@pytest.mark.data
+def test_adult_age_bins_hold_what_sdcmicro_globalrecode_holds(shared_data):
+    # With breaks 15, 20, ..., sdcMicro's globalRecode (R's cut: (a, b]) puts 2,410 Adult
+    # records in the first bin; [a, b) puts 1,657 there (ages 17-19).
+    age = pd.read_csv(shared_data / "adult.csv", usecols=["age"])["age"]
+    edges = (*(float(e) for e in range(15, 95, 5)), np.inf)
+    first = {
+        closed: int((recode("age", age, Recoding("bins", edges, closed=closed)).values
+                     == ("[15, 20]" if closed == "right" else "[15, 20)")).sum())
+        for closed in ("right", "left")
+    }  # fmt: skip
+    assert first == {"right": 2410, "left": 1657}
+
+
+@pytest.mark.parametrize("closed", ["right", "left"])
+def test_values_outside_the_bins_are_refused(closed):
+    # never dropped (as R's cut makes them NA): a missing value would match any value
     with pytest.raises(InputError) as e:
-        recode("age", pd.Series([5, 200]), Recoding("bins", edges=(0, 100)))
-    assert e.value.code == Reason.RECODING and "200" not in str(e.value)
+        recode("age", pd.Series([-1, 5, 200, 300]), Recoding("bins", (0, 100), closed=closed))
+    assert (e.value.code, e.value.field) == (Reason.RECODING, "recode.age")
+    assert "3 value(s) of age" in str(e.value) and "200" not in str(e.value)
+    assert ".inf" in str(e.value)
+
+
+def test_closed_is_a_field_of_bins_only():
+    RecodeSpec(bins=[0, 1], closed="left")
+    assert RecodeSpec(bins=[0, 1]).closed == "right"
+    for bad in ({"map": {"a": "b"}, "closed": "left"}, {"bins": [0, 1], "closed": "both"}):
+        with pytest.raises(ValueError):
+            RecodeSpec(**bad)
 
 
 def test_map_by_hand_and_unknown_level():
@@ -67,3 +128,18 @@ def test_hierarchy_from_a_file(tmp_path):
     with pytest.raises(InputError) as e:
         recode("c", col, Recoding("hierarchy", hierarchy=table, level=3))
     assert e.value.code == Reason.SPEC_FIELD
+
+
+@pytest.mark.parametrize("closed", [None, "left"])
+def test_a_spec_whose_bins_leave_values_out_is_refused_in_one_line(tmp_path, capsys, closed):
+    rows = ["age,sex"] + [f"{17 + i % 60},{'FM'[i % 2]}" for i in range(120)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    bins = {"bins": [20, 40, 65], **({"closed": closed} if closed else {})}
+    spec = {"release": "r", "source": "data.csv", "quasi_identifiers": ["age", "sex"],
+            "recode": {"age": bins}, "method": {"name": "local_suppression", "k": 3}}  # fmt: skip
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "release.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert cli_error(err) == (Reason.RECODING, "recode.age")
+    assert "value(s) of age" in err and ".inf" in err

@@ -50,10 +50,10 @@ class KeyDeclaration(SpecModel):
     """A quasi-identifier given as a mapping: ``{name, type, order, precision}``.
 
     ``type`` overrides the kind detected from the file (numbers: numeric; text, booleans:
-    nominal; dates: ordinal); ``order`` lists an ordinal key's categories from lowest to
-    highest (a numeric column declared ordinal is ordered by value); ``precision`` is the
-    number of decimal places published (0: integers, negative: tens, hundreds...; integer
-    columns default to 0).
+    nominal; dates and times must be declared, ordinal or nominal); ``order`` lists an
+    ordinal key's categories from lowest to highest (a numeric, date or time column declared
+    ordinal is ordered by value); ``precision`` is the number of decimal places published
+    (0: integers, negative: tens, hundreds...; integer columns default to 0).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -80,6 +80,11 @@ class RecodeSpec(SpecModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     bins: list[float] | None = Field(None, min_length=2, description="increasing edges")
     labels: list[str] | None = Field(None, description="one label per bin")
+    closed: Literal["right", "left"] = Field(
+        "right",
+        description="bins: right (the default) gives (a, b], the first [a, b], as sdcMicro's "
+        "globalRecode and R's cut; left gives [a, b), the last [a, b]",
+    )
     map: dict[str, str] | None = Field(None, min_length=1, description="level -> new level")
     hierarchy: Path | list[list[str | int | float]] | None = Field(
         None, description="CSV file (leaf;level 1;...) or the same rows inline"
@@ -95,6 +100,8 @@ class RecodeSpec(SpecModel):
             )
         if self.labels is not None and self.bins is None:
             raise ValueError("`labels` name bins; give `bins` too")
+        if "closed" in self.model_fields_set and self.bins is None:
+            raise ValueError("`closed` says which end of a bin holds its edge; give `bins` too")
         return self
 
 

@@ -78,13 +78,19 @@ def read_source(
     con = duckdb.connect(":memory:")
     try:
         relation = con.sql(f"SELECT * FROM {reader}", params=params)
-        wide = [c for c, t in zip(relation.columns, relation.types, strict=True) if str(t) in _WIDE]
-        if suffix == ".csv" and wide:
-            # Integers beyond 64 bits are identifiers, not quantities; as numbers they reached
-            # pandas as floats, and a kept 20-digit id was published as 1.0000000000000002e+19
+        typed = dict(zip(relation.columns, map(str, relation.types), strict=True))
+        # Integers beyond 64 bits are identifiers, not quantities; as numbers they reached
+        # pandas as floats, and a kept 20-digit id was published as 1.0000000000000002e+19
+        text = [c for c, t in typed.items() if t in _WIDE] if suffix == ".csv" else []
+        if suffix == ".csv":
+            # and numbers DuckDB reads other than as written: 0x0007 came out 7, -0444 -444
+            numbers = [c for c, t in typed.items() if is_numeric_type(t) and t not in _WIDE]
+            numbers = [c for c in numbers if columns is None or c in columns]
+            text += _not_as_written(con, source, delimiter, tokens, numbers)
+        if text:
             relation = con.sql(
                 f"SELECT * FROM {reader[:-1]}, types=?)",
-                params=[*params, dict.fromkeys(wide, "VARCHAR")],
+                params=[*params, dict.fromkeys(text, "VARCHAR")],
             )
         data = relation.to_arrow_table()
         if suffix != ".csv":
@@ -166,6 +172,41 @@ def _restore_durations(source: Path, data: pa.Table) -> pa.Table:
         if pa.types.is_integer(data.schema.field(i).type):
             data = data.set_column(i, field.name, data.column(i).cast(field.type))
     return data
+
+
+# A number DuckDB reads but does not give back as written: zero-padded (0444, -0444), a hex,
+# binary or octal literal (0x0007, 0b101), digits grouped with _ (1_000); and a value beyond
+# a float's range (1e400 read as inf) that is not written inf or nan.
+_NOT_AS_WRITTEN = r"'^[-+]?(0[0-9a-df-z_]|[0-9.]*_)'"
+_NONFINITE_WORD = r"'^[-+]?(inf|infinity|nan)$'"
+
+
+def _not_as_written(
+    con: duckdb.DuckDBPyConnection,
+    source: Path,
+    delimiter: str,
+    tokens: list[str] | None,
+    columns: Sequence[str],
+) -> list[str]:
+    """The ``columns`` of a CSV (typed numbers by DuckDB) holding a value that DuckDB reads
+    as a number other than as written (see ``_NOT_AS_WRITTEN``): read as text, they are
+    published as the file writes them, and a key among them is refused as numbers written
+    as text (``plan.resolve_keys``). One scan of the file's text; counts only."""
+    if not columns:
+        return []
+    exprs = []
+    for c in columns:
+        v = f"lower(trim({quote_identifier(c)}))"
+        exprs.append(
+            f"coalesce(bool_or(regexp_matches({v}, {_NOT_AS_WRITTEN}) OR (NOT "
+            f"isfinite(TRY_CAST({v} AS DOUBLE)) AND NOT regexp_matches({v}, {_NONFINITE_WORD}))"
+            "), false)"
+        )
+    reader = "read_csv(?, header=true, delim=?, skip=0, all_varchar=true"
+    reader += ", nullstr=?)" if tokens else ")"
+    params: list[Any] = [str(source), delimiter, *([tokens] if tokens else [])]
+    flags = con.execute(f"SELECT {', '.join(exprs)} FROM {reader}", params).fetchall()[0]
+    return [c for c, flag in zip(columns, flags, strict=True) if flag]
 
 
 def _identity(source: Path) -> tuple[int, int, int, int]:
@@ -531,15 +572,15 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
         types = {row[0]: row[1] for row in con.execute("DESCRIBE src").fetchall()}
         present = [c for c in columns if c in types]
         numeric = [c for c in present if is_numeric_type(types[c])]
-        text = [c for c in present if types[c] == "VARCHAR"]
+        text = [c for c in present if types[c] == "VARCHAR" or types[c].startswith("ENUM")]
         decimal = [c for c in present if types[c].startswith("DECIMAL")]
         exprs = (
             [f"count(*) - count({quote_identifier(c)})" for c in present]
             + [f"count_if(NOT isfinite(CAST({quote_identifier(c)} AS DOUBLE)))" for c in numeric]
-            + [f"count(TRY_CAST({quote_identifier(c)} AS DOUBLE))" for c in text]
+            + [f"count_if({looks_like_a_number(_text(c))})" for c in text]
             + [
-                f"count_if(TRY_CAST({quote_identifier(c)} AS DOUBLE) IS NULL AND "
-                f"regexp_full_match(trim({quote_identifier(c)}), {_FORMATTED_SQL}))"
+                f"count_if(TRY_CAST({_text(c)} AS DOUBLE) IS NULL AND "
+                f"regexp_full_match(trim({_text(c)}), {_FORMATTED_SQL}))"
                 for c in text
             ]
             + [
@@ -573,6 +614,71 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
     }
 
 
+def _text(column: str) -> str:
+    return f"CAST({quote_identifier(column)} AS VARCHAR)"
+
+
+def looks_like_a_number(text: str) -> str:
+    """SQL: whether the text ``text`` (an SQL expression) reads as a number: anything a
+    DOUBLE takes (``0444``, `` 5``, ``1e3``, ``inf``, ``nan``) and hex, binary or octal
+    literals (``0x0007``)."""
+    return (
+        f"(TRY_CAST({text} AS DOUBLE) IS NOT NULL OR "
+        f"regexp_full_match(trim({text}), '[-+]?0[xXbBoO][0-9a-fA-F_]+'))"
+    )
+
+
+def plain_number(text: str) -> str:
+    """SQL: whether the text ``text`` (an SQL expression) is a number written plainly, which
+    a float64 gives back as written: decimal digits with an optional sign, point and
+    exponent, no zero padding, at most 15 significant digits, finite."""
+    digits = (
+        f"length(regexp_replace(regexp_replace(trim({text}), '[eE].*$', ''), '[^0-9]', '', 'g'))"
+    )
+    return (
+        f"(regexp_full_match(trim({text}), "
+        r"'[-+]?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]{1,3})?')"
+        f" AND {digits} <= 15 AND isfinite(TRY_CAST({text} AS DOUBLE)))"
+    )
+
+
+def first_record(data: pa.Table, column: str, condition: str) -> int | None:
+    """The 0-based index of the first record of ``data`` whose ``column``, as text ``v``,
+    meets the SQL ``condition`` (NULLs never do); None when none does."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("src", pa.table({"i": pa.array(range(data.num_rows), pa.int64()),
+                                      "value": data.column(column)}))  # fmt: skip
+        (found,) = con.execute(
+            f"SELECT min(i) FROM (SELECT i, CAST(value AS VARCHAR) AS v FROM src "
+            f"WHERE value IS NOT NULL) WHERE {condition}"
+        ).fetchall()[0]
+    finally:
+        con.close()
+    return None if found is None else int(found)
+
+
+def record_place(source: Path, index: int) -> str:
+    """Where record ``index`` (0-based, in the order read) is in ``source``: ``line N`` of a
+    CSV (the line it starts on; quoted line breaks and blank lines counted as the reader
+    counts them), ``row N`` of a Parquet file."""
+    source = Path(source)
+    if source.suffix.lower() != ".csv":
+        return f"row {index + 1}"
+    header, delimiter = _header(source, ".csv")
+    with source.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=delimiter)
+        next(reader, None)
+        seen, start = -1, reader.line_num + 1
+        for row in reader:
+            if row or len(header) == 1:  # DuckDB skips a blank line, unless one column
+                seen += 1
+                if seen == index:
+                    return f"line {start}"
+            start = reader.line_num + 1
+    return f"record {index + 1}"
+
+
 def is_numeric_type(duckdb_type: str) -> bool:
     """Whether a DuckDB type name (``DESCRIBE`` output) is an integer (signed or unsigned),
     float or decimal type."""
@@ -589,7 +695,8 @@ def is_integer_type(duckdb_type: str) -> bool:
 
 def key_kind(duckdb_type: str) -> str | None:
     """The kind of key a column of this DuckDB type is by default: ``numeric``, ``nominal``
-    (text, booleans, enums), ``ordinal`` (dates and times, in time order), ``missing`` (a
+    (text, booleans, enums), ``ordinal`` (dates and times, in time order: a key only when
+    the spec declares it, ``plan.resolve_keys``), ``missing`` (a
     column of nothing but missing values, typed NULL) or None (lists, structs, blobs...: not
     usable as a key)."""
     t = duckdb_type.upper()

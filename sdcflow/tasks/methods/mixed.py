@@ -97,6 +97,8 @@ def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, li
         done = recode(key.name, frame[key.name], key.recoding)
         out[key.name] = done.values
         summary[key.name] = {"kind": key.recoding.kind, "records_changed": done.changed}
+        if key.recoding.kind == "bins":  # which end of a bin holds its edge
+            summary[key.name]["closed"] = key.recoding.closed
         if key.kind == "numeric":  # bins: the key becomes ordinal
             resolved.append(replace(key, kind="ordinal", order=tuple(done.order or ())))
         else:

@@ -1,11 +1,15 @@
 """Global recoding: coarser categories for a whole key column, applied before masking.
 
-Three kinds, as sdcMicro's ``globalRecode`` and ARX's generalization hierarchies [1], [2]:
+Three kinds, after sdcMicro's ``globalRecode`` and ARX's generalization hierarchies [1], [2]:
 
-* **bins** of a numeric key: ``edges`` e_0 < e_1 < ... < e_m give the intervals
-  [e_0, e_1), ..., [e_{m-1}, e_m) (the last one closed), each published under its label
-  (default ``"[e_0, e_1)"``); ``-.inf`` / ``.inf`` as outer edges top- and bottom-code. The
-  key becomes ordinal, ordered by its bins.
+* **bins** of a numeric key: ``edges`` e_0 < e_1 < ... < e_m give m intervals, each
+  published under its label; ``-.inf`` / ``.inf`` as outer edges top- and bottom-code. The
+  key becomes ordinal, ordered by its bins. ``closed="right"`` (the default) gives
+  [e_0, e_1], (e_1, e_2], ..., (e_{m-1}, e_m], labelled ``"(a, b]"``: the intervals of
+  sdcMicro's ``globalRecode``, which is R's ``cut`` [3], and of pandas' ``cut``, except that
+  the first is closed on the left too (``cut(include.lowest = TRUE)``), where ``cut`` makes a
+  value equal to e_0 missing. ``closed="left"`` gives [e_0, e_1), ..., [e_{m-1}, e_m], the
+  last one closed. A present value outside [e_0, e_m] is refused, never dropped.
 * **map** of a categorical key: each listed level is replaced by its target; levels not
   listed stay as they are. A listed level that the column does not hold is an error (the spec
   names a level the data do not have: a typo, or a recoding meant for another file).
@@ -26,6 +30,8 @@ References
     data anonymization tool", in: A. Gkoulalas-Divanis, G. Loukides (eds.), Medical Data
     Privacy Handbook, Springer, Cham, 2015, 111-148, doi:10.1007/978-3-319-23633-9_6
     (generalization hierarchies).
+[3] R Core Team, "cut: Convert Numeric to Factor", R documentation, package base (intervals
+    ``(a, b]`` by default, ``right = TRUE``; ``include.lowest``).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import pandas as pd
 from sdcflow.errors import InputError, Reason
 
 Kind = Literal["bins", "map", "hierarchy"]
+Closed = Literal["right", "left"]
 
 
 @dataclass(frozen=True)
@@ -55,13 +62,16 @@ class Recoding:
     edges : tuple of float
         ``bins``: strictly increasing, at least two.
     labels : tuple of str or None
-        ``bins``: one per interval (default ``"[a, b)"``).
+        ``bins``: one per interval (default ``"(a, b]"``, or ``"[a, b)"`` closed left).
     mapping : mapping str -> str
         ``map``: level -> new level.
     hierarchy : mapping str -> tuple of str
         ``hierarchy``: leaf -> its ancestors, level 1 first.
     level : int
         ``hierarchy``: which ancestor (1 = the first generalization).
+    closed : {"right", "left"}
+        ``bins``: which end of an interval holds its edge; "right" as sdcMicro's
+        ``globalRecode`` (see the module docstring).
     """
 
     kind: Kind
@@ -70,6 +80,7 @@ class Recoding:
     mapping: Mapping[str, str] = field(default_factory=dict)
     hierarchy: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     level: int = 1
+    closed: Closed = "right"
 
 
 @dataclass(frozen=True)
@@ -91,14 +102,18 @@ class Recoded:
     changed: int
 
 
-def _bin_labels(edges: Sequence[float]) -> list[str]:
+def _bin_labels(edges: Sequence[float], closed: Closed = "right") -> list[str]:
     def num(x: float) -> str:
         if np.isinf(x):
             return "inf" if x > 0 else "-inf"
         return f"{x:g}"
 
-    out = [f"[{num(a)}, {num(b)})" for a, b in pairwise(edges)]
-    out[-1] = out[-1][:-1] + "]"
+    if closed == "right":  # (a, b], the first [a, b]
+        out = [f"({num(a)}, {num(b)}]" for a, b in pairwise(edges)]
+        out[0] = "[" + out[0][1:]
+    else:  # [a, b), the last [a, b]
+        out = [f"[{num(a)}, {num(b)})" for a, b in pairwise(edges)]
+        out[-1] = out[-1][:-1] + "]"
     return out
 
 
@@ -119,7 +134,7 @@ def check_recoding(column: str, rule: Recoding) -> None:
                 "label per bin",
                 code=Reason.SPEC_FIELD,
             )
-        labels = rule.labels or _bin_labels(rule.edges)
+        labels = rule.labels or _bin_labels(rule.edges, rule.closed)
         if len(set(labels)) != len(labels):
             raise InputError(f"{where}.labels: labels must differ", code=Reason.SPEC_FIELD)
     elif rule.kind == "hierarchy" and rule.level < 1:
@@ -207,15 +222,20 @@ def recode(column: str, values: pd.Series, rule: Recoding) -> Recoded:
                 code=Reason.COLUMN_TYPE,
             )
         edges = np.asarray(rule.edges, dtype=np.float64)
-        labels = list(rule.labels or _bin_labels(rule.edges))
-        idx = np.searchsorted(edges, x, side="right") - 1
-        idx[x == edges[-1]] = edges.size - 2  # the last bin is closed
+        labels = list(rule.labels or _bin_labels(rule.edges, rule.closed))
+        if rule.closed == "right":  # (e_i, e_i+1]: the first edge not below x closes it
+            idx = np.searchsorted(edges, x, side="left") - 1
+            idx[x == edges[0]] = 0  # the first bin is closed on the left too
+        else:  # [e_i, e_i+1)
+            idx = np.searchsorted(edges, x, side="right") - 1
+            idx[x == edges[-1]] = edges.size - 2  # the last bin is closed
         outside = ~missing & ((idx < 0) | (idx >= edges.size - 1))
-        if outside.any():
+        if outside.any():  # refused, never dropped: a missing value would match any value
             raise InputError(
                 f"{where}.bins: {int(outside.sum())} value(s) of {column} fall outside the "
-                "bins; extend the outer edges (-.inf and .inf code the tails)",
+                "bins; widen the outer edges (-.inf and .inf code the tails)",
                 code=Reason.RECODING,
+                field=f"recode.{column}",
             )
         out = np.empty(x.size, dtype=object)
         out[:] = None
@@ -270,7 +290,7 @@ def recoded_levels(rule: Recoding) -> set[str]:
     """Every level a recoding names (its inputs and outputs), for clash checks with the
     missing-value tokens."""
     if rule.kind == "bins":
-        return set(rule.labels or _bin_labels(rule.edges))
+        return set(rule.labels or _bin_labels(rule.edges, rule.closed))
     if rule.kind == "map":
         return set(rule.mapping) | set(rule.mapping.values())
     return set(rule.hierarchy) | {a for anc in rule.hierarchy.values() for a in anc}

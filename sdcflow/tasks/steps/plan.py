@@ -66,12 +66,16 @@ from sdcflow.warehouse.publish import (
     enclosing_release,
 )
 from sdcflow.warehouse.sources import (
+    first_record,
     inexact_csv_numbers,
     is_integer_type,
     is_numeric_type,
     key_kind,
+    looks_like_a_number,
+    plain_number,
     profile_table,
     read_source_hashed,
+    record_place,
 )
 from sdcflow.warehouse.warehouse import ROW_ID, check_warehouse_file
 
@@ -206,7 +210,7 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
     # a CSV's numbers are read as floats: a kept one with more digits would be published rounded
     unchanged = [c for c in (*spec.keep, *spec.sensitive) if profile.types.get(c) == "DOUBLE"]
     profile.inexact_decimals.update(inexact_csv_numbers(spec.source_path, unchanged))
-    _check_columns(spec, profile)
+    _check_columns(spec, profile, data)
     check_fuzzy_map(spec, data, profile)
     check_missing_tokens(spec)
     keys = resolve_keys(spec, profile, data)
@@ -395,7 +399,7 @@ def preflight(spec: ReleaseSpec) -> ReleasePlan:
     return plan
 
 
-def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
+def _check_columns(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table | None = None) -> None:
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
@@ -431,8 +435,13 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
     infinite = {c: m for c, m in profile.nonfinite.items() if m and c in qis}
     if infinite:
         shown = ", ".join(f"{c} ({m} infinite or NaN)" for c, m in infinite.items())
+        if data is not None:
+            first = next(iter(infinite))
+            index = first_record(data, first, "NOT isfinite(TRY_CAST(v AS DOUBLE))")
+            shown += f", the first on {record_place(spec.source_path, index or 0)}"
         raise InputError(
-            f"{src}: quasi-identifier(s) {shown}; replace or drop those records before release",
+            f"{src}: quasi-identifier(s) {shown}; replace or drop those records before release "
+            "(or declare the token in `missing_values:` if it means missing)",
             code=Reason.VALUES_NONFINITE,
             field=str(next(iter(infinite))),
         )
@@ -610,7 +619,7 @@ def _check_maskable(spec: ReleaseSpec, rules: Sequence[Rule]) -> None:
 def _core_recoding(spec: ReleaseSpec, name: str, rule: RecodeSpec) -> Recoding:
     if rule.bins is not None:
         labels = tuple(rule.labels) if rule.labels is not None else None
-        return Recoding("bins", edges=tuple(rule.bins), labels=labels)
+        return Recoding("bins", edges=tuple(rule.bins), labels=labels, closed=rule.closed)
     if rule.map is not None:
         return Recoding("map", mapping=dict(rule.map))
     if isinstance(rule.hierarchy, list):
@@ -649,15 +658,19 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
     types and the spec's declarations; the recodings and orders are checked on the data.
 
     Kinds by default: numbers (signed or unsigned integers, floats, decimals) are numeric;
-    text, booleans and enums nominal; dates and times ordinal (in time order); a column of
-    nothing but missing values nominal. A declared ``type`` overrides.
+    text, booleans and enums nominal; a column of nothing but missing values nominal. A
+    declared ``type`` overrides; dates and times are keys only when declared (ordinal: in
+    time order). A key is read as what it is, or refused: text any of whose values reads as a
+    number (``0444``, ``0x0007``, a 23-digit integer, ``inf``, ``N/A`` among numbers, Parquet
+    digit strings) is not taken for categories unless declared so.
 
     Raises
     ------
     InputError
-        COLUMN_TYPE: a type no key can have (lists, blobs...), text declared numeric, a text
-        column most of whose values are numbers (an undeclared missing-value token), an
-        ordinal text key without ``order``, a recoding of the wrong kind; SPEC_CONTRADICTION:
+        COLUMN_TYPE: a type no key can have (lists, blobs...), text declared numeric, an
+        undeclared text column any of whose values reads as a number (naming the line or row
+        of the first value to fix), an undeclared date or time, an ordinal text key without
+        ``order``, a recoding of the wrong kind; SPEC_CONTRADICTION:
         values outside a declared order; RECODING: a recoding naming levels the column lacks.
         Messages name columns and counts, never a value of the data.
     """
@@ -692,16 +705,19 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
                 code=Reason.COLUMN_TYPE,
                 field=name,
             )
-        if detected == "nominal" and declared is None and 0 < numeric_text < present:
-            if numeric_text >= 0.5 * present:
-                raise InputError(
-                    f"{src}: quasi-identifier {name} reads as text, but {numeric_text} of its "
-                    f"{present} values are numbers; declare the other tokens in "
-                    f"`missing_values:` or declare it categorical ({{name: {name}, type: "
-                    "nominal})",
-                    code=Reason.COLUMN_TYPE,
-                    field=str(name),
-                )
+        text = dtype == "VARCHAR" or dtype.startswith("ENUM")
+        if text and present and (declared == "numeric" or (declared is None and numeric_text)):
+            _refuse_numbers_as_text(spec, data, name, numeric_text, present)
+        if detected == "ordinal" and declared is None:
+            # a date or time masked as categories publishes its unsuppressed values exactly
+            raise InputError(
+                f"{src}: quasi-identifier {name} holds dates or times ({dtype}); declare it "
+                f"ordinal ({{name: {name}, type: ordinal}}) to mask it as categories in time "
+                "order, or write it as numbers in the source (a year, days since a date) to "
+                "mask it as a number",
+                code=Reason.COLUMN_TYPE,
+                field=str(name),
+            )
         if declared == "numeric" and detected not in ("numeric", "missing"):
             raise InputError(
                 f"{src}: quasi-identifier {name} is declared numeric but reads as {dtype}; "
@@ -761,6 +777,47 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
             )
         )
     return keys
+
+
+def _refuse_numbers_as_text(
+    spec: ReleaseSpec, data: pa.Table, name: str, numbers: int, present: int
+) -> None:
+    """Refuse a text key whose values read as numbers (``numbers`` of ``present``), or that
+    is declared numeric: as text it would be masked as categories and its unsuppressed
+    values published exactly. The message names the line (CSV) or row (Parquet) of the
+    first value to fix, never the value: where most values are numbers, the first that is
+    not a number written plainly (a missing-value token, a zero-padded, hex or over-long
+    number, ``inf``); where few are, the first that reads as a number."""
+    src = spec.source
+    categorical = (
+        f"declare it categorical ({{name: {name}, type: nominal}}, or type: ordinal with its order)"
+    )
+    if numbers * 2 >= present:
+        index = first_record(data, name, f"NOT {plain_number('v')}")
+        if index is None:  # every value a plain number, stored as text (Parquet strings)
+            where = record_place(spec.source_path, first_record(data, name, "true") or 0)
+            message = (
+                f"quasi-identifier {name} holds numbers stored as text (from {where}); store "
+                f"them as numbers in the source, or {categorical}"
+            )
+        else:
+            message = (
+                f"quasi-identifier {name} reads as text, but {numbers} of its {present} values "
+                f"are numbers; {record_place(spec.source_path, index)} holds the first that is "
+                "not a plain number (a missing-value token, a zero-padded, hex or over-long "
+                "number, inf or nan): declare the tokens in `missing_values:`, rewrite those "
+                f"values as plain numbers, or {categorical}"
+            )
+    else:
+        index = first_record(data, name, looks_like_a_number("v"))
+        message = (
+            f"quasi-identifier {name} is declared numeric but reads as text"
+            if numbers == 0
+            else f"quasi-identifier {name} reads as text, but {numbers} of its {present} values "
+            f"read as numbers (the first on {record_place(spec.source_path, index or 0)})"
+        )
+        message += f"; {categorical} if it is, or rewrite the column as numbers"
+    raise InputError(f"{src}: {message}", code=Reason.COLUMN_TYPE, field=str(name))
 
 
 _LOSS_FAMILIES = ("max_information_loss", "max_generic", "max_pil", "max_cluster", "min_cluster")

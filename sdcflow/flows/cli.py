@@ -174,7 +174,8 @@ def _run_release(
         from sdcflow.tasks.spec import load_spec
         from sdcflow.tasks.steps.plan import plan_release
 
-        planned.append(plan_release(with_cli_options(load_spec(spec_path), **(runner or {}))))
+        spec = with_cli_options(load_spec(spec_path), **(runner or {}))
+        planned.append(plan_release(spec, force=force))
         _import_flow(planned[0])
 
     try:
@@ -484,7 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force",
         action="store_true",
-        help="publish even when the live release came from the same input and spec",
+        help="publish even when the live release came from the same input and spec, and "
+        "replace a live release whose files were edited since it was published",
     )
     _runner_options(p)
     p = sub.add_parser("check", help="everything but publishing, with the same exit codes")

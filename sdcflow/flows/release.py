@@ -236,6 +236,9 @@ def _release(
         secrets_sha256=spec.secrets_sha256(),
         release_sha256=plan.release_sha256(),
     )
+    exposure = warehouse.exposure()
+    if exposure is not None:  # reported, not refused: its mode is the owner's decision
+        get_run_logger().warning("%s", exposure)
     status, message, published, n_rows = "failed", None, None, None
     recorded = False
     warm: list = []

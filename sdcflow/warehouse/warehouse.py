@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from sdcflow.errors import InputError, Reason, WarehouseBusy
 from sdcflow.warehouse.ownership import FileLock, LockTimeout, process_alive
+from sdcflow.warehouse.private import exposed, owner_only_files
 from sdcflow.warehouse.publish import published_run
 from sdcflow.warehouse.writable import cannot_create_in
 
@@ -294,6 +295,26 @@ class Warehouse:
         finally:
             lock.release()
 
+    def exposure(self) -> str | None:
+        """One line naming the warehouse's files (the database, its ``.wal``) that its group
+        or other users can read or write, and the ``chmod`` that closes them; None when every
+        one is owner-only. sdcflow creates them so; one made before (by an earlier version,
+        by hand) keeps its mode, which is the owner's decision, and is reported."""
+        real = Path(os.path.realpath(self.path))
+        found = [
+            (path, mode)
+            for path in (real, real.with_name(real.name + ".wal"))
+            if (mode := exposed(path)) is not None
+        ]
+        if not found:
+            return None
+        names = ", ".join(f"{path} ({mode})" for path, mode in found)
+        files = " ".join(str(path) for path, _ in found)
+        return (
+            f"the warehouse holds every raw record and is readable by other local users: "
+            f"{names}; `chmod 600 {files}` makes it its owner's only"
+        )
+
     @property
     def locked_here(self) -> bool:
         """Whether this process holds the writer lock."""
@@ -307,7 +328,17 @@ class Warehouse:
         connection is retried for :attr:`connect_retry` seconds, then
         :class:`~sdcflow.errors.WarehouseBusy` is raised. Raises ``InputError`` (reason
         ``WAREHOUSE``) when the file is not a DuckDB database.
+
+        From the opening to the close the process's umask is at least ``077``
+        (:func:`~sdcflow.warehouse.private.owner_only_files`): the files DuckDB creates for
+        the warehouse (the database, its ``.wal`` at every write, its spill folder) are
+        readable by their owner only from their first byte.
         """
+        with owner_only_files(), self._connect(read_only) as con:
+            yield con
+
+    @contextmanager
+    def _connect(self, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.connect_retry

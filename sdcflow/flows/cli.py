@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy
+from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy, WarehouseDamaged
 from sdcflow.flows import arguments, prune
 
 if TYPE_CHECKING:
@@ -726,8 +726,10 @@ def _main(argv: Sequence[str] | None) -> int:
             return done
         if isinstance(e, InputError):
             return _fail(_input_error(e), EXIT_INPUT)
-        if isinstance(e, WarehouseBusy):  # the lock was not taken: nothing was done
-            nothing = "nothing was dropped" if args.command == "prune" else "nothing was published"
+        if isinstance(e, (WarehouseBusy, WarehouseDamaged)):  # nothing was done
+            nothing = {"prune": "nothing was dropped", "runs": "nothing was changed"}.get(
+                args.command, "nothing was published"
+            )
             return _fail(f"could not complete: {_one_line(str(e))}; {nothing}", EXIT_ERROR)
         from sdcflow.warehouse.transient import is_interrupted
 

@@ -66,6 +66,11 @@ def test_a_truncated_warehouse_stops_the_run_before_any_write_in_one_line(tmp_pa
         assert f"warehouse {path} is damaged" in err and "restore it from a backup" in err
     assert tree(tmp_path) == before  # nothing written: no .wal, no report, no release
     assert not _wal(path).exists()
+    # under the writer lock (the preflight leaves the file to a release holding it), the
+    # run's first write checks it again
+    with pytest.raises(WarehouseDamaged):
+        Warehouse(path).start_run("6" * 32, "survey", "s" * 64, "mdav")
+    assert tree(tmp_path) == before
     shutil.copy(backup, path)  # the backup restored at the same path replays nothing
     assert _runs(path) == list(RUNS)
 

@@ -35,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 
 from sdcflow.errors import InputError, Reason, WarehouseBusy, WarehouseDamaged
-from sdcflow.warehouse.ownership import FileLock, LockTimeout, process_alive
+from sdcflow.warehouse.ownership import FileLock, LockTimeout, locked_by_other, process_alive
 from sdcflow.warehouse.private import exposed, owner_only_files
 from sdcflow.warehouse.publish import published_run
 from sdcflow.warehouse.writable import cannot_create_in
@@ -174,11 +174,16 @@ def check_warehouse_file(path: Path) -> None:
                 code=Reason.WAREHOUSE,
             )
     if os.path.lexists(path):
-        check_warehouse_intact(path)
+        warehouse = Warehouse(path)
+        # while another release holds the writer lock (and may hold the file open for longer
+        # than a connection retries), its own check waits: the run checks the file again under
+        # the lock, before its first write (Warehouse.start_run)
+        if warehouse.locked_here or not locked_by_other(warehouse.lock_path):
+            check_warehouse_intact(path)
 
 
-# DuckDB's three file headers (4 KiB each) precede its blocks: a database of N blocks of B
-# bytes is 12288 + N * B bytes long (measured on fresh, grown, dropped and checkpointed files)
+# DuckDB's three file headers (4 KiB each) precede its blocks of B bytes, block i at
+# 12288 + i * B: a file whose N blocks in use are all there is at least 12288 + N * B long
 _BLOCKS_START = 3 * 4096
 # what DuckDB says of a file it cannot read whole (lower case)
 _DAMAGE_WORDS = (
@@ -208,8 +213,8 @@ def damaged(path: Path, what: str) -> WarehouseDamaged:
 
 def check_warehouse_intact(path: Path) -> None:
     """Refuse (:class:`~sdcflow.errors.WarehouseDamaged`, exit 3) a DuckDB file that cannot
-    be read whole, before anything writes to it: a file shorter than the blocks its header
-    counts (truncated, as a half-copied backup is), or one whose catalog or audit tables
+    be read whole, before anything writes to it: a file shorter than the blocks it uses
+    (truncated, as a half-copied backup is), or one whose catalog or audit tables
     DuckDB cannot read. Read-only: no write-ahead log is made (a write to a damaged file
     left one holding the new run's raw records, which a backup restored at the same path
     then replayed). Cheap: the header, the catalog and the audit tables, not every block;
@@ -217,12 +222,14 @@ def check_warehouse_intact(path: Path) -> None:
     path = Path(path)
     warehouse = Warehouse(path)
     with warehouse.connect(read_only=True) as con:
-        _, _, block_size, blocks, *_ = con.execute("PRAGMA database_size").fetchone()
-        needed = _BLOCKS_START + int(blocks) * int(block_size)
+        _, _, block_size, _, used, *_ = con.execute("PRAGMA database_size").fetchone()
+        # each block in use lies whole in the file at its own place: the file holds at least
+        # that many (free blocks at the end may have been cut off, so not all it counts)
+        needed = _BLOCKS_START + int(used) * int(block_size)
         size = os.path.getsize(path)
         if size < needed:
             raise damaged(
-                path, f"the file is {size} bytes, its header counts {blocks} blocks, {needed} bytes"
+                path, f"the file is {size} bytes, its {used} blocks in use need {needed} bytes"
             )
         tables = {
             (schema, name)
@@ -546,7 +553,10 @@ class Warehouse:
         the sha256 of its source file (``input_sha256``), of the spec's secrets
         (``secrets_sha256``) and of what decides its files (``release_sha256``,
         ``ReleasePlan.release_sha256``), after settling the runs of
-        processes that are gone (:meth:`resolve_ended_runs`)."""
+        processes that are gone (:meth:`resolve_ended_runs`). A damaged file
+        (:func:`check_warehouse_intact`) is refused before anything is written to it."""
+        if self.path.exists():
+            check_warehouse_intact(self.path)
         self.initialize()
         self.resolve_ended_runs()
         with self.connect() as con:

@@ -19,7 +19,7 @@ from adversarial import spawn
 from errorline import cli_error
 from survey import write_release
 
-from sdcflow.errors import InputError, Reason, WarehouseBusy
+from sdcflow.errors import InputError, Reason, WarehouseBusy, WarehouseDamaged
 from sdcflow.flows.cli import main
 from sdcflow.warehouse.retention import Policy, drop_copies, expired
 from sdcflow.warehouse.transient import is_interrupted, is_transient
@@ -202,6 +202,7 @@ def test_a_warehouse_of_an_earlier_version_gains_the_columns_and_its_copies_are_
         (OSError(errno.ENOSPC, "full"), False),
         (OSError(errno.EACCES, "denied"), False),
         (WarehouseBusy("held"), True),
+        (WarehouseDamaged("truncated"), False),  # a retry reads the same damaged file
         (InputError("bad", code=Reason.SOURCE_FORMAT), False),
         (duckdb.IOException("IO Error: could not read"), True),
         (duckdb.IOException("IO Error: No space left on device"), False),

@@ -10,6 +10,7 @@ the warehouse's tables, the release folder, the Prefect logs and artifacts.
 from __future__ import annotations
 
 import hashlib
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +202,19 @@ def test_a_rules_file_edited_during_a_run_leaves_manifest_and_audit_agreeing(
     assert list(manifest["edit_rules"]["raw"]) == ["R1"]  # the rules the run applied
     rules.write_text("- total_costs == wages + other_costs\n")  # as the run read it
     assert manifest["spec_sha256"] == sdcflow.tasks.spec.load_spec(spec).sha256()
+
+
+def test_report_folders_are_owner_only_and_a_readable_warehouse_is_reported(scenario):
+    """Issue 41, item 1: a run's report folder (report.html, Data Docs) is 0700 whatever the
+    umask; the scenario's warehouse was made by the test (the test's umask), and a mode that
+    lets others read it is said in the run's log with the chmod that closes it."""
+    run = scenario["C"][1]["run_id"]
+    folder = scenario["tmp"] / "reports" / "survey" / run
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((folder / "report.html").stat().st_mode) == 0o600
+    mode = stat.S_IMODE(scenario["warehouse"].stat().st_mode)
+    said = [m for m in scenario["logs_C"] if f"chmod 600 {scenario['warehouse']}" in m]
+    assert len(said) == (1 if mode & 0o066 else 0)
 
 
 def test_the_input_hash_is_the_sha256_of_the_file_as_read(scenario):

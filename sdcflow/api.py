@@ -47,6 +47,7 @@ def release(
     force : bool
         Publish even when the live release came from the same input and spec (as
         ``sdcflow release --force``); without it such a run returns status ``unchanged``.
+        Also replaces a live release whose files were edited since (else ``InputError``).
 
     Returns
     -------
@@ -73,7 +74,7 @@ def release(
 
     from sdcflow.tasks.steps.plan import plan_release  # Prefect and DuckDB: after the spec
 
-    plan = plan_release(loaded)
+    plan = plan_release(loaded, force=force)
 
     from sdcflow.flows.release import release as release_flow
     from sdcflow.flows.runners import with_runner  # runner: dask -- prefect-dask

@@ -42,6 +42,7 @@ __all__ = [
     "RuleError",
     "SdcflowError",
     "WarehouseBusy",
+    "WarehouseDamaged",
 ]
 
 
@@ -216,6 +217,12 @@ class WarehouseBusy(SdcflowError):
     """Another process holds the warehouse (a release, or a reader that did not let go) for
     longer than the run may wait: the run could not complete, nothing was published
     (command line: exit 3). Not an error of the input: trying again later succeeds."""
+
+
+class WarehouseDamaged(SdcflowError):
+    """The warehouse file cannot be read whole (truncated, a block that fails its checksum):
+    the run stops before writing to it, nothing is published (command line: exit 3, one line
+    naming the file and what to do: restore a backup or move the file aside)."""
 
 
 class ChecksFailed(SdcflowError):

@@ -270,6 +270,45 @@ def test_only_an_untouched_sdcflow_release_counts_as_previous(tmp_path):
     assert publish_mod.previous_release_problem(out / "absent", "absent") is None
 
 
+@pytest.mark.parametrize("edit", ["appended", "same-size", "removed", "linked", "report"])
+def test_a_release_whose_files_were_edited_is_refused_unless_forced(tmp_path, capsys, edit):
+    # Issue 41, item 6: a line appended to the live data.csv was republished over (exit 0).
+    # Any listed file whose bytes are not the published ones makes the folder the user's.
+    spec = _spec(tmp_path, output="out")
+    out = tmp_path / "out"
+    frame = pd.DataFrame({"x": [1.0, 2.0]})
+    live = publish_mod.write_release(
+        out, "survey", frame, {"run_id": "a" * 32}, extra_files={"report.html": b"<p>r</p>"}
+    )
+    name = "report.html" if edit == "report" else "data.csv"
+    path = live / name
+    if edit in ("appended", "report"):
+        with path.open("ab") as fh:
+            fh.write(b"1\n")
+    elif edit == "same-size":
+        body = path.read_bytes()
+        path.write_bytes(body[:-2] + (b"9" if body[-2:-1] != b"9" else b"8") + body[-1:])
+    elif edit == "removed":
+        path.unlink()
+    else:  # the same bytes, but through a link to a file elsewhere
+        (tmp_path / "elsewhere.csv").write_bytes(path.read_bytes())
+        path.unlink()
+        path.symlink_to(tmp_path / "elsewhere.csv")
+    before = tree(out)
+    assert main(["release", str(spec)]) == 2
+    err = _refused(capsys, Reason.OUTPUT)
+    assert f"its {name} is not the file sdcflow published" in err and "--force" in err
+    assert tree(out) == before and not (tmp_path / "warehouse.duckdb").exists()
+    assert publish_mod.published_run(live, "survey") == "a" * 32  # still that run's
+    assert not publish_mod.files_intact(live)
+    with pytest.raises(InputError) as e:  # and again just before the swap
+        publish_mod.write_release(out, "survey", frame, {"run_id": "b" * 32})
+    assert e.value.code == Reason.OUTPUT and tree(out) == before
+    publish_mod.write_release(out, "survey", frame, {"run_id": "b" * 32}, force=True)
+    assert publish_mod.published_run(live, "survey") == "b" * 32
+    assert publish_mod.files_intact(live) and sorted(p.name for p in out.iterdir()) == ["survey"]
+
+
 def test_a_release_turned_foreign_just_before_the_swap_is_left_alone(tmp_path):
     out = tmp_path / "out"
     target = _previous(out)

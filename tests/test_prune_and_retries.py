@@ -19,9 +19,9 @@ from adversarial import spawn
 from errorline import cli_error
 from survey import write_release
 
-from sdcflow.errors import InputError, Reason, WarehouseBusy
+from sdcflow.errors import InputError, Reason, WarehouseBusy, WarehouseDamaged
 from sdcflow.flows.cli import main
-from sdcflow.warehouse.retention import Policy, expired
+from sdcflow.warehouse.retention import Policy, drop_copies, expired
 from sdcflow.warehouse.transient import is_interrupted, is_transient
 from sdcflow.warehouse.warehouse import Warehouse
 
@@ -155,7 +155,7 @@ def test_prune_refuses_bad_options(tmp_path, capsys):
     assert cli_error(capsys.readouterr().err)[0] == Reason.SPEC_MISSING
 
 
-def test_a_warehouse_of_an_earlier_version_gains_the_columns_and_keeps_its_tables(tmp_path):
+def test_a_warehouse_of_an_earlier_version_gains_the_columns_and_its_copies_are_dropped(tmp_path):
     path = tmp_path / "old.duckdb"
     run_id = uuid.uuid4().hex
     with duckdb.connect(str(path)) as con:  # the audit.runs of the first version
@@ -172,14 +172,25 @@ def test_a_warehouse_of_an_earlier_version_gains_the_columns_and_keeps_its_table
             [run_id, NOW - timedelta(days=90), NOW - timedelta(days=90)],
         )
         con.execute(f'CREATE TABLE raw."run_{run_id}" AS SELECT 1 AS x')
+        con.execute(f'CREATE TABLE raw."run_{"e" * 32}" AS SELECT 1 AS x')  # of no run
     wh = Warehouse(path)
-    assert expired(wh, Policy(keep_last=1), now=NOW) == []  # nothing recorded as a run's
+    # the version recorded no copies, but the run's raw table is named after a run audit.runs
+    # records: it is that run's copy (issue 41, item 5), listed before and after the upgrade
+    listed = [(r.run_id, r.schemas) for r in expired(wh, Policy(keep_last=1), now=NOW)]
+    assert listed == [(run_id, ("raw",))]
     wh.initialize()
     with wh.connect(read_only=True) as con:
         columns = {r[0] for r in con.execute("DESCRIBE audit.runs").fetchall()}
     assert {"input_sha256", "copies_pruned_at", "kind"} <= columns
+    runs = expired(wh, Policy(keep_last=1), now=NOW)
+    assert [(r.run_id, r.schemas) for r in runs] == listed
+    assert drop_copies(wh, runs, now=NOW) == 1
+    assert f"raw.run_{run_id}" not in _tables(wh)
+    assert f"raw.run_{'e' * 32}" in _tables(wh)  # named like a copy, of no recorded run: kept
+    with pytest.raises(InputError) as e:  # recorded as dropped, though never recorded made
+        wh.read_frame("raw", run_id)
+    assert e.value.code == Reason.COPY_PRUNED
     assert expired(wh, Policy(keep_last=1), now=NOW) == []
-    assert f"raw.run_{run_id}" in _tables(wh)  # an unrecorded table is never dropped
     assert wh.runs().loc[0, "status"] == "refused"
 
 
@@ -191,6 +202,7 @@ def test_a_warehouse_of_an_earlier_version_gains_the_columns_and_keeps_its_table
         (OSError(errno.ENOSPC, "full"), False),
         (OSError(errno.EACCES, "denied"), False),
         (WarehouseBusy("held"), True),
+        (WarehouseDamaged("truncated"), False),  # a retry reads the same damaged file
         (InputError("bad", code=Reason.SOURCE_FORMAT), False),
         (duckdb.IOException("IO Error: could not read"), True),
         (duckdb.IOException("IO Error: No space left on device"), False),

@@ -10,6 +10,7 @@ the warehouse's tables, the release folder, the Prefect logs and artifacts.
 from __future__ import annotations
 
 import hashlib
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import duckdb
 import pandas as pd
 import pytest
 import yaml
+from errorline import cli_error
 from survey import progress_artifacts, write_release
 
 import sdcflow
@@ -120,17 +122,29 @@ def test_a_rerun_on_the_same_input_and_spec_publishes_nothing_new(scenario, caps
     assert not any(b["run_id"] in t for t in scenario["tables_end"])
 
 
-def test_a_release_edited_since_its_publication_is_published_again(tmp_path, prefect_api):
-    """The marker and the manifest untouched, a data file edited: it is not the release any
-    more, so a re-run does not say "already published" of it, and publishes it again."""
+def test_a_release_edited_since_its_publication_is_refused_unless_forced(
+    tmp_path, prefect_api, capsys
+):
+    """Issue 41, item 6: one line appended to the live release's data.csv (marker and
+    manifest untouched). The folder is the user's now: a re-run refuses it like a foreign
+    folder (exit 2, naming the file), leaving it as it is; --force replaces it."""
     spec = write_release(tmp_path, rows=60, seed=None, checks={"max_information_loss": 60})
     folder = tmp_path / "published" / "survey"
     assert main(["release", str(spec)]) == 0
     first = _last_run(tmp_path / "warehouse.duckdb")
     with (folder / "data.csv").open("a") as fh:
         fh.write("1,2,3\n")
+    edited = {p.name: p.read_bytes() for p in folder.iterdir()}
     assert published_run(folder) == first["run_id"]  # the marker still names the run
-    assert main(["release", str(spec)]) == 0
+    capsys.readouterr()
+    for command in ("release", "check"):
+        assert main([command, str(spec)]) == 2
+        err = capsys.readouterr().err
+        assert cli_error(err)[0] is Reason.OUTPUT and err.count("\n") == 1
+        assert "data.csv" in err and "--force" in err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == edited
+    assert _last_run(tmp_path / "warehouse.duckdb")["run_id"] == first["run_id"]  # no run
+    assert main(["release", str(spec), "--force"]) == 0
     again = _last_run(tmp_path / "warehouse.duckdb")
     assert again["status"] == "published" and again["run_id"] != first["run_id"]
     assert published_run(folder) == again["run_id"]
@@ -188,6 +202,19 @@ def test_a_rules_file_edited_during_a_run_leaves_manifest_and_audit_agreeing(
     assert list(manifest["edit_rules"]["raw"]) == ["R1"]  # the rules the run applied
     rules.write_text("- total_costs == wages + other_costs\n")  # as the run read it
     assert manifest["spec_sha256"] == sdcflow.tasks.spec.load_spec(spec).sha256()
+
+
+def test_report_folders_are_owner_only_and_a_readable_warehouse_is_reported(scenario):
+    """Issue 41, item 1: a run's report folder (report.html, Data Docs) is 0700 whatever the
+    umask; the scenario's warehouse was made by the test (the test's umask), and a mode that
+    lets others read it is said in the run's log with the chmod that closes it."""
+    run = scenario["C"][1]["run_id"]
+    folder = scenario["tmp"] / "reports" / "survey" / run
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((folder / "report.html").stat().st_mode) == 0o600
+    mode = stat.S_IMODE(scenario["warehouse"].stat().st_mode)
+    said = [m for m in scenario["logs_C"] if f"chmod 600 {scenario['warehouse']}" in m]
+    assert len(said) == (1 if mode & 0o066 else 0)
 
 
 def test_the_input_hash_is_the_sha256_of_the_file_as_read(scenario):

@@ -60,6 +60,7 @@ from great_expectations.expectations.metadata_types import FailureSeverity
 
 from sdcflow.expectations.compile import CompiledRule
 from sdcflow.expectations.docs import make_offline
+from sdcflow.warehouse.private import private_folder
 
 __all__ = ["ExpectRuleToHold", "RuleOutcome", "RuleReport", "build_suite", "validate_frame"]
 
@@ -286,8 +287,8 @@ def validate_frame(
     if not compiled:
         return report
     docs = Path(docs_dir) if docs_dir is not None else None
-    if docs is not None:
-        docs.mkdir(parents=True, exist_ok=True)
+    if docs is not None:  # figures about the confidential records: their owner's only
+        private_folder(docs)
     context = _context(docs)
     asset = context.data_sources.add_pandas(f"sdcflow-{stage}").add_dataframe_asset("rule-checks")
     batch_definition = asset.add_batch_definition_whole_dataframe("all-records")

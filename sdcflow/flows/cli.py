@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy
+from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy, WarehouseDamaged
 from sdcflow.flows import arguments, prune
 
 if TYPE_CHECKING:
@@ -174,7 +174,8 @@ def _run_release(
         from sdcflow.tasks.spec import load_spec
         from sdcflow.tasks.steps.plan import plan_release
 
-        planned.append(plan_release(with_cli_options(load_spec(spec_path), **(runner or {}))))
+        spec = with_cli_options(load_spec(spec_path), **(runner or {}))
+        planned.append(plan_release(spec, force=force))
         _import_flow(planned[0])
 
     try:
@@ -484,7 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force",
         action="store_true",
-        help="publish even when the live release came from the same input and spec",
+        help="publish even when the live release came from the same input and spec, and "
+        "replace a live release whose files were edited since it was published",
     )
     _runner_options(p)
     p = sub.add_parser("check", help="everything but publishing, with the same exit codes")
@@ -724,8 +726,10 @@ def _main(argv: Sequence[str] | None) -> int:
             return done
         if isinstance(e, InputError):
             return _fail(_input_error(e), EXIT_INPUT)
-        if isinstance(e, WarehouseBusy):  # the lock was not taken: nothing was done
-            nothing = "nothing was dropped" if args.command == "prune" else "nothing was published"
+        if isinstance(e, (WarehouseBusy, WarehouseDamaged)):  # nothing was done
+            nothing = {"prune": "nothing was dropped", "runs": "nothing was changed"}.get(
+                args.command, "nothing was published"
+            )
             return _fail(f"could not complete: {_one_line(str(e))}; {nothing}", EXIT_ERROR)
         from sdcflow.warehouse.transient import is_interrupted
 

@@ -49,6 +49,7 @@ from sdcflow.tasks.report.html import REPORT_NAME, figure_png, write_report
 from sdcflow.tasks.report.sections import Section, Table, fmt, table_of
 from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.warehouse.private import private_folder
 from sdcflow.warehouse.publish import check_writable_folder, enclosing_release
 
 COLUMNS = [
@@ -258,7 +259,7 @@ def compare(
     if out_dir is not None:
         _check_out(Path(out_dir))  # again: the variants took a while
     folder = Path(out_dir) if out_dir else spec.reports_dir / spec.release / f"compare-{stamp}"
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(folder)  # figures about the confidential records: their owner's only
     png = figure_png(risk_utility_figure(table))
     (folder / "risk_utility.png").write_bytes(png)
     table.to_csv(folder / "risk_utility.csv", index=False)

@@ -16,6 +16,7 @@ deferred so that ``sdcflow --help`` stays quick.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,9 @@ def prune(args: argparse.Namespace) -> int:
             "nothing written"
         )
         return 0
+    exposure = warehouse.exposure()
+    if exposure is not None:  # reported, not refused: its mode is the owner's decision
+        print(f"warning: {exposure}", file=sys.stderr)
     if not args.yes:
         runs = expired(warehouse, policy, release=release)
         _print(runs, "would drop")

@@ -177,7 +177,7 @@ def release(
     completes as published and the signal stays pending for the caller.
     """
     if plan is None:
-        plan = preflight(load_spec(spec_path))
+        plan = preflight(load_spec(spec_path), force=force)
     if method or measures:
         plan = plan.variant(method, measures)
     spec = plan.spec
@@ -236,6 +236,9 @@ def _release(
         secrets_sha256=spec.secrets_sha256(),
         release_sha256=plan.release_sha256(),
     )
+    exposure = warehouse.exposure()
+    if exposure is not None:  # reported, not refused: its mode is the owner's decision
+        get_run_logger().warning("%s", exposure)
     status, message, published, n_rows = "failed", None, None, None
     recorded = False
     warm: list = []
@@ -337,7 +340,7 @@ def _release(
             # The swap and its audit record happen together: an interrupt waits for both.
             with steps.step("publish"), deferred_signals():
                 published = publish_release(
-                    spec, warehouse, run_id, released, outcome, rng, spec_sha256
+                    spec, warehouse, run_id, released, outcome, rng, spec_sha256, force
                 )
                 outcome.published, outcome.status = published, "published"
                 status, message = "published", outcome.message
@@ -462,6 +465,7 @@ def publish_release(
     outcome: ReleaseOutcome,
     rng: np.random.Generator,
     spec_sha256: str,
+    force: bool = False,
 ) -> Path:
     record = manifest(
         spec,
@@ -474,4 +478,4 @@ def publish_release(
         spec_sha256=spec_sha256,
     )
     report = outcome.report if spec.publish_report else None
-    return publish(spec, warehouse, run_id, released, record, rng, report)
+    return publish(spec, warehouse, run_id, released, record, rng, report, force=force)

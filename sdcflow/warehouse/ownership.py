@@ -30,6 +30,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from sdcflow.warehouse.private import private_folder
+
 __all__ = [
     "INCOMPLETE",
     "FileLock",
@@ -255,7 +257,9 @@ class IncompleteFolder:
         self._fd: int | None = None
 
     def create(self) -> IncompleteFolder:
-        self.path.mkdir(parents=True, exist_ok=False)
+        """Make the folder (and its missing parents) ``0700``, whatever the umask: a run's
+        report folder holds figures about the confidential records."""
+        private_folder(self.path, exist_ok=False)
         marker = self.path / INCOMPLETE
         try:
             fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)

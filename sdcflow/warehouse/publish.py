@@ -32,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -123,9 +124,11 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
 def published_run(folder: Path, release: str | None = None) -> str | None:
     """The run id of the sdcflow release in ``folder`` (checked against its manifest), or None.
 
-    With ``release``, the marker must also name that release.
-    """
-    if previous_release_problem(folder, release) is not None or not folder.exists():
+    With ``release``, the marker must also name that release. A release whose data files
+    were edited since is still the one that run published (:func:`files_intact` says whether
+    they were)."""
+    problem = previous_release_problem(folder, release, edited_ok=True)
+    if problem is not None or not folder.exists():
         return None
     marker = read_marker(folder)
     return str(marker["run_id"]) if marker else None
@@ -136,21 +139,23 @@ def files_intact(folder: Path) -> bool:
     manifest records (a release edited or truncated since its publication is not)."""
     try:
         files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
-        return bool(files) and all(
-            isinstance(entry, dict) and _sha256(folder / name) == entry.get("sha256")
-            for name, entry in files.items()
-        )
     except (OSError, ValueError, KeyError, TypeError):
         return False
+    return changed_file(folder, files) is None
 
 
-def previous_release_problem(target: Path, release: str | None = None) -> str | None:
+def previous_release_problem(
+    target: Path, release: str | None = None, *, edited_ok: bool = False
+) -> str | None:
     """Why ``target`` is not a previous sdcflow release that a new run may replace; None when
     it is one, or when nothing is there.
 
     A previous release is a folder, not a symbolic link, whose marker says ``published``,
-    names ``release`` (when given) and holds the sha256 of its ``manifest.json``, and which
-    holds nothing but the marker, the manifest and the files the manifest lists.
+    names ``release`` (when given) and holds the sha256 of its ``manifest.json``, which
+    holds nothing but the marker, the manifest and the files the manifest lists, and whose
+    files are still those the manifest lists (:func:`changed_file`: the size, then the
+    sha256): a release someone edited is theirs now. ``edited_ok`` (``--force``) lets a
+    release whose listed files changed count as previous; nothing else does.
     """
     if not os.path.lexists(target):
         return None
@@ -178,6 +183,42 @@ def previous_release_problem(target: Path, release: str | None = None) -> str | 
     if foreign:
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         return f"it holds files sdcflow did not write ({shown})"
+    if not edited_ok:
+        changed = changed_file(target, manifest.get("files") if listed else None)
+        if changed is not None:
+            return (
+                f"its {changed} is not the file sdcflow published (it no longer matches "
+                f"{MANIFEST}); --force replaces it"
+            )
+    return None
+
+
+def changed_file(folder: Path, files: Any) -> str | None:
+    """The first file ``files`` (a manifest's ``files``: name -> ``{"sha256", "bytes"}``)
+    lists whose bytes in ``folder`` are not the published ones, or None when none is (every
+    one a regular file of the recorded size, when recorded, and sha256). Sizes are compared
+    first, so that an appended line costs no hashing; the hashes are read in full."""
+    if not isinstance(files, dict) or not files:
+        return MANIFEST
+    entries = sorted(files.items())
+    for name, entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+            return MANIFEST
+        try:
+            info = os.lstat(folder / name)
+        except OSError:
+            return name
+        if not stat.S_ISREG(info.st_mode):
+            return name
+        size = entry.get("bytes")
+        if isinstance(size, int) and info.st_size != size:
+            return name
+    for name, entry in entries:
+        try:
+            if _sha256(folder / name) != entry["sha256"]:
+                return name
+        except OSError:
+            return name
     return None
 
 
@@ -216,10 +257,11 @@ def check_writable_folder(folder: Path, field: str, what: str, option: str = "")
         )
 
 
-def check_release_target(output: Path, release: str) -> None:
+def check_release_target(output: Path, release: str, *, force: bool = False) -> None:
     """Refuse (``InputError``, reason ``OUTPUT``) an output folder that cannot take the release:
     a file where the folder should be, a folder sdcflow cannot write, or a ``<release>`` entry
-    in it that is not a previous sdcflow release."""
+    in it that is not a previous sdcflow release (with ``force``, one whose listed files were
+    edited still is)."""
     output = Path(output)
     if os.path.lexists(output) and not output.is_dir():
         raise InputError(
@@ -229,7 +271,7 @@ def check_release_target(output: Path, release: str) -> None:
         )
     check_writable_folder(output, "output", "the output folder")
     target = output / release
-    problem = previous_release_problem(target, release)
+    problem = previous_release_problem(target, release, edited_ok=force)
     if problem is not None:
         raise InputError(
             f"{target} exists and sdcflow will not replace it: {problem}; choose another "
@@ -345,6 +387,7 @@ def write_release(
     *,
     before_swap: Callable[[Path], None] | None = None,
     extra_files: dict[str, bytes] | None = None,
+    force: bool = False,
 ) -> Path:
     """Publish ``frame`` and ``manifest`` as ``output/release`` atomically; return its path.
 
@@ -354,6 +397,7 @@ def write_release(
     ``manifest`` is completed with the row and column counts and the sha256 of each data file;
     the marker records the run id (``manifest["run_id"]``) and the manifest's sha256.
     ``before_swap`` (tests only) runs on the finished temporary directory just before the swap.
+    ``force`` (``--force``) replaces a previous release whose listed files were edited.
 
     Raises
     ------
@@ -364,7 +408,7 @@ def write_release(
     output.mkdir(parents=True, exist_ok=True)
     recover(output)
     target = output / release
-    _refuse_foreign(target, release)
+    _refuse_foreign(target, release, force)
     run_id = str(manifest.get("run_id", ""))
     tmp = output / f".{release}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
     tmp.mkdir()
@@ -384,7 +428,7 @@ def write_release(
             _fsync_path(tmp)
             if before_swap is not None:
                 before_swap(tmp)
-            _refuse_foreign(target, release)  # again: the folder may have changed meanwhile
+            _refuse_foreign(target, release, force)  # again: the folder may have changed meanwhile
             previous = _swap(tmp, target, output, release)
             if run_id:
                 SWAPPED_IN[run_id] = target
@@ -402,8 +446,8 @@ def write_release(
     return target
 
 
-def _refuse_foreign(target: Path, release: str) -> None:
-    problem = previous_release_problem(target, release)
+def _refuse_foreign(target: Path, release: str, force: bool = False) -> None:
+    problem = previous_release_problem(target, release, edited_ok=force)
     if problem is not None:
         raise InputError(
             f"{target} exists and sdcflow will not replace it: {problem}; nothing was published",
@@ -430,7 +474,10 @@ def _write_files(
         **manifest,
         "rows": len(frame),
         "columns": list(map(str, frame.columns)),
-        "files": {name: {"sha256": _sha256(tmp / name)} for name in files},
+        "files": {
+            name: {"sha256": _sha256(tmp / name), "bytes": (tmp / name).stat().st_size}
+            for name in files
+        },
     }
     (tmp / MANIFEST).write_text(json.dumps(full, indent=2, default=str) + "\n")
     for name in (*files, MANIFEST):

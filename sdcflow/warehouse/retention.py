@@ -9,11 +9,14 @@ failed and interrupted runs at the end of the run (:func:`apply_policy`, called 
 
 What is never dropped: ``audit.*`` (every run's figures, checks and verdicts stay), the
 ``published`` copies (what was released), the owner's secrets (``sdcflow remap`` needs
-them), and any table sdcflow did not record as created by a run in ``audit.run_tables``:
-only those recorded tables, by names built from the allow-listed schema and the run id, are
-dropped. Dropping marks the table's row in ``audit.run_tables`` and the run's
-``copies_pruned_at`` in ``audit.runs`` in the same transaction. The caller holds the
-warehouse's writer lock (a release holds it for its whole run; ``sdcflow prune`` takes it).
+them), and any table that is not a run's copy: only the tables recorded in
+``audit.run_tables`` and those of the ``raw``, ``edited`` and ``masked`` schemas named
+``run_<id>`` after a run ``audit.runs`` records (unrecorded: a run that failed between
+creating and recording one, a version that recorded none) are dropped, by names built from
+the allow-listed schema and the run id. Dropping marks the table's row in
+``audit.run_tables`` (made for an unrecorded one) and the run's ``copies_pruned_at`` in
+``audit.runs`` in the same transaction. The caller holds the warehouse's writer lock (a
+release holds it for its whole run; ``sdcflow prune`` takes it).
 
 DuckDB reuses the space of a dropped table after a checkpoint (run here after every drop);
 it does not overwrite it at once, so until then the bytes remain inside the database file.
@@ -35,7 +38,9 @@ from pathlib import Path
 
 from sdcflow.warehouse.sql import quote_identifier
 from sdcflow.warehouse.warehouse import (
+    RUN_TABLES_DDL,
     Warehouse,
+    audit_kind,
     check_warehouse_file,
     table_name,
     unrecorded_ends,
@@ -90,19 +95,34 @@ def expired(
     release: str | None = None,
     now: datetime | None = None,
 ) -> list[Expired]:
-    """The runs (of ``release``, or of every release) whose recorded, not yet dropped copies
+    """The runs (of ``release``, or of every release) whose copies (recorded in
+    ``audit.run_tables`` and not yet dropped, or present under a run's table name unrecorded)
     ``policy`` drops, oldest first. Runs still ``running`` are never listed. Read-only."""
     if not warehouse.path.exists():
         return []
     now = now or datetime.now(UTC)
     eligible = _KEPT_BY_STATUS + (ENDED_BADLY if policy.keep_refused else ())
     with warehouse.connect(read_only=True) as con:
-        present = con.execute(
+        if audit_kind(con) != "sdcflow":
+            return []  # no run recorded: no table is a run's
+        recorded = con.execute(
             "SELECT count(*) FROM information_schema.tables "
-            "WHERE table_schema = 'audit' AND table_name IN ('runs', 'run_tables')"
+            "WHERE table_schema = 'audit' AND table_name = 'run_tables'"
         ).fetchone()[0]
-        if present < 2:
-            return []  # a warehouse of an earlier version: no table is recorded as a run's
+        # a run's copies: those audit.run_tables records, and any table of a confidential
+        # schema named after a run audit.runs records (a run that failed between creating and
+        # recording it, or one of a version that recorded none); a table named so after no
+        # recorded run is not sdcflow's
+        copies = (
+            "SELECT run_id, schema_name FROM audit.run_tables WHERE dropped_at IS NULL UNION "
+            if recorded
+            else ""
+        ) + (
+            "SELECT substr(table_name, 5) AS run_id, table_schema AS schema_name "
+            "FROM information_schema.tables WHERE table_catalog = current_database() "
+            "AND list_contains(?, table_schema) "
+            "AND regexp_full_match(table_name, 'run_[0-9a-f]{32}')"
+        )
         # a run whose process was killed counts as what `prune --yes` or the next release
         # settles it to (`sdcflow runs` shows it so), so that a dry run lists what --yes drops
         ends = unrecorded_ends(con)
@@ -123,8 +143,8 @@ def expired(
             "  FROM audit.runs)) "
             "SELECT r.run_id, r.release, r.status, r.started_at, r.recency, "
             "  list(t.schema_name ORDER BY t.schema_name) "
-            "FROM ranked r JOIN audit.run_tables t USING (run_id) "
-            "WHERE t.dropped_at IS NULL AND r.status <> 'running' "
+            f"FROM ranked r JOIN ({copies}) t USING (run_id) "
+            "WHERE r.status <> 'running' "
             "  AND list_contains(?, t.schema_name) AND (? IS NULL OR r.release = ?) "
             "GROUP BY ALL ORDER BY r.started_at",
             [
@@ -133,6 +153,7 @@ def expired(
                 list(_KEPT_BY_STATUS),
                 interrupted,
                 published,
+                list(CONFIDENTIAL),  # the copies' schemas
                 list(CONFIDENTIAL),
                 release,
                 release,
@@ -177,15 +198,17 @@ def drop_copies(warehouse: Warehouse, runs: Sequence[Expired], now: datetime | N
     with warehouse.connect() as con:
         con.execute("BEGIN TRANSACTION")
         try:
+            con.execute(RUN_TABLES_DDL)  # a warehouse of a version that recorded no copies
             for run in runs:
                 for schema in run.schemas:
                     if schema not in CONFIDENTIAL:  # never published, audit or secrets
                         continue
                     con.execute(f"DROP TABLE IF EXISTS {table_name(schema, run.run_id)}")
-                    con.execute(
-                        "UPDATE audit.run_tables SET dropped_at = ? "
-                        "WHERE run_id = ? AND schema_name = ?",
-                        [now, run.run_id, schema],
+                    con.execute(  # an unrecorded copy is recorded as dropped too
+                        "INSERT INTO audit.run_tables (run_id, schema_name, created_at, "
+                        "dropped_at) VALUES (?, ?, ?, ?) ON CONFLICT (run_id, schema_name) "
+                        "DO UPDATE SET dropped_at = excluded.dropped_at",
+                        [run.run_id, schema, run.started_at, now],
                     )
                     dropped += 1
                 con.execute(

@@ -17,6 +17,7 @@ retries for a while on a lock conflict (:meth:`Warehouse.connect`) and the read-
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -33,8 +34,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from sdcflow.errors import InputError, Reason, WarehouseBusy
-from sdcflow.warehouse.ownership import FileLock, LockTimeout, process_alive
+from sdcflow.errors import InputError, Reason, WarehouseBusy, WarehouseDamaged
+from sdcflow.warehouse.ownership import FileLock, LockTimeout, locked_by_other, process_alive
+from sdcflow.warehouse.private import exposed, owner_only_files
 from sdcflow.warehouse.publish import published_run
 from sdcflow.warehouse.writable import cannot_create_in
 
@@ -51,9 +53,11 @@ DEFAULT_LOCK_WAIT, DEFAULT_CONNECT_RETRY = 60.0, 30.0
 
 __all__ = [
     "ROW_ID",
+    "RUN_TABLES_DDL",
     "SCHEMAS",
     "Warehouse",
     "check_warehouse_file",
+    "check_warehouse_intact",
     "process_alive",
     "table_name",
 ]
@@ -169,6 +173,74 @@ def check_warehouse_file(path: Path) -> None:
                 "make it writable or point `warehouse:` elsewhere",
                 code=Reason.WAREHOUSE,
             )
+    if os.path.lexists(path):
+        warehouse = Warehouse(path)
+        # while another release holds the writer lock (and may hold the file open for longer
+        # than a connection retries), its own check waits: the run checks the file again under
+        # the lock, before its first write (Warehouse.start_run)
+        if warehouse.locked_here or not locked_by_other(warehouse.lock_path):
+            check_warehouse_intact(path)
+
+
+# DuckDB's three file headers (4 KiB each) precede its blocks of B bytes, block i at
+# 12288 + i * B: a file whose N blocks in use are all there is at least 12288 + N * B long
+_BLOCKS_START = 3 * 4096
+# what DuckDB says of a file it cannot read whole (lower case)
+_DAMAGE_WORDS = (
+    "could not read enough bytes",
+    "corrupt",
+    "checksum",
+    "truncated",
+    "failed to read block",
+    "invalid block",
+)
+
+
+def is_damage(error: BaseException) -> bool:
+    """Whether a DuckDB error says the database file is damaged (truncated, a checksum that
+    does not match, a block that cannot be read), not that the disk is full or busy."""
+    text = str(error).lower()
+    return isinstance(error, duckdb.Error) and any(word in text for word in _DAMAGE_WORDS)
+
+
+def damaged(path: Path, what: str) -> WarehouseDamaged:
+    """The one-line error of a damaged warehouse: which file, what is wrong, what to do."""
+    return WarehouseDamaged(
+        f"warehouse {path} is damaged ({what}); nothing was written to it: restore it from a "
+        f"backup, or move it aside (a new run then starts an empty warehouse at {path})"
+    )
+
+
+def check_warehouse_intact(path: Path) -> None:
+    """Refuse (:class:`~sdcflow.errors.WarehouseDamaged`, exit 3) a DuckDB file that cannot
+    be read whole, before anything writes to it: a file shorter than the blocks it uses
+    (truncated, as a half-copied backup is), or one whose catalog or audit tables
+    DuckDB cannot read. Read-only: no write-ahead log is made (a write to a damaged file
+    left one holding the new run's raw records, which a backup restored at the same path
+    then replayed). Cheap: the header, the catalog and the audit tables, not every block;
+    a damaged block found later stops the run the same way (:meth:`Warehouse.connect`)."""
+    path = Path(path)
+    warehouse = Warehouse(path)
+    with warehouse.connect(read_only=True) as con:
+        _, _, block_size, _, used, *_ = con.execute("PRAGMA database_size").fetchone()
+        # each block in use lies whole in the file at its own place: the file holds at least
+        # that many (free blocks at the end may have been cut off, so not all it counts)
+        needed = _BLOCKS_START + int(used) * int(block_size)
+        size = os.path.getsize(path)
+        if size < needed:
+            raise damaged(
+                path, f"the file is {size} bytes, its {used} blocks in use need {needed} bytes"
+            )
+        tables = {
+            (schema, name)
+            for schema, name in con.execute(
+                "SELECT table_schema, table_name FROM information_schema.tables "
+                "WHERE table_schema = 'audit'"
+            ).fetchall()
+        }
+        for name in ("runs", "run_tables", "checks"):
+            if ("audit", name) in tables and audit_kind(con) == "sdcflow":
+                con.execute(f"SELECT * FROM audit.{name}").fetchall()
 
 
 def _lock_conflict(error: Exception) -> bool:
@@ -222,6 +294,7 @@ CREATE TABLE IF NOT EXISTS audit.run_tables (
 );
 """
 _DDL += _RUN_TABLES_DDL
+RUN_TABLES_DDL = _RUN_TABLES_DDL
 
 _RECORD_TABLE = (
     "INSERT OR REPLACE INTO audit.run_tables (run_id, schema_name, created_at, dropped_at) "
@@ -253,6 +326,8 @@ class Warehouse:
 
     def __init__(self, path: str | Path, *, connect_retry: float | None = None) -> None:
         self.path = Path(path)
+        # set when DuckDB found the file damaged: no connection is opened again
+        self.damaged: WarehouseDamaged | None = None
         self.connect_retry = (
             env_seconds(CONNECT_RETRY_ENV, DEFAULT_CONNECT_RETRY)
             if connect_retry is None
@@ -294,6 +369,26 @@ class Warehouse:
         finally:
             lock.release()
 
+    def exposure(self) -> str | None:
+        """One line naming the warehouse's files (the database, its ``.wal``) that its group
+        or other users can read or write, and the ``chmod`` that closes them; None when every
+        one is owner-only. sdcflow creates them so; one made before (by an earlier version,
+        by hand) keeps its mode, which is the owner's decision, and is reported."""
+        real = Path(os.path.realpath(self.path))
+        found = [
+            (path, mode)
+            for path in (real, real.with_name(real.name + ".wal"))
+            if (mode := exposed(path)) is not None
+        ]
+        if not found:
+            return None
+        names = ", ".join(f"{path} ({mode})" for path, mode in found)
+        files = " ".join(str(path) for path, _ in found)
+        return (
+            f"the warehouse holds every raw record and is readable by other local users: "
+            f"{names}; `chmod 600 {files}` makes it its owner's only"
+        )
+
     @property
     def locked_here(self) -> bool:
         """Whether this process holds the writer lock."""
@@ -307,7 +402,29 @@ class Warehouse:
         connection is retried for :attr:`connect_retry` seconds, then
         :class:`~sdcflow.errors.WarehouseBusy` is raised. Raises ``InputError`` (reason
         ``WAREHOUSE``) when the file is not a DuckDB database.
+
+        From the opening to the close the process's umask is at least ``077``
+        (:func:`~sdcflow.warehouse.private.owner_only_files`): the files DuckDB creates for
+        the warehouse (the database, its ``.wal`` at every write, its spill folder) are
+        readable by their owner only from their first byte.
+
+        A DuckDB error that says the file is damaged (:func:`is_damage`: a block that cannot
+        be read or fails its checksum) becomes :class:`~sdcflow.errors.WarehouseDamaged`, and
+        this object opens no connection again: nothing more is written to that file.
         """
+        if self.damaged is not None:  # once found damaged, never written to again
+            raise self.damaged
+        try:
+            with owner_only_files(), self._connect(read_only) as con:
+                yield con
+        except duckdb.Error as e:
+            if not is_damage(e):
+                raise
+            self.damaged = damaged(self.path, str(e).splitlines()[0])
+            raise self.damaged from e
+
+    @contextmanager
+    def _connect(self, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.connect_retry
@@ -318,6 +435,8 @@ class Warehouse:
                 break
             except duckdb.Error as e:
                 if not _lock_conflict(e):
+                    if is_damage(e):
+                        raise  # said as such by connect()
                     raise InputError(
                         f"cannot open warehouse {self.path}: {str(e).splitlines()[0]}; point "
                         "`warehouse:` at a DuckDB file (a new path creates one)",
@@ -362,27 +481,37 @@ class Warehouse:
                 f"column name {ROW_ID!r} is reserved; rename it", code=Reason.SOURCE_COLUMNS
             )
         data = data.append_column(ROW_ID, pa.array(range(data.num_rows), pa.int64()))
-        with self.connect() as con:
-            con.register("incoming", data)
-            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM incoming")
-            con.unregister("incoming")
-            self._record_table(con, "raw", run_id)
+        self._create(table, "raw", run_id, data)
         return table
 
     def write_frame(self, schema: str, run_id: str, frame: pd.DataFrame) -> str:
         """Create or replace the ``schema`` table of ``run_id`` from ``frame``; return its name."""
         table = table_name(schema, run_id)
-        with self.connect() as con:
-            con.register("incoming", frame)
-            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM incoming")
-            con.unregister("incoming")
-            self._record_table(con, schema, run_id)
+        self._create(table, schema, run_id, frame)
         return table
+
+    def _create(self, table: str, schema: str, run_id: str, data: Any) -> None:
+        """Create ``table`` from ``data`` and record it in ``audit.run_tables``, in one
+        transaction: a table is never there unrecorded (a failure between the two left a raw
+        copy that retention, which read only the record, never dropped)."""
+        with self.connect() as con:
+            con.register("incoming", data)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM incoming")
+                self._record_table(con, schema, run_id)
+                con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                raise
+            finally:
+                con.unregister("incoming")
 
     @staticmethod
     def _record_table(con: duckdb.DuckDBPyConnection, schema: str, run_id: str) -> None:
-        """Record in ``audit.run_tables`` that the run created its ``schema`` table: retention
-        (:mod:`sdcflow.warehouse.retention`) drops only tables recorded so."""
+        """Record in ``audit.run_tables`` that the run created its ``schema`` table (what
+        retention, :mod:`sdcflow.warehouse.retention`, drops)."""
         con.execute(_RUN_TABLES_DDL)
         con.execute(_RECORD_TABLE, [run_id, schema, datetime.now(UTC)])
 
@@ -424,7 +553,10 @@ class Warehouse:
         the sha256 of its source file (``input_sha256``), of the spec's secrets
         (``secrets_sha256``) and of what decides its files (``release_sha256``,
         ``ReleasePlan.release_sha256``), after settling the runs of
-        processes that are gone (:meth:`resolve_ended_runs`)."""
+        processes that are gone (:meth:`resolve_ended_runs`). A damaged file
+        (:func:`check_warehouse_intact`) is refused before anything is written to it."""
+        if self.path.exists():
+            check_warehouse_intact(self.path)
         self.initialize()
         self.resolve_ended_runs()
         with self.connect() as con:
@@ -638,6 +770,8 @@ def unrecorded_ends(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Runs left ``running`` by a process of this host that is gone, each with the status the
     next release or ``sdcflow prune --yes`` records for it (:func:`ended_status`). Read-only:
     what a dry run or a reader shows before that settles them."""
+    if not {"host", "pid", "target"} <= _audit_columns(con):
+        return {}  # an earlier version's audit.runs: no run of it says which process ran it
     rows = con.execute(
         "SELECT run_id, pid, target FROM audit.runs WHERE status = 'running' AND host = ?",
         [_HOST],

@@ -181,7 +181,7 @@ class ReleasePlan(BaseModel):
         }
 
 
-def plan_release(spec: ReleaseSpec) -> ReleasePlan:
+def plan_release(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
     """Validate the source and the rules against the spec; see the module docstring.
 
     Raises
@@ -190,11 +190,13 @@ def plan_release(spec: ReleaseSpec) -> ReleasePlan:
         With a :class:`~sdcflow.errors.Reason`: unknown or reserved column, a key that is
         not numeric, missing or non-finite key values, k larger than the file, a bad rule,
         a gate the method cannot meet (:func:`check_contradictions`).
+
+    ``force`` (``--force``): a live release whose files were edited may be replaced.
     """
     check_contradictions(spec)
     check_runner(spec)
     check_cluster(spec)
-    check_destinations(spec)
+    check_destinations(spec, force=force)
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
@@ -249,7 +251,7 @@ def check_contradictions(spec: ReleaseSpec) -> None:
         raise InputError(found[0], code=Reason.SPEC_CONTRADICTION)
 
 
-def check_destinations(spec: ReleaseSpec) -> None:
+def check_destinations(spec: ReleaseSpec, *, force: bool = False) -> None:
     """Where the run writes, checked before it starts (``InputError``, exit 2): the output
     folder can take the release (a previous sdcflow release or nothing at ``<output>/<release>``),
     the release target holds neither the source, the warehouse, the rules nor the spec's folder
@@ -281,7 +283,7 @@ def check_destinations(spec: ReleaseSpec) -> None:
             "reports": spec.reports_dir / spec.release,
         },
     )
-    check_release_target(spec.output_dir, spec.release)
+    check_release_target(spec.output_dir, spec.release, force=force)
     # before the run starts: a read-only reports folder failed the run after the mask (exit 3)
     check_writable_folder(spec.reports_dir / spec.release, "reports", "the run reports")
     check_warehouse_file(spec.warehouse_path)
@@ -385,10 +387,10 @@ def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearC
 
 
 @task(name="preflight", **STEP)
-def preflight(spec: ReleaseSpec) -> ReleasePlan:
+def preflight(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
     """:func:`plan_release` as the first step of a flow run started without a plan (from a
     deployment)."""
-    plan = plan_release(spec)
+    plan = plan_release(spec, force=force)
     get_run_logger().info(
         "source %s: %d records, %d columns, %d edit rules",
         spec.source,

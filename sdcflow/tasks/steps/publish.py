@@ -91,14 +91,18 @@ def publish(
     manifest: dict[str, Any],
     rng: np.random.Generator,
     report: Path | None = None,
+    force: bool = False,
 ) -> Path:
     """Shuffle rows (file order could link records to the source), drop the row id, and
-    write the release atomically; also keep a copy in the warehouse's ``published`` schema."""
+    write the release atomically; also keep a copy in the warehouse's ``published`` schema.
+    ``force`` (``--force``): a previous release whose files were edited is replaced too."""
     order = rng.permutation(len(released))
     public = released.drop(columns=[ROW_ID]).iloc[order].reset_index(drop=True)
     manifest = {**manifest, "rows_shuffled": True, "published_at": datetime.now(UTC).isoformat()}
     extra = {"report.html": report.read_bytes()} if report is not None else None
-    path = write_release(spec.output_dir, spec.release, public, manifest, extra_files=extra)
+    path = write_release(
+        spec.output_dir, spec.release, public, manifest, extra_files=extra, force=force
+    )
     logger = get_run_logger()
     try:
         warehouse.write_frame("published", run_id, public)

@@ -587,6 +587,18 @@ def is_integer_type(duckdb_type: str) -> bool:
     return duckdb_type.upper() in _INTEGER
 
 
+_UNWRITABLE = ("STRUCT", "MAP", "UNION", "BLOB", "BYTEA", "BINARY", "VARBINARY", "BIT")
+
+
+def csv_unwritable(duckdb_type: str) -> bool:
+    """Whether a column of this DuckDB type has no faithful CSV field: a list or array, a
+    struct, map or union (nested values), a blob or bit string (bytes that need not be
+    text). The release writes ``data.csv`` beside ``data.parquet``, so such a column cannot be
+    published as it is."""
+    t = duckdb_type.upper()
+    return "[" in t or t.startswith(_UNWRITABLE)
+
+
 def key_kind(duckdb_type: str) -> str | None:
     """The kind of key a column of this DuckDB type is by default: ``numeric``, ``nominal``
     (text, booleans, enums), ``ordinal`` (dates and times, in time order), ``missing`` (a

@@ -66,6 +66,7 @@ from sdcflow.warehouse.publish import (
     enclosing_release,
 )
 from sdcflow.warehouse.sources import (
+    csv_unwritable,
     inexact_csv_numbers,
     is_integer_type,
     is_numeric_type,
@@ -417,6 +418,18 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile) -> None:
             field=ROW_ID,
         )
     unchanged = [*spec.keep, *spec.sensitive]
+    nested = [c for c in unchanged if csv_unwritable(types[c])]
+    if nested:  # published unchanged, it would reach data.csv as a Python repr
+        name = nested[0]
+        role = "keep" if name in spec.keep else "sensitive"
+        kind = types[name].split("(")[0]
+        raise InputError(
+            f"{src}: column {name} (`{role}:`) is of type {kind}, which a CSV field "
+            f"cannot hold, and the release writes data.csv beside data.parquet; drop it from "
+            f"`{role}:`, or store it in the source as text (JSON, hex)",
+            code=Reason.COLUMN_TYPE,
+            field=name,
+        )
     inexact = {c: profile.inexact_decimals[c] for c in unchanged if profile.inexact_decimals.get(c)}
     if inexact:  # published "unchanged", they would be published as the nearest floats
         name, count = next(iter(inexact.items()))

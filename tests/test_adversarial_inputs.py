@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from adversarial import spawn
+from adversarial import cli, spawn
 from errorline import cli_error
 from survey import write_release
 
@@ -544,3 +544,62 @@ def test_a_header_field_over_the_csv_module_limit_is_a_source_format_error(tmp_p
     with pytest.raises(InputError) as e:
         read_source(path)
     assert e.value.code is Reason.SOURCE_FORMAT
+
+
+# -- issue 41, item 3: found inside the flow, now at preflight ------------------------------------
+
+
+def _nothing_written(tmp) -> None:
+    # no warehouse, no reports folder, no published folder: the input files alone
+    assert sorted(p.name for p in tmp.iterdir()) == ["d.csv", "r.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "rule"),
+    [
+        ("d", pd.date_range("2024-01-01", periods=60).strftime("%Y-%m-%d"), "d == 'yesterday'"),
+        ("d", pd.date_range("2024-01-01", periods=60).strftime("%Y-%m-%d"), "d in ['soon']"),
+        ("t", pd.date_range("2024-01-01", periods=60, freq="h").astype(str), "t != 'noon'"),
+        (
+            "t",
+            pd.date_range("2024-01-01", periods=60, freq="h").astype(str),
+            "if t == 'x' then a >= 0",
+        ),
+        ("flag", ["true", "false"] * 30, "flag == 'perhaps'"),
+    ],
+    ids=["date-eq", "date-in", "timestamp-ne", "timestamp-if", "boolean"],
+)
+def test_a_rule_duckdb_cannot_evaluate_is_refused_at_preflight(
+    tmp_path, capsys, column, values, rule
+):
+    """Found inside the flow, it was exit 2 after three ERROR lines, with a warehouse, an empty
+    report folder and `failed` in audit.runs: now one line, nothing written."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60), column: values})
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b"], "keep": [column],
+            "edits": [rule], "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "r.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and cli_error(err)[0] in (Reason.RULE_EVALUATION, Reason.RULE_TYPE)
+    _nothing_written(tmp_path)
+
+
+def test_an_undeclared_relation_is_refused_by_a_real_process_before_anything_is_written(tmp_path):
+    rng = np.random.default_rng(4)
+    a, b = rng.integers(1, 100, 300).astype(float), rng.integers(1, 100, 300).astype(float)
+    a[rng.random(300) < 0.1] = np.nan
+    frame = pd.DataFrame({"a": a, "b": b, "total": a + b}).astype("Int64")
+    frame["total"] = pd.array(np.nan_to_num(a, nan=7.0) + b).astype("Int64")
+    frame.loc[frame["a"].notna(), "total"] = frame["a"] + frame["b"]
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b", "total"],
+            "missing_values": [""], "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    done = cli("release", str(tmp_path / "r.yaml"), cwd=tmp_path)
+    out, err = done.communicate(timeout=300)
+    assert done.returncode == 2, err
+    assert cli_error(err)[0] is Reason.UNDECLARED_RELATION and err.count("\n") == 1
+    assert "ERROR" not in out + err
+    _nothing_written(tmp_path)

@@ -8,6 +8,7 @@ import os
 import re
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,8 @@ from sdcflow.tasks.validation import (
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.sources import read_source
 from sdcflow.warehouse.warehouse import Warehouse
+
+REPO = Path(__file__).resolve().parents[1]
 
 # -- the spec -------------------------------------------------------------------------------------
 
@@ -603,3 +606,49 @@ def test_an_undeclared_relation_is_refused_by_a_real_process_before_anything_is_
     assert cli_error(err)[0] is Reason.UNDECLARED_RELATION and err.count("\n") == 1
     assert "ERROR" not in out + err
     _nothing_written(tmp_path)
+
+
+# -- issue 41, item 4: any spec field of the wrong shape is bad input, not a crash ---------------
+
+WRONG_SHAPES = [["x"], {"a": 1}, [[1]], {"a": {"b": 1}}, -(10**30), 10**30, "", None, True]
+
+
+def _paths(obj, at=()):
+    yield at
+    items = (
+        obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    )
+    for key, value in items:
+        yield from _paths(value, (*at, key))
+
+
+def test_every_spec_field_of_the_wrong_shape_is_an_input_error(tmp_path):
+    """``method: {name: [mdav]}`` was exit 3 ``TypeError: unhashable type``: a list, a mapping,
+    a huge or an empty value in any field of a full spec is refused as bad input (or, where it
+    fits, accepted), never another exception."""
+    import copy
+
+    from sdcflow.tasks.spec import load_spec
+
+    example = yaml.safe_load((REPO / "examples" / "business_survey" / "release.yaml").read_text())
+    full = {**example, "runner": "dask", "dask": {"workers": 2}, "seed": 3, "keep": ["x"],
+            "retention": {"keep_last": 2, "keep_days": 3}, "missing_values": [""],
+            "key_types": {"region": {"name": "region", "type": "nominal"}},
+            "recode": {"region": {"map": {"N": "X"}}}, "checks": {"k_anonymity": 5},
+            "suppression": {"importance": ["region"]}, "accept": {"looser_checks": []}}  # fmt: skip
+    crashes = []
+    for at in [p for p in _paths(full) if p]:
+        for value in WRONG_SHAPES:
+            spec = copy.deepcopy(full)
+            inner = spec
+            for key in at[:-1]:
+                inner = inner[key]
+            inner[at[-1]] = value
+            (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+            try:
+                load_spec(tmp_path / "r.yaml")
+            except InputError:
+                pass
+            except Exception as e:  # the test is that there is none
+                crashes.append((at, value, type(e).__name__))
+    assert not crashes

@@ -26,6 +26,7 @@ import logging
 import os
 import signal
 import sys
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -466,10 +467,18 @@ def _runner_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose refusal is one line, as every other bad input's (exit 2), with
+    where to read the usage instead of the usage itself."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (`{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sdcflow import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sdcflow", description="Statistical disclosure control releases with Prefect."
     )
     parser.add_argument("--version", action="version", version=f"sdcflow {__version__}")

@@ -63,6 +63,13 @@ def read_source(
             f"source {source} has duplicate column names {dupes}; rename them",
             code=Reason.SOURCE_COLUMNS,
         )
+    _refuse_names_alike(source, header)
+    if suffix == ".csv" and not any(name.strip() for name in header) and _blank(source):
+        # DuckDB reads blank lines as records of one column, `column0`, that the spec lacks
+        raise InputError(
+            f"source file {source} holds only blank lines; it needs a header and records",
+            code=Reason.SOURCE_EMPTY,
+        )
     tokens = sorted({"", *missing_values}) if missing_values else None
     if suffix == ".csv":
         # The header is line 1 and the delimiter is its, so that the duplicate-name and
@@ -77,7 +84,24 @@ def read_source(
         reader, params = "read_parquet(?)", [str(source)]
     con = duckdb.connect(":memory:")
     try:
-        relation = con.sql(f"SELECT * FROM {reader}", params=params)
+        try:
+            relation = con.sql(f"SELECT * FROM {reader}", params=params)
+        except duckdb.InvalidInputException as e:
+            if suffix != ".csv" or "Maximum line size" not in str(e):
+                raise
+            # DuckDB's 2 MB line limit, reported at "Line: 1" whatever the line: read a
+            # longer line as it is, name one over sdcflow's own limit
+            line, size = _longest_line(source)
+            if size > MAX_LINE_BYTES:
+                raise InputError(
+                    f"{source}: line {line} is {size / 2**20:.0f} MiB long, more than the "
+                    f"{MAX_LINE_BYTES // 2**20} MiB a line may have; store such values "
+                    "elsewhere (a Parquet source, or a file per record)",
+                    code=Reason.SOURCE_FORMAT,
+                ) from None
+            reader = f"{reader[:-1]}, max_line_size=?)"
+            params = [*params, size + 1]
+            relation = con.sql(f"SELECT * FROM {reader}", params=params)
         wide = [c for c, t in zip(relation.columns, relation.types, strict=True) if str(t) in _WIDE]
         if suffix == ".csv" and wide:
             # Integers beyond 64 bits are identifiers, not quantities; as numbers they reached
@@ -116,6 +140,47 @@ def read_source(
     if data.num_rows == 0:
         raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
     return data
+
+
+MAX_LINE_BYTES = 1 << 30  # a CSV line (one record) sdcflow reads: 1 GiB
+
+
+def _longest_line(source: Path) -> tuple[int, int]:
+    """``(line number, bytes)`` of the longest line of ``source`` (the first of them),
+    streamed; a quoted line break counts as one, which only makes a line shorter."""
+    best = (0, 0)
+    with source.open("rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if len(line) > best[1]:
+                best = (number, len(line))
+    return best
+
+
+def _blank(source: Path) -> bool:
+    """Whether ``source`` holds nothing but white space (streamed, stops at the first byte
+    that is not)."""
+    with source.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            if chunk.strip():
+                return False
+    return True
+
+
+def _refuse_names_alike(source: Path, header: Sequence[str]) -> None:
+    """Refuse column names that differ only in case or surrounding spaces (``Turnover``,
+    ``turnover``, ``turnover ``): DuckDB does not tell them apart and renames the second
+    (``turnover_1``), and the spec would then name a column the file does not have."""
+    seen: dict[str, str] = {}
+    for name in header:
+        folded = name.strip().casefold()
+        if folded in seen and seen[folded] != name:
+            raise InputError(
+                f"source {source} has columns {seen[folded]!r} and {name!r}, which differ only "
+                "in case or spaces and which DuckDB reads as one name; rename one of them",
+                code=Reason.SOURCE_COLUMNS,
+                field=name,
+            )
+        seen.setdefault(folded, name)
 
 
 def read_source_hashed(

@@ -652,3 +652,27 @@ def test_every_spec_field_of_the_wrong_shape_is_an_input_error(tmp_path):
             except Exception as e:  # the test is that there is none
                 crashes.append((at, value, type(e).__name__))
     assert not crashes
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("/dev/zero", "not a regular file"),
+        ("/dev/null", "not a regular file"),
+        (".", "is a folder"),
+        ("absent.csv", "does not exist"),
+    ],
+)
+def test_a_hierarchy_file_that_is_a_device_or_a_folder_is_named_as_such(
+    tmp_path, capsys, path, said
+):
+    """``hierarchy: /dev/zero`` "did not exist" (and read, it would never end)."""
+    pd.DataFrame({"a": range(20), "b": range(20), "r": ["x", "y"] * 10}).to_csv(
+        tmp_path / "d.csv", index=False
+    )
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b", "r"],
+            "recode": {"r": {"hierarchy": path}}, "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "r.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] is Reason.SPEC_FIELD and said in err and err.count("\n") == 1

@@ -5,6 +5,7 @@ and the honest IL labels in the manifest and the report."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -527,3 +528,25 @@ def test_numbers_beyond_their_range_are_refused_in_one_line_by_a_real_process(tm
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "error" in done.stderr and not done.stdout
+
+
+def test_non_ascii_paths_under_an_ascii_locale_are_read(tmp_path):
+    """Under ``LC_ALL=POSIX PYTHONUTF8=0`` a spec naming ``données.csv`` ended with exit 3
+    ``UnicodeEncodeError`` (the file names were ASCII): the command line runs in UTF-8
+    mode, reads the file, and here names the column the file lacks."""
+    folder = tmp_path / "données"
+    folder.mkdir()
+    write_release(folder, rows=20, write_to="réponses.csv", quasi_identifiers=["âge"])
+    env = {**os.environ, "LC_ALL": "POSIX", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+    env.pop("LANG", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sdcflow.flows.cli", "check", str(folder / "release.yaml")],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, err
+    assert "UnicodeEncodeError" not in err and cli_error(err)[0] is Reason.COLUMN_UNKNOWN
+    assert sorted(p.name for p in folder.iterdir()) == ["release.yaml", "réponses.csv"]

@@ -589,6 +589,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command has returned, the process ends without tearing down its modules (see
     :func:`_end_process`).
     """
+    if argv is None:
+        _in_utf8_mode()
     try:
         code = _main(argv)
     finally:
@@ -598,6 +600,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         _end_process(code)
     return code
+
+
+def _in_utf8_mode() -> None:
+    """Run again in Python's UTF-8 mode when the locale's file names are ASCII (``LC_ALL=C``
+    or ``POSIX`` with ``PYTHONUTF8=0``): a spec's names are Unicode text, and an accented
+    source or folder name could not be encoded (``UnicodeEncodeError``, exit 3) in whatever
+    step first touched it. The command line's own bytes are handed on as they came."""
+    import codecs
+
+    if sys.flags.utf8_mode or not sys.executable:
+        return
+    if codecs.lookup(sys.getfilesystemencoding()).name != "ascii":
+        return
+    os.execv(sys.executable, [sys.executable, "-X", "utf8", *sys.orig_argv[1:]])
 
 
 def _end_process(code: int) -> None:

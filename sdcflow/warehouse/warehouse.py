@@ -317,6 +317,11 @@ class Warehouse:
                 con = duckdb.connect(str(self.path), read_only=read_only)
                 break
             except duckdb.Error as e:
+                if isinstance(e, duckdb.OutOfMemoryException) or "Out of Memory" in str(e):
+                    # the process's memory, not the file: no advice to point elsewhere (exit 3)
+                    raise MemoryError(
+                        f"out of memory opening warehouse {self.path} ({str(e).splitlines()[0]})"
+                    ) from e
                 if not _lock_conflict(e):
                     raise InputError(
                         f"cannot open warehouse {self.path}: {str(e).splitlines()[0]}; point "

@@ -676,3 +676,31 @@ def test_a_hierarchy_file_that_is_a_device_or_a_folder_is_named_as_such(
     assert main(["check", str(tmp_path / "r.yaml")]) == 2
     err = capsys.readouterr().err
     assert cli_error(err)[0] is Reason.SPEC_FIELD and said in err and err.count("\n") == 1
+
+
+def _unreachable() -> str:
+    """A path whose folder cannot be looked at (``/proc/1/cwd``: init's working folder)."""
+    try:
+        os.stat("/proc/1/cwd/x")
+    except PermissionError:
+        return "/proc/1/cwd"
+    except OSError:
+        pass
+    pytest.skip("/proc/1/cwd can be looked at here (no /proc, or ptrace allowed)")
+
+
+@pytest.mark.parametrize("field", ["source", "warehouse", "output", "reports", "rules_file"])
+def test_a_path_that_cannot_be_looked_at_is_bad_input(tmp_path, capsys, field):
+    """``PermissionError`` from a /proc path ended the preflight with exit 3."""
+    spec = write_release(tmp_path, rows=20, **{field: f"{_unreachable()}/x.csv"})
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "PermissionError" not in err
+    assert cli_error(err)[0] in (Reason.SPEC_FIELD, Reason.SOURCE_NOT_FILE, Reason.WAREHOUSE)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "release.yaml"]
+
+
+@pytest.mark.parametrize("command", ["runs", "prune"])
+def test_a_warehouse_that_cannot_be_looked_at_is_bad_input(tmp_path, capsys, command):
+    assert main([command, "--warehouse", f"{_unreachable()}/w.duckdb"]) == 2
+    assert cli_error(capsys.readouterr().err) == (Reason.WAREHOUSE, "warehouse")

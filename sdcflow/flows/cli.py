@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -175,7 +176,18 @@ def _run_release(
         from sdcflow.tasks.spec import load_spec
         from sdcflow.tasks.steps.plan import plan_release
 
-        planned.append(plan_release(with_cli_options(load_spec(spec_path), **(runner or {}))))
+        try:
+            planned.append(plan_release(with_cli_options(load_spec(spec_path), **(runner or {}))))
+        except OSError as e:
+            if e.errno not in _PATH_ERRNOS or e.filename is None:
+                raise
+            # a path the spec names that cannot be looked at (a folder not searchable,
+            # /proc/1/cwd): bad input, found before anything is written
+            raise InputError(
+                f"cannot reach {e.filename} ({e.strerror}), on a path the spec names; check "
+                "that path and the permissions of its folders",
+                code=Reason.SPEC_FIELD,
+            ) from None
         _import_flow(planned[0])
 
     try:
@@ -216,6 +228,9 @@ def _run_release(
             err=True,
         )
     return EXIT_OK
+
+
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG}
 
 
 def _import_flow(plan: ReleasePlan) -> None:
@@ -263,7 +278,9 @@ def _runs(
         path = load_spec(target).warehouse_path
     else:
         raise InputError("give a spec file or --warehouse PATH", code=Reason.SPEC_MISSING)
-    if not path.exists():
+    from sdcflow.warehouse.warehouse import warehouse_exists
+
+    if not warehouse_exists(path):
         if warehouse:  # named by hand: a mistyped path must not read as "no runs"
             raise InputError(
                 f"no warehouse at {path}; check the path (a spec's warehouse before its first "

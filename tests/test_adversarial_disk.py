@@ -68,3 +68,23 @@ def test_a_full_reports_disk_fails_the_run_in_one_line_and_leaves_no_partial_rep
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         status, ended = con.execute("SELECT status, ended_at FROM audit.runs").fetchone()
     assert status == "failed" and ended is not None
+
+
+def test_a_warehouse_out_of_memory_is_a_failure_not_bad_input(tmp_path, monkeypatch, capsys):
+    """Under ``ulimit -v`` DuckDB's "Out of Memory Error" on opening the warehouse was taken
+    for a file that is not DuckDB's: exit 2 with advice to point `warehouse:` elsewhere. It
+    is the process's memory: exit 3, "out of memory"."""
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    Warehouse(tmp_path / "w.duckdb").start_run("r1", "survey", "0" * 64, "mdav")
+
+    def no_memory(*args, **kwargs):
+        raise duckdb.OutOfMemoryException("Out of Memory Error: Allocation failure")
+
+    monkeypatch.setattr(duckdb, "connect", no_memory)
+    with pytest.raises(MemoryError, match="out of memory"):
+        with Warehouse(tmp_path / "w.duckdb").connect():
+            pass
+    assert main(["runs", "--warehouse", str(tmp_path / "w.duckdb")]) == 3
+    err = capsys.readouterr().err
+    assert "out of memory" in err and "point `warehouse:`" not in err

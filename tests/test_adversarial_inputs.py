@@ -8,12 +8,13 @@ import os
 import re
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from adversarial import spawn
+from adversarial import cli, spawn
 from errorline import cli_error
 from survey import write_release
 
@@ -41,6 +42,8 @@ from sdcflow.tasks.validation import (
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.sources import read_source
 from sdcflow.warehouse.warehouse import Warehouse
+
+REPO = Path(__file__).resolve().parents[1]
 
 # -- the spec -------------------------------------------------------------------------------------
 
@@ -544,3 +547,160 @@ def test_a_header_field_over_the_csv_module_limit_is_a_source_format_error(tmp_p
     with pytest.raises(InputError) as e:
         read_source(path)
     assert e.value.code is Reason.SOURCE_FORMAT
+
+
+# -- issue 41, item 3: found inside the flow, now at preflight ------------------------------------
+
+
+def _nothing_written(tmp) -> None:
+    # no warehouse, no reports folder, no published folder: the input files alone
+    assert sorted(p.name for p in tmp.iterdir()) == ["d.csv", "r.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "rule"),
+    [
+        ("d", pd.date_range("2024-01-01", periods=60).strftime("%Y-%m-%d"), "d == 'yesterday'"),
+        ("d", pd.date_range("2024-01-01", periods=60).strftime("%Y-%m-%d"), "d in ['soon']"),
+        ("t", pd.date_range("2024-01-01", periods=60, freq="h").astype(str), "t != 'noon'"),
+        (
+            "t",
+            pd.date_range("2024-01-01", periods=60, freq="h").astype(str),
+            "if t == 'x' then a >= 0",
+        ),
+        ("flag", ["true", "false"] * 30, "flag == 'perhaps'"),
+    ],
+    ids=["date-eq", "date-in", "timestamp-ne", "timestamp-if", "boolean"],
+)
+def test_a_rule_duckdb_cannot_evaluate_is_refused_at_preflight(
+    tmp_path, capsys, column, values, rule
+):
+    """Found inside the flow, it was exit 2 after three ERROR lines, with a warehouse, an empty
+    report folder and `failed` in audit.runs: now one line, nothing written."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60), column: values})
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b"], "keep": [column],
+            "edits": [rule], "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "r.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and cli_error(err)[0] in (Reason.RULE_EVALUATION, Reason.RULE_TYPE)
+    _nothing_written(tmp_path)
+
+
+def test_an_undeclared_relation_is_refused_by_a_real_process_before_anything_is_written(tmp_path):
+    rng = np.random.default_rng(4)
+    a, b = rng.integers(1, 100, 300).astype(float), rng.integers(1, 100, 300).astype(float)
+    a[rng.random(300) < 0.1] = np.nan
+    frame = pd.DataFrame({"a": a, "b": b, "total": a + b}).astype("Int64")
+    frame["total"] = pd.array(np.nan_to_num(a, nan=7.0) + b).astype("Int64")
+    frame.loc[frame["a"].notna(), "total"] = frame["a"] + frame["b"]
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b", "total"],
+            "missing_values": [""], "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    done = cli("release", str(tmp_path / "r.yaml"), cwd=tmp_path)
+    out, err = done.communicate(timeout=300)
+    assert done.returncode == 2, err
+    assert cli_error(err)[0] is Reason.UNDECLARED_RELATION and err.count("\n") == 1
+    assert "ERROR" not in out + err
+    _nothing_written(tmp_path)
+
+
+# -- issue 41, item 4: any spec field of the wrong shape is bad input, not a crash ---------------
+
+WRONG_SHAPES = [["x"], {"a": 1}, [[1]], {"a": {"b": 1}}, -(10**30), 10**30, "", None, True]
+
+
+def _paths(obj, at=()):
+    yield at
+    items = (
+        obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    )
+    for key, value in items:
+        yield from _paths(value, (*at, key))
+
+
+def test_every_spec_field_of_the_wrong_shape_is_an_input_error(tmp_path):
+    """``method: {name: [mdav]}`` was exit 3 ``TypeError: unhashable type``: a list, a mapping,
+    a huge or an empty value in any field of a full spec is refused as bad input (or, where it
+    fits, accepted), never another exception."""
+    import copy
+
+    from sdcflow.tasks.spec import load_spec
+
+    example = yaml.safe_load((REPO / "examples" / "business_survey" / "release.yaml").read_text())
+    full = {**example, "runner": "dask", "dask": {"workers": 2}, "seed": 3, "keep": ["x"],
+            "retention": {"keep_last": 2, "keep_days": 3}, "missing_values": [""],
+            "key_types": {"region": {"name": "region", "type": "nominal"}},
+            "recode": {"region": {"map": {"N": "X"}}}, "checks": {"k_anonymity": 5},
+            "suppression": {"importance": ["region"]}, "accept": {"looser_checks": []}}  # fmt: skip
+    crashes = []
+    for at in [p for p in _paths(full) if p]:
+        for value in WRONG_SHAPES:
+            spec = copy.deepcopy(full)
+            inner = spec
+            for key in at[:-1]:
+                inner = inner[key]
+            inner[at[-1]] = value
+            (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+            try:
+                load_spec(tmp_path / "r.yaml")
+            except InputError:
+                pass
+            except Exception as e:  # the test is that there is none
+                crashes.append((at, value, type(e).__name__))
+    assert not crashes
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("/dev/zero", "not a regular file"),
+        ("/dev/null", "not a regular file"),
+        (".", "is a folder"),
+        ("absent.csv", "does not exist"),
+    ],
+)
+def test_a_hierarchy_file_that_is_a_device_or_a_folder_is_named_as_such(
+    tmp_path, capsys, path, said
+):
+    """``hierarchy: /dev/zero`` "did not exist" (and read, it would never end)."""
+    pd.DataFrame({"a": range(20), "b": range(20), "r": ["x", "y"] * 10}).to_csv(
+        tmp_path / "d.csv", index=False
+    )
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b", "r"],
+            "recode": {"r": {"hierarchy": path}}, "method": {"name": "mdav", "k": 5}}  # fmt: skip
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "r.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] is Reason.SPEC_FIELD and said in err and err.count("\n") == 1
+
+
+def _unreachable() -> str:
+    """A path whose folder cannot be looked at (``/proc/1/cwd``: init's working folder)."""
+    try:
+        os.stat("/proc/1/cwd/x")
+    except PermissionError:
+        return "/proc/1/cwd"
+    except OSError:
+        pass
+    pytest.skip("/proc/1/cwd can be looked at here (no /proc, or ptrace allowed)")
+
+
+@pytest.mark.parametrize("field", ["source", "warehouse", "output", "reports", "rules_file"])
+def test_a_path_that_cannot_be_looked_at_is_bad_input(tmp_path, capsys, field):
+    """``PermissionError`` from a /proc path ended the preflight with exit 3."""
+    spec = write_release(tmp_path, rows=20, **{field: f"{_unreachable()}/x.csv"})
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "PermissionError" not in err
+    assert cli_error(err)[0] in (Reason.SPEC_FIELD, Reason.SOURCE_NOT_FILE, Reason.WAREHOUSE)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "release.yaml"]
+
+
+@pytest.mark.parametrize("command", ["runs", "prune"])
+def test_a_warehouse_that_cannot_be_looked_at_is_bad_input(tmp_path, capsys, command):
+    assert main([command, "--warehouse", f"{_unreachable()}/w.duckdb"]) == 2
+    assert cli_error(capsys.readouterr().err) == (Reason.WAREHOUSE, "warehouse")

@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from adversarial import cli
+from errorline import cli_error
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
@@ -30,6 +32,7 @@ from sdcflow.tasks.measures.anonymity import k_anonymity
 from sdcflow.tasks.methods import MdavParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.spec import load_spec
+from sdcflow.tasks.steps.mask import keep_columns
 from sdcflow.tasks.steps.plan import plan_release
 
 REPO = Path(__file__).resolve().parents[1]
@@ -257,3 +260,73 @@ def test_a_unique_keep_column_blocks_publication(tmp_path, prefect_api, capsys):
     keep = manifest["method_details"]["disclosure"]["keep"]
     assert keep["k_with_keep"] == 1 and keep["distinct_share"]["email"] == 1.0
     assert checks["k_anonymity"]["figure"] >= 5
+
+
+# -- issue 41, item 2: nested and binary columns published unchanged ---------------------------
+
+
+def _nested_source(tmp: Path) -> None:
+    n = 60
+    rng = np.random.default_rng(3)
+    table = pa.table(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.normal(size=n),
+            "tags": pa.array([[i % 3, 1] for i in range(n)]),
+            "pair": pa.array([[i % 2, 0] for i in range(n)], type=pa.list_(pa.int64(), 2)),
+            "st": pa.array([{"x": i % 2, "y": "u"} for i in range(n)]),
+            "mp": pa.array(
+                [[("k", i % 2)] for i in range(n)], type=pa.map_(pa.string(), pa.int64())
+            ),
+            "bin": pa.array([bytes([i % 2]) for i in range(n)], type=pa.binary()),
+            "fixed": pa.array([bytes([i % 2, 7]) for i in range(n)], type=pa.binary(2)),
+        }
+    )
+    pq.write_table(table, tmp / "nested.parquet")
+
+
+@pytest.mark.parametrize("column", ["tags", "pair", "st", "mp", "bin", "fixed"])
+@pytest.mark.parametrize("role", ["keep", "sensitive"])
+def test_a_nested_or_binary_unchanged_column_is_refused_at_preflight(
+    tmp_path, capsys, column, role
+):
+    """A Parquet list, struct, map or binary column under ``keep:`` ended the mask step with
+    ``TypeError: unhashable type`` (exit 3) after the warehouse and a failed run were written;
+    data.csv, written beside data.parquet, has no faithful field for it: exit 2, nothing
+    written."""
+    _nested_source(tmp_path)
+    spec = _spec(tmp_path, "nested.parquet", quasi_identifiers=["a", "b"], **{role: [column]})
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.COLUMN_TYPE, column) and err.count("\n") == 1
+    assert f"`{role}:`" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nested.parquet", "release.yaml"]
+
+
+def test_a_nested_keep_column_is_refused_by_a_real_process(tmp_path):
+    _nested_source(tmp_path)
+    spec = _spec(tmp_path, "nested.parquet", quasi_identifiers=["a", "b"], keep=["st"])
+    done = cli("release", str(spec), cwd=tmp_path)
+    out, err = done.communicate(timeout=300)
+    assert done.returncode == 2, err
+    assert cli_error(err) == (Reason.COLUMN_TYPE, "st") and err.count("\n") == 1 and not out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nested.parquet", "release.yaml"]
+
+
+def test_keep_k_counts_equal_nested_values_as_equal(tmp_path):
+    """Counted (Python API, a warehouse read back), a nested kept value is counted by a
+    canonical text of it: equal lists or mappings are one value, not an unhashable crash."""
+    n = 100
+    lists = pd.DataFrame({"tags": [np.array([1, 2]) for _ in range(n)]})
+    spec = load_spec(_spec(tmp_path, "x.parquet", quasi_identifiers=["a", "b"], keep=["tags"]))
+    counted = keep_columns(spec, lists)
+    ctx = _context(counted)
+    outcomes = {o.key: o for o in run_gates(ctx, {})}
+    assert outcomes["keep_k_anonymity"].figure == outcomes["k_anonymity"].figure  # a constant
+    unique = pd.DataFrame({"tags": [{"id": i, "x": [i]} for i in range(n)]})
+    outcomes = {o.key: o for o in run_gates(_context(keep_columns(spec, unique)), {})}
+    assert outcomes["keep_k_anonymity"].figure == 1  # every record its own value
+    # equal mappings written in another key order, arrays and lists of the same numbers
+    mixed = pd.DataFrame({"tags": [{"a": 1, "b": [2]}, {"b": np.array([2]), "a": 1}, None]})
+    counted = keep_columns(spec, mixed)["tags"]
+    assert counted[0] == counted[1] and pd.isna(counted[2])

@@ -489,3 +489,32 @@ def test_a_signal_during_compaction_is_an_interruption_and_leaves_the_file_whole
     ]
     assert not list(tmp_path.glob(".warehouse.duckdb.compact-*"))
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # not replaced
+
+
+def test_a_read_only_home_without_prefect_home_names_the_prefect_home(tmp_path):
+    """Without PREFECT_HOME the temporary API keeps its database in ~/.prefect; a read-only
+    HOME stopped it with sqlite's "unable to open database file" and no word of where."""
+    from adversarial import read_only_disk
+
+    spec = _spec(tmp_path)
+    with read_only_disk(tmp_path / "home") as home:
+        environment = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PREFECT_API_URL", "PREFECT_HOME") and "DATABASE" not in k
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sdcflow.flows.cli", "check", str(spec)],
+            cwd=tmp_path,
+            env={**environment, "HOME": str(home), "MPLCONFIGDIR": str(tmp_path / "mpl")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3, err[-2000:]
+    lines = [x for x in err.splitlines() if x.startswith("sdcflow:")]
+    assert len(lines) == 1 and f"Prefect home {home}/.prefect" in lines[0], err[-2000:]
+    assert "PREFECT_HOME=" in lines[0]
+    assert not (tmp_path / "warehouse.duckdb").exists()

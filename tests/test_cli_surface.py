@@ -5,6 +5,9 @@ and the honest IL labels in the manifest and the report."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import duckdb
 import numpy as np
@@ -461,3 +464,89 @@ def test_a_malformed_seed_is_refused_without_echoing_it(tmp_path, capsys, seed):
     assert main(["check", str(spec)]) == 2
     err = capsys.readouterr().err
     assert cli_error(err)[0] is Reason.SPEC_FIELD and "seed:" in err and seed not in err
+
+
+# -- issue 41, item 4: malformed input that crashed ----------------------------------------------
+
+
+@pytest.mark.parametrize("name", [["mdav"], {"name": "mdav"}, 5, True, None])
+def test_a_method_name_that_is_not_text_is_refused_in_one_line(tmp_path, capsys, name):
+    """``method: {name: [mdav], k: 5}`` ended with exit 3 ``TypeError: unhashable type``."""
+    spec = write_release(tmp_path, rows=20, method={"name": name, "k": 5})
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.SPEC_FIELD, "method.name") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"dask": {"address": "tcp://10.0.0.5:8786"}}, "dask"),
+        ({"runner": "local", "dask": {"workers": 2}}, "dask"),
+    ],
+)
+def test_dask_settings_under_the_local_runner_are_refused(tmp_path, capsys, fields, field):
+    """They were accepted and dropped without a word, where --dask-address with --runner
+    local is refused."""
+    spec = write_release(tmp_path, rows=20, **fields)
+    assert main(["check", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err) == (Reason.SPEC_FIELD, field) and "runner: dask" in err
+    assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["runs", "--limit", str(10**23)],
+        ["runs", "--limit", "1e3"],
+        ["prune", "--keep-last", str(10**23)],
+        ["prune", "--keep-days", "1e400"],
+        ["prune", "--keep-days", "nan"],
+        ["prune", "--keep-days", "0"],
+        ["check", "release.yaml", "--wait", "1e400"],
+        ["release", "release.yaml", "--dask-workers", str(10**23)],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_numbers_beyond_their_range_are_refused_in_one_line_by_a_real_process(tmp_path, args):
+    """``runs --limit 10^23`` reached DuckDB (exit 3, ``ConversionException``); ``prune
+    --keep-days 1e400`` was taken as inf ("forever") while ``nan`` was refused."""
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    write_release(tmp_path, rows=20)
+    # a warehouse with a run: the limit reached its query
+    Warehouse(tmp_path / "warehouse.duckdb").start_run("r1", "survey", "0" * 64, "mdav")
+    if args[0] in ("runs", "prune"):
+        args = [*args, "--warehouse", str(tmp_path / "warehouse.duckdb")]
+    done = subprocess.run(
+        [sys.executable, "-m", "sdcflow.flows.cli", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "error" in done.stderr and not done.stdout
+
+
+def test_non_ascii_paths_under_an_ascii_locale_are_read(tmp_path):
+    """Under ``LC_ALL=POSIX PYTHONUTF8=0`` a spec naming ``données.csv`` ended with exit 3
+    ``UnicodeEncodeError`` (the file names were ASCII): the command line runs in UTF-8
+    mode, reads the file, and here names the column the file lacks."""
+    folder = tmp_path / "données"
+    folder.mkdir()
+    write_release(folder, rows=20, write_to="réponses.csv", quasi_identifiers=["âge"])
+    env = {**os.environ, "LC_ALL": "POSIX", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+    env.pop("LANG", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sdcflow.flows.cli", "check", str(folder / "release.yaml")],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, err
+    assert "UnicodeEncodeError" not in err and cli_error(err)[0] is Reason.COLUMN_UNKNOWN
+    assert sorted(p.name for p in folder.iterdir()) == ["release.yaml", "réponses.csv"]

@@ -362,3 +362,57 @@ def test_a_parquet_duration_boolean_or_date_is_no_weight_or_numeric_key(
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     assert main(["check", str(tmp_path / "release.yaml")]) == 2
     assert cli_error(capsys.readouterr().err)[:2] == (code, column)
+
+
+# -- issue 41, item 7: messages that pointed at the wrong thing ---------------------------------
+
+
+def test_a_field_past_duckdbs_line_limit_is_read_and_an_overlong_line_named(tmp_path, monkeypatch):
+    """A valid CSV with a long field on line 7 was refused as "CSV Error on Line: 1"."""
+    import sdcflow.warehouse.sources as sources
+
+    long = "x" * (3 * 2**20)  # past DuckDB's 2 MB line
+    (tmp_path / "l.csv").write_text("a,b\n" + "1,2\n" * 5 + f"3,{long}\n4,5\n")
+    data = read_source(tmp_path / "l.csv")
+    assert data.num_rows == 7 and data.column("b").to_pylist()[5] == long
+    monkeypatch.setattr(sources, "MAX_LINE_BYTES", 2**21)  # past sdcflow's own: named
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "l.csv")
+    assert e.value.code is Reason.SOURCE_FORMAT and "line 7 " in str(e.value)
+    assert "xxx" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("header", "first", "second"),
+    [
+        ("Turnover,turnover,b", "Turnover", "turnover"),
+        ("a,a ,b", "a", "a "),
+        ("b, a,A", " a", "A"),
+        ("ÉTÉ,été,b", "ÉTÉ", "été"),
+    ],
+)
+def test_names_that_differ_only_in_case_or_spaces_are_duplicates(tmp_path, capsys, header,
+                                                                  first, second):  # fmt: skip
+    """DuckDB renamed the second (``turnover_1``), and the error then named a column the file
+    does not have."""
+    (tmp_path / "d.csv").write_text(header + "\n1,2,3\n4,5,6\n")
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "d.csv")
+    assert e.value.code is Reason.SOURCE_COLUMNS and e.value.field == second
+    assert f"{first!r} and {second!r}" in str(e.value) and "_1" not in str(e.value)
+    pq.write_table(pa.table({first: [1, 2], second: [3, 4]}), tmp_path / "d.parquet")
+    with pytest.raises(InputError) as e:
+        read_source(tmp_path / "d.parquet")
+    assert e.value.code is Reason.SOURCE_COLUMNS
+
+
+@pytest.mark.parametrize("text", ["\n", "\n\n\n", "\r\n \r\n\t\r\n", "   "])
+def test_a_csv_of_blank_lines_is_empty(tmp_path, capsys, text):
+    """It gave ``column-unknown ... column0``."""
+    (tmp_path / "d.csv").write_text(text)
+    spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a"],
+            "method": {"name": "mdav", "k": 2}}  # fmt: skip
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["check", str(tmp_path / "r.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert cli_error(err)[0] is Reason.SOURCE_EMPTY and "column0" not in err

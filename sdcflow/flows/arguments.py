@@ -18,6 +18,9 @@ def number(
             value = parse(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{not_a}: {text!r}") from None
+        if value in (inf, -inf) and "inf" not in text.strip().lower():
+            # 1e400 overflows to inf: "no limit" must be said as inf, not arrive by rounding
+            raise argparse.ArgumentTypeError(f"{text!r} is beyond a float's range; {bound}")
         if not valid(value):
             raise argparse.ArgumentTypeError(bound)
         return value
@@ -26,12 +29,24 @@ def number(
 
 
 inf = float("inf")
+INT64_MAX = 2**63 - 1  # what DuckDB takes as a LIMIT
+
 seconds = number(
     float, lambda v: 0 <= v < inf, "not a number of seconds", "give a finite number of seconds >= 0"
 )
 workers = number(
     int, lambda v: 1 <= v <= 1024, "not a whole number of workers", "give 1 to 1024 workers"
 )
-runs = number(int, lambda v: v >= 1, "not a whole number", "give a number of runs >= 1")
+runs = number(
+    int,
+    lambda v: 1 <= v <= INT64_MAX,
+    "not a whole number",
+    f"give a number of runs from 1 to {INT64_MAX} (2^63 - 1)",
+)
 # inf as in the spec's `retention: {keep_days: .inf}`: every run is within it
-days = number(float, lambda v: 0 < v <= inf, "not a number of days", "give a number of days > 0")
+days = number(
+    float,
+    lambda v: 0 < v <= inf,
+    "not a number of days (inf for every run)",
+    "give a number of days > 0",
+)

@@ -22,10 +22,12 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
 import logging
 import os
 import signal
 import sys
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -174,8 +176,19 @@ def _run_release(
         from sdcflow.tasks.spec import load_spec
         from sdcflow.tasks.steps.plan import plan_release
 
-        spec = with_cli_options(load_spec(spec_path), **(runner or {}))
-        planned.append(plan_release(spec, force=force))
+        try:
+            spec = with_cli_options(load_spec(spec_path), **(runner or {}))
+            planned.append(plan_release(spec, force=force))
+        except OSError as e:
+            if e.errno not in _PATH_ERRNOS or e.filename is None:
+                raise
+            # a path the spec names that cannot be looked at (a folder not searchable,
+            # /proc/1/cwd): bad input, found before anything is written
+            raise InputError(
+                f"cannot reach {e.filename} ({e.strerror}), on a path the spec names; check "
+                "that path and the permissions of its folders",
+                code=Reason.SPEC_FIELD,
+            ) from None
         _import_flow(planned[0])
 
     try:
@@ -216,6 +229,9 @@ def _run_release(
             err=True,
         )
     return EXIT_OK
+
+
+_PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG}
 
 
 def _import_flow(plan: ReleasePlan) -> None:
@@ -263,7 +279,9 @@ def _runs(
         path = load_spec(target).warehouse_path
     else:
         raise InputError("give a spec file or --warehouse PATH", code=Reason.SPEC_MISSING)
-    if not path.exists():
+    from sdcflow.warehouse.warehouse import warehouse_exists
+
+    if not warehouse_exists(path):
         if warehouse:  # named by hand: a mistyped path must not read as "no runs"
             raise InputError(
                 f"no warehouse at {path}; check the path (a spec's warehouse before its first "
@@ -467,10 +485,18 @@ def _runner_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose refusal is one line, as every other bad input's (exit 2), with
+    where to read the usage instead of the usage itself."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (`{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sdcflow import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sdcflow", description="Statistical disclosure control releases with Prefect."
     )
     parser.add_argument("--version", action="version", version=f"sdcflow {__version__}")
@@ -582,6 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command has returned, the process ends without tearing down its modules (see
     :func:`_end_process`).
     """
+    if argv is None:
+        _in_utf8_mode()
     try:
         code = _main(argv)
     finally:
@@ -591,6 +619,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         _end_process(code)
     return code
+
+
+def _in_utf8_mode() -> None:
+    """Run again in Python's UTF-8 mode when the locale's file names are ASCII (``LC_ALL=C``
+    or ``POSIX`` with ``PYTHONUTF8=0``): a spec's names are Unicode text, and an accented
+    source or folder name could not be encoded (``UnicodeEncodeError``, exit 3) in whatever
+    step first touched it. The command line's own bytes are handed on as they came."""
+    import codecs
+
+    if sys.flags.utf8_mode or not sys.executable:
+        return
+    if codecs.lookup(sys.getfilesystemencoding()).name != "ascii":
+        return
+    os.execv(sys.executable, [sys.executable, "-X", "utf8", *sys.orig_argv[1:]])
 
 
 def _end_process(code: int) -> None:

@@ -68,7 +68,7 @@ def prune(args: argparse.Namespace) -> int:
         expired,
         sweep_compactions,
     )
-    from sdcflow.warehouse.warehouse import Warehouse, check_warehouse_file
+    from sdcflow.warehouse.warehouse import Warehouse, check_warehouse_file, warehouse_exists
 
     release = args.release
     options = {"keep_last": args.keep_last, "keep_days": args.keep_days}
@@ -88,7 +88,7 @@ def prune(args: argparse.Namespace) -> int:
         path, policy = Path(args.warehouse), Policy(**options, keep_refused=args.keep_refused)
     else:
         raise InputError("give a spec file or --warehouse PATH", code=Reason.SPEC_MISSING)
-    if not path.exists():
+    if not warehouse_exists(path):
         if args.warehouse:  # named by hand: a mistyped path must not read as "nothing to do"
             raise InputError(
                 f"no warehouse at {path}; check the path (a spec's warehouse before its first "

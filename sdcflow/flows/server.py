@@ -302,6 +302,15 @@ def _startup_failure(code: int, log: bytes) -> str:
             "the database settings to use PREFECT_HOME's), or set PREFECT_API_URL to a "
             "server of the newer Prefect"
         )
+    if any("unable to open database file" in line for line in causes):
+        database, in_home = _database()
+        if in_home:  # a read-only or full HOME, without PREFECT_HOME: say which folder
+            return (
+                f"Prefect's API server could not start: it cannot write its database in the "
+                f"Prefect home {database} (read-only, full or not there); set PREFECT_HOME to "
+                "a folder it can write (e.g. PREFECT_HOME=/tmp/prefect-sdcflow), or "
+                "PREFECT_API_URL to a running server"
+            )
     last = causes[-1] if causes else (lines[-1].strip() if lines else "")
     return f"Prefect's API server exited with code {code} while starting" + (
         f": {_redacted(last)[:300]}" if last else ""

@@ -22,6 +22,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -123,6 +124,8 @@ def _split_key_declarations(data: Any) -> Any:
     mappings' declarations to ``key_types``."""
     if not isinstance(data, dict) or not isinstance(data.get("quasi_identifiers"), list):
         return data
+    if not isinstance(data.get("key_types") or {}, dict):
+        return data  # pydantic names key_types and the mapping it takes
     names, declared = [], dict(data.get("key_types") or {})
     for item in data["quasi_identifiers"]:
         if isinstance(item, dict):
@@ -336,6 +339,11 @@ class ReleaseSpec(SpecModel):
         if not isinstance(value, dict) or "name" not in value:
             raise ValueError("give a mapping with a `name`, e.g. {name: mdav, k: 5}")
         name = value["name"]
+        if not isinstance(name, str):  # a list or mapping cannot even be looked up
+            raise _NestedError(
+                f"give the method's name as text, one of {', '.join(sorted(METHODS))}",
+                "name",
+            )
         if name not in METHODS:
             raise ValueError(f"unknown method {name!r}; choose one of {', '.join(sorted(METHODS))}")
         try:
@@ -344,6 +352,18 @@ class ReleaseSpec(SpecModel):
             raise _NestedError(
                 _join_errors(e, model=METHODS[name].params), error_field(e)
             ) from None
+
+    @field_validator("dask")
+    @classmethod
+    def _dask_needs_its_runner(cls, value: DaskSettings, info: ValidationInfo) -> DaskSettings:
+        # as --dask-address with --runner local: the settings would be dropped without a word
+        if info.data.get("runner") == "local" and (value.workers or value.address) is not None:
+            given = "dask.address" if value.address is not None else "dask.workers"
+            raise ValueError(
+                f"{given} sets up the Dask runner and `runner:` is local (the default); set "
+                "`runner: dask`, or drop `dask:`"
+            )
+        return value
 
     @field_validator("missing_values")
     @classmethod

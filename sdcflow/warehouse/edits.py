@@ -16,6 +16,7 @@ from typing import Protocol
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.warehouse.sql import quote_identifier
@@ -94,6 +95,29 @@ def _explain(
         "of the columns the rules read",
         code=Reason.RULE_EVALUATION,
     ) from e
+
+
+def check_evaluable(data: pa.Table, compiled: Sequence[CompiledRule]) -> None:
+    """Evaluate every rule on the source as read (in memory; nothing is written), as the
+    raw stage of a run will: a rule DuckDB cannot evaluate on these columns -- a binder
+    error, or a conversion such as ``d == 'yesterday'`` on a DATE column, which DuckDB raises
+    only when it reads a row -- is an :class:`InputError` (``rule-evaluation``) before a run
+    exists, not a failed run with a warehouse and a report folder behind it.
+    """
+    if not compiled:
+        return
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("src", data)
+        for first in range(0, len(compiled), RULES_PER_QUERY):
+            part = compiled[first : first + RULES_PER_QUERY]
+            counts = [f"count({c.value_sql}), count({c.holds_sql})" for c in part]
+            try:
+                con.execute(f"SELECT {', '.join(counts)} FROM src").fetchone()
+            except duckdb.Error as e:
+                _explain(con, "src", part, e)
+    finally:
+        con.close()
 
 
 def evaluate_rules(

@@ -63,6 +63,13 @@ def read_source(
             f"source {source} has duplicate column names {dupes}; rename them",
             code=Reason.SOURCE_COLUMNS,
         )
+    _refuse_names_alike(source, header)
+    if suffix == ".csv" and not any(name.strip() for name in header) and _blank(source):
+        # DuckDB reads blank lines as records of one column, `column0`, that the spec lacks
+        raise InputError(
+            f"source file {source} holds only blank lines; it needs a header and records",
+            code=Reason.SOURCE_EMPTY,
+        )
     tokens = sorted({"", *missing_values}) if missing_values else None
     if suffix == ".csv":
         # The header is line 1 and the delimiter is its, so that the duplicate-name and
@@ -76,8 +83,27 @@ def read_source(
     else:
         reader, params = "read_parquet(?)", [str(source)]
     con = duckdb.connect(":memory:")
+    line_size: int | None = None  # DuckDB's line limit raised for a long line
     try:
-        relation = con.sql(f"SELECT * FROM {reader}", params=params)
+        try:
+            relation = con.sql(f"SELECT * FROM {reader}", params=params)
+        except duckdb.InvalidInputException as e:
+            if suffix != ".csv" or "Maximum line size" not in str(e):
+                raise
+            # DuckDB's 2 MB line limit, reported at "Line: 1" whatever the line: read a
+            # longer line as it is, name one over sdcflow's own limit
+            line, size = _longest_line(source)
+            if size > MAX_LINE_BYTES:
+                raise InputError(
+                    f"{source}: line {line} is {size / 2**20:.0f} MiB long, more than the "
+                    f"{MAX_LINE_BYTES // 2**20} MiB a line may have; store such values "
+                    "elsewhere (a Parquet source, or a file per record)",
+                    code=Reason.SOURCE_FORMAT,
+                ) from None
+            line_size = size + 1
+            reader = f"{reader[:-1]}, max_line_size=?)"
+            params = [*params, line_size]
+            relation = con.sql(f"SELECT * FROM {reader}", params=params)
         typed = dict(zip(relation.columns, map(str, relation.types), strict=True))
         # Integers beyond 64 bits are identifiers, not quantities; as numbers they reached
         # pandas as floats, and a kept 20-digit id was published as 1.0000000000000002e+19
@@ -86,7 +112,7 @@ def read_source(
             # and numbers DuckDB reads other than as written: 0x0007 came out 7, -0444 -444
             numbers = [c for c, t in typed.items() if is_numeric_type(t) and t not in _WIDE]
             numbers = [c for c in numbers if columns is None or c in columns]
-            text += _not_as_written(con, source, delimiter, tokens, numbers)
+            text += _not_as_written(con, source, delimiter, tokens, numbers, line_size)
         if text:
             relation = con.sql(
                 f"SELECT * FROM {reader[:-1]}, types=?)",
@@ -122,6 +148,47 @@ def read_source(
     if data.num_rows == 0:
         raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
     return data
+
+
+MAX_LINE_BYTES = 1 << 30  # a CSV line (one record) sdcflow reads: 1 GiB
+
+
+def _longest_line(source: Path) -> tuple[int, int]:
+    """``(line number, bytes)`` of the longest line of ``source`` (the first of them),
+    streamed; a quoted line break counts as one, which only makes a line shorter."""
+    best = (0, 0)
+    with source.open("rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if len(line) > best[1]:
+                best = (number, len(line))
+    return best
+
+
+def _blank(source: Path) -> bool:
+    """Whether ``source`` holds nothing but white space (streamed, stops at the first byte
+    that is not)."""
+    with source.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            if chunk.strip():
+                return False
+    return True
+
+
+def _refuse_names_alike(source: Path, header: Sequence[str]) -> None:
+    """Refuse column names that differ only in case or surrounding spaces (``Turnover``,
+    ``turnover``, ``turnover ``): DuckDB does not tell them apart and renames the second
+    (``turnover_1``), and the spec would then name a column the file does not have."""
+    seen: dict[str, str] = {}
+    for name in header:
+        folded = name.strip().casefold()
+        if folded in seen and seen[folded] != name:
+            raise InputError(
+                f"source {source} has columns {seen[folded]!r} and {name!r}, which differ only "
+                "in case or spaces and which DuckDB reads as one name; rename one of them",
+                code=Reason.SOURCE_COLUMNS,
+                field=name,
+            )
+        seen.setdefault(folded, name)
 
 
 def read_source_hashed(
@@ -187,6 +254,7 @@ def _not_as_written(
     delimiter: str,
     tokens: list[str] | None,
     columns: Sequence[str],
+    line_size: int | None = None,
 ) -> list[str]:
     """The ``columns`` of a CSV (typed numbers by DuckDB) holding a value that DuckDB reads
     as a number other than as written (see ``_NOT_AS_WRITTEN``): read as text, they are
@@ -203,8 +271,10 @@ def _not_as_written(
             "), false)"
         )
     reader = "read_csv(?, header=true, delim=?, skip=0, all_varchar=true"
-    reader += ", nullstr=?)" if tokens else ")"
+    reader += ", nullstr=?" if tokens else ""
+    reader += ", max_line_size=?)" if line_size else ")"
     params: list[Any] = [str(source), delimiter, *([tokens] if tokens else [])]
+    params += [line_size] if line_size else []
     flags = con.execute(f"SELECT {', '.join(exprs)} FROM {reader}", params).fetchall()[0]
     return [c for c, flag in zip(columns, flags, strict=True) if flag]
 
@@ -691,6 +761,18 @@ def is_numeric_type(duckdb_type: str) -> bool:
 def is_integer_type(duckdb_type: str) -> bool:
     """Whether a DuckDB type name is an integer type (signed or unsigned)."""
     return duckdb_type.upper() in _INTEGER
+
+
+_UNWRITABLE = ("STRUCT", "MAP", "UNION", "BLOB", "BYTEA", "BINARY", "VARBINARY", "BIT")
+
+
+def csv_unwritable(duckdb_type: str) -> bool:
+    """Whether a column of this DuckDB type has no faithful CSV field: a list or array, a
+    struct, map or union (nested values), a blob or bit string (bytes that need not be
+    text). The release writes ``data.csv`` beside ``data.parquet``, so such a column cannot be
+    published as it is."""
+    t = duckdb_type.upper()
+    return "[" in t or t.startswith(_UNWRITABLE)
 
 
 def key_kind(duckdb_type: str) -> str | None:

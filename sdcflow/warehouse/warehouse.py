@@ -111,6 +111,24 @@ def _kind_of(columns: set[str]) -> str:
     return "sdcflow" if _AUDIT_COLUMNS <= columns else "foreign"
 
 
+def warehouse_exists(path: Path) -> bool:
+    """Whether something is at ``path``; a path that cannot be looked at (a folder of it not
+    searchable: ``/proc/1/cwd``) is ``InputError`` (``WAREHOUSE``), not ``PermissionError``
+    from inside the command (exit 3)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return os.path.islink(path)
+    except OSError as e:
+        raise InputError(
+            f"cannot look at warehouse {path} ({e.strerror}); check the path and the "
+            "permissions of its folders",
+            code=Reason.WAREHOUSE,
+            field="warehouse",
+        ) from None
+    return True
+
+
 def check_warehouse_file(path: Path) -> None:
     """Refuse, before a run, a warehouse path that cannot be a DuckDB database: a folder, a
     file that is not a DuckDB database (by its header, without opening it), or a place that
@@ -434,6 +452,11 @@ class Warehouse:
                 con = duckdb.connect(str(self.path), read_only=read_only)
                 break
             except duckdb.Error as e:
+                if isinstance(e, duckdb.OutOfMemoryException) or "Out of Memory" in str(e):
+                    # the process's memory, not the file: no advice to point elsewhere (exit 3)
+                    raise MemoryError(
+                        f"out of memory opening warehouse {self.path} ({str(e).splitlines()[0]})"
+                    ) from e
                 if not _lock_conflict(e):
                     if is_damage(e):
                         raise  # said as such by connect()

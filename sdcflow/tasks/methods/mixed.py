@@ -418,6 +418,22 @@ def _assemble(
     return pd.DataFrame(cols)
 
 
+def check_relations(
+    frame: pd.DataFrame,
+    keys: Sequence[Key],
+    constraints: LinearConstraints | None,
+    published: pd.DataFrame | None,
+) -> None:
+    """The ``undeclared-relation`` refusal of :func:`mask_keys`, on the records as read: the
+    preflight makes it before a run exists (exit 2, nothing written). ``frame`` holds the
+    numeric keys at least, ``published`` the columns published as they are."""
+    numeric = [k for k in keys if k.kind == "numeric"]
+    recoded, resolved, _ = _recoded(frame[[k.name for k in numeric]], numeric)
+    enc = encode_keys(recoded, resolved)
+    if np.isnan(enc.numeric).any() or (published is not None and published.shape[1]):
+        _refuse_undeclared_relations(enc, constraints, published)
+
+
 def _refuse_undeclared_relations(
     enc: EncodedKeys, constraints: LinearConstraints | None, published: pd.DataFrame | None
 ) -> None:

@@ -37,6 +37,7 @@ References
 from __future__ import annotations
 
 import csv
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -47,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.limits import MAX_RULES_FILE_BYTES, read_bounded
 
 Kind = Literal["bins", "map", "hierarchy"]
 Closed = Literal["right", "left"]
@@ -148,13 +150,28 @@ def load_hierarchy(path: str | Path) -> dict[str, tuple[str, ...]]:
     leaf listed twice.
     """
     path = Path(path)
-    if not path.is_file():
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as e:  # a link loop, a path through a file, no permission on a folder
         raise InputError(
-            f"hierarchy file {path} does not exist; check `recode:` in the spec",
+            f"hierarchy file {path} cannot be opened ({e.strerror}); check `recode:` in the spec",
+            code=Reason.SPEC_FIELD,
+        ) from None
+    if mode is None or not stat.S_ISREG(mode):
+        # a folder or a device (/dev/zero) is there, but it is not a file to read
+        what = (
+            "does not exist" if mode is None
+            else "is a folder" if stat.S_ISDIR(mode)
+            else "is not a regular file (a device, pipe or socket)"
+        )  # fmt: skip
+        raise InputError(
+            f"hierarchy file {path} {what}; name an ARX hierarchy file (CSV) in `recode:`",
             code=Reason.SPEC_FIELD,
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_RULES_FILE_BYTES, what="hierarchy file")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(
             f"hierarchy file {path} is not readable UTF-8 text", code=Reason.SPEC_FIELD

@@ -10,6 +10,7 @@ before and after.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,8 +47,35 @@ def weights(spec: ReleaseSpec, frame: pd.DataFrame) -> np.ndarray | None:
 
 
 def keep_columns(spec: ReleaseSpec, frame: pd.DataFrame) -> pd.DataFrame | None:
-    """The ``keep`` columns as published (unchanged), or None."""
-    return frame[spec.keep].reset_index(drop=True) if spec.keep else None
+    """The ``keep`` columns as counted, or None: as published (unchanged), a nested value
+    (a list, array or mapping, which cannot be hashed) by a canonical text of it, so that
+    equal values count as equal."""
+    if not spec.keep:
+        return None
+    keep = frame[spec.keep].reset_index(drop=True)
+    return keep.apply(_hashable) if len(keep) else keep
+
+
+def _hashable(column: pd.Series) -> pd.Series:
+    """``column``, or its nested values (lists, arrays, mappings) as canonical JSON text (keys
+    sorted, arrays as lists, bytes as hex); a missing value stays missing."""
+    if column.dtype != object or not column.map(_nested).any():
+        return column
+    return column.map(lambda v: json.dumps(v, sort_keys=True, default=_plain) if _nested(v) else v)
+
+
+def _nested(value: object) -> bool:
+    return isinstance(value, list | tuple | dict | np.ndarray)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
 
 
 def _risk_histogram(risk: np.ndarray) -> dict[str, list[float]]:

@@ -26,7 +26,7 @@ from prefect import get_run_logger, task
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from sdcflow.errors import InputError, Reason, RuleError
-from sdcflow.expectations.compile import linear_rows, strict_rows
+from sdcflow.expectations.compile import compile_rule, linear_rows, strict_rows
 from sdcflow.expectations.feasibility import FeasibilityReport, check_feasible
 from sdcflow.expectations.rules import (
     Chain,
@@ -46,6 +46,7 @@ from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.methods.box import check_box_columns, check_box_values
 from sdcflow.tasks.methods.keys import Key, as_text, numeric_keys
+from sdcflow.tasks.methods.mixed import check_relations
 from sdcflow.tasks.recoding.recode import (
     Recoding,
     hierarchy_from_rows,
@@ -59,6 +60,7 @@ from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
 from sdcflow.tasks.steps.scale import check_cluster, check_runner
 from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
 from sdcflow.tasks.validation import check_cell_size, check_resolution
+from sdcflow.warehouse.edits import check_evaluable
 from sdcflow.warehouse.publish import (
     check_release_paths,
     check_release_target,
@@ -66,6 +68,7 @@ from sdcflow.warehouse.publish import (
     enclosing_release,
 )
 from sdcflow.warehouse.sources import (
+    csv_unwritable,
     first_record,
     inexact_csv_numbers,
     is_integer_type,
@@ -230,6 +233,9 @@ def plan_release(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
         hard = [r for r in rules if r.severity == "error"]
         constraints = linear_constraints(hard, numeric_keys(keys))
         check_rules_checkable(spec, rules)
+        # what DuckDB meets only on reading rows (a text constant cast to a date column)
+        check_evaluable(data, [compile_rule(r) for r in rules])
+    check_undeclared_relations(spec, data, keys, constraints)
     return ReleasePlan(
         spec=spec,
         profile=profile,
@@ -240,6 +246,23 @@ def plan_release(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
         resolved_keys=keys,
         source_sha256=source_sha256,
     )
+
+
+def check_undeclared_relations(
+    spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key], constraints: LinearConstraints | None
+) -> None:
+    """Refuse (``undeclared-relation``, exit 2) numeric keys with missing values, or columns
+    published as they are, that a linear relation no error rule declares ties to the masked
+    keys: found on the records as read, before a run exists. The mask step makes the same
+    check on the records after repair, which moves only the records that break a rule."""
+    numbers = [k.name for k in keys if k.kind == "numeric"]
+    weight = [spec.weight_column] if spec.weight_column else []
+    as_is = [c for c in (*spec.keep, *spec.sensitive) if c not in spec.fuzzy_map]
+    published = [c for c in dict.fromkeys([*as_is, *weight]) if c in data.column_names]
+    if not numbers or (not published and not any(data.column(c).null_count for c in numbers)):
+        return
+    frame = data.select(list(dict.fromkeys([*numbers, *published]))).to_pandas()
+    check_relations(frame[numbers], keys, constraints, frame[published] if published else None)
 
 
 def check_contradictions(spec: ReleaseSpec) -> None:
@@ -423,6 +446,18 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table | N
             field=ROW_ID,
         )
     unchanged = [*spec.keep, *spec.sensitive]
+    nested = [c for c in unchanged if csv_unwritable(types[c])]
+    if nested:  # published unchanged, it would reach data.csv as a Python repr
+        name = nested[0]
+        role = "keep" if name in spec.keep else "sensitive"
+        kind = types[name].split("(")[0]
+        raise InputError(
+            f"{src}: column {name} (`{role}:`) is of type {kind}, which a CSV field "
+            f"cannot hold, and the release writes data.csv beside data.parquet; drop it from "
+            f"`{role}:`, or store it in the source as text (JSON, hex)",
+            code=Reason.COLUMN_TYPE,
+            field=name,
+        )
     inexact = {c: profile.inexact_decimals[c] for c in unchanged if profile.inexact_decimals.get(c)}
     if inexact:  # published "unchanged", they would be published as the nearest floats
         name, count = next(iter(inexact.items()))

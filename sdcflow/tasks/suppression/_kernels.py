@@ -43,17 +43,19 @@ def assign_levels(
     Level L = 0, 1, ..., ``levels`` makes the pairs of cost <= L *active*. The potential of a
     target is the records released with it (``base``: the safe records equal to it, and the
     classes assigned to it) plus the records of the unassigned classes with an active pair to
-    it. Targets are opened in order of decreasing potential (ties: lower ``tie``, the less
-    important keys blank) while one of at least k is left; opening assigns every unassigned
-    class with an active pair to it, and takes those records off the potentials of their
-    other targets (a heap with lazy updates: potentials only fall). Then every unassigned
-    class with an active pair to an open target joins the cheapest one. Last, a target short
-    of k is completed by *donors* (records of safe classes beyond their k, each suppressing
-    the values its row has and the target lacks, cost at most L) when they cost fewer
-    suppressions than its candidates would pay one level up at least (``w (L + 1 - cost)``
-    summed; at the last level, whatever they cost): targets with the most records first. A
-    class that no level assigns is left at -1 (the all-blank row short of k records: the
-    caller adds donors).
+    it. Targets are opened in order of increasing potential, at least k (a target barely
+    reaching k wastes no candidate; ties: lower ``tie``, the less important keys blank): the
+    candidates that could open the fewest other targets are assigned to it until it holds k,
+    and taken off the potentials of their other targets (a heap, an entry pushed again
+    whenever a potential falls). Then every unassigned class with an active pair to an open
+    target joins the cheapest one. Last, a target short of k is completed, targets with the
+    most records first, by classes released with a target of more than k that reach it for
+    no more suppressions, and by *donors* (records of safe classes beyond their k, each
+    suppressing the values its row has and the target lacks, cost at most L), when they cost
+    fewer suppressions than its candidates would pay one level up at least
+    (``w (L + 1 - cost)`` summed; at the last level, whatever they cost). A class that no
+    level assigns is left at -1 (the all-blank row short of k records: the caller adds
+    donors).
 
     Parameters
     ----------
@@ -99,6 +101,9 @@ def assign_levels(
     pot = np.zeros(m, dtype=np.int64)
     given = np.zeros(donor_target.size, dtype=np.int64)
     take = np.zeros(donor_target.size, dtype=np.int64)
+    options = np.zeros(u, dtype=np.int64)
+    order_c = np.zeros(u, dtype=np.int64)
+    order_key = np.zeros(u, dtype=np.int64)
     for level in range(levels + 1):
         pot[:] = base
         for c in range(u):
@@ -113,15 +118,31 @@ def assign_levels(
             if base[t] < k <= pot[t]:
                 heap.append((pot[t], tie[t], np.int64(t)))
         heapq.heapify(heap)
+        for c in range(u):  # targets a class could open at this level
+            options[c] = 0
+            if assigned[c] < 0:
+                for q in range(class_ptr[c], class_ptr[c + 1]):
+                    if pair_cost[q] <= level and pot[pair_target[q]] >= k:
+                        options[c] += 1
         while heap:
             p, _, t = heapq.heappop(heap)
             if base[t] >= k or p != pot[t]:  # open, or stale: pushed again when it fell
                 continue
+            # the candidates with the fewest other targets first, until t holds k: the
+            # others join an open target at the level's end, and help open others meanwhile
+            got = 0
             for r in range(target_ptr[t], target_ptr[t + 1]):
                 q = target_pairs[r]
                 c = pair_class[q]
-                if pair_cost[q] > level or assigned[c] >= 0:
-                    continue
+                if pair_cost[q] <= level and assigned[c] < 0:
+                    order_c[got] = c
+                    order_key[got] = options[c] * (levels + 2) + pair_cost[q]
+                    got += 1
+            sequence = np.argsort(order_key[:got], kind="mergesort")
+            for i in range(got):
+                if base[t] >= k:
+                    break
+                c = order_c[sequence[i]]
                 assigned[c] = t
                 base[t] += weight[c]
                 for q2 in range(class_ptr[c], class_ptr[c + 1]):
@@ -150,19 +171,28 @@ def assign_levels(
         _complete(
             level, levels, weight, class_ptr, pair_target, pair_cost, target_ptr, target_pairs,
             pair_class, tie, k, assigned, base, pot, donor_cost, target_donor_ptr,
-            target_donors, donor_class, surplus, own_target, given, take,
+            target_donors, donor_class, surplus, own_target, given, take, order_c,
         )  # fmt: skip
     return assigned, base, given
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _cost_to(c, t, class_ptr, pair_target, pair_cost):  # fmt: skip
+    """The suppressions class c pays for target t."""
+    for q in range(class_ptr[c], class_ptr[c + 1]):
+        if pair_target[q] == t:
+            return pair_cost[q]
+    return -1
 
 
 @nb.njit(cache=True, nogil=True)
 def _complete(
     level, levels, weight, class_ptr, pair_target, pair_cost, target_ptr, target_pairs, pair_class,
     tie, k, assigned, base, pot, donor_cost, target_donor_ptr, target_donors, donor_class,
-    surplus, own_target, given, take,
+    surplus, own_target, given, take, mover,
 ):  # fmt: skip
     """The donor step of :func:`assign_levels` at one level (arguments as there; ``pot``
-    is scratch, ``take`` scratch of the donor moves' size)."""
+    is scratch, ``take`` scratch of the donor moves' size, ``mover`` of the classes')."""
     m = base.size
     pot[:] = 0
     for c in range(weight.size):
@@ -190,11 +220,30 @@ def _complete(
             q = target_pairs[r]
             if pair_cost[q] <= level and assigned[pair_class[q]] < 0:
                 saving += weight[pair_class[q]] * (level + 1 - pair_cost[q])
-        # the cheapest donors, by cost then by surplus
-        lo = target_donor_ptr[t]
-        hi = target_donor_ptr[t + 1]
+        # classes already released with a target of more than k that reach t for no more
+        # than they pay there move for free
         cost = 0
         got = 0
+        movers = 0
+        for r in range(target_ptr[t], target_ptr[t + 1]):
+            if got >= need:
+                break
+            q = target_pairs[r]
+            c = pair_class[q]
+            t0 = assigned[c]
+            if pair_cost[q] > level or t0 < 0 or t0 == t or base[t0] - weight[c] < k:
+                continue
+            now = _cost_to(c, t0, class_ptr, pair_target, pair_cost)
+            if pair_cost[q] > now:
+                continue
+            mover[movers] = c
+            movers += 1
+            got += weight[c]
+            cost += (pair_cost[q] - now) * weight[c]
+            base[t0] -= weight[c]  # held back while t is tried
+        # then the cheapest donors of the safe classes
+        lo = target_donor_ptr[t]
+        hi = target_donor_ptr[t + 1]
         for cmax in range(1, level + 1):
             for r in range(lo, hi):
                 e = target_donors[r]
@@ -211,7 +260,12 @@ def _complete(
         if got < need or (cost >= saving and level < levels):
             for r in range(lo, hi):
                 take[target_donors[r]] = 0
+            for i in range(movers):
+                base[assigned[mover[i]]] += weight[mover[i]]
             continue
+        for i in range(movers):
+            assigned[mover[i]] = t
+            base[t] += weight[mover[i]]
         for r in range(lo, hi):
             e = target_donors[r]
             if take[e] > 0:

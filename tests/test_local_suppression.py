@@ -287,3 +287,58 @@ def test_a_code_beyond_int32_is_refused_not_read_as_missing():
     with pytest.raises(DataError, match="below 2\\*\\*31"):
         frequencies(np.array([[2**31, 0], [0, 0]], dtype=np.int64))
     assert frequencies(np.array([[2**31 - 1, 0], [0, 0]], dtype=np.int64)).tolist() == [1, 1]
+
+
+def test_the_unique_code_of_issue_40_is_protected_through_the_method():
+    # 3,000 records, a code unique per record and two categorical keys: the method releases
+    # no code (every record would be alone with its own), and every class of identical
+    # released rows holds at least 5 records.
+    import pandas as pd
+
+    from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+    from sdcflow.tasks.methods import LocalSuppressionParams
+    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.tasks.methods.mixed import mask_keys
+
+    rng = np.random.default_rng(40)
+    n = 3000
+    frame = pd.DataFrame(
+        {
+            "code": [f"c{i:05d}" for i in range(n)],
+            "sex": rng.choice(["F", "M"], n),
+            "region": rng.choice(list("abc"), n),
+        }
+    )
+    keys = [Key("code", "nominal"), Key("sex", "nominal"), Key("region", "nominal")]
+    result = mask_keys(frame, keys, LocalSuppressionParams(k=5), rng)
+    released = result.released_identifiers
+    assert released["code"].isna().all()
+    assert equivalence_class_sizes(released).min() >= 5
+    assert result.details["categorical_values_suppressed"]["code"] == n
+
+
+def test_mixed_keys_give_identical_rows_over_all_keys():
+    # strata of identical categorical rows, MDAV groups of >= k inside each (a stratum of
+    # k to 2k - 1 records one group): every released row over all keys is shared by >= k
+    import pandas as pd
+
+    from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+    from sdcflow.tasks.methods import MdavParams
+    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.tasks.methods.mixed import mask_keys
+
+    rng = np.random.default_rng(7)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, n),
+            "sex": rng.choice(["F", "M"], n),
+            "region": rng.choice(list("abcdefg"), n, p=[0.4, 0.2, 0.15, 0.1, 0.1, 0.04, 0.01]),
+        }
+    )
+    frame.loc[rng.random(n) < 0.05, "region"] = None
+    keys = [Key("age", "numeric", decimals=0, integer=True)]
+    keys += [Key("sex", "nominal"), Key("region", "nominal")]
+    for k in (3, 5):
+        result = mask_keys(frame, keys, MdavParams(k=k), rng)
+        assert equivalence_class_sizes(result.released_identifiers).min() >= k

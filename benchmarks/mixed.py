@@ -29,11 +29,14 @@ keys against the true (recoded) keys:
 * ``records below k, shared convention`` — records matched by fewer than k released rows, a
   blank matching any value (sdcMicro's ``freqCalc``);
 * ``records in identical classes < k`` — records whose released row fewer than k rows equal;
-* ``unsafe before, published unchanged`` — records in a class below k before (identical rows)
-  released with every key as it was;
+* ``unsafe before, published unchanged`` — records below k before, under the shared
+  convention (the count issue 40 quotes) and in a class of identical rows below k, released
+  with every key as it was;
 * ``records with < k consistent rows`` — records for which fewer than k released rows are
-  consistent with their true keys (on every key blank, or equal to the true value): the
-  candidates an intruder who knows them is left with;
+  consistent with their true keys (on every key blank, or equal to the true value, a true
+  missing value equal only to a blank): the candidates an intruder who knows them is left
+  with; and the same for an intruder who does not know a record's missing values (any
+  released value consistent with them: the count issue 40 quotes for sdcMicro, 1,613);
 * ``expected re-identifications`` — the sum of sdcMicro's individual risks with the fnlwgt
   weights (:func:`sdcflow.tasks.measures.risk.individual_risk`), frequencies counted over
   identical rows, and under the shared convention
@@ -111,37 +114,52 @@ def true_keys(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     return out
 
 
+def _canonical(values: pd.Series) -> pd.Series:
+    """Numbers where every value present reads as one (40, "40" and 40.0 alike: sdcMicro's
+    file is read as text), else text; missing values None."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().sum() == values.notna().sum():
+        return numbers.astype(object).where(numbers.notna(), None)
+    return (
+        values.astype(object).where(values.notna(), None).map(lambda v: v if v is None else str(v))
+    )
+
+
 def _joint_codes(true: pd.DataFrame, released: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Codes of the true and released keys, equal values equal codes, -1 missing: (n, d) x 2."""
     n = len(true)
     T = np.empty(true.shape, dtype=np.int32)
     R = np.empty(true.shape, dtype=np.int32)
     for j, c in enumerate(true.columns):
-        a, b = true[c].to_numpy(dtype=object), released[c].to_numpy(dtype=object)
-        numeric = pd.api.types.is_numeric_dtype(released[c])
-        if numeric:  # 40 and 40.0 alike
-            a = pd.to_numeric(pd.Series(a), errors="coerce").to_numpy(dtype=object)
-            b = pd.to_numeric(pd.Series(b), errors="coerce").to_numpy(dtype=object)
-        both = pd.Series(np.concatenate([a, b])).where(lambda s: s.notna(), None)
-        codes = pd.factorize(both, use_na_sentinel=True)[0]
+        both = pd.concat([true[c], released[c]], ignore_index=True)
+        codes = pd.factorize(_canonical(both), use_na_sentinel=True)[0]
         T[:, j], R[:, j] = codes[:n], codes[n:]
     return T, R
 
 
-def consistent_rows(T: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """For every record, the released rows consistent with its true keys (every key blank in
-    the row, or equal to the true value). One join per pattern of blanks. (n, d) -> (n,)."""
+def consistent_rows(T: np.ndarray, R: np.ndarray, *, unknown_missing: bool = False) -> np.ndarray:
+    """For every record, the released rows consistent with its true keys: on every key blank
+    in the row, or equal to the true value (a true missing value equal only to a blank; with
+    ``unknown_missing``, consistent with any value, an intruder not knowing it). One join per
+    pair of patterns of blanks. (n, d) -> (n,)."""
     n = T.shape[0]
     out = np.zeros(n, dtype=np.int64)
-    pattern = row_ids((R < 0).astype(np.int32))
-    for p in np.unique(pattern):
-        rows = np.flatnonzero(pattern == p)
-        keep = R[rows[0]] >= 0
-        if not keep.any():
-            out += rows.size
-            continue
-        ids = row_ids(np.concatenate([T[:, keep], R[rows][:, keep]]) + 1)
-        out += np.bincount(ids[n:], minlength=int(ids.max()) + 1)[ids[:n]]
+    released = row_ids((R < 0).astype(np.int32))
+    known = row_ids((T < 0).astype(np.int32)) if unknown_missing else np.zeros(n, np.int64)
+    for a in np.unique(known):
+        mine = np.flatnonzero(known == a)
+        for p in np.unique(released):
+            rows = np.flatnonzero(released == p)
+            keep = R[rows[0]] >= 0
+            if unknown_missing:
+                keep &= T[mine[0]] >= 0
+            if not keep.any():
+                out[mine] += rows.size
+                continue
+            ids = row_ids(np.concatenate([T[mine][:, keep], R[rows][:, keep]]) + 1)
+            out[mine] += np.bincount(ids[mine.size :], minlength=int(ids.max()) + 1)[
+                ids[: mine.size]
+            ]
     return out
 
 
@@ -156,12 +174,18 @@ def table(
     unsafe = np.bincount(before)[before] < k
     F = np.bincount(ids, weights=weights)[ids]
     f_shared, _ = match_counts(released)
+    f_before, _ = match_counts(true)
+    unchanged = (T == R).all(axis=1)
     return {
         "suppressed": int(((T >= 0) & (R < 0)).sum()),
         "below_k_shared": int((f_shared < k).sum()),
         "identical_below_k": int((sizes < k).sum()),
-        "unsafe_unchanged": int((unsafe & (T == R).all(axis=1)).sum()),
+        "unsafe_unchanged": int((unsafe & unchanged).sum()),
+        "unsafe_shared_unchanged": int(((f_before < k) & unchanged).sum()),
         "consistent_below_k": int((consistent_rows(T, R) < k).sum()),
+        "consistent_below_k_unknown_missing": int(
+            (consistent_rows(T, R, unknown_missing=True) < k).sum()
+        ),
         "risk_identical": math.fsum(individual_risk(sizes, F)),
         "risk_shared": risk_summary(released, weights).expected_reidentifications,
         "k_identical": int(sizes.min()),
@@ -232,8 +256,10 @@ ROWS = [
     ("suppressed values", "suppressed"),
     ("records below k, shared convention", "below_k_shared"),
     ("records in identical classes < k", "identical_below_k"),
-    ("unsafe before, published unchanged", "unsafe_unchanged"),
+    ("unsafe before (shared), published unchanged", "unsafe_shared_unchanged"),
+    ("unsafe before (identical), published unchanged", "unsafe_unchanged"),
     ("records with < k consistent rows", "consistent_below_k"),
+    ("  the same, a true missing value unknown", "consistent_below_k_unknown_missing"),
     ("expected re-identifications, identical rows", "risk_identical"),
     ("expected re-identifications, shared convention", "risk_shared"),
     ("wall seconds", "wall_seconds"),
@@ -264,6 +290,7 @@ def adult(csv: str, k: int, variants: list[str]) -> None:
         tools["sdcflow"] = {**table(true, released, weights, k), **extra}
         if name == "age_numeric":  # a released mean is not a true age: no equality to count
             tools["sdcflow"]["consistent_below_k"] = None
+            tools["sdcflow"]["consistent_below_k_unknown_missing"] = None
         if name == "age_numeric":
             tools["sdcMicro"] = "skipped: localSuppression has no numeric keys"
         elif skip:

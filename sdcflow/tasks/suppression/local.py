@@ -75,9 +75,9 @@ Algorithm = Literal["greedy", "exact"]
 EXACT_MAX_VARIABLES = 20_000
 
 #: The greedy enumerates the subsets of a class's present keys level by level while the
-#: candidate moves stay below this many (all 2^d of them for up to 7 keys and 150,000 unsafe
-#: classes); beyond, only the all-blank row is added.
-MAX_PAIRS = 20_000_000
+#: candidate moves stay below this many (all 2^7 of them for seven keys and up to 46,000
+#: unsafe classes; each move holds a row of codes); beyond, only the all-blank row is added.
+MAX_PAIRS = 6_000_000
 
 
 @dataclass

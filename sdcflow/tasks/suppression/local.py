@@ -172,7 +172,7 @@ def frequencies(codes: np.ndarray) -> np.ndarray:
     return np.bincount(ids)[ids].astype(np.int64)
 
 
-def lower_bound(codes: np.ndarray, k: int, *, max_subsets: int = 256) -> tuple[int, int]:
+def lower_bound(codes: np.ndarray, k: int, *, max_subsets: int = 64) -> tuple[int, int]:
     """Records in classes of fewer than k identical rows, and a lower bound on the fewest
     suppressions that make every class reach k.
 

@@ -1,5 +1,6 @@
-"""Local suppression: the exact solver against brute force, the greedy against the exact
-solver, hand cases, strata, importance."""
+"""Local suppression under identical-row k (a blank equals only a blank): the exact solver
+against brute force, the greedy between the lower bound and the exact minimum, hand cases,
+strata, importance, the unique code of issue 40."""
 
 from __future__ import annotations
 
@@ -14,36 +15,59 @@ from sdcflow.tasks.suppression.local import (
     frequencies,
     importance_rank,
     local_suppression,
+    lower_bound,
     restore,
     strata_suppression,
 )
+
+
+def brute_force_class_sizes(C: np.ndarray) -> np.ndarray:
+    """Records with a row identical to each record's, a blank (-1) equal only to a blank,
+    by comparing every pair."""
+    n = C.shape[0]
+    return np.array([sum(bool((C[i] == C[j]).all()) for j in range(n)) for i in range(n)])
 
 
 @functools.cache
 def _brute_force(table: bytes, shape: tuple[int, int], k: int) -> int:
     C = np.frombuffer(table, dtype=np.int32).reshape(shape)
     n, d = shape
-    cells = [(i, a) for i in range(n) for a in range(d) if C[i, a] >= 0]
-    index = {cell: c for c, cell in enumerate(cells)}
-    masks = np.arange(2 ** len(cells), dtype=np.uint32)  # every set of suppressed values
-    bit = [((masks >> c) & 1).astype(bool) for c in range(len(cells))]
-    f = np.ones((n, masks.size), dtype=np.int16)  # each record matches itself
-    for i, j in itertools.combinations(range(n), 2):
-        match = np.ones(masks.size, dtype=bool)
-        for a in range(d):
-            if C[i, a] >= 0 and C[j, a] >= 0 and C[i, a] != C[j, a]:
-                match &= bit[index[(i, a)]] | bit[index[(j, a)]]
-        f[i] += match
-        f[j] += match
-    feasible = (f >= k).all(axis=0)
-    sizes = np.bitwise_count(masks)
-    return int(sizes[feasible].min())
+    # every record's choices: the sets of its present keys to blank, as (cost, row code)
+    costs, rows = [], []
+    for i in range(n):
+        avail = [a for a in range(d) if C[i, a] >= 0]
+        cs, rs = [], []
+        for t in range(len(avail) + 1):
+            for T in itertools.combinations(avail, t):
+                r = C[i].copy()
+                r[list(T)] = -1
+                cs.append(len(T))
+                rs.append(int(((r + 1) * 4 ** np.arange(d)).sum()))
+        costs.append(np.array(cs))
+        rows.append(np.array(rs))
+    radix = [c.size for c in costs]
+    total = int(np.prod(radix))
+    best = n * d + 1
+    for start in range(0, total, 100_000):
+        idx = np.arange(start, min(total, start + 100_000))
+        cost = np.zeros(idx.size, dtype=np.int64)
+        code = np.empty((idx.size, n), dtype=np.int64)
+        rest = idx
+        for i in range(n):
+            pick = rest % radix[i]
+            rest = rest // radix[i]
+            cost += costs[i][pick]
+            code[:, i] = rows[i][pick]
+        sizes = (code[:, :, None] == code[:, None, :]).sum(axis=2)
+        ok = (sizes >= k).all(axis=1)
+        if ok.any():
+            best = min(best, int(cost[ok].min()))
+    return best
 
 
 def brute_force_fewest(C: np.ndarray, k: int) -> int:
-    """The fewest suppressions making every frequency >= k, over every set of values (2^cells,
-    tiny tables only): record i matches j when, on every key where both hold different
-    values, one of the two is suppressed."""
+    """The fewest suppressions making every class of identical rows >= k, over every choice
+    of blanked keys of every record (2^d per record: tiny tables only)."""
     C = np.ascontiguousarray(C, dtype=np.int32)
     return _brute_force(C.tobytes(), C.shape, int(k))
 
@@ -54,8 +78,16 @@ def random_table(rng: np.random.Generator, n: int, d: int, missing: float = 0.1)
     return C
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_identical_row_counts_match_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    C = random_table(rng, int(rng.integers(1, 40)), int(rng.integers(1, 4)), missing=0.3)
+    C[: C.shape[0] // 3] = C[0]  # some larger classes
+    assert frequencies(C).tolist() == brute_force_class_sizes(C).tolist()
+
+
 @pytest.mark.parametrize("seed", range(12))
-def test_exact_is_the_brute_force_minimum(seed):
+def test_exact_is_the_brute_force_minimum_and_the_bound_is_below_it(seed):
     rng = np.random.default_rng(seed)
     n, d, k = int(rng.integers(5, 8)), int(rng.integers(2, 4)), int(rng.integers(2, 4))
     C = random_table(rng, n, d)
@@ -63,20 +95,23 @@ def test_exact_is_the_brute_force_minimum(seed):
     assert exact.optimal and exact.frequencies.min() >= k
     assert frequencies(exact.codes).tolist() == exact.frequencies.tolist()
     assert exact.total == brute_force_fewest(C, k)
+    assert exact.details["suppression_lower_bound"] <= exact.total
     # only present values are suppressed, and the codes show exactly those
     assert not (exact.suppressed & (C < 0)).any()
     assert ((exact.codes < 0) == ((C < 0) | exact.suppressed)).all()
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_greedy_is_k_anonymous_minimal_and_never_below_the_minimum(seed):
+def test_greedy_is_k_anonymous_minimal_and_above_the_minimum(seed):
     rng = np.random.default_rng(seed)
     n, d, k = int(rng.integers(5, 8)), int(rng.integers(2, 4)), int(rng.integers(2, 4))
     C = random_table(rng, n, d)
     greedy = local_suppression(C, k, algorithm="greedy")
-    assert greedy.frequencies.min() >= k
+    assert brute_force_class_sizes(greedy.codes).min() >= k
     assert frequencies(greedy.codes).tolist() == greedy.frequencies.tolist()
-    assert greedy.total >= brute_force_fewest(C, k)
+    assert greedy.total >= brute_force_fewest(C, k) >= greedy.details["suppression_lower_bound"]
+    assert not (greedy.suppressed & (C < 0)).any()
+    assert ((greedy.codes < 0) == ((C < 0) | greedy.suppressed)).all()
     # minimal: no single suppressed value can be given back
     for i, a in zip(*np.nonzero(greedy.suppressed), strict=True):
         D = greedy.codes.copy()
@@ -84,26 +119,57 @@ def test_greedy_is_k_anonymous_minimal_and_never_below_the_minimum(seed):
         assert frequencies(D).min() < k
 
 
-def test_greedy_on_a_block_suppresses_the_singletons_only():
-    # Sex agrees; ages 1, 2, 3 once each, age 4 twice, age 5 three times; k = 5.
-    # Suppressing the three singleton ages lifts every age class by 3: 2 + 3 >= 5 and
-    # 3 + 3 >= 5, and the three suppressed records match all 8: 3 suppressions, the minimum
-    # (2 would leave class 4 at 2 + 2 < 5; suppressing others instead needs more).
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_against_exact_on_larger_tables(seed):
+    rng = np.random.default_rng(100 + seed)
+    C = random_table(rng, 30, 3, missing=0.05)
+    greedy = local_suppression(C, 3)
+    exact = local_suppression(C, 3, algorithm="exact", time_limit=120)
+    below, bound = lower_bound(C, 3)
+    assert greedy.total >= exact.total >= bound
+    assert exact.frequencies.min() >= 3 and greedy.frequencies.min() >= 3
+    assert greedy.details["records_in_classes_below_k"] == below
+
+
+def test_greedy_on_a_block_blanks_every_age():
+    # Sex agrees; ages 1, 2, 3 once each, age 4 twice, age 5 three times; k = 5. No age
+    # class reaches 5, so every record leaves its row, and the cheapest row 5 records share
+    # is (blank, sex): 8 suppressions, the 8 records below 5 (the bound).
     ages = [1, 2, 3, 4, 4, 5, 5, 5]
     C = np.array([[a, 0] for a in ages], dtype=np.int32)
     greedy = local_suppression(C, 5, algorithm="greedy")
-    assert greedy.total == 3 == brute_force_fewest(C, 5)
-    assert sorted(np.flatnonzero(greedy.suppressed[:, 0]).tolist()) == [0, 1, 2]
-    assert greedy.per_key(["age", "sex"]) == {"age": 3, "sex": 0}
+    assert greedy.total == 8 == brute_force_fewest(C, 5)
+    assert lower_bound(C, 5) == (8, 8)
+    assert greedy.per_key(["age", "sex"]) == {"age": 8, "sex": 0}
+
+
+def test_a_row_with_a_blank_is_completed_by_the_records_that_agree_with_it():
+    # (blank, 0) x 3 is short of 5; (1, 0) x 2 blank their first key and join it: 2
+    # suppressions for 5 records below 5. The count of records below k (5) is no bound
+    # here; the bound (2) is.
+    C = np.array([[-1, 0]] * 3 + [[1, 0]] * 2 + [[2, 1]] * 5, dtype=np.int32)
+    for algorithm in ("greedy", "exact"):
+        done = local_suppression(C, 5, algorithm=algorithm)
+        assert done.total == 2 and done.frequencies.min() >= 5
+    assert lower_bound(C, 5) == (5, 2)
+
+
+def test_donors_complete_a_row_that_unsafe_records_alone_cannot():
+    # (1, 1) is unique; 4 of the nine (0, 1) blank their first key with it: (blank, 1) x 5,
+    # 5 suppressions (the exact minimum); blanking its second key leaves it alone.
+    C = np.array([[0, 1]] * 9 + [[1, 1]], dtype=np.int32)
+    greedy = local_suppression(C, 5)
+    assert greedy.total == 5 == brute_force_fewest(C, 5)
+    assert greedy.frequencies.min() >= 5
 
 
 def test_importance_decides_between_equally_cheap_keys():
-    # Record 4 is unique; suppressing either key makes it match a class of 4.
-    C = np.array([[0, 0]] * 4 + [[1, 1]] + [[1, 0]] * 4 + [[0, 1]] * 4, dtype=np.int32)
+    # Record 10 is unique; suppressing either key joins a class of 5 that has that key blank.
+    C = np.array([[-1, 1]] * 5 + [[1, -1]] * 5 + [[1, 1]], dtype=np.int32)
     for important, other in ((0, 1), (1, 0)):
         done = local_suppression(C, 5, importance=[important, other], algorithm="greedy")
-        assert done.frequencies.min() >= 5
-        assert done.suppressed[4, other] and not done.suppressed[4, important]
+        assert done.frequencies.min() >= 5 and done.total == 1
+        assert done.suppressed[10, other] and not done.suppressed[10, important]
 
 
 def test_default_importance_suppresses_the_key_with_more_categories_first():
@@ -112,17 +178,32 @@ def test_default_importance_suppresses_the_key_with_more_categories_first():
 
 
 def test_restore_gives_back_what_is_not_needed():
-    C = np.array([[0, 0]] * 5 + [[1, 0]], dtype=np.int32)
+    # every age suppressed: 10 suppressions; 5 of the nine 0s get their age back, (0, 0) x 5,
+    # and (blank, 0) keeps 4 of them with the lone 1: 5 left
+    C = np.array([[0, 0]] * 9 + [[1, 0]], dtype=np.int32)
     over = C.copy()
-    S = np.zeros(C.shape, dtype=bool)
-    over[:, 0] = -1  # every age suppressed: 6 suppressions where 1 is enough
-    S[:, 0] = True
+    over[:, 0] = -1
+    S = over < C
     codes, S2, f, given_back = restore(over, C, S, 5, np.array([0, 1]))
-    assert (codes[:5, 0] == 0).all() and codes[5, 0] == -1
-    assert given_back == 5 and S2.sum() == 1 and S2[5, 0] and f.min() >= 5
+    assert given_back == 5 and S2.sum() == 5 and S2[9, 0] and f.min() >= 5
+    assert (codes[S2[:, 0], 0] == -1).all() and (codes[~S2[:, 0], 0] == 0).all()
 
 
-def test_strata_are_groups_of_k_records_that_all_match():
+def test_a_key_unique_per_record_is_blanked_on_every_record():
+    # Issue 40: a code unique per record. Under sdcMicro's convention blanking 80 of 3,000
+    # codes passed k = 5 with 2,920 records published with their code; under identical rows
+    # no record keeps its code (it would be alone with it).
+    rng = np.random.default_rng(0)
+    n = 600
+    C = np.column_stack([np.arange(n), rng.integers(0, 2, n)]).astype(np.int32)
+    done = local_suppression(C, 5)
+    assert done.frequencies.min() >= 5
+    assert (done.codes[:, 0] == -1).all()
+    assert done.total == n == done.details["records_in_classes_below_k"]
+    assert done.details["suppression_lower_bound"] == n
+
+
+def test_strata_are_classes_of_k_identical_rows():
     rng = np.random.default_rng(3)
     C = rng.integers(0, 4, (300, 3)).astype(np.int32)
     C[:, 2] = rng.integers(0, 12, 300)
@@ -132,21 +213,18 @@ def test_strata_are_groups_of_k_records_that_all_match():
     assert labels is not None and np.bincount(labels).min() >= 5
     for s in range(labels.max() + 1):
         rows = done.codes[labels == s]
-        for a in range(C.shape[1]):
-            values = set(rows[:, a][rows[:, a] >= 0].tolist())
-            assert len(values) <= 1  # every two records of a stratum match
+        assert (rows == rows[0]).all()  # one released row per stratum
     assert done.frequencies.min() >= 5
     assert not (done.suppressed & (C < 0)).any()
 
 
 def test_strata_suppress_the_less_important_key():
-    # Two classes of 4 that differ only on one key each way: (0, 0) x4 and (0, 1) x4 differ on
-    # key 1; (0, 0) x4 and (1, 0) x4 differ on key 0. k = 8: whichever key is less important
-    # is suppressed in one of the two pairs.
+    # (0, 0) x 4, (0, 1) x 4, (1, 0) x 4, (1, 1) x 4, k = 8: blanking the less important
+    # key pairs the classes two by two (8 suppressions per pair, 16 in all).
     C = np.array([[0, 0]] * 4 + [[0, 1]] * 4 + [[1, 0]] * 4 + [[1, 1]] * 4, dtype=np.int32)
     for important, other in ((0, 1), (1, 0)):
         done = strata_suppression(C, 8, importance=[important, other])
-        assert done.suppressed[:, important].sum() == 0 and done.suppressed[:, other].sum() == 8
+        assert done.suppressed[:, important].sum() == 0 and done.suppressed[:, other].sum() == 16
         assert done.frequencies.min() >= 8
 
 
@@ -154,6 +232,7 @@ def test_safe_records_are_left_alone():
     C = np.array([[0, 0]] * 5 + [[1, 1]] * 5, dtype=np.int32)
     for done in (local_suppression(C, 5), strata_suppression(C, 5)):
         assert done.total == 0
+        assert done.details["records_in_classes_below_k"] == 0
 
 
 def test_bad_input_names_the_problem():
@@ -208,3 +287,58 @@ def test_a_code_beyond_int32_is_refused_not_read_as_missing():
     with pytest.raises(DataError, match="below 2\\*\\*31"):
         frequencies(np.array([[2**31, 0], [0, 0]], dtype=np.int64))
     assert frequencies(np.array([[2**31 - 1, 0], [0, 0]], dtype=np.int64)).tolist() == [1, 1]
+
+
+def test_the_unique_code_of_issue_40_is_protected_through_the_method():
+    # 3,000 records, a code unique per record and two categorical keys: the method releases
+    # no code (every record would be alone with its own), and every class of identical
+    # released rows holds at least 5 records.
+    import pandas as pd
+
+    from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+    from sdcflow.tasks.methods import LocalSuppressionParams
+    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.tasks.methods.mixed import mask_keys
+
+    rng = np.random.default_rng(40)
+    n = 3000
+    frame = pd.DataFrame(
+        {
+            "code": [f"c{i:05d}" for i in range(n)],
+            "sex": rng.choice(["F", "M"], n),
+            "region": rng.choice(list("abc"), n),
+        }
+    )
+    keys = [Key("code", "nominal"), Key("sex", "nominal"), Key("region", "nominal")]
+    result = mask_keys(frame, keys, LocalSuppressionParams(k=5), rng)
+    released = result.released_identifiers
+    assert released["code"].isna().all()
+    assert equivalence_class_sizes(released).min() >= 5
+    assert result.details["categorical_values_suppressed"]["code"] == n
+
+
+def test_mixed_keys_give_identical_rows_over_all_keys():
+    # strata of identical categorical rows, MDAV groups of >= k inside each (a stratum of
+    # k to 2k - 1 records one group): every released row over all keys is shared by >= k
+    import pandas as pd
+
+    from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+    from sdcflow.tasks.methods import MdavParams
+    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.tasks.methods.mixed import mask_keys
+
+    rng = np.random.default_rng(7)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, n),
+            "sex": rng.choice(["F", "M"], n),
+            "region": rng.choice(list("abcdefg"), n, p=[0.4, 0.2, 0.15, 0.1, 0.1, 0.04, 0.01]),
+        }
+    )
+    frame.loc[rng.random(n) < 0.05, "region"] = None
+    keys = [Key("age", "numeric", decimals=0, integer=True)]
+    keys += [Key("sex", "nominal"), Key("region", "nominal")]
+    for k in (3, 5):
+        result = mask_keys(frame, keys, MdavParams(k=k), rng)
+        assert equivalence_class_sizes(result.released_identifiers).min() >= k

@@ -15,20 +15,24 @@
      group's values are moved onto the linear edit rules its records can be checked against
      (:mod:`sdcflow.tasks.linear.group_values`);
    * categorical and numeric keys: **strata** (:func:`~sdcflow.tasks.suppression.local.\
-strata_suppression`): the categorical keys are made to agree within groups of at least k
-     records by suppressing the fewest disagreeing values, and the method masks the numeric
-     keys inside each stratum (a stratum with a missing numeric value is grouped as in the
+strata_suppression`): local suppression makes every class of identical released
+     categorical rows (a blank equal only to a blank) hold at least k records, with the
+     fewest suppressions it finds; these classes are the strata, and the method masks the
+     numeric keys inside each (a stratum with a missing numeric value is grouped as in the
      case above; its groups short of a key's values join groups of any stratum, a joined
-     group of a stratum without gaps then moved onto the rules as theirs are). Suppressed
-     values that can be given back while every record keeps k matches over all keys are
-     given back (:func:`~sdcflow.tasks.suppression.local.restore`).
+     group of a stratum without gaps then moved onto the rules as theirs are). A
+     microaggregation groups at least k records of a stratum (a stratum of k to 2k - 1
+     records is one group), so every released row over all keys is identical to at least
+     k - 1 others. Suppressed values that can be given back while every class of identical
+     rows over all keys keeps k records are given back
+     (:func:`~sdcflow.tasks.suppression.local.restore`).
 
 3. **Precision**: numeric keys are rounded to their precision (integers for integer columns),
    keeping the linear equalities among them (:mod:`sdcflow.tasks.linear.rounding`).
 
 The result covers every key as released: ``MaskResult.masked`` holds all of them (a
 suppressed or missing categorical value is ``None``, a missing number NaN), so every gate
-counts k over all of them, a missing value matching any value. ``points`` holds the numeric
+counts k over all of them. ``points`` holds the numeric
 keys as published, on which loss and linkage are measured.
 
 Transparency: a composed release has no single grouping, so ``groups`` is None and the
@@ -255,7 +259,7 @@ def _strata(
         final_columns |= set(done.rounded)
         final_derived |= set(done.derived)
         gaps, moved = len(partial), done.moved
-    # Give back suppressed values that every record can spare, counting over all keys.
+    # Give back suppressed values while every class of identical rows over all keys keeps k.
     all_codes = np.concatenate([strata.codes, key_codes(released)], axis=1)
     original = np.concatenate([enc.codes, key_codes(released)], axis=1)
     c = enc.codes.shape[1]
@@ -265,9 +269,11 @@ def _strata(
     S = np.concatenate([strata.suppressed, np.zeros(released.shape, dtype=bool)], axis=1)
     codes, S, _, given_back = restore(all_codes, original, S, k, rank)
     details: dict[str, Any] = {
-        "strategy": "strata: categorical keys agree within strata of >= k records, "
+        "strategy": "strata: classes of >= k identical released categorical rows, "
         f"{params.name} masks the numeric keys inside each stratum",
         "strata": int(labels.max()) + 1,
+        "records_in_classes_below_k": strata.details["records_in_classes_below_k"],
+        "suppression_lower_bound": strata.details["suppression_lower_bound"],
         "strata_with_missing_numbers": gaps,
         "suppressed_then_restored": int(given_back),
     }

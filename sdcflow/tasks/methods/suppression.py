@@ -10,7 +10,9 @@ Spec::
 For releases whose keys are all categorical (numeric keys can be binned by ``recode:``
 first); with numeric keys use a numeric method, which stratifies by the categorical ones.
 The algorithms are those of :mod:`sdcflow.tasks.suppression.local`; a suppressed value is
-published as missing and matches any value when k is counted.
+published as missing, and every class of identical released rows (a blank equal only to a
+blank) holds at least k records. The details give the records in classes below k and a lower
+bound on the suppressions beside the total.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from sdcflow.tasks.suppression.local import local_suppression
 
 class LocalSuppressionParams(MethodParams):
     name: Literal["local_suppression"] = "local_suppression"
-    k: int = Field(ge=2, description="every record matches at least k records")
+    k: int = Field(ge=2, description="every class of identical released rows has >= k records")
 
 
 def _mask_keys(

@@ -1,9 +1,9 @@
 """Distinct rows of an integer array by one integer sort.
 
-``np.unique(a, axis=0)`` sorts the rows as structured records: about 2.8 s for the missing
-patterns of a million records x 10 keys here, where combining each row into one integer and
-sorting those takes a few hundredths of a second. Both give the distinct rows in the same
-(lexicographic) order.
+``np.unique(a, axis=0)`` sorts the rows as structured records, comparing them field by
+field; combining each row into one integer and sorting those is far faster (timings in
+``benchmarks/README.md``). Both give the distinct rows
+in the same (lexicographic) order.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ class _Loader(yaml.SafeLoader):
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:  # type: ignore[override]
         # a key written twice in one mapping: YAML says keys are unique, PyYAML keeps the
-        # last one silently (a review: `method: {k: 10}` then `method: {k: 2}` ran at k = 2).
+        # last one silently (`method: {k: 10}` then `method: {k: 2}` would run at k = 2).
         # Merged keys (`<<: *base`) may be overridden; only the keys written here count.
         # Keys compare as constructed: `yes` and `true`, `16` and `0x10` are one key.
         seen: set[Any] = set()

@@ -172,8 +172,8 @@ def _solve(
         b_eq=np.zeros(p) if p else None,
         bounds=bounds,
         method="highs",
-        # HiGHS's presolve called thin sets of mixed magnitudes infeasible (a review: 16 of
-        # 100 satisfiable 60-rule sets, met exactly by a known point); these LPs are small
+        # HiGHS's presolve can call a thin, satisfiable set of rules of mixed magnitudes
+        # infeasible (one a known point meets exactly); these LPs are small
         options={"presolve": False},
     )
     x = None if res.x is None else np.ldexp(res.x[:-1], col_e[:-1])

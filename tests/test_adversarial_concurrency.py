@@ -136,7 +136,7 @@ def test_wait_must_be_a_number_of_seconds(tmp_path, capsys):
 
 @pytest.mark.parametrize("variable", ["SDCFLOW_LOCK_WAIT", "SDCFLOW_CONNECT_RETRY"])
 def test_an_endless_wait_from_the_environment_is_refused(tmp_path, capsys, monkeypatch, variable):
-    """A review: `--wait inf` was refused and SDCFLOW_LOCK_WAIT=inf waited for ever."""
+    """SDCFLOW_LOCK_WAIT=inf is refused as `--wait inf` is, rather than wait for ever."""
     spec = write_release(tmp_path, rows=60)
     monkeypatch.setenv(variable, "inf")
     assert main(["release", str(spec)]) == 2
@@ -146,11 +146,11 @@ def test_an_endless_wait_from_the_environment_is_refused(tmp_path, capsys, monke
 
 
 def test_a_prefect_api_that_never_answers_ends_the_run_before_the_warehouse(tmp_path):
-    """A review: with PREFECT_API_URL at a server that accepts connections and never
-    answers, a release ran for as long as anyone let it (killed at 300 s), holding the
-    warehouse's writer lock, so every other release and `prune --yes` exited 3 behind it.
-    The configured API must answer within SDCFLOW_API_WAIT seconds (default 30): exit 3 in
-    one line, before the warehouse is touched. A real process, a real silent socket."""
+    """With PREFECT_API_URL at a server that accepts connections and never answers, a
+    release must not run for as long as anyone lets it, holding the warehouse's writer
+    lock (every other release and `prune --yes` would exit 3 behind it). The configured
+    API must answer within SDCFLOW_API_WAIT seconds (default 30): exit 3 in one line,
+    before the warehouse is touched. A real process, a real silent socket."""
     import os
     import socket
     import subprocess

@@ -252,11 +252,11 @@ def test_redundant_inexact_equalities_centred_on_large_means_are_consistent(magn
 
 @pytest.mark.parametrize("outlier", [1e40, 1e80, 1e100])
 def test_one_huge_value_does_not_make_rules_that_hold_infeasible(outlier):
-    # A review: one value of 1e100 in Census's AGI, and constrained_fuzzy stopped with exit 2
-    # "the linear edit rules admit no record ... fix the rules", on rules the check before
-    # the run had found feasible. The projector asked the question in standardized units,
-    # where a scale of 1e98 beside 1e4 blurs the rules; the set's emptiness does not depend
-    # on the units, and is now asked of the rules as written.
+    # One value of 1e100 (as in Census's AGI) must not make constrained_fuzzy call rules
+    # the check before the run found feasible infeasible (exit 2, "the linear edit rules
+    # admit no record ... fix the rules"). In standardized units a scale of 1e98 beside 1e4
+    # blurs the rules; the set's emptiness does not depend on the units, so the projector
+    # asks it of the rules as written.
     rules = parse_rules(["tax <= income", "tax >= 0", "total == income + other"])
     constraints = linear_constraints(rules, ["income", "tax", "other", "total"])
     rng = np.random.default_rng(2)
@@ -479,10 +479,10 @@ def test_honest_heavy_tails_keep_their_resolution():
     turnover[0] = 1e13  # one very large firm
     gains = np.where(rng.random(5000) < 0.95, 0.0, rng.lognormal(8, 1, 5000))  # mostly 0
     seconds = 1.7e9 + rng.integers(0, 86400, 5000)  # timestamps, a day in seconds
-    # a review: rates of 0.3, half of them computed as 3 * 0.1 (one ulp above), left a
-    # spread of 5.5e-17 and the column was refused
+    # rates of 0.3, half of them computed as 3 * 0.1 (one ulp above), leave a spread of
+    # 5.5e-17 that must not get the column refused
     rate = rng.choice([0.1, 0.2, 0.3, 3 * 0.1, 0.4], 5000, p=[0.05, 0.05, 0.45, 0.4, 0.05])
-    # a second review: a fee of 0.3 computed as (net + 0.3) - net (4 values 30 ulps apart),
+    # a fee of 0.3 computed as (net + 0.3) - net (4 values 30 ulps apart),
     # and a column of 55 % zeros, 35 % residues of 1e-10 and 10 % values of 1e3 to 1e6
     net = np.round(rng.uniform(10, 100, 5000), 2)
     fee = (net + 0.3) - net
@@ -501,10 +501,10 @@ def test_honest_heavy_tails_keep_their_resolution():
 
 @pytest.mark.parametrize("method", ["constrained_fuzzy", "fuzzy"])
 def test_a_key_a_fuzzy_method_would_lose_is_refused_before_the_run(tmp_path, capsys, method):
-    # A review: one turnover of 1e40 among thousands, strict rules, constrained_fuzzy: every
-    # published turnover was 1e25 or more (the strict margin at the column's scale, and the
-    # back-transformation's rounding), with exit 0. At 1e160 the mask step said
-    # "rules-infeasible". Both are refused before the run now, naming the column.
+    # One turnover of 1e40 among thousands, strict rules, constrained_fuzzy: every
+    # published turnover would be 1e25 or more (the strict margin at the column's scale,
+    # and the back-transformation's rounding), with exit 0; at 1e160 the mask step would
+    # say "rules-infeasible". Both are refused before the run, naming the column.
     method_spec = {"name": method, "k": 5, "restarts": 1, "guarantee": "both"}
     spec = write_release(
         tmp_path, rows=200, method=method_spec, edits=["turnover > 0", "wages < turnover"]
@@ -520,9 +520,8 @@ def test_a_key_a_fuzzy_method_would_lose_is_refused_before_the_run(tmp_path, cap
 
 
 def test_a_header_of_a_million_columns_is_refused_before_duckdb_reads_it(tmp_path, monkeypatch):
-    # duplicate names were found by header.count per name (quadratic: a 1M-column header held
-    # `sdcflow check` for over ten minutes), then DuckDB read the whole file before the
-    # column limit was checked
+    # the column limit is checked on the header before DuckDB reads the file, and duplicate
+    # names are not counted per name (quadratic in a header of a million columns)
     from sdcflow.warehouse import sources
 
     n = 1_000_000

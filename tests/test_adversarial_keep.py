@@ -1,8 +1,8 @@
 """Issue 11, item 7: no advice that publishes a key unmasked, and identifying ``keep`` columns
 are reported and gated.
 
-* Parquet unsigned-integer keys and an all-missing key column are keys like any other (they
-  used to be refused with advice to move them to ``keep``).
+* Parquet unsigned-integer keys and an all-missing key column are keys like any other (never
+  refused with advice to move them to ``keep``).
 * No message or doc of sdcflow suggests moving a column to ``keep``.
 * A ``keep`` column that is unique per record (an e-mail) or splits the classes of the keys
   below k is gated by ``keep_k_anonymity`` (k if the intruder also knew the keep columns), on
@@ -153,9 +153,9 @@ def test_keep_k_is_gated_by_default_with_the_method_k():
 
 
 def test_a_sparse_identifying_keep_column_is_gated_its_blanks_hide_nothing():
-    """A review: 10 unique e-mails among 3,000 blank cells passed keep_k_anonymity (5 >= 5)
-    and all 10 were published, because a blank matched any value. sdcflow never suppresses a
-    kept column, so its blanks are the source's own and count as a value."""
+    """10 unique e-mails among 3,000 blank cells fail keep_k_anonymity: a blank does not
+    match any value. sdcflow never suppresses a kept column, so its blanks are the source's
+    own and count as a value."""
     n = 100
     email = pd.Series([None] * n, dtype=object)
     email[[3, 40, 77]] = ["a@example.org", "b@example.org", "c@example.org"]
@@ -236,8 +236,8 @@ def test_a_unique_keep_column_blocks_publication(tmp_path, prefect_api, capsys):
     captured = capsys.readouterr()
     err = captured.err
     assert "keep_k_anonymity" in err and "nothing was published" in err
-    # QA: a refusal printed only the failed check's name; the table of every check (figure,
-    # threshold, unit, verdict) is printed as for a publication
+    # a refusal prints the table of every check (figure, threshold, unit, verdict) as a
+    # publication does, not only the failed check's name
     rows = {m[1]: m[2].split() for m in re.finditer(r"(?m)^  (\w+) +(.*)$", captured.out)}
     assert (
         rows["keep_k_anonymity"][:3] == ["1", ">=", "5"] and rows["keep_k_anonymity"][-1] != "pass"

@@ -60,8 +60,8 @@ def test_a_folder_named_like_the_release_is_refused_before_the_run(tmp_path, cap
     [
         {"release": "data.csv", "output": "."},  # the source
         {"release": "warehouse.duckdb", "output": "."},  # the warehouse
-        # its write-ahead log and its writer lock (a review: a release named like the WAL
-        # left DuckDB unable to open the warehouse; every later command exited 2)
+        # its write-ahead log and its writer lock (a release named like the WAL would leave
+        # DuckDB unable to open the warehouse, and every later command would exit 2)
         {"release": "warehouse.duckdb.wal", "output": "."},
         {"release": "warehouse.duckdb.lock", "output": "."},
         {"release": "warehouse.duckdb.tmp", "output": "."},  # DuckDB's spill folder
@@ -99,9 +99,9 @@ def test_the_source_warehouse_reports_and_spec_can_never_be_a_release_target(
 def test_the_log_and_lock_beside_a_linked_warehouse_file_are_no_release_target(
     tmp_path, capsys, suffix
 ):
-    # A review: with `warehouse:` a link to real/w.duckdb, a release named w.duckdb.wal in
-    # real/ took the name of the log DuckDB writes beside the real file; the run exited 0
-    # and the warehouse could no longer be opened. Both places are protected.
+    # With `warehouse:` a link to real/w.duckdb, a release named w.duckdb.wal in real/
+    # would take the name of the log DuckDB writes beside the real file, and the warehouse
+    # could no longer be opened. Both places are protected.
     spec = _spec(tmp_path, release=f"w.duckdb{suffix}", output="real", warehouse="wl.duckdb")
     (tmp_path / "real").mkdir()
     Warehouse(tmp_path / "real" / "w.duckdb").initialize()
@@ -118,8 +118,8 @@ def test_the_log_and_lock_beside_a_linked_warehouse_file_are_no_release_target(
         ("reports", "../out/survey", "other"),
         ("warehouse", "../out/survey/w.duckdb", "other"),
         ("output", "../out/survey/inner", "other"),
-        # a second review: `reports:` A's *output* folder and A's release name, so B's run
-        # reports (<reports>/<release>/<run id>) went into A's live release
+        # `reports:` A's *output* folder and A's release name: B's run reports
+        # (<reports>/<release>/<run id>) would go into A's live release
         ("reports", "../out", "survey"),
     ],
     ids=["reports", "warehouse", "output", "reports-of-the-same-release"],
@@ -127,8 +127,8 @@ def test_the_log_and_lock_beside_a_linked_warehouse_file_are_no_release_target(
 def test_another_spec_never_writes_into_a_live_release(
     tmp_path, prefect_api, capsys, field, place, release
 ):
-    # A review: spec B's `reports:` named spec A's published release; `sdcflow check` wrote
-    # its report and Data Docs into it, and A's next release was refused ("it holds files
+    # Spec B's `reports:` names spec A's published release: `sdcflow check` would write its
+    # report and Data Docs into it, and A's next release would be refused ("it holds files
     # sdcflow did not write"). B is refused before it writes anything; A is untouched.
     a = _spec(tmp_path, output="out", checks={"max_information_loss": 60})
     assert main(["release", str(a)]) == 0
@@ -148,7 +148,7 @@ def test_another_spec_never_writes_into_a_live_release(
 
 @pytest.mark.parametrize("field", ["output", "reports"])
 def test_the_root_of_the_file_system_is_no_output_folder(tmp_path, capsys, field):
-    # A review: `output: /` was accepted, and the release was published as /<release>.
+    # `output: /` is refused: the release would be published as /<release>.
     spec = _spec(tmp_path, **{field: "/"})
     before = sorted(p.name for p in Path("/").iterdir())
     for command in ("check", "release"):
@@ -176,8 +176,8 @@ def test_output_on_a_read_only_filesystem_fails_at_preflight(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", ["release", "check"])
 def test_reports_on_a_read_only_filesystem_fail_at_preflight(tmp_path, capsys, command):
-    # A review: the run masked the file, then failed writing its report (exit 3, "run
-    # failed: OSError", a failed run in the warehouse); refused before the run, exit 2
+    # refused before the run, exit 2, rather than mask the file and then fail writing its
+    # report (exit 3, "run failed: OSError", a failed run in the warehouse)
     with read_only_disk(tmp_path / "ro"):
         spec = _spec(tmp_path, reports="ro/reports")
         assert main([command, str(spec)]) == 2
@@ -197,9 +197,9 @@ def test_reports_on_a_read_only_filesystem_fail_at_preflight(tmp_path, capsys, c
 def test_a_folder_access_calls_writable_that_takes_no_file_fails_at_preflight(
     tmp_path, capsys, field, folder, code
 ):
-    # A review: for root, access(2) calls /proc and /sys writable; the preflight passed, the
-    # run masked the file and failed writing its report (exit 3). The preflight now makes a
-    # file there to know: refused before the run, exit 2, in one line, nothing left behind
+    # For root, access(2) calls /proc and /sys writable, yet no file can be made there: the
+    # preflight makes a file to know, so the run is refused before it masks anything, exit
+    # 2, in one line, nothing left behind
     top = Path("/", Path(folder).parts[1])
     if not top.is_dir():
         pytest.skip(f"no {top} on this system")
@@ -351,10 +351,10 @@ def test_recovery_removes_only_its_own_leftovers(tmp_path):
 
 
 def test_a_run_killed_while_writing_its_first_marker_leaves_nothing_behind(tmp_path):
-    """QA: SIGKILL between the first marker's write and its rename left a temporary folder
-    holding only `.sdcflow-release.part`, which recovery never removed (it counted as not
-    sdcflow's): the one state of a killed run's folder recovery did not recognise, and the
-    likely cause of a failure of the SIGKILL test below under load (a `.r.tmp-*` left)."""
+    """SIGKILL between the first marker's write and its rename leaves a temporary folder
+    holding only `.sdcflow-release.part`: recovery recognises it as sdcflow's and removes
+    it (otherwise a `.r.tmp-*` would stay, also failing the SIGKILL test below under
+    load)."""
     out = tmp_path / "out"
     _previous(out)
     killed = out / f".r.tmp-{DEAD}-{uuid.uuid4().hex}"
@@ -396,9 +396,9 @@ def test_partial_report_folders_of_ended_runs_are_swept(tmp_path):
 
 
 def test_a_discard_stopped_halfway_leaves_a_folder_the_sweep_still_removes(tmp_path, monkeypatch):
-    """A review's burst of SIGTERMs stopped a run's removal of its partial report folder
-    after the marker had gone (``rmtree`` takes entries in directory order): the folder
-    stayed for good. The marker now goes last, so what a stopped removal leaves is swept."""
+    """A burst of SIGTERMs can stop a run's removal of its partial report folder halfway
+    (``rmtree`` takes entries in directory order). The marker goes last, so what a stopped
+    removal leaves is still marked and swept."""
     import sdcflow.warehouse.ownership as ownership
 
     folder = IncompleteFolder(tmp_path / "reports" / "r" / "run1").create()
@@ -446,7 +446,7 @@ def test_a_discard_stopped_halfway_leaves_a_folder_the_sweep_still_removes(tmp_p
     (other.path / "x.html").write_text("half")
     other.discard()
     assert not other.path.exists()
-    # an entry that cannot go (busy, a file of NFS's) keeps the marker (a second review)
+    # an entry that cannot go (busy, a file of NFS's) keeps the marker
     held = IncompleteFolder(tmp_path / "reports" / "r" / "run3").create()
     (held.path / "busy.html").write_text("half")
 
@@ -606,8 +606,8 @@ def test_runs_is_read_only_and_never_creates_what_is_missing(tmp_path, capsys):
     with duckdb.connect(str(path), read_only=True) as con:
         schemas = {r[0] for r in con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()}
     assert "audit" not in schemas
-    # a mistyped --warehouse said "no runs recorded" with exit 0 (a review): exit 2, and
-    # nothing created; a spec whose warehouse does not exist yet has no runs, exit 0
+    # a mistyped --warehouse is exit 2, not "no runs recorded" with exit 0, and nothing is
+    # created; a spec whose warehouse does not exist yet has no runs, exit 0
     typo = tmp_path / "w.duckbd"
     capsys.readouterr()
     assert main(["runs", "--warehouse", str(typo)]) == 2
@@ -619,7 +619,7 @@ def test_runs_is_read_only_and_never_creates_what_is_missing(tmp_path, capsys):
 
 
 def test_runs_into_a_pipe_keeps_each_run_on_one_line(tmp_path, capsys):
-    # QA: piped or redirected, rich laid the table out at 80 columns and folded names
+    # piped or redirected, the table is not laid out at 80 columns with folded names
     from sdcflow.warehouse.warehouse import Warehouse
 
     path = tmp_path / "w.duckdb"

@@ -42,7 +42,7 @@ def test_yaml_error_names_line_and_column(tmp_path, capsys):
 
 
 def test_a_key_written_twice_is_refused_with_its_line(tmp_path, capsys):
-    # A review: `method: {k: 10}` and later `method: {k: 2}` passed at k = 2, silently
+    # `method: {k: 10}` and later `method: {k: 2}` is refused, not run at k = 2 silently
     spec = write_release(tmp_path, rows=20)
     spec.write_text(spec.read_text() + "method: {name: mdav, k: 2}\n")
     assert main(["check", str(spec)]) == 2
@@ -54,7 +54,7 @@ def test_a_key_written_twice_is_refused_with_its_line(tmp_path, capsys):
 
     merged = load_yaml("b: &b {k: 1, m: 2}\nc: {<<: *b, k: 3}\n", where="t")
     assert merged["c"] == {"k": 3, "m": 2}
-    # keys compare as read, not as written (a second review): yes/true, 16/0x10
+    # keys compare as read, not as written: yes/true, 16/0x10
     import yaml
 
     for text in ("m: {yes: 1, true: 2}", "m: {16: a, 0x10: b}"):
@@ -305,9 +305,9 @@ def test_every_spec_field_and_measure_option_is_in_the_readme():
 def test_an_unexpected_error_exits_3_and_debug_adds_only_the_traceback(
     tmp_path, capsys, monkeypatch, debug
 ):
-    """A review: with ``SDCFLOW_DEBUG=1`` an unexpected error was re-raised, so Python
-    exited 1, the code that says a check failed; a CI job setting it read a crash as a
-    refusal. It now prints the traceback, then the same line, and exits 3."""
+    """With ``SDCFLOW_DEBUG=1`` an unexpected error prints the traceback, then the same
+    line, and exits 3: re-raised, Python would exit 1, the code that says a check failed,
+    and a CI job setting it would read a crash as a refusal."""
     from sdcflow.flows import cli
 
     def boom(*args, **kwargs):
@@ -355,9 +355,9 @@ def test_an_unexpected_error_exits_3_and_debug_adds_only_the_traceback(
     ],
 )
 def test_a_yaml_boolean_is_no_number(tmp_path, capsys, old, new, field):
-    # A review: `retention: {keep_last: yes}` was read as 1, so the irreversible end-of-run
-    # drop kept one run's copies; `seed: true` was seed 1, `precision: no` rounded to
-    # integers, a text `order: [no, yes]` became [0, 1]. Every field that takes numbers.
+    # `retention: {keep_last: yes}` is no 1 (the irreversible end-of-run drop would keep
+    # one run's copies), `seed: true` no seed 1, `precision: no` no rounding to integers,
+    # a text `order: [no, yes]` no [0, 1]. Every field that takes numbers.
     spec = write_release(tmp_path, rows=20)
     text = spec.read_text()
     assert old in text
@@ -405,8 +405,8 @@ def test_a_release_name_too_long_for_its_folders_is_refused_before_the_run(tmp_p
 
 
 def test_serve_refuses_a_schedule_it_cannot_read_before_registering(tmp_path, capsys):
-    # A review: `sdcflow serve SPEC --cron "bogus cron"` exited 3, "run failed:
-    # ValidationError"; a schedule is the user's input, refused as such
+    # `sdcflow serve SPEC --cron "bogus cron"` is exit 2, not 3 with "run failed:
+    # ValidationError": a schedule is the user's input, refused as such
     spec = write_release(tmp_path, rows=20)
     assert main(["serve", str(spec), "--cron", "bogus cron"]) == 2
     err = capsys.readouterr().err
@@ -414,10 +414,10 @@ def test_serve_refuses_a_schedule_it_cannot_read_before_registering(tmp_path, ca
 
 
 def test_a_hung_exit_hook_does_not_keep_a_decided_process_alive():
-    """A review's burst of SIGTERMs left Prefect's log service draining to the stopped
-    temporary API: the process had printed "interrupted" and was still alive 13 minutes
-    later, in ``threading._shutdown``. ``cli._end_process`` now ends it with its code once
-    the hooks have had ``$SDCFLOW_EXIT_TIMEOUT`` seconds, and says so in one line."""
+    """After a burst of SIGTERMs Prefect's log service can drain to the stopped temporary
+    API for good, keeping a process that has printed "interrupted" alive in
+    ``threading._shutdown``. ``cli._end_process`` ends it with its code once the hooks have
+    had ``$SDCFLOW_EXIT_TIMEOUT`` seconds, and says so in one line."""
     import os
     import time
 
@@ -439,7 +439,7 @@ def test_a_hung_exit_hook_does_not_keep_a_decided_process_alive():
     assert (proc.returncode, out.strip()) == (130, "outcome printed"), err
     assert "exit hooks did not finish in 1 s" in err and "exit code 130 stands" in err
     assert time.monotonic() - started < 60
-    # also when the normal exit is kept for a thread that still runs (a second review)
+    # also when the normal exit is kept for a thread that still runs
     proc = spawn(
         """
         import threading, time

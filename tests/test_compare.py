@@ -172,8 +172,8 @@ def test_compare_measures_il_against_the_raw_file_and_refuses_raw_errors(
 
 @pytest.mark.parametrize("where", ["read-only", "under a file"])
 def test_compare_out_it_cannot_write_is_refused_before_any_variant(tmp_path, capsys, where):
-    """A review: a read-only ``--out`` failed after every variant had run (exit 3, "run
-    failed: OSError", their reports and the warehouse left); refused first, exit 2."""
+    """A read-only ``--out`` is refused before any variant runs, exit 2, not after every
+    variant has run (exit 3, "run failed: OSError", their reports and the warehouse left)."""
     spec = write_release(tmp_path, rows=60, seed=2)
     args = ["compare", str(spec), "--methods", "mdav", "--k", "3", "--out"]
     if where == "read-only":
@@ -193,9 +193,9 @@ def test_compare_out_it_cannot_write_is_refused_before_any_variant(tmp_path, cap
 def test_compare_out_never_replaces_a_file_or_writes_into_a_live_release(
     tmp_path, prefect_api, capsys
 ):
-    """A review: ``--out`` into a live release added the map and report to it (its next
-    release was refused), and into a folder of the user's replaced their report.html and
-    risk_utility.csv. Both are refused before any variant runs."""
+    """``--out`` into a live release (the map and report added to it would refuse its next
+    release) or into a folder of the user's (their report.html and risk_utility.csv
+    replaced) is refused before any variant runs."""
     spec = write_release(tmp_path, rows=60, seed=2)
     assert main(["release", str(spec)]) == 0
     live = tmp_path / "published" / "survey"

@@ -260,8 +260,8 @@ def test_rule_text_is_rewritten_in_the_original_domain():
 
 
 def test_mapped_columns_with_spaces_hyphens_or_accents_are_found():
-    """QA: a mapped `net income`, `hours-per-week` or `âge` was not recognised (the item
-    pattern only read ASCII identifiers), so `sdcflow remap` refused every rule on it."""
+    """A mapped `net income`, `hours-per-week` or `âge` is recognised (the item pattern
+    reads more than ASCII identifiers), so `sdcflow remap` remaps the rules on it."""
     sets = uniform_sets(3, (17, 90), "modified")
     same = remap_rule_text("age in [2, 2.5] ==> x", {"age": (sets, "maximum")})
     assert same == "age in [17, 44.375] ==> x"

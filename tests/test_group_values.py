@@ -159,10 +159,10 @@ def _exact_projection(m, w, rules):
 
 @pytest.mark.parametrize("case", ["nonnegative", "caps"])
 def test_small_groups_beside_giants_move_as_an_exact_solver_moves_them(case):
-    # A review of the polish in own units: its face was read from standardized units,
-    # where a shift of 1e9 made rows a group of 1.5 was a unit away from look active.
-    # "nonnegative" published (1.15, 0, 0, 0, 1.15) for means (5, 1.5, 2.6, 4, 1); "caps"
-    # forced turnover to 0 and broke total_costs == wages + other_costs by 0.37 (exit 1).
+    # The polish in own units reads its face in own units: from standardized units, a
+    # shift of 1e9 makes rows a group of 1.5 is a unit away from look active, and
+    # "nonnegative" would publish (1.15, 0, 0, 0, 1.15) for means (5, 1.5, 2.6, 4, 1); "caps"
+    # would force turnover to 0 and break total_costs == wages + other_costs by 0.37.
     columns = ["turnover", "wages", "other_costs", "total_costs", "profit"]
     sums = [
         ("costs", [({"total_costs": 1, "wages": -1, "other_costs": -1}, 0.0)], []),
@@ -198,10 +198,10 @@ def test_small_groups_beside_giants_move_as_an_exact_solver_moves_them(case):
 
 
 def test_a_row_the_means_break_by_rounding_does_not_join_the_face():
-    # A review: beside giants of 1e17 the standardized move of a group of 5 is under an ulp,
-    # so its means come back bit for bit; they break profit >= -turnover by 0.075 and
-    # wages <= turnover by 1.5e-13. Polished onto every row broken, wages == turnover was
-    # held too (4.1 times the least cost); its multiplier is negative, so it leaves the face.
+    # Beside giants of 1e17 the standardized move of a group of 5 is under an ulp, so its
+    # means come back bit for bit; they break profit >= -turnover by 0.075 and wages <=
+    # turnover by 1.5e-13. Polished onto every row broken, wages == turnover would be held
+    # too (4.1 times the least cost); its multiplier is negative, so it leaves the face.
     columns = ["turnover", "wages", "other_costs", "total_costs", "profit"]
     rules = LinearConstraints.from_rows(
         [
@@ -229,8 +229,8 @@ def test_a_row_the_means_break_by_rounding_does_not_join_the_face():
 
 
 def test_a_value_whose_scale_has_no_weight_is_refused_not_a_crash():
-    # a review: one turnover of 1e200 made the scale's square overflow (weight 0), and the
-    # own-units polish failed with LinAlgError before the refusal was reached
+    # one turnover of 1e200 makes the scale's square overflow (weight 0): the refusal is
+    # reached, not a LinAlgError in the own-units polish
     from sdcflow.errors import DataError, Reason
 
     spread = np.array([[1e200, 1.0, 1e200]] + [[float(i), 1.0, i + 1.0] for i in range(9)])
@@ -241,9 +241,9 @@ def test_a_value_whose_scale_has_no_weight_is_refused_not_a_crash():
 
 
 def test_a_group_off_by_more_than_the_validation_allows_is_moved_at_any_magnitude():
-    # a review: total_costs == wages + other_costs broken by 1.4e-6 at 2.5e6 (the validation
-    # allows 1e-8 + 1e-14 * 5e6 = 6e-8) was left unmoved, the test of which groups must move
-    # allowing 1e-12 of the terms (5e-6); the release then counted 3 violating records
+    # total_costs == wages + other_costs broken by 1.4e-6 at 2.5e6 (the validation allows
+    # 1e-8 + 1e-14 * 5e6 = 6e-8) is moved: the test of which groups must move allows no
+    # more than the validation does (1e-12 of the terms, 5e-6, would leave it)
     columns = ["turnover", "wages", "other_costs", "total_costs", "profit"]
     rules = LinearConstraints.from_rows(
         [
@@ -263,11 +263,10 @@ def test_a_group_off_by_more_than_the_validation_allows_is_moved_at_any_magnitud
 
 
 def test_a_strict_margin_is_each_groups_own_not_the_largest_firms():
-    # A review: the margin inside `turnover > wages` was taken at the largest value held and
-    # the column's scale, so beside one turnover of 2e16 it was 205: a group at (11, 9),
-    # which keeps the rule, was moved to (214, 9) with mdav and gaps, and constrained_fuzzy
-    # published firms of turnover 11 at 40 (exit 0). The margin is now the allowance at each
-    # group's own magnitude, 1e-8 + 2e-14 (|h| + |g| |v|).
+    # The margin inside `turnover > wages` is the allowance at each group's own magnitude,
+    # 1e-8 + 2e-14 (|h| + |g| |v|): taken at the largest value held and the column's scale,
+    # it would be 205 beside one turnover of 2e16, moving a group at (11, 9), which keeps
+    # the rule, to (214, 9), and constrained_fuzzy would publish turnover 11 at 40.
     from sdcflow.tasks.fuzzy.microaggregation import _polish
 
     columns = ["turnover", "wages"]
@@ -294,15 +293,14 @@ def test_a_strict_margin_is_each_groups_own_not_the_largest_firms():
 
 
 def test_a_group_on_a_strict_boundary_is_moved_inside_and_stays_inside_once_rounded():
-    # A review of the margins at each group's own magnitude:
-    # - a group mean exactly on `turnover > wages` (10000.5, 10000.5) was 1e-14 of its
+    # The margins at each group's own magnitude:
+    # - a group mean exactly on `turnover > wages` (10000.5, 10000.5) is 1e-14 of its
     #   terms from the aimed bound, under the 1e-12 the test of which groups must move
-    #   allowed: left there, the release was refused;
+    #   would allow: it must move, or the release is refused;
     # - at 1.46e9, with integer turnover and wages in cents, the margin 1e-8 + 1e-14 terms
-    #   cleared the validation's slack (1e-14 terms) by 1e-8, under an ulp: the rounding
-    #   then found the moved point on the boundary, did not round towards the row, and
-    #   turnover was published 0.19 under wages (exit 1; the three-record file is the
-    #   review's).
+    #   clears the validation's slack (1e-14 terms) by 1e-8, under an ulp: the rounding
+    #   must still find the moved point inside and round towards the row, or turnover is
+    #   published 0.19 under wages (exit 1; a three-record file).
     columns = ["turnover", "wages"]
     rules = LinearConstraints.from_rows(
         [("t>w", [], [({"turnover": -1.0, "wages": 1.0}, 0.0)], [True])], columns
@@ -712,8 +710,8 @@ def _ineq(columns, name, coefficients, bound):
 
 def test_a_condition_rounding_makes_true_binds_its_consequent():
     # if employees <= 1 then wages <= 50: the means (1.4, 60, 15, 75) do not meet the
-    # condition, rounding makes employees 1 and published (1, 60, 15, 75) broke the rule
-    # (found by a review); the group is moved again with the consequent and rounded
+    # condition, rounding makes employees 1 and (1, 60, 15, 75) would break the rule; the
+    # group is moved again with the consequent and rounded
     columns = ["employees", "wages", "other", "total"]
     rules = LinearConstraints.from_rows(
         [("sum", [({"total": 1.0, "wages": -1.0, "other": -1.0}, 0.0)], [])], columns
@@ -738,8 +736,8 @@ def test_a_condition_rounding_makes_true_binds_its_consequent():
 
 def test_a_consequent_whose_move_makes_another_condition_true_binds_that_one_too():
     # if wages >= 250 then other >= 150; if other >= 140 then total <= 370. The means
-    # (330, 100, 385) meet the first; moving other to 150 met the second, which was never
-    # added: (273, 150, 423) broke it (found by a review)
+    # (330, 100, 385) meet the first; moving other to 150 meets the second, which must be
+    # added too: (273, 150, 423) would break it
     columns = ["wages", "other", "total"]
     rules = LinearConstraints.from_rows(
         [("sum", [({"wages": 1.0, "other": 1.0, "total": -1.0}, 0.0)], [])], columns
@@ -773,8 +771,8 @@ def test_values_a_rule_keeps_off_integers_are_not_rounded_again_record_by_record
     tmp_path, prefect_api
 ):
     # tax == 0.2 * net on integers: a group's net 9143 gives tax 1828.6, published as
-    # solved. The whole-file rounding after it rounded that tax to 1829 on records missing
-    # another key and no complete record to copy, breaking the rule (a review's R6d: 13)
+    # solved. The whole-file rounding after it must not round that tax to 1829 on records
+    # missing another key with no complete record to copy, which would break the rule
     rng = np.random.default_rng(5)
     n = 1500
     net = 5 * rng.integers(200, 4000, n)
@@ -839,9 +837,9 @@ def test_breaking_conditions_reads_the_condition_and_the_consequent():
 @pytest.mark.flow
 @pytest.mark.parametrize("integers", [True, False], ids=["rounding-meets-it", "the-mean-meets-it"])
 def test_complete_records_keep_a_condition_their_group_values_meet(tmp_path, prefect_api, integers):
-    # no gaps, the spec's MDAV: two groups of three. Before, the release was refused (exit 1):
+    # no gaps, the spec's MDAV: two groups of three, each a way into the condition:
     # - integers: the means (4/3, 175/3) do not meet employees <= 1; rounded, (1, 58) does
-    #   and breaks wages <= 50 (a review's R2b: 5 records on its survey);
+    #   and would break wages <= 50;
     # - decimals: the means (1.0, 120.333...) meet it with no rounding at all.
     # By hand: the group moves onto wages <= 50 alone (a one-column bound), so it is
     # (4/3 -> 1, 50) and (1.0, 50.0); the other group keeps its means bit for bit.
@@ -869,9 +867,9 @@ def test_complete_records_keep_a_condition_their_group_values_meet(tmp_path, pre
 
 @pytest.mark.flow
 def test_a_group_within_its_rules_own_tolerance_is_left_as_it_is(tmp_path, prefect_api):
-    # a review: the consequent was judged with the default tolerance, so a group the
+    # the consequent is judged with the rule's own tolerance, not the default: a group the
     # validation passes (50 250 under wages <= 50 000 with tolerance 300 ... once rounding
-    # met the condition) was moved to 50 000 and the information loss doubled (48 -> 94 %)
+    # meets the condition) stays, rather than move to 50 000 and double the loss
     frame = pd.DataFrame(
         {
             "id": range(6),
@@ -892,9 +890,9 @@ def test_a_group_within_its_rules_own_tolerance_is_left_as_it_is(tmp_path, prefe
 
 @pytest.mark.flow
 def test_the_manifest_counts_the_groups_whose_values_changed(tmp_path, prefect_api):
-    # a review: the count said 0 for a group re-solved without a projection. Group one's
-    # means (1, 1033.33, 1198.67) meet gross == 1.16 * net; rounded record by record, gross
-    # 1199 broke it (1.16 x 1033 = 1198.28); redone, gross is solved from net. Group two
+    # a group re-solved without a projection counts too. Group one's means (1, 1033.33,
+    # 1198.67) meet gross == 1.16 * net; rounded record by record, gross 1199 breaks it
+    # (1.16 x 1033 = 1198.28); redone, gross is solved from net. Group two
     # (5025, 5829) is exact and kept.
     frame = pd.DataFrame(
         {
@@ -916,9 +914,9 @@ def test_the_manifest_counts_the_groups_whose_values_changed(tmp_path, prefect_a
 
 
 def test_with_blocks_groups_are_not_redone_across_them():
-    # a review: with `blocks:` a group of one block is not a set of equal whole rows, and
-    # redoing rows split the second block's groups of 3 into 1s and 2s (block k 1); a broken
-    # rule now blocks publication as before, and the released values are the method's
+    # with `blocks:` a group of one block is not a set of equal whole rows, so redoing rows
+    # would split the second block's groups of 3 into 1s and 2s (block k 1); a broken rule
+    # blocks publication, and the released values are the method's
     from sdcflow.tasks.methods.keys import Key
     from sdcflow.tasks.methods.microaggregation import MdavParams
     from sdcflow.tasks.methods.mixed import mask_keys

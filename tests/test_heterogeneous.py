@@ -338,9 +338,9 @@ def _pair_reads(x, released, labels, k, other=None):
 
 
 def test_a_value_alone_in_its_group_joins_the_nearest_group():
-    """A review: a sparse key published every one of its values as it was (a mean over one
-    value is the value); the mean of the k file values nearest it, tried next, lay within
-    0.3 % of an sd of it. By hand, k = 3, keys (a, b): the group {0, 1, 2} holds b on
+    """A value alone in its group joins the nearest group: a mean over one value is the
+    value, and the mean of the k file values nearest it lies within 0.3 % of an sd of
+    it. By hand, k = 3, keys (a, b): the group {0, 1, 2} holds b on
     record 0 only (10). Its nearest group on a (the other key) is {3, 4, 5} (centroids
     1 and 11, against 21 for {6, 7, 8}): the four holders of b release
     (10 + 20 + 21 + 22) / 4 = 18.25, and the set, one unit for every key, releases a as
@@ -370,13 +370,13 @@ def test_a_value_alone_in_its_group_joins_the_nearest_group():
 def test_a_group_short_of_a_key_joins_whole_groups_and_gives_no_value_away(
     cell_size, gaps_a, gaps_b, k
 ):
-    """Reviews: a group holding a key on 2..k-1 records released their mean, so each of two
-    read the other's value exactly; averaging with the records nearest the group read it to
-    2.5 units where the two were 896 apart, and a value lent to two averages was read by
-    difference. Whole groups are now joined in disjoint sets: each set is whole groups,
-    k or more holders, their mean; and the partner read from the mean misses by more than a
-    full group's own read does (a full group's members are its nearest; the joined groups'
-    mean is not the short group's)."""
+    """A group holding a key on 2..k-1 records does not release their mean (each of two
+    would read the other's value exactly); averaging with the records nearest the group
+    would read it to a few units where the two are hundreds apart, and a value lent to two
+    averages is read by difference. Whole groups are joined in disjoint sets: each set is
+    whole groups, k or more holders, their mean; and the partner read from the mean misses
+    by more than a full group's own read does (a full group's members are its nearest; the
+    joined groups' mean is not the short group's)."""
     rng = np.random.default_rng(3)
     n = 2000
     x = np.c_[rng.normal(50, 10, n), rng.normal(0, 1000, n)]
@@ -398,14 +398,15 @@ def test_a_group_short_of_a_key_joins_whole_groups_and_gives_no_value_away(
 
 @pytest.mark.parametrize("k", [3, 5])
 def test_the_partner_is_read_no_better_than_a_full_groups_member(k):
-    """A third review: joining groups ranked with the key itself chose partners whose mean
-    of it lay near the short group's, so a pair's partner was read to 0.17 of the gap
-    (0.29 at k = 5) where a full group's member is read to 0.54 (0.61): three keys, half
-    of each missing. Ranked on the other keys only, the read misses by more than a full
-    group's. A set being one unit for every key, a group short of two keys joined for one
-    and ranked on the other got that other's set mean near its own: 0.31 of the gap at
-    k = 3 (0.44 before a set already full was taken last); a unit no longer ranks on a key
-    it holds on one or two records (3.26 against 0.72; k = 5: 3.88 against 0.76)."""
+    """Groups are joined ranked on the other keys, never the key itself: ranked with it,
+    partners' mean of it lies near the short group's, so a pair's partner is read to 0.17
+    of the gap (0.29 at k = 5) where a full group's member is read to 0.54 (0.61): three
+    keys, half of each missing. Ranked on the other keys only, the read misses by more
+    than a full group's. A set being one unit for every key, a group short of two keys
+    joined for one and ranked on the other would get that other's set mean near its own
+    (0.31 of the gap at k = 3, 0.44 unless a set already full is taken last); a unit does
+    not rank on a key it holds on one or two records (3.26 against 0.72; k = 5: 3.88
+    against 0.76)."""
     rng = np.random.default_rng(0)
     n = 4000
     x = rng.normal(size=(n, 3)) * [10, 100, 1000]
@@ -424,10 +425,10 @@ def test_the_partner_is_read_no_better_than_a_full_groups_member(k):
 
 @pytest.mark.parametrize("cell_size", [None, 600])
 def test_a_key_the_others_determine_gives_no_lone_value_back(cell_size):
-    """A fourth review: with ``total = a + b`` in the data (not declared as a rule), a group
-    joined for ``a`` kept its own means of ``b`` and ``total``, so its mean of ``a`` was
-    ``total - b``, and the set's mean of ``a`` gave the short group's sum by difference:
-    lone values read to 1e-15 sd. A set is now one unit for every numeric key, so within it
+    """With ``total = a + b`` in the data (not declared as a rule), a group joined for
+    ``a`` that kept its own means of ``b`` and ``total`` would release ``total - b`` as its
+    mean of ``a``, and the set's mean of ``a`` would give the short group's sum by
+    difference (lone values read to rounding). A set is one unit for every numeric key, so within it
     no record releases a mean of its own group: that attack needs two (``blocks``). The
     relation still gives away the own ``total - b`` of a record lacking ``a`` (the holders
     of the keys differ): a release refuses it undeclared (tests/test_relations.py)."""
@@ -454,10 +455,10 @@ def test_a_key_the_others_determine_gives_no_lone_value_back(cell_size):
 
 @pytest.mark.parametrize("cell_size", [None, 1000])
 def test_a_sparse_key_does_not_pile_its_groups_into_one_set(cell_size):
-    """A review: needy groups joined the nearest set holding the key even when it already
-    held k, so a key held by 40 of 5000 records made sets of 15, 12, 8 and 5 holders (and,
-    a set being one unit for every key, averaged the dense keys over 75 records). A set
-    already joined and holding k now comes after the units near enough: no set holds 2k."""
+    """A set already joined and holding k comes after the units near enough, so no set
+    holds 2k: joining the nearest set holding the key whatever it holds, a key held by 40
+    of 5000 records would make sets of 15, 12, 8 and 5 holders (and, a set being one unit
+    for every key, average the dense keys over 75 records)."""
     rng = np.random.default_rng(0)
     n, k = 5000, 5
     x = rng.normal(size=(n, 3))
@@ -543,10 +544,10 @@ def test_a_lone_value_in_a_stratum_is_not_published_and_k_holds(cell_size):
 
 @pytest.mark.parametrize("u", [10, 200, 3000])
 def test_groups_sharing_no_other_key_pair_among_themselves(u):
-    """Reviews: units sharing no other key with any all joined one set (6 176 records), and
-    past 128 units the KD-tree's shortlist, where such a unit stands at every key's mean,
-    gave them all the same 32 candidates (a set of 947-1 184 units). Each set that takes in
-    a short unit now holds k values, and none grows past the units needed."""
+    """Units sharing no other key with any do not all join one set, also past 128 units,
+    where the KD-tree's shortlist (such a unit stands at every key's mean) would give them
+    all the same 32 candidates. Each set that takes in a short unit holds k values, and
+    none grows past the units needed."""
     rng = np.random.default_rng(1)
     for k in (2, 3, 5):
         units = np.repeat(np.arange(u), 3)
@@ -563,10 +564,9 @@ def test_groups_sharing_no_other_key_pair_among_themselves(u):
 
 @pytest.mark.parametrize("decimals", [None, 0])
 def test_a_complete_stratums_group_joined_to_a_short_one_stays_on_the_rules(decimals):
-    """A third review: stratum Y holds a on one record; its group joined groups of stratum
-    X, which has no gap and was masked (on the rules) by the method; their a became the
-    set's mean and nothing moved them back onto total == a + b and b <= a: 3 records broke
-    both. The joined groups are now moved onto the rules like the partial strata's."""
+    """Stratum Y holds a on one record; its group joins groups of stratum X, which has no
+    gap and is masked (on the rules) by the method; their a becomes the set's mean, so the
+    joined groups are moved back onto total == a + b and b <= a like the partial strata's."""
     from sdcflow.tasks.linear.constraints import LinearConstraints
     from sdcflow.tasks.methods.keys import Key
     from sdcflow.tasks.methods.microaggregation import MdavParams
@@ -596,8 +596,8 @@ def test_a_complete_stratums_group_joined_to_a_short_one_stays_on_the_rules(deci
 
 @pytest.mark.parametrize("cell_size", [None, 10])
 def test_a_key_with_one_value_in_the_file_is_refused_by_its_name(cell_size):
-    """A review: the one-pass method called the key "a numeric key", unnamed; the message and
-    the error's field name the column (never its value)."""
+    """The message and the error's field name the column (never its value), not "a
+    numeric key"."""
     X = np.column_stack([np.arange(20.0), np.full(20, np.nan)])
     X[7, 1] = 123456.0
     params = METHODS["heterogeneous"].params.model_validate(

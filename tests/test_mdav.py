@@ -176,10 +176,9 @@ def test_kernel_equals_reference_small_n(k: int, size: str) -> None:
 
 @pytest.mark.parametrize("k", [127, 128, 129, 257, 300, 511, 512, 513, 600])
 def test_kernel_equals_reference_for_large_k(k: int) -> None:
-    """A review: k above the 128 records a sweep seeds its thresholds from read past them
-    (an uninitialized buffer): a segfault at n = 258, k = 129, or a ValueError of negative
-    labels at n = 600, k = 300. The seed now takes k records of the first block of 512 (no
-    seed beyond it)."""
+    """k above 128 records: the seed takes k records of the first block of 512 (no seed
+    beyond it), so a sweep never reads its thresholds past the records seeded (an
+    uninitialized buffer: a segfault or negative labels)."""
     rng = np.random.default_rng(k)
     for n in (2 * k, 2 * k + 1, 3 * k + 7, 5 * k + 3):
         X = rng.standard_normal((n, 3))

@@ -143,7 +143,7 @@ def test_census_objective_and_monotone_loss_with_noise(census: pd.DataFrame):
     """[1] Table 3: Census, first two variables, c = 10, additive noise of growing size.
 
     Noise: x'_j = x_j + N(0, (p sd_j)^2) for p = 0.1, 0.25, 0.5, 1, 2 (one draw each, fixed
-    seed). Measured here (20 restarts, m = 1.5): original objective 225.2653 (paper 225.26);
+    seed). With this seed (20 restarts, m = 1.5): original objective 225.2653 (paper 225.26);
     d1 and d2 grow strictly with p, and the adjusted Rand index of the 0.5-cuts falls.
     """
     X = census.iloc[:, :2].to_numpy(dtype=float)

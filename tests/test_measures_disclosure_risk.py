@@ -137,7 +137,7 @@ def test_fuzzy_microaggregation_lowers_the_transparency_risk_of_mdav(guarantee):
     """The registry's ``fuzzy`` method against MDAV at k = 5 on 300 records (m1 = 1.5,
     m2 = 2), both through the ``max_transparency_reidentification`` gate.
 
-    Measured here: MDAV 20.0 % (IL 3.9); fuzzy 3.45 % under the probabilistic guarantee (the
+    With this seed: MDAV 20.0 % (IL 3.9); fuzzy 3.45 % under the probabilistic guarantee (the
     draw fuzziness is raised until every expected size is >= k; IL 195.6) and 8.15 % under
     the crisp one (constrained draw; IL 45.8). The loss is the price of the lower risk.
     """

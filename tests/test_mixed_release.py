@@ -219,7 +219,7 @@ def test_decimal_weights_a_float_does_not_hold(tmp_path, capsys):
 
 def test_weights_whose_total_overflows(tmp_path, capsys):
     # Each weight is finite, but F (their sum over a key combination) would be infinite: the
-    # release used to fail in the mask step with an internal "Fk must be ... finite" error.
+    # refusal comes in one line, not from the mask step's internal "Fk must be ... finite".
     frame = people()
     frame["weight"] = 1.7e308
     spec = write_spec(tmp_path, frame)
@@ -293,9 +293,10 @@ def test_an_ordinal_text_key_without_order(tmp_path, capsys):
     ],
 )
 def test_a_method_not_applied_to_missing_numbers_is_refused(tmp_path, capsys, method):
-    """QA: with numeric keys only, some missing, every method was replaced by MDAV on the
-    values present while the manifest and the report named the spec's method (box published
-    points and no boxes, and none of box's gates ran)."""
+    """With numeric keys only, some missing, a method not applied to missing numbers is
+    refused, rather than replaced by MDAV on the values present while the manifest and the
+    report name the spec's method (box would publish points, no boxes, and run none of
+    box's gates)."""
     table = pa.table(
         {
             "age": [None if i % 9 == 0 else 20 + i % 37 for i in range(60)],
@@ -323,8 +324,8 @@ def test_a_method_not_applied_to_missing_numbers_is_refused(tmp_path, capsys, me
     "method", [{"name": "fuzzy", "k": 3, "guarantee": "both"}, {"name": "ps", "k": 3}]
 )
 def test_a_method_not_applied_to_missing_numbers_in_strata_is_refused(tmp_path, capsys, method):
-    """QA: with categorical keys too, the strata where a number is missing were masked with
-    MDAV-generic while `strategy` said the spec's method masked the numeric keys."""
+    """With categorical keys too, the strata where a number is missing are not masked with
+    MDAV-generic while `strategy` says the spec's method masked the numeric keys."""
     table = pa.table(
         {
             "age": [None if i % 9 == 0 else 20 + i % 37 for i in range(60)],
@@ -363,9 +364,9 @@ def test_a_boolean_key_is_published_as_booleans():
 
 @pytest.mark.parametrize("source", ["csv", "parquet"])
 def test_a_key_column_without_any_value_is_planned_not_a_crash(tmp_path, source):
-    """QA: a key column where every value is missing (all `?` in a CSV, all null in Parquet)
-    ended the preflight with exit 3 (``int(None)``): DuckDB's count_if is NULL, not 0, when
-    its condition is NULL on every row."""
+    """A key column where every value is missing (all `?` in a CSV, all null in Parquet) is
+    planned, not a crash (``int(None)``, exit 3): DuckDB's count_if is NULL, not 0, when its
+    condition is NULL on every row."""
     from sdcflow.tasks.spec import load_spec
     from sdcflow.tasks.steps.plan import plan_release
 

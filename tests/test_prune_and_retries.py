@@ -395,9 +395,9 @@ def test_prune_writes_nothing_into_a_duckdb_file_that_is_not_a_warehouse(tmp_pat
 
 
 def test_a_table_of_the_users_named_audit_runs_is_never_altered(tmp_path, prefect_api, capsys):
-    """A review: a DuckDB file of the user's with its own ``audit.runs(id, note)``: ``prune
-    --yes`` added nine columns to it and five schemas, then exited 3 (BinderException), and
-    ``runs`` exited 3. Its bytes now stay as they were, whatever is pointed at it."""
+    """A DuckDB file of the user's with its own ``audit.runs(id, note)``: ``prune --yes``
+    adds no columns or schemas to it and ``runs`` does not crash on it; its bytes stay as
+    they were, whatever is pointed at it."""
     path = tmp_path / "mine.duckdb"
     with duckdb.connect(str(path)) as con:
         con.execute("CREATE SCHEMA audit")
@@ -515,16 +515,16 @@ def test_a_keep_days_beyond_any_date_keeps_every_run_and_still_drops_refused_cop
     wh, runs = warehouse
     kept = expired(wh, Policy(keep_days=days), release="survey", now=NOW)
     assert [r.run_id for r in kept] == [runs["refused"]]
-    # the command line takes the same days, inf too (a review: `--keep-days inf` was
-    # refused while the spec's `.inf` was accepted)
+    # the command line takes the same days as the spec, inf too (`--keep-days inf` as the
+    # spec's `.inf`)
     assert main(["prune", "--warehouse", str(wh.path), "--keep-days", f"{days:g}"]) == 0
     out = capsys.readouterr().out
     assert runs["refused"] in out and runs["old"] not in out
 
 
 def test_prune_of_a_mistyped_warehouse_path_is_an_error_not_nothing_to_do(tmp_path, capsys):
-    # A review: `prune --warehouse /typo --yes` said "nothing to prune" (exit 0) where `runs
-    # --warehouse /typo` exits 2; a path typed by hand that names nothing is a mistake
+    # `prune --warehouse /typo --yes` exits 2, as `runs --warehouse /typo` does, not
+    # "nothing to prune" (exit 0): a path typed by hand that names nothing is a mistake
     typo = tmp_path / "wherehouse.duckdb"
     assert main(["prune", "--warehouse", str(typo), "--keep-last", "1", "--yes"]) == 2
     assert cli_error(capsys.readouterr().err) == (Reason.WAREHOUSE, "warehouse")
@@ -535,8 +535,8 @@ def test_prune_of_a_mistyped_warehouse_path_is_an_error_not_nothing_to_do(tmp_pa
 
 
 def test_a_warehouse_link_to_nothing_is_named_as_such(tmp_path, capsys):
-    # A review: a `warehouse:` link whose file did not exist yet was refused with "cannot
-    # read ... fix its permissions"
+    # a `warehouse:` link whose file does not exist yet is named as such, not "cannot read
+    # ... fix its permissions"
     link = tmp_path / "w.duckdb"
     link.symlink_to(tmp_path / "elsewhere" / "real.duckdb")
     spec = write_release(tmp_path, rows=20, warehouse="w.duckdb")

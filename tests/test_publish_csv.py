@@ -77,8 +77,8 @@ def test_a_quote_in_the_path_is_written_where_asked(tmp_path):
 
 @pytest.mark.parametrize("step", [slice(None, None, -1), slice(4, 0, -2)], ids=["::-1", "4:0:-2"])
 def test_a_reversed_view_is_written_as_pandas_writes_it(tmp_path, step):
-    """Columns laid out backwards in memory: DuckDB's scan failed with ``std::bad_cast``
-    (review of the change); the frame is copied first."""
+    """Columns laid out backwards in memory: DuckDB's scan fails on them with
+    ``std::bad_cast``, so the frame is copied first."""
     frame = pd.DataFrame({"id": np.arange(5, dtype=np.int64), "x": np.arange(5.0) / 3})
     _same_bytes(frame.iloc[step], tmp_path)
 

@@ -36,7 +36,7 @@ def _sums(n=600, share=0.1, seed=0):
 
 
 def test_a_set_whose_records_hold_different_keys_gives_a_records_combination_away():
-    """The fault the refusal prevents, by hand (a review read such records to 1e-14 sd):
+    """The fault the refusal prevents, by hand (such records are read to rounding):
     total = a + b on every record, k = 5; record 0 lacks a, so its group {0..4} holds four
     values of a and joins {5..9}. The set releases a over nine records, b and total over
     ten, and 10 (total_S - b_S) - 9 a_S = total_0 - b_0 = 130 - 30 = 100 exactly. Declared
@@ -79,9 +79,9 @@ def test_relations_the_data_hold_and_the_rules_do_not_are_found():
 
 
 def test_a_relation_broken_on_a_few_records_is_found():
-    """A review: the survey with its data-entry errors released without its rules was not
-    refused; the errors broke the sums on 1 % of the records, which hid them from the
-    covariance of all records. Concentration steps find what holds on 90 % of them, and
+    """A relation broken on a few records (data-entry errors on 1 % of them, released
+    without the rules) is still found: the errors hide it from the covariance of all
+    records, so concentration steps find what holds on 90 % of them, and
     its sets of records without errors give a record away as before. So do the two
     identities of the CPS extract in ../shared/data/census.csv (EIA's: its sales and
     revenues add up)."""
@@ -89,8 +89,8 @@ def test_a_relation_broken_on_a_few_records_is_found():
     broken = np.random.default_rng(6).choice(2000, 20, replace=False)
     x[broken, 2] += np.random.default_rng(7).integers(1, 200, 20)
     assert [r.text() for r in undeclared_relations(x, COLS)] == ["total == a + b"]
-    # nor by a few outlying values of one key (an undeclared "unknown" code): a third
-    # review read 64 of 64 records, the sd they inflate having hidden the relation
+    # nor by a few outlying values of one key (an undeclared "unknown" code): the sd they
+    # inflate must not hide the relation, which reads every record it holds on
     coded = x.copy()
     coded[np.random.default_rng(16).choice(2000, 10, replace=False), 0] = 99999999.0
     assert [r.text() for r in undeclared_relations(coded, COLS)] == ["total == a + b"]
@@ -142,9 +142,9 @@ def test_what_is_not_a_leak_is_not_refused():
 
 
 def test_a_set_of_joined_groups_is_moved_onto_the_rules_as_one():
-    """A review: each group of a joined set was projected with its own holders' counts, so
-    a set published one point per group, and two points on y = 12 x solve for the set's
-    means (then the gap's arithmetic above reads a record's own value to 1e-14 sd). By
+    """A joined set is projected as one, with the set's holders' counts: one point per
+    group would publish two points on y = 12 x, which solve for the set's means (then the
+    gap's arithmetic above reads a record's own value to rounding). By
     hand, k = 3: the group {0, 1, 2} holds y on record 0 only and joins {3, 4, 5}; with
     y == 12 x declared, all six records publish one point."""
     x = np.array(
@@ -206,9 +206,9 @@ def test_a_release_with_gaps_refuses_a_relation_no_rule_declares(tmp_path, prefe
 
 
 def test_keys_missing_together_are_not_refused():
-    """A review: a, b and total missing on the same records (a block unanswered) were
-    refused, yet every set keeps total == a + b and nothing can be read: no record holds
-    some of them but not all."""
+    """a, b and total missing on the same records (a block unanswered) are not refused:
+    every set keeps total == a + b and nothing can be read, since no record holds some of
+    them but not all."""
     x = _sums(n=600, share=0.0, seed=9)
     block = np.random.default_rng(10).random(600) < 0.1
     x[block] = np.nan
@@ -218,9 +218,9 @@ def test_keys_missing_together_are_not_refused():
 
 
 def test_a_relation_is_searched_among_the_keys_enough_records_hold():
-    """A review: with 14 other keys each missing on a quarter of the records, 21 records
-    held every key, fewer than twice the keys, and the search gave up: 43 records were read
-    exactly through total = a + b. The most missing keys are now left out until enough
+    """With 14 other keys each missing on a quarter of the records, 21 records hold every
+    key, fewer than twice the keys; the search must not give up (43 records would be read
+    exactly through total = a + b). The most missing keys are left out until enough
     records hold the rest."""
     rng = np.random.default_rng(11)
     n = 1500
@@ -232,8 +232,8 @@ def test_a_relation_is_searched_among_the_keys_enough_records_hold():
 
 
 def test_coefficients_found_up_to_rounding_are_whole():
-    """A review: EIA's revenues gave `2.57866e-06 * OTHREVENUE` and a constant of
-    -0.000363698 beside the whole sum: coefficients that hold as whole numbers are."""
+    """Coefficients that hold as whole numbers are whole: no `2.57866e-06 * OTHREVENUE`
+    or constant of -0.000363698 beside the whole sum (as EIA's revenues would give)."""
     rng = np.random.default_rng(13)
     parts = rng.integers(1, 10**6, (3000, 3)).astype(float)
     x = np.c_[parts, parts.sum(axis=1) + rng.integers(-1, 2, 3000)]  # rounded by one unit
@@ -244,8 +244,9 @@ def test_coefficients_found_up_to_rounding_are_whole():
 
 @pytest.mark.flow
 def test_a_relation_with_a_column_published_as_it_is_is_refused(tmp_path, prefect_api, capsys):
-    """A review: with `sensitive: [total]` (published as it is) and total = a + b over the
-    keys a (8 % missing) and b, a set's means read each record lacking a: its b exactly."""
+    """With `sensitive: [total]` (published as it is) and total = a + b over the keys a
+    (8 % missing) and b, a set's means would read each record lacking a (its b exactly):
+    the release is refused."""
     from errorline import cli_error
 
     from sdcflow.flows.cli import main
@@ -263,13 +264,13 @@ def test_a_relation_with_a_column_published_as_it_is_is_refused(tmp_path, prefec
     }
     err = _refused(tmp_path, spec, capsys, "total")
     assert "`total == a + b`" in err and "leave it out of the release" in err
-    # one infinity in it switched the check off (a third review): it is no value to relate
+    # one infinity in it must not switch the check off: it is no value to relate
     frame = pd.read_csv(tmp_path / "data.csv", dtype=str, keep_default_na=False)
     frame.loc[0, "total"] = "inf"
     frame.to_csv(tmp_path / "data.csv", index=False)
     assert main(["release", str(tmp_path / "release.yaml")]) == 2
     assert cli_error(capsys.readouterr().err) == (Reason.UNDECLARED_RELATION, "total")
-    # without gaps too: weights that are 2 a + 1 give every record's a back (a third review)
+    # without gaps too: weights that are 2 a + 1 give every record's a back
     w = pd.DataFrame({"a": x[:, 0], "b": x[:, 1]}).fillna(7.0)
     w["w"] = 2 * w["a"] + 1
     w.to_csv(tmp_path / "data.csv", index=False)

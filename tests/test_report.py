@@ -328,9 +328,9 @@ def test_missing_numeric_values_are_left_out_of_moments_bins_and_correlations(tm
 
 
 def test_moments_and_correlations_are_true_at_1e308():
-    """A review: with keys near 1e308 the report's moments read ``inf`` (the plain sum
-    overflowed) and its correlations NaN, though the mean lies within the values and a
-    correlation is a ratio. By hand: x = (1e308, 1e308, 0) has mean 2e308/3, deviations
+    """With keys near 1e308 the report's moments are finite and its correlations numbers:
+    the mean lies within the values and a correlation is a ratio, though a plain sum
+    overflows. By hand: x = (1e308, 1e308, 0) has mean 2e308/3, deviations
     (1, 1, -2) 1e308/3 and sample variance (6/9) 1e616 / 2 = 3.33333e615; y = (1e308, 0, 0)
     has mean 1e308/3 (-50 %) and the same variance (0 %)."""
     x, y = np.array([1e308, 1e308, 0.0]), np.array([1e308, 0.0, 0.0])
@@ -359,8 +359,8 @@ def test_moments_and_correlations_are_true_at_1e308():
 
 
 def test_the_summary_names_every_quasi_identifier_categorical_ones_too():
-    """QA: with categorical keys the summary's `quasi-identifiers` listed the numeric keys only
-    (``facts.columns``), while k and the risk are counted over all of them."""
+    """With categorical keys the summary's `quasi-identifiers` lists them too, not the
+    numeric keys only (``facts.columns``): k and the risk are counted over all of them."""
     facts = _facts()
     assert dict(summary_section(facts).blocks[0].rows)["quasi-identifiers"] == "a, b, c"
     kinds = {"a": "numeric", "b": "numeric", "c": "numeric", "région": "nominal", "size": "ordinal"}
@@ -370,9 +370,8 @@ def test_the_summary_names_every_quasi_identifier_categorical_ones_too():
 
 
 def test_the_loss_section_says_how_many_records_il_leaves_out():
-    """QA: with missing numeric keys, IL was computed on the complete records only, and the
-    report did not say so. IL now counts every value present (a record missing one key
-    counts with its others): the note must not say records are left out of IL."""
+    """With missing numeric keys, IL counts every value present (a record missing one key
+    counts with its others), so the note must not say records are left out of IL."""
     facts = _facts()
     text = lambda: " ".join(getattr(b, "text", "") for b in loss_section(facts).blocks)  # noqa: E731
     assert "miss a numeric key" not in text()

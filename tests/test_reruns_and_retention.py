@@ -180,9 +180,9 @@ def test_an_edited_rules_file_is_a_changed_spec_and_is_not_already_published(
 def test_a_rules_file_edited_during_a_run_leaves_manifest_and_audit_agreeing(
     tmp_path, prefect_api, monkeypatch
 ):
-    """A review edited the rules file while a release ran: the run applied the rules it had
-    read, recorded their hash in ``audit.runs``, and its manifest hashed the new file. Both
-    now name the hash of the spec the run started with."""
+    """The rules file edited while a release runs: the run applies the rules it has read,
+    and both ``audit.runs`` and the manifest name the hash of the spec the run started
+    with, not the new file's."""
     import sdcflow.flows.release as flow
 
     rules = tmp_path / "rules.yaml"
@@ -224,9 +224,9 @@ def test_the_input_hash_is_the_sha256_of_the_file_as_read(scenario):
 
 
 def test_a_project_copied_with_its_warehouse_publishes_to_its_own_folder(tmp_path, prefect_api):
-    """A review: the spec, its input and its warehouse copied to another folder (relative
-    `output:`, so the same spec hash) said "already published" of the first folder's release
-    and exited 0 with nothing at its own output: a CI gate would have uploaded nothing."""
+    """The spec, its input and its warehouse copied to another folder (relative `output:`,
+    so the same spec hash) publish to the copy's own output, not "already published" of the
+    first folder's release with exit 0 and nothing there (a CI gate would upload nothing)."""
     import shutil
 
     first, copy = tmp_path / "first", tmp_path / "copy"
@@ -342,12 +342,12 @@ def test_a_compare_variant_never_displaces_the_copies_of_the_published_run(
 
 
 def test_a_spec_changed_only_in_form_is_the_same_release(tmp_path, prefect_api):
-    """A review: appending `reports: office-reports/`, spacing a rule differently or naming
-    the source (or the output folder, or the warehouse) by another path changed the spec's
-    hash, so a second, different masking
-    of the same file was published (a randomized method, no seed: two maskings of one file
-    disclose more than either). Those are the same release; moving a rule to the rules file
-    too. A change in what is asked (k) publishes."""
+    """Appending `reports: office-reports/`, spacing a rule differently or naming the
+    source (or the output folder, or the warehouse) by another path leaves the spec's hash
+    as it is, so no second, different masking of the same file is published (a randomized
+    method, no seed: two maskings of one file disclose more than either). Those are the
+    same release; moving a rule to the rules file too. A change in what is asked (k)
+    publishes."""
     spec = write_release(
         tmp_path, rows=60, seed=None, checks={"max_information_loss": 60},
         edits=["total_costs == wages + other_costs"],
@@ -362,7 +362,7 @@ def test_a_spec_changed_only_in_form_is_the_same_release(tmp_path, prefect_api):
         {"edits": ["total_costs  ==wages +  other_costs"]},
         {"source": str(tmp_path / "data.csv")},
         {"edits": [], "rules_file": "rules.yaml"},
-        # a second review: the output folder and the warehouse written another way
+        # the output folder and the warehouse written another way
         {"output": str(tmp_path / "published")},
         {"warehouse": "sub/../warehouse.duckdb"},
     ):

@@ -35,9 +35,9 @@ def test_rounding_by_hand_keeps_the_sum():
 
 
 def test_a_coarse_precision_is_kept_when_finer_columns_can_carry_the_rule():
-    # A review: turnover asked for hundreds (precision -2), every other key whole. The largest
-    # column, turnover, was solved from the rest, and 2971 of 3000 published turnovers were
-    # off their hundreds though profit (whole) could carry the rule. By hand: turnover rounds
+    # turnover asks for hundreds (precision -2), every other key whole: profit (whole)
+    # carries the rule, so turnover is not solved from the rest and stays on its hundreds
+    # (solving the largest column would leave nearly every turnover off). By hand: turnover rounds
     # to 1200, wages 301 and other 100 to themselves, total = 401, profit = 1200 - 401 = 799.
     X = np.array([[1234.0, 300.6, 100.2, 400.8, 833.2]])
     done = round_keeping_equalities(X, COLS, [-2, 0, 0, 0, 0], RULES)
@@ -96,8 +96,9 @@ def test_integer_keys_are_published_as_integers_and_satisfy_the_rules():
 
 
 def test_unsigned_integer_keys_beyond_int64_are_published_as_unsigned_integers():
-    """QA: a Parquet UBIGINT key with values past 2**63 ended the run with exit 3 ('cannot
-    safely cast non-equivalent float64 to int64'): the group means were cast to Int64."""
+    """A Parquet UBIGINT key with values past 2**63 is published as unsigned integers: the
+    group means are not cast to Int64 ('cannot safely cast non-equivalent float64 to
+    int64', exit 3)."""
     rng = np.random.default_rng(0)
     n = 60
     frame = pd.DataFrame(
@@ -320,10 +321,10 @@ def test_rounding_towards_an_inequality_pulls_only_the_columns_it_needs():
 
 
 def test_a_solved_value_is_snapped_within_the_rounding_of_its_terms_only():
-    # a review: ``share == net / 3`` at 1e9 solved share as 333333335.333, which the snap
-    # (1e-9 of the value: 0.33) moved onto 333333335, breaking the rule by a third; the
-    # release was refused. Now only what a solve can leave (1e-15 of the record's terms)
-    # is snapped: the third stays, counted off precision.
+    # ``share == net / 3`` at 1e9 solves share as 333333335.333; a snap of 1e-9 of the
+    # value (0.33) would move it onto 333333335, breaking the rule by a third. Only what a
+    # solve can leave (1e-15 of the record's terms) is snapped: the third stays, counted
+    # off precision.
     rules = LinearConstraints.from_rows(
         [("third", [({"share": 1.0, "net": -1.0 / 3.0}, 0.0)], [])], ["net", "share"]
     )

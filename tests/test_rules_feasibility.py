@@ -109,14 +109,14 @@ def test_a_strict_set_empty_but_for_its_bound_is_refused(edits, decimals, confli
         (["x > 1e12", "x <= 1e12 + 0.01"], {"x": 2, "y": None}),  # reads x only
         (["x > 1e12", "x <= 1e12 + 1"], None),
         (["x + y > 3e13", "x + y <= 3e13 + 1", "y == 1e8 * x"], None),
-        # a review's false refusals: windows narrower than the masking's allowance (1e-8),
-        # and grids finer than it at large bounds
+        # no false refusals: windows narrower than the masking's allowance (1e-8), and
+        # grids finer than it at large bounds
         (["x > 1e-6", "x < 1.01e-6"], None),
         (["0 < x < 1.5e-8"], None),
         (["0 < x < 1e-9", "y <= 1e12"], None),
         (["x < 1e13", "x > 9999999999999.98"], {"x": 2}),
         (["x < 1e15", "x > 999999999999998"], {"x": 0}),
-        # a second review's: each row judged at its own magnitude, not by one common inset
+        # each row judged at its own magnitude, not by one common inset
         (["x > 0", "x <= 1e12", "y > 0", "y < 0.001"], None),
         (["x == y - 1e12", "y > 1e12", "0 < x < 0.001"], None),
         (["x > 1e15", "x < 1e15 + 1"], None),  # 7 doubles in between
@@ -160,8 +160,8 @@ def test_an_open_window_is_decided_at_any_magnitude(at) -> None:
 
 
 def test_a_thin_set_of_mixed_magnitudes_is_not_refused_by_presolve() -> None:
-    # A review's minimal case: 9 rules met exactly by a known point (checked in fractions),
-    # which HiGHS's presolve called infeasible ("contradict each other", 8 rules named).
+    # 9 rules met exactly by a known point (checked in fractions), which HiGHS's presolve
+    # calls infeasible ("contradict each other", 8 rules named): presolve stays off.
     rules = [
         "c5 == -256.0 * c3",
         "0.0006262511939039381 * c5 + -1.4497322423059522e-09 * c2"

@@ -1,7 +1,7 @@
 """A rule holds within its tolerance plus the binary rounding of its terms (sdcflow.tolerances).
 
 Amounts of 1e9 with cents do not add up exactly in double arithmetic: with the absolute 1e-8
-alone, correct records were counted as violations on the raw file, "repaired", and the
+alone, correct records would be counted as violations on the raw file, "repaired", and the
 release refused (1 632 of 3 000 correct records on the first rule). The validation (DuckDB
 and Great Expectations), audit.violations and the repair's record check must agree record by
 record, and an error of a cent must still count.
@@ -125,7 +125,7 @@ def test_strict_comparisons_stay_exact_and_ranges_are_judged_at_their_ends(wareh
 
 
 def test_amounts_a_cent_apart_are_different_up_to_terms_of_a_trillion(warehouse):
-    # a review: with 1e-12 of the terms, a cent at 1.2e10 counted as equal (`!=` broken)
+    # a cent at 1.2e10 is a difference (1e-12 of the terms would count it as equal)
     opening = np.array([12345678901.23, 123456789012.34, 412345678901.23])
     frame = pd.DataFrame({"opening": opening, "closing": opening + 0.01})
     verdicts = _verdicts(warehouse, frame, ["closing != opening", "closing == opening"])
@@ -134,9 +134,9 @@ def test_amounts_a_cent_apart_are_different_up_to_terms_of_a_trillion(warehouse)
 
 
 def test_the_expectation_and_the_sql_agree_within_an_ulp_of_the_boundary(warehouse):
-    # a review: the check column ``r - slack`` and the SQL's ``|r| <= tol + slack`` rounded
-    # apart within an ulp of the boundary, and a release ended in exit 3 ("DuckDB counts 0
-    # violating records but Great Expectations 3"); 20 000 records straddle it here
+    # the check column ``r - slack`` and the SQL's ``|r| <= tol + slack`` must not round
+    # apart within an ulp of the boundary (a release would end in exit 3, "DuckDB counts 0
+    # violating records but Great Expectations 3"); 20 000 records straddle it
     rng = np.random.default_rng(11)
     a = rng.uniform(1e3, 1e10, 20_000)
     allowance = DEFAULT_TOLERANCE + ROUNDING_SLACK * 2 * a
@@ -147,8 +147,8 @@ def test_the_expectation_and_the_sql_agree_within_an_ulp_of_the_boundary(warehou
 
 
 def test_the_reviews_records_on_the_boundary(warehouse, monkeypatch):
-    # the review's four records, at the slack it ran (1e-12): where tol and the slack are of
-    # one size, ``fl(r - slack) <= tol`` and ``|r| <= fl(tol + slack)`` differed on three
+    # four records at a slack of 1e-12: where tol and the slack are of one size,
+    # ``fl(r - slack) <= tol`` and ``|r| <= fl(tol + slack)`` differ on three
     monkeypatch.setattr("sdcflow.expectations.compile.ROUNDING_SLACK", 1e-12)
     a = [9902.980183266103, 9904.799172669651, 9906.618162073199, 9908.0]
     b = [9902.980183236297, 9904.799172639841, 9906.618162043385, 9908.0]

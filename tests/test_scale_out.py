@@ -191,9 +191,9 @@ def test_runner_options(tmp_path):
 
 
 def test_an_embedded_cluster_is_sized_to_the_machine(tmp_path, monkeypatch, capsys):
-    # A review: --dask-workers 1025 (the spec's limit is 1024) was exit 3 with a pydantic
-    # traceback line; 64 workers on 2 CPUs started for 5 minutes, lost the scheduler and
-    # failed, 1000 spawned processes that SIGTERM did not stop.
+    # --dask-workers past the spec's limit of 1024 is bad input in one line, not exit 3
+    # with a pydantic traceback line; far more worker processes than CPUs would start for
+    # minutes, lose the scheduler and fail, and spawn processes that SIGTERM does not stop.
     import sdcflow.tasks.steps.scale as scale
 
     spec = write_release(tmp_path, rows=20, method={"name": "mdav", "k": 5, "cell_size": 10})
@@ -323,7 +323,7 @@ def test_dask_runner_publishes_the_local_release_and_gates_the_whole_of_it(tmp_p
 def test_missing_numbers_in_cells_run_on_dask_with_the_local_release(tmp_path, prefect_api):
     """Numeric keys with missing values and ``cell_size``: MDAV-generic runs within each
     spatial cell, one task run per cell on the cluster, and the published files are byte for
-    byte the local runner's (it used to be refused: one quadratic pass was the only way)."""
+    byte the local runner's (no single quadratic pass is needed)."""
 
     rows, k = 600, 5
     data = pd.read_csv(EXAMPLE / "data.csv").head(rows)
@@ -403,7 +403,7 @@ def test_a_cluster_whose_workers_all_died_fails_the_run_instead_of_waiting(
     tmp_path, prefect_api, monkeypatch
 ):
     """An external cluster (``--dask-address``) whose only worker dies while a cell runs:
-    the pieces cannot run anywhere, and the run used to wait, "running", for ever. After
+    the pieces cannot run anywhere, and the run must not wait, "running", for ever. After
     NO_WORKER_SECONDS without any worker it fails (exit 3) and publishes nothing."""
     from distributed import LocalCluster
 
@@ -578,7 +578,7 @@ def test_the_benchmark_reads_the_pieces_span_from_their_log_lines():
 
 
 def test_the_benchmark_ceiling_is_the_1_worker_wall_over_the_2_worker_cpu_per_core():
-    """By hand: 1 worker 100 s wall; 2 workers 70 s wall and 120 CPU s on 2 CPUs: no
+    """By hand: 1 worker 100 s wall; 2 workers 70 s wall and 120 CPU s over 2 cores: no
     schedule of 120 CPU s on 2 cores ends before 60 s, so the ratio cannot pass 100 / 60."""
     spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "benchmarks" / "scale.py")
     bench = importlib.util.module_from_spec(spec)
@@ -723,10 +723,10 @@ def test_a_dask_address_nobody_answers_is_refused_before_any_work(tmp_path):
 
 
 def test_a_port_that_listens_but_is_no_scheduler_is_refused_before_any_work(tmp_path):
-    """A review: a --dask-address whose port accepted connections and never answered passed
-    the preflight (a TCP connection), then held the run and the warehouse's writer lock at
-    "Connecting to an existing Dask cluster" for minutes. The preflight now asks for a Dask
-    handshake: exit 2 within seconds, nothing created."""
+    """A --dask-address whose port accepts connections and never answers does not pass the
+    preflight (a TCP connection alone would, then hold the run and the warehouse's writer
+    lock at "Connecting to an existing Dask cluster" for minutes). The preflight asks for
+    a Dask handshake: exit 2 within seconds, nothing created."""
     import socket
     import time
 
@@ -746,9 +746,9 @@ def test_a_port_that_listens_but_is_no_scheduler_is_refused_before_any_work(tmp_
     "address", ["", "inproc://nothing", "127.0.0.1", "tcp://127.0.0.1:x", "tcp://:8786"]
 )
 def test_a_malformed_dask_address_is_bad_input_in_one_line(tmp_path, capsys, address):
-    """A review: "" and inproc:// ended in exit 3 with a Python error (a pydantic
-    ValidationError, a ValueError from Dask's parser); the address is checked with the
-    spec and the option: exit 2, one line naming the option and the fix."""
+    """An empty address and inproc:// are bad input, not exit 3 with a Python error (a
+    pydantic ValidationError, a ValueError from Dask's parser): the address is checked with
+    the spec and the option, exit 2, one line naming the option and the fix."""
     spec = write_release(tmp_path, rows=60, method={"name": "mdav", "k": 5, "cell_size": 20})
     assert main(["release", str(spec), "--dask-address", address]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -68,9 +68,9 @@ def test_a_record_on_a_strict_boundary_violates_it_and_is_repaired_inside():
 
 
 def test_a_strict_margin_is_not_taken_from_a_record_far_larger():
-    # A review: one turnover of 1e40 in the file, and repair lifted a turnover of 0 under
-    # `turnover > 0` to 1e26 (1e-14 of the file's largest); mdav published its group at
-    # 3.3e25. The margin is the allowance at the moved records' own magnitude, per decade.
+    # One turnover of 1e40 in the file must not make repair lift a turnover of 0 under
+    # `turnover > 0` to 1e26 (1e-14 of the file's largest). The margin is the allowance at
+    # the moved records' own magnitude, per decade.
     cons = linear_constraints(parse_rules(["turnover > 0", "profit == turnover - costs"]),
                               ["turnover", "costs", "profit"])  # fmt: skip
     X = np.array([[0.0, 5.0, -5.0], [1e40, 0.0, 1e40], [-3e39, 1e39, -4e39]])
@@ -92,8 +92,8 @@ def test_rounding_keeps_a_strict_row_its_unrounded_values_meet():
 @pytest.mark.flow
 @pytest.mark.parametrize("integers", [True, False], ids=["integers", "tenths"])
 def test_a_strict_consequent_is_kept_by_the_group_it_binds(tmp_path, prefect_api, integers):
-    # A review: under `if employees <= 1 then wages < 1` the group was moved onto the
-    # closure wages <= 1 and published on it, so the release was refused (exit 1). MDAV's
+    # Under `if employees <= 1 then wages < 1` the group is moved inside the strict
+    # consequent, not onto its closure wages <= 1 (the release would be refused). MDAV's
     # two groups of three; the first's means (4/3, 1) round to (1, 1) (integers), or are
     # (1.0, 1.0) already (tenths): the condition holds and wages sits on the excluded
     # boundary. By hand it moves onto the grid's wages <= 0 (integers) or <= 0.9 (tenths).
@@ -114,9 +114,9 @@ def test_a_strict_consequent_is_kept_by_the_group_it_binds(tmp_path, prefect_api
 
 
 def test_a_strict_boundary_is_read_the_same_whatever_the_column_order():
-    # A review: 1910.19 > 1898.5 + 11.69 is false in decimals; the SQL's sum says so, but
-    # numpy's sum in the matrix's column order left 2.3e-13 of the wrong sign, so repair
-    # moved none of the records the validation counted, and the release was refused
+    # 1910.19 > 1898.5 + 11.69 is false in decimals; the SQL's sum says so, and numpy's sum
+    # in the matrix's column order leaves 2.3e-13 of the wrong sign: repair must read the
+    # boundary as the validation does, whatever the column order
     rule = parse_rules(["turnover > wages + other_costs"])
     record = {"turnover": 1910.19, "wages": 1898.5, "other_costs": 11.69}
     for order in (["turnover", "wages", "other_costs"], ["wages", "other_costs", "turnover"]):
@@ -169,8 +169,8 @@ def test_strict_rules_publish_in_the_reviews_cases(tmp_path, prefect_api, case, 
 
 
 def test_directed_rounding_lands_on_the_decimal_grid():
-    # A review: rounding towards a row multiplied the cents by 0.01, so 23172108 cents were
-    # published as 231721.08000000002 (off the grid, and not counted as such)
+    # rounding towards a row lands on the decimal grid: multiplying the cents by 0.01 would
+    # publish 23172108 cents as 231721.08000000002 (off the grid, and not counted as such)
     # (231721.0749 rounds to .07, below the bound .071: rounded up instead, to .08)
     cons = linear_constraints(parse_rules(["x > 231721.071"]), ["x"])
     done = round_keeping_equalities(np.array([[231721.0749]]), ["x"], [2], cons)
@@ -187,8 +187,8 @@ def test_directed_rounding_lands_on_the_decimal_grid():
 def test_a_strict_rule_set_with_no_room_is_refused_before_the_run(
     tmp_path, capsys, edits, conflict
 ):
-    """Both passed the check before a run, which read `<` as `<=`, and were refused after
-    masking with exit 1 and no line saying why (stop 30's review)."""
+    """Both are refused by the check before a run, which reads `<` as strict, rather than
+    after masking with exit 1 and no line saying why."""
     from sdcflow.flows.cli import main
 
     rng = np.random.default_rng(5)
@@ -215,8 +215,8 @@ def test_a_strict_rule_set_with_no_room_is_refused_before_the_run(
 
 @pytest.mark.flow
 def test_a_narrow_strict_window_that_every_record_meets_publishes(tmp_path, prefect_api):
-    # A review: assay concentrations in (1e-6, 1.01e-6), every record inside, were refused
-    # before the run once the check asked for the masking's allowance (1e-8) of room.
+    # assay concentrations in (1e-6, 1.01e-6), every record inside, publish: the check
+    # does not ask for the masking's allowance (1e-8) of room.
     rng = np.random.default_rng(8)
     frame = pd.DataFrame(
         {"id": range(60), "conc": rng.uniform(1.001e-6, 1.009e-6, 60), "dose": rng.normal(5, 1, 60)}

@@ -45,8 +45,8 @@ References
 
 Coefficients of any finite magnitude are handled: every LP is homogenized and equilibrated
 (:func:`sdcflow.lp.equilibrate`) before HiGHS sees it, which otherwise refuses coefficients of
-1e15 and more and drops those of 1e-9 and less (rules that can hold were reported as contradicting
-each other). The same LP (``sdcflow.lp``) decides for the projector of repair and
+1e15 and more and drops those of 1e-9 and less (so that rules that can hold would be reported as
+contradicting each other). The same LP (``sdcflow.lp``) decides for the projector of repair and
 constrained fuzzy microaggregation, so a rule set this check accepts is not refused there.
 """
 

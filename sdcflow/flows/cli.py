@@ -236,7 +236,7 @@ _PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.ELOOP, errno.ENA
 
 def _import_flow(plan: ReleasePlan) -> None:
     """Import the release flow (Prefect, the steps, the methods' kernels) and, when the spec
-    has edit rules, Great Expectations: about 3 s that overlap the temporary API server's
+    has edit rules, Great Expectations: slow imports that overlap the temporary API server's
     start, after the preflight has accepted the input."""
     import sdcflow.flows.release
 
@@ -640,17 +640,17 @@ def _end_process(code: int) -> None:
     warehouse, the lock and the temporary server are closed and its outcome is printed.
 
     The interpreter's own exit would then tear down every module the command imported, which
-    takes 1-2 s after Great Expectations and Prefect here and does nothing for the release.
+    is slow after Great Expectations and Prefect and does nothing for the release.
     Exactly what an exit must do is done first -- the exit handlers (``atexit``: the logging
     handlers' flush, temporary folders), the threads' shutdown hooks, the flush of stdout and
     stderr -- and the normal exit is kept whenever a thread that is not a daemon still runs.
     """
     import threading
 
-    # a hook that never returns must not keep a decided process alive: a burst of SIGTERMs
-    # left Prefect's log service draining to the stopped temporary API for good (a review's
-    # process said "interrupted" and was still there 13 minutes later); also when the normal
-    # exit is kept for a thread that still runs
+    # a hook that never returns must not keep a decided process alive: after a burst of
+    # SIGTERMs Prefect's log service can drain to the stopped temporary API for good, and
+    # the process, having said "interrupted", would never end; also when the normal exit
+    # is kept for a thread that still runs
     timeout = _exit_timeout()
     watchdog = threading.Timer(timeout, _exit_now, args=(code, timeout))
     watchdog.daemon = True

@@ -141,9 +141,9 @@ def prune(args: argparse.Namespace) -> int:
 
 
 def _records_runs(warehouse: Any) -> bool:
-    """Whether the warehouse has sdcflow's ``audit.runs`` (read-only). ``--yes`` used to
-    create sdcflow's schemas and audit tables in any DuckDB file it was pointed at, and to
-    alter a table of the user's named ``audit.runs`` (a review)."""
+    """Whether the warehouse has sdcflow's ``audit.runs`` (read-only), so that ``--yes``
+    neither creates sdcflow's schemas and audit tables in any DuckDB file it is pointed at
+    nor alters a table of the user's named ``audit.runs``."""
     from sdcflow.warehouse.warehouse import audit_kind
 
     with warehouse.connect(read_only=True) as con:

@@ -222,8 +222,8 @@ def _release(
     docs = report_dir / "data-docs"
     target = spec.release_dir.resolve() if publish else None
     # once: the manifest must name the spec hash audit.runs records, whatever happens to a
-    # file the spec names meanwhile (a review edited the rules file during a run: the
-    # manifest hashed the new file, the audit the one the run applied)
+    # file the spec names meanwhile (a rules file edited during a run must not make the
+    # manifest hash the new file while the audit holds the one the run applied)
     spec_sha256 = spec.sha256()
     warehouse.start_run(
         run_id,

@@ -140,7 +140,7 @@ def owned_prefect_api(
         before = os.environ.get("PREFECT_API_URL")
         try:
             if meanwhile is not None:
-                meanwhile()  # about 3 s of imports, while the server's process boots
+                meanwhile()  # the slow imports, while the server's process boots
             _wait_healthy(process, url, wait, log, httpx)
             # The environment too: Prefect's background threads read settings afresh.
             os.environ["PREFECT_API_URL"] = url

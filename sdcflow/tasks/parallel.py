@@ -87,6 +87,6 @@ def piece_threads(n: int) -> AbstractContextManager[None]:
 
 
 def threads() -> int:
-    """Threads a multithreaded call may use here, as SciPy's ``workers`` argument: -1 (every
-    core) unless :func:`piece_threads` says otherwise."""
+    """Threads a multithreaded call may use in the current context, as SciPy's ``workers``
+    argument: -1 (every core) unless :func:`piece_threads` says otherwise."""
     return _THREADS.get()

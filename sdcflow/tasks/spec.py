@@ -251,8 +251,9 @@ class ReleaseSpec(SpecModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     # at most 100 characters: the release's folder, its temporary and previous copies and its
-    # report folders add a prefix and a run id, within a file name's 255 bytes (a review's
-    # 220-character name ran the whole release and failed at publication, exit 3)
+    # report folders add a prefix and a run id, within a file name's 255 bytes (a longer
+    # name is refused when the spec is read, not at publication after the whole release has
+    # run, exit 3)
     release: str = Field(pattern=_NAME, max_length=100, description="name of the published release")
     source: Path = Field(description="CSV or Parquet file, relative to the spec file")
     id_column: str | None = Field(None, description="record identifier, never published")

@@ -290,8 +290,8 @@ class IncompleteFolder:
     def discard(self) -> None:
         """Remove the folder and everything this run wrote into it: the marker last, so that
         a signal that stops the removal halfway (a burst of ``SIGTERM``) leaves a folder a
-        later run's :func:`sweep_incomplete` still recognises and removes (a review: a
-        partial report folder without its marker stayed for good)."""
+        later run's :func:`sweep_incomplete` still recognises and removes (a partial folder
+        without its marker would stay for good)."""
         marker = self.path / INCOMPLETE
         try:
             entries = list(os.scandir(self.path))

@@ -357,9 +357,9 @@ class Warehouse:
         """The lock file of the warehouse (``<warehouse>.lock``), created on first use.
 
         Beside the file the path resolves to, so that a warehouse named through a symbolic
-        link to the file and through its own path has one lock: each name had its
-        own, and a release or ``prune`` holding one took a release running under the other
-        for ended (settled ``interrupted``, its copies dropped) and wrote beside it."""
+        link to the file and through its own path has one lock: with a lock per name, a
+        release or ``prune`` holding one would take a release running under the other for
+        ended (settle it ``interrupted``, drop its copies) and write beside it."""
         real = Path(os.path.realpath(self.path))
         return real.with_name(real.name + ".lock")
 

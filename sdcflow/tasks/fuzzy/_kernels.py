@@ -459,8 +459,8 @@ def dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs):
 
 
 # Not cached: numba's cache is keyed on this file only and would keep stale copies of the
-# projection kernels it links in from linear/_kernels.py after that file changes (about 2 s
-# of compilation per process instead).
+# projection kernels it links in from linear/_kernels.py after that file changes (the cost
+# is one compilation per process instead).
 @nb.njit(cache=False)
 def constrained_dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs, A, Apinv, b, G, h, sw, tol):
     """:func:`dense_fit` with the centres projected onto the polyhedron every iteration

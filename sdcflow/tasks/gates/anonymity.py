@@ -150,8 +150,8 @@ class RecordRisk:
 
 #: Records x released groups above which the report does not run the cheap ``manifest``
 #: intruder unless a gate asks for the risk: it holds every record's membership to every
-#: released centre (measured about 0.1 CPU us per pair at 20 000 records x 3 000 centres;
-#: 100 000 records of ``constrained_fuzzy`` -- 15 000 centres -- ran out of 23 GB).
+#: released centre, so its time and memory grow with the pairs (100 000 records of
+#: ``constrained_fuzzy``, about 15 000 centres, do not fit in tens of GB).
 MANIFEST_PAIRS = 2e8
 
 

@@ -2,9 +2,9 @@
 
 A projection computed in standardized units, ``x = shift + scale z``, comes back carrying the
 rounding of the columns' shift and scale, which one very large firm sets: with turnover's
-standard deviation at 7e9, a group of turnover 1e4 broke ``profit == turnover -
-total_costs`` by 1e-6, past the validation's allowance of 1e-8 at that magnitude. Here the
-rules are read at each point's own magnitude: which points break them (:func:`off_rules`),
+standard deviation at 7e9, a group of turnover 1e4 breaks ``profit == turnover -
+total_costs`` by 1e-6, past the validation's allowance of 1e-8 at that magnitude. This
+module reads the rules at each point's own magnitude: which points break them (:func:`off_rules`),
 how far inside a strict row each is aimed (:func:`aimed_bounds`), and the last move onto
 the rows a point holds with equality (:func:`polish_onto_rules`).
 """
@@ -84,8 +84,8 @@ def polish_onto_rules(
     The residuals are read at each point's own magnitude (the module docstring's fault).
     An inequality joins a point's face only where
     the point breaks it (the rows broken after each move join, until none is): read from
-    the standardized units, a face took rows a group of 1.5 was a unit away from, beside a
-    shift of 1e9. Of parallel rows on one face only the tightest is kept (``turnover > 0``,
+    the standardized units, a face would take rows a group of 1.5 is a unit away from,
+    beside a shift of 1e9. Of parallel rows on one face only the tightest is kept (``turnover > 0``,
     aimed inside, beside ``turnover >= 0``).
 
     Given the points ``start`` (m, r) that ``X`` was projected from and the ``face`` (m, q)

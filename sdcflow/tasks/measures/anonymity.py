@@ -117,7 +117,8 @@ def _group_sum(ids: np.ndarray, values: np.ndarray | sparse.csr_matrix, groups: 
 SMALL_PATTERN: int | None = None
 POOL_MAX = 20_000
 #: Estimated seconds of one join of two patterns (Python and numpy overhead) and of one cell
-#: of the direct comparison, for :func:`_pooled` (measured here; only their ratio matters).
+#: of the direct comparison, for :func:`_pooled`: a join costs far more than a cell, and
+#: only their ratio matters, not the machine's speed.
 JOIN_SECONDS = 3.5e-4
 CELL_SECONDS = 5e-9
 #: An index join is used when it finds fewer candidate pairs than this share of the rows a

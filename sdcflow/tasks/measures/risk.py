@@ -124,11 +124,10 @@ class RiskSummary:
 
     @property
     def expected_reidentifications(self) -> float:
-        """Global risk: ``ER = sum_i r_i`` [2], correctly rounded (``math.fsum``: 43 ms at a
-        million records), so that it does not depend on the order of the records. numpy's
-        pairwise sum did: the figure recomputed on the published file, whose rows are
-        shuffled, differed from the manifest's in its last digit for 1 shuffle in 30 (3000
-        records of UCI Adult, integer weights, every individual risk identical)."""
+        """Global risk: ``ER = sum_i r_i`` [2], correctly rounded (``math.fsum``,
+        cheap next to the risks themselves), so that it does not depend on the order of the
+        records. numpy's pairwise sum does: the figure recomputed on the published file,
+        whose rows are shuffled, could differ from the manifest's in its last digit."""
         return math.fsum(self.risk)
 
     @property

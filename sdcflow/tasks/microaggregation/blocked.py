@@ -1,7 +1,7 @@
 """MDAV for large files: exact MDAV within spatial cells, then local search across their borders.
 
-Exact MDAV costs O(n^2 d / k): about 100 CPU s for a million records in 10 dimensions here,
-growing fourfold with every doubling. :func:`blocked_mdav` splits the records by recursive
+Exact MDAV costs O(n^2 d / k), growing fourfold with every doubling of the records (timings
+in ``benchmarks/README.md``). :func:`blocked_mdav` splits the records by recursive
 median cuts (:func:`~sdcflow.tasks.microaggregation.neighbours.spatial_cells`) into cells of at
 most ``cell_size`` records, runs the exact MDAV kernel in each cell -- O(n cell_size d / k) in
 all -- and refines each cell's groups inside the cell with the local search of
@@ -12,9 +12,9 @@ grouped inside their cell are regrouped with their neighbours across its border.
 has k..2k-1 records (``cell_size >= 2k`` makes every cell hold at least k).
 
 Cells and parts are independent pieces of :func:`~sdcflow.tasks.parallel.map_parts`: by
-default they run one after the other here; the Dask runner runs them as Prefect tasks on its
-workers (:mod:`sdcflow.tasks.steps.scale`), each receiving one piece's records only. The
-labels do not depend on where, or in which order, the pieces ran.
+default they run one after the other in the calling process; the Dask runner runs them as
+Prefect tasks on its workers (:mod:`sdcflow.tasks.steps.scale`), each receiving one piece's
+records only. The labels do not depend on where, or in which order, the pieces ran.
 
 Measured against exact MDAV on the same data: ``benchmarks/README.md``, section "MDAV and PS"
 (``benchmarks/mdav.py --cell-size``); on a Dask cluster: section "Scale-out".

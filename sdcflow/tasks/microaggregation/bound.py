@@ -48,9 +48,10 @@ optimum itself is the bound: a release of the univariate method has ``IL / bound
 rounding, instead of bound 1's and 2's looser figure (Census AFNLWGT, k = 4: 1.54).
 
 :func:`sse_lower_bound` returns the largest of the bounds, times ``1 - 1e-9`` to cover the
-rounding of the sums (relative 1e-13 here). It holds for every partition into groups of at
-least k -- MDAV's, PS's, refined, and the optimum -- so the information loss of the optimum
-lies in ``[bound, IL]``: ``IL / bound`` is how far, at most, a release is from optimal.
+rounding of the sums (far smaller than that, relative to them). It holds for every
+partition into groups of at least k -- MDAV's, PS's, refined, and the optimum -- so the
+information loss of the optimum lies in ``[bound, IL]``: ``IL / bound`` is how far, at most,
+a release is from optimal.
 Exact nearest neighbours cost a KD-tree query; in high dimension on large files that can take
 longer than the masking itself (``benchmarks/README.md``, section "MDAV and PS"), hence the
 CPU budget.

@@ -252,8 +252,8 @@ def short_group_sets(
     k. Nearest: centroid (of all the unit's records) to centroid under ``others``; units
     that share no other key with it after those, those whose set is still short of k first,
     in the order of their number. The key is never used to choose: partners near the unit's
-    mean of it would give that mean back (a reviewed design read a partner to 0.17 of its
-    gap, a full group's member 0.54). Sets never overlap, so no value sits in two averages
+    mean of it would give that mean back (a partner chosen that way is read far closer
+    than a full group's member). Sets never overlap, so no value sits in two averages
     (a value in two is read by difference). A set already joined (of two or more groups:
     ``groups`` (h,), each record's group, tells a unit that is itself a set, e.g. a cell's)
     and holding k is taken only when nothing else can complete a set, so that sets do not
@@ -380,8 +380,8 @@ def _complete_keys(
     One partition serves all keys: a set joined for one key is one unit for all of them.
     Were only the short key averaged over the set, each partner would keep its own means of
     the other keys, and a key they determine (``total = a + b``) would give the partner's own
-    mean of it, hence the short group's sum, by difference (a reviewed release read a lone
-    value to 1e-15 sd). ``num`` (n, p): released values; ``short`` (n, p): holders of a unit
+    mean of it, hence the short group's sum, by difference (a lone value would be read to
+    rounding). ``num`` (n, p): released values; ``short`` (n, p): holders of a unit
     with fewer than k (stays True where all the records together hold fewer); ``units`` (n,
     p): each record's unit, the same in every column (its group, or the set it joined; -1:
     a record that takes no part), becomes its set; ``numeric`` (n, p): the values; ``dist``:

@@ -336,7 +336,7 @@ def _multi_sweep(
         far_cnt[b] = 0
     c = d - 5 * ((d - 1) // 5)  # columns of the first pass (1..5), then five at a time
     # the seed reads the first block's filter values only, and needs at least K of them
-    # (k above _SEED took 128 and read past them: garbage thresholds, a crash)
+    # (with k above _SEED, a fixed 128 would read past them: garbage thresholds, a crash)
     n_seed = min(max(_SEED, k_near), m, _BLOCK)
     if n_seed < k_near:
         n_seed = 0

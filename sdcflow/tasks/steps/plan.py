@@ -160,8 +160,8 @@ class ReleasePlan(BaseModel):
         spec = self.spec
         skip = {"retention", "runner", "dask", "reports", "source", "edits", "rules_file"}
         public = spec.hashed_dict(skip)
-        # the folders by where they are, not how they are written (a review: `output:` given
-        # as an absolute path published a second masking of the same file into the same
+        # the folders by where they are, not how they are written (else `output:` given as
+        # an absolute path would publish a second masking of the same file into the same
         # folder); a symbolic link counts as the folder it names
         public["output"] = os.path.realpath(spec.output_dir)
         public["warehouse"] = os.path.realpath(spec.warehouse_path)
@@ -280,7 +280,7 @@ def check_destinations(spec: ReleaseSpec, *, force: bool = False) -> None:
     the release target holds neither the source, the warehouse, the rules nor the spec's folder
     and does not overlap the run reports, the warehouse is a DuckDB file or a new path, and
     neither the output folder, the reports nor the warehouse lies inside a published release
-    (another spec's: a review saw a `check` write its report into a live release), and
+    (another spec's: a `check` must not write its report into a live release), and
     neither the output nor the reports folder is the root of the file system."""
     roots = (("output", spec.output_dir, "releases", "published/"),
              ("reports", spec.reports_dir, "run reports", "reports/"))  # fmt: skip
@@ -314,7 +314,7 @@ def check_destinations(spec: ReleaseSpec, *, force: bool = False) -> None:
         ("output", spec.output_dir),
         ("reports", spec.reports_dir),
         # the run's reports go to <reports>/<release>/<run id>: that folder may be another
-        # spec's live release of the same name (a review: `reports:` its output folder)
+        # spec's live release of the same name (`reports:` set to its output folder)
         ("reports", spec.reports_dir / spec.release),
         ("warehouse", spec.warehouse_path),
     )

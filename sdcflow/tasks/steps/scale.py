@@ -82,8 +82,8 @@ def check_runner(spec: ReleaseSpec) -> None:
         return
     workers, cpus = spec.dask.workers, usable_cpus()
     if workers is not None and workers > WORKERS_PER_CPU * cpus:
-        # each worker is a process of its own: 64 on 2 CPUs spent 5 min starting and lost
-        # the scheduler (a review); more than one per CPU only adds start-up
+        # each worker is a process of its own: far more workers than CPUs spend minutes
+        # starting and can lose the scheduler; more than one per CPU only adds start-up
         raise ParameterError(
             f"dask.workers {workers} is more than {WORKERS_PER_CPU} worker processes per CPU "
             f"of this machine ({cpus} CPUs) for the embedded cluster; give at most "
@@ -191,10 +191,10 @@ def on_dask() -> bool:
 
 
 #: At most this many task runs per worker for one kind of piece: more pieces than that are
-#: run in bundles of consecutive pieces, one task run each. A task run costs its worker about
-#: 0.1-0.15 s of Prefect's bookkeeping (its states and logs sent to the API): the 256 cells
-#: of a million-record fuzzy release spent 39 s on it with one worker, one bundle of 16
-#: cells about 2 s. The pieces and their results are the same whatever the bundles.
+#: run in bundles of consecutive pieces, one task run each. A task run costs its worker a
+#: fixed share of Prefect's bookkeeping (its states and logs sent to the API), which for
+#: hundreds of small cells outweighs the cells themselves; a bundle pays it once. The
+#: pieces and their results are the same whatever the bundles.
 TASK_RUNS_PER_WORKER = 16
 
 
@@ -269,8 +269,7 @@ def submitted_parts(
     spans = list(itertools.pairwise(bounds))
     runner = run_part.with_options(name=f"mask-{label}")
     # largest first: the cluster starts pieces in the order they come, and a large piece
-    # started last leaves the other workers idle at the end of the stage (the five border
-    # parts of a million records on two workers: 8.8 s, the same parts largest first 6.8 s)
+    # started last leaves the other workers idle at the end of the stage
     futures: list[Any] = [None] * len(spans)
     with _nothing_but_the_piece(), warnings.catch_warnings():
         # distributed warns of a "large graph" (over 10 MB) and advises loading the data

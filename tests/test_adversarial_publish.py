@@ -704,6 +704,6 @@ def test_runs_limit_below_one_is_bad_input(tmp_path, capsys):
             main(["runs", "--warehouse", str(path), "--limit", limit])
         assert e.value.code == 2
         err = capsys.readouterr().err
-        assert "--limit" in err and ">= 1" in err and "no runs recorded" not in err
+        assert "--limit" in err and "from 1 to" in err and "no runs recorded" not in err
     assert main(["runs", "--warehouse", str(path), "--limit", "1"]) == 0
     assert "a" * 8 in capsys.readouterr().out

@@ -527,9 +527,9 @@ def test_the_survey_with_gaps_and_edit_rules_publishes_with_every_rule_kept(
     data = pd.read_csv(out / "data.csv")
     assert _violations(data, tol=1e-8) == (0, 0)  # the validation's default tolerance
     assert (data["wages"].dropna() >= 0).all()
-    # missing stays missing (rows are published in another order: count the patterns)
-    patterns = data[QIS].isna().value_counts().sort_index()
-    assert patterns.equals(source[QIS].isna().value_counts().sort_index())
+    # every gap stays a gap; a group mixing gaps and values releases the key missing for all
+    # of its records (k counts identical rows), so there are at least as many gaps per key
+    assert (data[QIS].isna().sum() >= source[QIS].isna().sum()).all()
     manifest = json.loads((out / "manifest.json").read_text())
     details = manifest["method_details"]
     assert details["groups_moved_onto_edit_rules"] > 0

@@ -344,7 +344,8 @@ def test_missing_numbers_in_cells_run_on_dask_with_the_local_release(tmp_path, p
     published = pd.read_parquet(b / "data.parquet")
     keys = body["quasi_identifiers"]
     assert k_anonymity(published[keys]) >= k
-    assert published[keys].isna().sum().tolist() == data[keys].isna().sum().tolist()
+    # every gap stays a gap; a group mixing gaps and values is blanked for all its records
+    assert (published[keys].isna().sum() >= data[keys].isna().sum()).all()
 
 
 @pytest.mark.flow

@@ -98,6 +98,8 @@ def make_folders(path: Path, mode: int, *, exist_ok: bool = True) -> Path:
                 raise
             continue  # made meanwhile by another process: its mode is its maker's
         os.chmod(folder, mode)
+    if not os.path.isdir(path):  # a file there: as ``mkdir(exist_ok=True)`` says it
+        raise FileExistsError(17, "File exists", str(path))
     return path
 
 

@@ -3,7 +3,8 @@
 The warehouse and its write-ahead log hold every raw record; DuckDB creates both itself
 with the process's umask (``0644`` under ``022``). A run's report folder and its Data Docs
 hold figures about the records. Each is checked in a real process whose umask is ``000``
-(the most open), at the moment the raw records are in the files.
+(the most open), at the moment the raw records are in the files. A published release is
+readable by others but never writable by them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import json
 import os
 import stat
 
-from adversarial import spawn
+from adversarial import cli, spawn
+from survey import write_release
 
 from sdcflow.flows.cli import main
 from sdcflow.warehouse.warehouse import Warehouse
@@ -78,3 +80,46 @@ def test_a_warehouse_others_can_read_is_reported_with_the_fix(tmp_path, capsys):
     assert "mode 0640" in wh.exposure()
     os.chmod(path, 0o600)
     assert wh.exposure() is None
+
+
+def _modes(root):
+    return {
+        str(p.relative_to(root.parent)): stat.S_IMODE(p.lstat().st_mode)
+        for p in (root, *root.rglob("*"))
+    }
+
+
+def test_every_report_warehouse_and_release_path_is_closed_to_others_under_umask_0(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # the owner's folder, not sdcflow's: its mode is left as it is
+    spec = write_release(
+        tmp_path,
+        rows=300,
+        edits=["total_costs == wages + other_costs", "profit == turnover - total_costs"],
+        warehouse="shared/wh/deep/warehouse.duckdb",
+        seed=7,
+    )
+    proc = cli("release", str(spec), cwd=tmp_path, umask=0)  # the most open umask
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+
+    reports = _modes(tmp_path / "reports")  # the run report and every Data Docs file and folder
+    assert any(p.endswith("/report.html") for p in reports)
+    assert any("/data-docs/raw/static/" in p for p in reports)
+    assert any("/data-docs/masked/validations/" in p for p in reports)
+    warehouse = _modes(shared / "wh")  # the folders sdcflow made, the database, its lock
+    assert "wh/deep/warehouse.duckdb" in warehouse
+    open_to_others = {p: oct(m) for p, m in {**reports, **warehouse}.items() if m & 0o077}
+    assert open_to_others == {}
+    assert warehouse["wh"] == warehouse["wh/deep"] == 0o700
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o777
+
+    published = _modes(tmp_path / "published")  # readable by all, writable by its owner only
+    assert {p: oct(m) for p, m in published.items()} == {
+        "published": "0o755",
+        "published/survey": "0o755",
+        **{f"published/survey/{name}": "0o644" for name in (
+            ".sdcflow-release", "data.csv", "data.parquet", "manifest.json"
+        )},
+    }  # fmt: skip

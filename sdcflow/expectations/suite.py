@@ -60,7 +60,7 @@ from great_expectations.expectations.metadata_types import FailureSeverity
 
 from sdcflow.expectations.compile import CompiledRule
 from sdcflow.expectations.docs import make_offline
-from sdcflow.warehouse.private import private_folder
+from sdcflow.warehouse.private import owner_only_files, private_folder, private_tree
 
 __all__ = ["ExpectRuleToHold", "RuleOutcome", "RuleReport", "build_suite", "validate_frame"]
 
@@ -323,8 +323,12 @@ def validate_frame(
             )
         )
     if docs is not None:
-        context.build_data_docs(site_names=[DOCS_SITE])
-        make_offline(docs)  # styled with no network: local Bootstrap, jQuery, logo
+        # figures about the records: every file and folder owner-only from its creation (the
+        # umask), and after (GE or a copy may carry a mode of its own)
+        with owner_only_files():
+            context.build_data_docs(site_names=[DOCS_SITE])
+            make_offline(docs)  # styled with no network: local Bootstrap, jQuery, logo
+        private_tree(docs)
         report.docs_path = docs / "index.html"
     report.seconds = time.perf_counter() - t0
     return report

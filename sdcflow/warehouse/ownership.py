@@ -104,7 +104,7 @@ class FileLock:
                 fd, depth = _held[self._key]
                 _held[self._key] = (fd, depth + 1)
                 return
-        fd = os.open(self._key, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(self._key, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         deadline = time.monotonic() + self.wait
         start = time.monotonic()
         try:
@@ -262,7 +262,7 @@ class IncompleteFolder:
         private_folder(self.path, exist_ok=False)
         marker = self.path / INCOMPLETE
         try:
-            fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         except BaseException:  # a signal before the marker: leave no unmarked folder
             self.path.rmdir()
             raise

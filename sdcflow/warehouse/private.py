@@ -13,9 +13,11 @@ owner-only too (stricter, never looser); the umask is restored when the last suc
 process ends.
 
 :func:`private_folder` makes the folders that hold figures about the confidential data (a
-run's report folder and its Data Docs) ``0700``, and :func:`exposed` says whether an existing
-file (a warehouse made before, or by hand) can be read by others: sdcflow reports it and
-leaves its mode alone (the owner may share it with a group on purpose).
+run's report folder and its Data Docs, the warehouse's folder when sdcflow creates it)
+``0700``; :func:`private_tree` closes a whole tree a library wrote (the Data Docs: ``0700``
+folders, ``0600`` files); :func:`exposed` says whether an existing file (a warehouse made
+before, or by hand) can be read by others: sdcflow reports it and leaves its mode alone (the
+owner may share it with a group on purpose).
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["OWNER_ONLY_UMASK", "exposed", "owner_only_files", "private_folder"]
+__all__ = [
+    "OWNER_ONLY_UMASK",
+    "exposed",
+    "make_folders",
+    "owner_only_files",
+    "private_folder",
+    "private_tree",
+    "process_umask",
+]
 
 OWNER_ONLY_UMASK = 0o077
 
@@ -55,8 +65,25 @@ def owner_only_files() -> Iterator[None]:
                 os.umask(_saved)
 
 
-def private_folder(path: Path, *, exist_ok: bool = True) -> Path:
-    """Create ``path`` and its missing parents with mode ``0700`` (set explicitly, whatever the
+def process_umask() -> int:
+    """The process's own umask: the one it has outside :func:`owner_only_files` blocks (read
+    from ``/proc/self/status`` where it can be, so no other thread sees it change)."""
+    with _guard:
+        if _depth:
+            return _saved
+        try:
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+        except (OSError, ValueError, IndexError):
+            pass
+        mask = os.umask(OWNER_ONLY_UMASK)  # stricter for the instant it takes, never looser
+        os.umask(mask)
+        return mask
+
+
+def make_folders(path: Path, mode: int, *, exist_ok: bool = True) -> Path:
+    """Create ``path`` and its missing parents with ``mode`` (set explicitly, whatever the
     umask); folders that exist already keep their mode (they are not sdcflow's to change).
     ``exist_ok=False``: ``FileExistsError`` when ``path`` exists. Returns ``path``."""
     path = Path(path)
@@ -70,7 +97,31 @@ def private_folder(path: Path, *, exist_ok: bool = True) -> Path:
             if folder == path and not exist_ok:
                 raise
             continue  # made meanwhile by another process: its mode is its maker's
-        os.chmod(folder, 0o700)
+        os.chmod(folder, mode)
+    if not os.path.isdir(path):  # a file there: as ``mkdir(exist_ok=True)`` says it
+        raise FileExistsError(17, "File exists", str(path))
+    return path
+
+
+def private_folder(path: Path, *, exist_ok: bool = True) -> Path:
+    """:func:`make_folders` with mode ``0700``: the folder and the missing parents sdcflow
+    creates are their owner's only."""
+    return make_folders(path, 0o700, exist_ok=exist_ok)
+
+
+def private_tree(path: Path) -> Path:
+    """Make the folder ``path`` and every folder below it ``0700`` and every file ``0600``
+    (links are not followed): for a tree a library wrote, which may copy its files' modes
+    from where they came from. Returns ``path``."""
+    path = Path(path)
+    os.chmod(path, 0o700)
+    for root, folders, files in os.walk(path):
+        for name in folders:
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), 0o700)
+        for name in files:
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), 0o600)
     return path
 
 

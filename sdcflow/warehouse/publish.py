@@ -8,7 +8,9 @@ fsync'ed, and only then does it replace the old one: by an atomic exchange of th
 directories (Linux ``renameat2(RENAME_EXCHANGE)``), or where that is unavailable by two
 renames whose crash window is repaired on the next run (:func:`recover`). A failed or
 interrupted run therefore leaves the previous release byte-for-byte as it was and never a
-partial one.
+partial one. The temporary directory is ``0700`` while it is built; the release is then opened
+to readers, never to writers: files ``0644``, folders ``0755`` at most, whatever the umask (a
+stricter one, ``077``, keeps it private) (:func:`release_modes`).
 
 sdcflow never removes or renames what it did not create:
 
@@ -46,6 +48,7 @@ import pyarrow.parquet as pq
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.warehouse.ownership import hold, locked_by_other, process_alive
+from sdcflow.warehouse.private import make_folders, process_umask
 from sdcflow.warehouse.writable import cannot_create_in
 
 DATA_FILES = ("data.parquet", "data.csv")
@@ -405,13 +408,14 @@ def write_release(
         Reason ``OUTPUT``: ``output/release`` exists and is not a previous sdcflow release
         (checked again just before the swap).
     """
-    output.mkdir(parents=True, exist_ok=True)
+    file_mode, folder_mode = release_modes()
+    make_folders(output, folder_mode)  # the folders it creates; existing ones keep their mode
     recover(output)
     target = output / release
     _refuse_foreign(target, release, force)
     run_id = str(manifest.get("run_id", ""))
     tmp = output / f".{release}.tmp-{os.getpid()}-{uuid.uuid4().hex}"
-    tmp.mkdir()
+    os.mkdir(tmp, 0o700)  # nobody else's while it is built, whatever the umask
     try:
         with hold(tmp):
             _write_marker(tmp, {"state": "building", "release": release, "run_id": run_id})
@@ -425,6 +429,7 @@ def write_release(
                     "manifest_sha256": _sha256(tmp / MANIFEST),
                 },
             )
+            _open_to_readers(tmp, file_mode, folder_mode)
             _fsync_path(tmp)
             if before_swap is not None:
                 before_swap(tmp)
@@ -444,6 +449,23 @@ def write_release(
     except OSError:
         pass
     return target
+
+
+def release_modes() -> tuple[int, int]:
+    """The modes of a release's files and folders: what the process's umask gives, with at
+    least ``022`` (readable by others, never writable by them: files ``0644``, folders
+    ``0755`` at most); a stricter umask (``077``: a private release) stays stricter."""
+    mask = process_umask() | 0o022
+    return 0o666 & ~mask, 0o777 & ~mask
+
+
+def _open_to_readers(tmp: Path, file_mode: int, folder_mode: int) -> None:
+    """Give the finished release its modes (:func:`release_modes`): its files first, the
+    folder last (until then ``0700``, so no file is ever reachable with a looser mode)."""
+    for entry in tmp.iterdir():
+        if entry.is_file() and not entry.is_symlink():
+            os.chmod(entry, file_mode)
+    os.chmod(tmp, folder_mode)
 
 
 def _refuse_foreign(target: Path, release: str, force: bool = False) -> None:

@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from sdcflow.errors import InputError, Reason, WarehouseBusy, WarehouseDamaged
 from sdcflow.warehouse.ownership import FileLock, LockTimeout, locked_by_other, process_alive
-from sdcflow.warehouse.private import exposed, owner_only_files
+from sdcflow.warehouse.private import exposed, owner_only_files, private_folder
 from sdcflow.warehouse.publish import published_run
 from sdcflow.warehouse.writable import cannot_create_in
 
@@ -372,7 +372,7 @@ class Warehouse:
         within a process (the command line takes it before the flow, which takes it again).
         """
         wait = env_seconds(LOCK_WAIT_ENV, DEFAULT_LOCK_WAIT) if wait is None else float(wait)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(self.path.parent)  # the folders it creates: 0700
         lock = FileLock(self.lock_path, wait=wait)
         try:
             lock.acquire()
@@ -444,7 +444,7 @@ class Warehouse:
     @contextmanager
     def _connect(self, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(self.path.parent)  # the folders it creates: 0700
         deadline = time.monotonic() + self.connect_retry
         delay = 0.01
         while True:

@@ -483,3 +483,32 @@ def test_the_keys_risk_table_shows_the_manifests_figures():
         for key in ("expected_reidentifications", "global_risk_percent", "max"):
             assert fmt(figures[key]) in shown
     assert "16410" not in shown
+
+
+def test_the_keys_table_shows_the_suppressions_beside_their_lower_bounds():
+    """Every record of a class of identical rows below k needs a suppression unless others
+    join its row: the table gives that count and the proven bound beside the total, and
+    sdcMicro's count of k beside k, labelled."""
+    from sdcflow.tasks.report.release import keys_sections
+
+    after = {"expected_reidentifications": 1.0, "global_risk_percent": 1.0, "max": 0.2}
+    details = {
+        "disclosure": {
+            "k_anonymity": 5,
+            "missing_matches_any": {"k_anonymity": 9},
+            "risk": {
+                "before": {**after, "sample_uniques": 7},
+                "after": {**after, "sample_uniques": 0},
+            },
+        },
+        "categorical_values_suppressed": {"a": 12, "b": 30},
+        "records_in_classes_below_k": 38,
+        "suppression_lower_bound": 40,
+    }
+    (table,) = [b for b in keys_sections(details)[0].blocks if b.kind == "table"]
+    rows = dict(table.rows)
+    assert rows["values suppressed in all"] == 42
+    assert rows["records in classes of identical rows below k before suppression"] == 38
+    assert rows["proven lower bound on the suppressions"] == 40
+    (loose,) = [v for name, v in table.rows if "sdcMicro" in name]
+    assert loose == 9

@@ -583,8 +583,18 @@ def keys_sections(details: Mapping[str, Any]) -> list[Section]:
             (f"largest individual risk {when}", r["max"]),
             (f"sample uniques {when}", r["sample_uniques"]),
         ]
+    suppressed_total = sum(details.get("categorical_values_suppressed", {}).values())
+    below = details.get("records_in_classes_below_k")
+    if below is not None:
+        # every record of a class below k needs a suppression unless others join its row:
+        # the reader weighs the total against these two figures
+        rows += [
+            ("values suppressed in all", suppressed_total),
+            ("records in classes of identical rows below k before suppression", below),
+            ("proven lower bound on the suppressions", details.get("suppression_lower_bound")),
+        ]
     section = Section("Keys: anonymity and re-identification risk")
-    section.table(Table(["figure", "value"], [list(r) for r in rows]))
+    section.table(Table(["figure", "value"], [list(r) for r in rows if r[1] is not None]))
     histogram = risk.get("histogram_after")
     if histogram:
         section.plot(

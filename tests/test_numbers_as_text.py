@@ -81,6 +81,36 @@ def test_a_key_of_numbers_written_as_text_is_refused_with_its_line(tmp_path, cap
     assert not (tmp_path / "warehouse.duckdb").exists()
 
 
+def _script(text: str, zero: str) -> str:
+    """``text`` with its digits 0-9 written in the script whose zero is ``zero``."""
+    return text.translate({ord("0") + d: ord(zero) + d for d in range(10)})
+
+
+@pytest.mark.parametrize(
+    "zero", ["\u0660", "\uff10", "\u0966"]
+)  # Arabic-Indic, full-width, Devanagari
+def test_a_key_of_numbers_in_another_script_s_digits_is_refused_with_its_line(
+    tmp_path, capsys, zero
+):
+    # float() reads them as numbers, DuckDB's DOUBLE does not: the key was masked as categories
+    ages = [_script(str(20 + i % 40), zero) for i in range(N)]
+    rows = ["id,age,income"] + [f"{i},{a},{1000 + 17 * i}" for i, a in enumerate(ages)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = _spec(tmp_path, "data.csv", ["age", "income"])
+    code, field, line = _refused(spec, capsys)
+    assert (code, field) == (Reason.COLUMN_TYPE, "age"), line
+    assert "line 2" in line and not any(a in line for a in ages)
+
+
+@pytest.mark.parametrize("stray", [_script("512", "\u0660"), "-" + _script("5.5", "\uff10")])
+def test_one_number_in_another_script_s_digits_in_a_key_is_refused_with_its_line(
+    tmp_path, capsys, stray
+):
+    code, field, line = _refused(_csv_spec(tmp_path, _turnover(stray)), capsys)
+    assert (code, field) == (Reason.COLUMN_TYPE, "turnover"), line
+    assert f"line {BAD + 2}" in line and stray not in line
+
+
 @pytest.mark.parametrize("stray", ["inf", "-Infinity", "nan"])
 def test_a_stray_inf_in_a_key_is_refused_with_its_line(tmp_path, capsys, stray):
     code, field, line = _refused(_csv_spec(tmp_path, _turnover(stray)), capsys)

@@ -688,13 +688,21 @@ def _text(column: str) -> str:
     return f"CAST({quote_identifier(column)} AS VARCHAR)"
 
 
+# a number in any script's decimal digits (Unicode Nd: Arabic-Indic, full-width,
+# Devanagari...), with an optional sign, point and exponent: what Python's float() reads
+# (float('٢٠') is 20.0) and DuckDB's DOUBLE does not
+_DIGITS_ANY_SCRIPT = r"'[-+]?(\p{Nd}+(\.\p{Nd}*)?|\.\p{Nd}+)([eE][-+]?\p{Nd}+)?'"
+
+
 def looks_like_a_number(text: str) -> str:
     """SQL: whether the text ``text`` (an SQL expression) reads as a number: anything a
-    DOUBLE takes (``0444``, `` 5``, ``1e3``, ``inf``, ``nan``) and hex, binary or octal
-    literals (``0x0007``)."""
+    DOUBLE takes (``0444``, `` 5``, ``1e3``, ``inf``, ``nan``), hex, binary or octal
+    literals (``0x0007``) and numbers in the decimal digits of any script (Arabic-Indic,
+    full-width), which a DOUBLE does not take."""
     return (
         f"(TRY_CAST({text} AS DOUBLE) IS NOT NULL OR "
-        f"regexp_full_match(trim({text}), '[-+]?0[xXbBoO][0-9a-fA-F_]+'))"
+        f"regexp_full_match(trim({text}), '[-+]?0[xXbBoO][0-9a-fA-F_]+') OR "
+        f"regexp_full_match(trim({text}), {_DIGITS_ANY_SCRIPT}))"
     )
 
 

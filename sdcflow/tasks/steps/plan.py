@@ -842,8 +842,9 @@ def _refuse_numbers_as_text(
                 f"quasi-identifier {name} reads as text, but {numbers} of its {present} values "
                 f"are numbers; {record_place(spec.source_path, index)} holds the first that is "
                 "not a plain number (a missing-value token, a zero-padded, hex or over-long "
-                "number, inf or nan): declare the tokens in `missing_values:`, rewrite those "
-                f"values as plain numbers, or {categorical}"
+                "number, digits other than 0-9, inf or nan): declare the tokens in "
+                "`missing_values:`, rewrite those values as plain numbers, or "
+                f"{categorical}"
             )
     else:
         index = first_record(data, name, looks_like_a_number("v"))

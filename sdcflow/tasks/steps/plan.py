@@ -207,7 +207,15 @@ def plan_release(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
         named.append(spec.weight_column)
     # an ambiguous date column is refused only if the release uses it (a rule may use any)
     used = None if spec.edits or spec.rules_file is not None else named
-    data, source_sha256 = read_source_hashed(spec.source_path, spec.missing_values, used)
+    # kept and sensitive columns are published as the file writes them; not a key (masked
+    # anyway), nor one given noise (fuzzy_map), nor the weight: weights are computed with,
+    # so they stay numbers even where the file writes one otherwise than data.csv will
+    # (1.50 is published 1.5)
+    as_written = set(spec.keep) | set(spec.sensitive)
+    as_written -= {*spec.quasi_identifiers, spec.weight_column, *spec.fuzzy_map}
+    data, source_sha256 = read_source_hashed(
+        spec.source_path, spec.missing_values, used, as_written
+    )
     check_count(
         data.num_columns, MAX_SOURCE_COLUMNS, where=str(spec.source), what="columns in the file"
     )

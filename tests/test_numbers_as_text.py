@@ -264,6 +264,18 @@ def test_a_weight_written_otherwise_than_data_csv_writes_it_stays_a_number(tmp_p
     assert plan.profile.types["w"] == "DOUBLE"
 
 
+def test_a_sensitive_number_an_edit_rule_computes_with_stays_a_number(tmp_path):
+    # money written 100.50 is published 100.5, but read as text the rule could not use it
+    rows = ["age,region,wages,other,total"] + [
+        f"{20 + i % 6},{'NSEW'[i % 4]},{100 + i}.50,{i}.25,{100 + 2 * i}.75" for i in range(N)
+    ]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = _spec(tmp_path, "data.csv", ["age", "region"], sensitive=["wages", "other", "total"],
+                 edits=["total == wages + other"])  # fmt: skip
+    types = plan_release(load_spec(spec)).profile.types
+    assert (types["wages"], types["other"], types["total"]) == ("DOUBLE", "DOUBLE", "DOUBLE")
+
+
 @pytest.mark.flow
 def test_kept_and_sensitive_numbers_are_published_as_the_file_writes_them(
     tmp_path, capsys, prefect_api

@@ -10,6 +10,7 @@ read ``0x0007`` as the number 7.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 from pathlib import Path
 
@@ -79,6 +80,36 @@ def test_a_key_of_numbers_written_as_text_is_refused_with_its_line(tmp_path, cap
     assert f"line {BAD + 2}" in line and stray not in line  # the place, never the value
     assert "missing_values" in line and "type: nominal" in line and "type: ordinal" in line
     assert not (tmp_path / "warehouse.duckdb").exists()
+
+
+def _script(text: str, zero: str) -> str:
+    """``text`` with its digits 0-9 written in the script whose zero is ``zero``."""
+    return text.translate({ord("0") + d: ord(zero) + d for d in range(10)})
+
+
+@pytest.mark.parametrize(
+    "zero", ["\u0660", "\uff10", "\u0966"]
+)  # Arabic-Indic, full-width, Devanagari
+def test_a_key_of_numbers_in_another_script_s_digits_is_refused_with_its_line(
+    tmp_path, capsys, zero
+):
+    # float() reads them as numbers, DuckDB's DOUBLE does not: the key was masked as categories
+    ages = [_script(str(20 + i % 40), zero) for i in range(N)]
+    rows = ["id,age,income"] + [f"{i},{a},{1000 + 17 * i}" for i, a in enumerate(ages)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = _spec(tmp_path, "data.csv", ["age", "income"])
+    code, field, line = _refused(spec, capsys)
+    assert (code, field) == (Reason.COLUMN_TYPE, "age"), line
+    assert "line 2" in line and not any(a in line for a in ages)
+
+
+@pytest.mark.parametrize("stray", [_script("512", "\u0660"), "-" + _script("5.5", "\uff10")])
+def test_one_number_in_another_script_s_digits_in_a_key_is_refused_with_its_line(
+    tmp_path, capsys, stray
+):
+    code, field, line = _refused(_csv_spec(tmp_path, _turnover(stray)), capsys)
+    assert (code, field) == (Reason.COLUMN_TYPE, "turnover"), line
+    assert f"line {BAD + 2}" in line and stray not in line
 
 
 @pytest.mark.parametrize("stray", ["inf", "-Infinity", "nan"])
@@ -189,3 +220,81 @@ def test_a_hex_keep_column_is_published_as_written(tmp_path, capsys, prefect_api
     out = pd.read_parquet(tmp_path / "published" / "r" / "data.parquet")
     assert sorted(out["code"]) == sorted(r.split(",")[1] for r in rows[1:])
     assert sorted(out["flags"]) == sorted(r.split(",")[2] for r in rows[1:])
+
+
+# a value DuckDB reads as a number, that data.csv would write back otherwise
+ODD = ["1.50", "1e3", "-0", ".5", "5.", " 5", "1E5", "+5", "0x0007", "Infinity", "nan"]
+
+
+def _kept_rows(odd: str) -> list[str]:
+    shares = [f"{i % 9}.25" for i in range(N)]
+    counts = [str(3 + i) for i in range(N)]
+    shares[BAD] = counts[BAD + 1] = odd
+    return ["age,share,count,plain"] + [
+        f"{20 + i % 6},{s},{c},{i}.5" for i, (s, c) in enumerate(zip(shares, counts, strict=True))
+    ]
+
+
+@pytest.mark.parametrize("odd", ODD)
+def test_a_kept_number_the_published_file_would_write_otherwise_is_read_as_written(tmp_path, odd):
+    (tmp_path / "data.csv").write_text("\n".join(_kept_rows(odd)) + "\n")
+    data = read_source(tmp_path / "data.csv", as_written={"share", "count", "plain"})
+    assert data.column("share").to_pylist()[BAD] == odd
+    assert data.column("count").to_pylist()[BAD + 1] == odd
+    assert pa.types.is_floating(data.schema.field("plain").type)  # 0.5, 1.5...: written back
+    # a key is read as before: it is masked, not published as written
+    keyed = read_source(tmp_path / "data.csv")
+    if odd in ("1.50", "1e3", ".5", "5.", "1E5"):
+        assert pa.types.is_floating(keyed.schema.field("share").type)
+
+
+def test_kept_numbers_written_as_data_csv_writes_them_stay_numbers(tmp_path):
+    rows = ["n,x,e"] + [f"{i - 3},{i}.25,{1000 * i}.0" if i else "0,-0.0,1e+20" for i in range(N)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    data = read_source(tmp_path / "data.csv", as_written={"n", "x", "e"})
+    assert [str(t) for t in data.schema.types] == ["int64", "double", "double"]
+
+
+def test_a_weight_written_otherwise_than_data_csv_writes_it_stays_a_number(tmp_path):
+    # weights are computed with: read as text, every risk figure would break
+    rows = ["age,region,w"] + [f"{20 + i % 6},{'NSEW'[i % 4]},{1 + i % 3}.50" for i in range(N)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = _spec(tmp_path, "data.csv", ["age", "region"], weight_column="w")
+    plan = plan_release(load_spec(spec))
+    assert plan.profile.types["w"] == "DOUBLE"
+
+
+def test_a_sensitive_number_an_edit_rule_computes_with_stays_a_number(tmp_path):
+    # money written 100.50 is published 100.5, but read as text the rule could not use it
+    rows = ["age,region,wages,other,total"] + [
+        f"{20 + i % 6},{'NSEW'[i % 4]},{100 + i}.50,{i}.25,{100 + 2 * i}.75" for i in range(N)
+    ]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = _spec(tmp_path, "data.csv", ["age", "region"], sensitive=["wages", "other", "total"],
+                 edits=["total == wages + other"])  # fmt: skip
+    types = plan_release(load_spec(spec)).profile.types
+    assert (types["wages"], types["other"], types["total"]) == ("DOUBLE", "DOUBLE", "DOUBLE")
+
+
+@pytest.mark.flow
+def test_kept_and_sensitive_numbers_are_published_as_the_file_writes_them(
+    tmp_path, capsys, prefect_api
+):
+    # Before: one 1.50 among 2.25s was published 1.5, 1e3 1000.0, -0 -0.0, " 5" 5.0
+    rows = _kept_rows("1.50")
+    for i, odd in enumerate(["1e3", "-0", ".5", "5.", " 5", "1E5"], start=1):
+        fields = rows[i].split(",")
+        fields[1] = odd
+        rows[i] = ",".join(fields)
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = _spec(tmp_path, "data.csv", ["age"], sensitive=["share", "count", "plain"])
+    assert main(["release", str(spec)]) == 0, capsys.readouterr().err
+    out = tmp_path / "published" / "r"
+    with (out / "data.csv").open(newline="") as fh:
+        published = list(csv.DictReader(fh))
+    source = list(csv.DictReader(rows))
+    for name in ("share", "count", "plain"):
+        assert sorted(r[name] for r in published) == sorted(r[name] for r in source), name
+    parquet = pd.read_parquet(out / "data.parquet")
+    assert sorted(parquet["share"]) == sorted(r["share"] for r in source)
+    assert parquet["plain"].dtype == "float64"  # every value written back as it is

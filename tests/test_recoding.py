@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -143,3 +145,49 @@ def test_a_spec_whose_bins_leave_values_out_is_refused_in_one_line(tmp_path, cap
     assert len(err.strip().splitlines()) == 1, err
     assert cli_error(err) == (Reason.RECODING, "recode.age")
     assert "value(s) of age" in err and ".inf" in err
+
+
+@pytest.mark.parametrize(
+    ("edges", "labels"),
+    [
+        ((0, 1234567, np.inf), ["[0, 1234567]", "(1234567, inf]"]),
+        ((-np.inf, 0.1, 1e20), ["[-inf, 0.1]", "(0.1, 1e+20]"]),
+        ((0.5, 2.25, 1234561, 1234562), ["[0.5, 2.25]", "(2.25, 1234561]", "(1234561, 1234562]"]),
+    ],
+)
+def test_bin_labels_state_the_edges_exactly(edges, labels):
+    # f"{x:g}" kept 6 significant digits: 1234567 was labelled 1.23457e+06
+    values = pd.Series([e for e in edges[1:] if np.isfinite(e)], dtype=float)
+    done = recode("x", values, Recoding("bins", edges=edges))
+    assert done.order == labels
+
+
+def test_bins_a_unit_apart_in_the_millions_are_not_refused_as_alike():
+    # their labels were all (1.23456e+06, 1.23456e+06] and the spec refused: "labels must differ"
+    edges = (0, 1234561, 1234562, 1234563, np.inf)
+    done = recode("x", pd.Series([1234562.0, 1234563.0]), Recoding("bins", edges=edges))
+    assert done.values.tolist() == ["(1234561, 1234562]", "(1234562, 1234563]"]
+
+
+@pytest.mark.flow
+def test_a_release_with_infinite_edges_publishes_a_strict_json_manifest(
+    tmp_path, capsys, prefect_api
+):
+    rows = ["age,sex,income"] + [f"{17 + i % 60},{'FM'[i % 2]},{1000 + i}" for i in range(120)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    spec = {"release": "r", "source": "data.csv", "quasi_identifiers": ["age", "sex"],
+            "sensitive": ["income"], "recode": {"age": {"bins": [-np.inf, 40, 1234567, np.inf]}},
+            "method": {"name": "local_suppression", "k": 3}}  # fmt: skip
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["release", str(tmp_path / "release.yaml")]) == 0, capsys.readouterr().err
+    text = (tmp_path / "published" / "r" / "manifest.json").read_text()
+
+    def refuse(word):
+        raise AssertionError(f"manifest.json holds {word}, which is not JSON")
+
+    manifest = json.loads(text, parse_constant=refuse)  # NaN, Infinity, -Infinity
+    assert '"-inf"' in text and '"inf"' in text and "1234567" in text
+    assert "Infinity" not in text and "NaN" not in text
+    labels = set(pd.read_parquet(tmp_path / "published" / "r" / "data.parquet")["age"].dropna())
+    assert labels <= {"[-inf, 40]", "(40, 1234567]", "(1234567, inf]"}
+    assert manifest["rows"] == 120

@@ -47,6 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdcflow.errors import InputError, Reason
+from sdcflow.warehouse import jsontext
 from sdcflow.warehouse.ownership import hold, locked_by_other, process_alive
 from sdcflow.warehouse.private import make_folders, process_umask
 from sdcflow.warehouse.writable import cannot_create_in
@@ -501,7 +502,8 @@ def _write_files(
             for name in files
         },
     }
-    (tmp / MANIFEST).write_text(json.dumps(full, indent=2, default=str) + "\n")
+    # valid JSON: a recoding's edge .inf is written "inf", not Infinity (see jsontext)
+    (tmp / MANIFEST).write_text(jsontext.dumps(full, indent=2, default=str) + "\n")
     for name in (*files, MANIFEST):
         _fsync_path(tmp / name)
 

@@ -28,6 +28,7 @@ def read_source(
     source: Path,
     missing_values: Sequence[str] | None = None,
     columns: Collection[str] | None = None,
+    as_written: Collection[str] = (),
 ) -> pa.Table:
     """Read a CSV or Parquet file with DuckDB's readers, rejecting what cannot be trusted.
 
@@ -40,6 +41,11 @@ def read_source(
     wrong column). Dates whose day and month cannot be told apart are refused in the
     ``columns`` given (every column when None): a column the release does not use is not
     published, whatever DuckDB made of it.
+
+    ``as_written``: columns published unchanged (kept and sensitive ones). A CSV column of
+    them that DuckDB types as numbers stays numbers only when every value is written as the
+    published file writes it back (``12``, ``2.25``, ``1e+20``); else (``1.50``, ``1e3``,
+    ``.5``, `` 5``, ``-0``) it is read as text and published as the file writes it.
     """
     source = Path(source)
     _check_is_file(source)
@@ -112,7 +118,8 @@ def read_source(
             # and numbers DuckDB reads other than as written: 0x0007 came out 7, -0444 -444
             numbers = [c for c, t in typed.items() if is_numeric_type(t) and t not in _WIDE]
             numbers = [c for c in numbers if columns is None or c in columns]
-            text += _not_as_written(con, source, delimiter, tokens, numbers, line_size)
+            exact = {c: typed[c] for c in numbers if c in as_written}
+            text += _not_as_written(con, source, delimiter, tokens, numbers, line_size, exact)
         if text:
             relation = con.sql(
                 f"SELECT * FROM {reader[:-1]}, types=?)",
@@ -195,6 +202,7 @@ def read_source_hashed(
     source: Path,
     missing_values: Sequence[str] | None = None,
     columns: Collection[str] | None = None,
+    as_written: Collection[str] = (),
 ) -> tuple[pa.Table, str]:
     """:func:`read_source`, and the sha256 of the file's bytes (hex), computed once here.
 
@@ -207,7 +215,7 @@ def read_source_hashed(
     source = Path(source)
     _check_is_file(source)  # a missing or odd source is named as such, before its identity
     before = _identity(source)
-    data = read_source(source, missing_values, columns)
+    data = read_source(source, missing_values, columns, as_written)
     with source.open("rb") as fh:
         digest = hashlib.file_digest(fh, "sha256").hexdigest()
     if _identity(source) != before:
@@ -255,21 +263,30 @@ def _not_as_written(
     tokens: list[str] | None,
     columns: Sequence[str],
     line_size: int | None = None,
+    exact: dict[str, str] | None = None,
 ) -> list[str]:
     """The ``columns`` of a CSV (typed numbers by DuckDB) holding a value that DuckDB reads
     as a number other than as written (see ``_NOT_AS_WRITTEN``): read as text, they are
     published as the file writes them, and a key among them is refused as numbers written
-    as text (``plan.resolve_keys``). One scan of the file's text; counts only."""
+    as text (``plan.resolve_keys``).
+
+    ``exact`` (column -> DuckDB type, of ``columns``): columns published unchanged, also
+    returned when a value's text is not the text the published ``data.csv`` writes for
+    the number (:func:`_written_back`): ``1.50`` was published ``1.5``, ``1e3`` ``1000.0``.
+    One scan of the file's text; counts only."""
     if not columns:
         return []
+    exact = exact or {}
     exprs = []
     for c in columns:
         v = f"lower(trim({quote_identifier(c)}))"
-        exprs.append(
-            f"coalesce(bool_or(regexp_matches({v}, {_NOT_AS_WRITTEN}) OR (NOT "
+        flag = (
+            f"regexp_matches({v}, {_NOT_AS_WRITTEN}) OR (NOT "
             f"isfinite(TRY_CAST({v} AS DOUBLE)) AND NOT regexp_matches({v}, {_NONFINITE_WORD}))"
-            "), false)"
         )
+        if c in exact:
+            flag += f" OR {_written_back(quote_identifier(c), exact[c])}"
+        exprs.append(f"coalesce(bool_or({flag}), false)")
     reader = "read_csv(?, header=true, delim=?, skip=0, all_varchar=true"
     reader += ", nullstr=?" if tokens else ""
     reader += ", max_line_size=?)" if line_size else ")"
@@ -277,6 +294,21 @@ def _not_as_written(
     params += [line_size] if line_size else []
     flags = con.execute(f"SELECT {', '.join(exprs)} FROM {reader}", params).fetchall()[0]
     return [c for c, flag in zip(columns, flags, strict=True) if flag]
+
+
+def _written_back(text: str, duckdb_type: str) -> str:
+    """SQL: whether the CSV text ``text`` of a number in a column DuckDB types
+    ``duckdb_type`` differs from what the published ``data.csv`` writes for it.
+
+    An integer is written in plain digits (``12``; not ``+12``, ``012``, `` 12``); a float
+    as Python's ``repr``, the shortest text that reads back as it (``2.25``, ``1000.0``,
+    ``1e+20``), which is DuckDB's DOUBLE-to-text cast too; NaN is written empty. So ``1.50``,
+    ``1e3``, ``.5``, ``5.``, ``-0`` and ``1E5`` are not written back as they are."""
+    if is_integer_type(duckdb_type):
+        back = f"CAST(TRY_CAST({text} AS HUGEINT) AS VARCHAR)"
+        return f"({text} IS DISTINCT FROM {back})"
+    number = f"TRY_CAST({text} AS DOUBLE)"
+    return f"({text} IS DISTINCT FROM CAST({number} AS VARCHAR) OR isnan({number}))"
 
 
 def _identity(source: Path) -> tuple[int, int, int, int]:
@@ -688,13 +720,21 @@ def _text(column: str) -> str:
     return f"CAST({quote_identifier(column)} AS VARCHAR)"
 
 
+# a number in any script's decimal digits (Unicode Nd: Arabic-Indic, full-width,
+# Devanagari...), with an optional sign, point and exponent: what Python's float() reads
+# (float('٢٠') is 20.0) and DuckDB's DOUBLE does not
+_DIGITS_ANY_SCRIPT = r"'[-+]?(\p{Nd}+(\.\p{Nd}*)?|\.\p{Nd}+)([eE][-+]?\p{Nd}+)?'"
+
+
 def looks_like_a_number(text: str) -> str:
     """SQL: whether the text ``text`` (an SQL expression) reads as a number: anything a
-    DOUBLE takes (``0444``, `` 5``, ``1e3``, ``inf``, ``nan``) and hex, binary or octal
-    literals (``0x0007``)."""
+    DOUBLE takes (``0444``, `` 5``, ``1e3``, ``inf``, ``nan``), hex, binary or octal
+    literals (``0x0007``) and numbers in the decimal digits of any script (Arabic-Indic,
+    full-width), which a DOUBLE does not take."""
     return (
         f"(TRY_CAST({text} AS DOUBLE) IS NOT NULL OR "
-        f"regexp_full_match(trim({text}), '[-+]?0[xXbBoO][0-9a-fA-F_]+'))"
+        f"regexp_full_match(trim({text}), '[-+]?0[xXbBoO][0-9a-fA-F_]+') OR "
+        f"regexp_full_match(trim({text}), {_DIGITS_ANY_SCRIPT}))"
     )
 
 

@@ -18,7 +18,6 @@ retries for a while on a lock conflict (:meth:`Warehouse.connect`) and the read-
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -35,6 +34,7 @@ import pandas as pd
 import pyarrow as pa
 
 from sdcflow.errors import InputError, Reason, WarehouseBusy, WarehouseDamaged
+from sdcflow.warehouse import jsontext
 from sdcflow.warehouse.ownership import FileLock, LockTimeout, locked_by_other, process_alive
 from sdcflow.warehouse.private import exposed, owner_only_files, private_folder
 from sdcflow.warehouse.publish import published_run
@@ -696,7 +696,7 @@ class Warehouse:
             (run_id, o["check"], o["figure"], o["threshold"], o["rule"], o["verdict"])
             for o in outcomes
         ]
-        summary = json.dumps(
+        summary = jsontext.dumps(  # a figure may be inf or NaN: valid JSON all the same
             {o["check"]: {"figure": o["figure"], "verdict": o["verdict"]} for o in outcomes}
         )
         with self.connect() as con:

@@ -106,9 +106,12 @@ class Recoded:
 
 def _bin_labels(edges: Sequence[float], closed: Closed = "right") -> list[str]:
     def num(x: float) -> str:
+        # the edge exactly: the shortest text that reads back as it (repr), without a
+        # trailing ".0" -- f"{x:g}" kept 6 digits, and 1234567 was labelled 1.23457e+06
         if np.isinf(x):
             return "inf" if x > 0 else "-inf"
-        return f"{x:g}"
+        text = repr(float(x))
+        return text[:-2] if text.endswith(".0") else text
 
     if closed == "right":  # (a, b], the first [a, b]
         out = [f"({num(a)}, {num(b)}]" for a, b in pairwise(edges)]

@@ -207,7 +207,16 @@ def plan_release(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
         named.append(spec.weight_column)
     # an ambiguous date column is refused only if the release uses it (a rule may use any)
     used = None if spec.edits or spec.rules_file is not None else named
-    data, source_sha256 = read_source_hashed(spec.source_path, spec.missing_values, used)
+    # kept and sensitive columns are published as the file writes them; not a key (masked
+    # anyway), nor one given noise (fuzzy_map), nor the weight or a column an edit rule
+    # uses as a number: those are computed with, so they stay numbers even where the file
+    # writes one otherwise than data.csv will (1.50 is published 1.5)
+    as_written = set(spec.keep) | set(spec.sensitive)
+    as_written -= {*spec.quasi_identifiers, spec.weight_column, *spec.fuzzy_map}
+    as_written -= _rule_numbers(spec)
+    data, source_sha256 = read_source_hashed(
+        spec.source_path, spec.missing_values, used, as_written
+    )
     check_count(
         data.num_columns, MAX_SOURCE_COLUMNS, where=str(spec.source), what="columns in the file"
     )
@@ -499,6 +508,22 @@ def _check_columns(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table | N
             f"({profile.rows}); lower k or release more records",
             code=Reason.TOO_FEW_RECORDS,
         )
+
+
+def _rule_numbers(spec: ReleaseSpec) -> set[str]:
+    """The columns the spec's edit rules (and rules file) use as numbers, parsed before the
+    source is read; empty when a rule cannot be parsed (:func:`load_edit_rules` names it,
+    after the source's own checks)."""
+    if not spec.edits and spec.rules_file is None:
+        return set()
+    try:
+        items = list(spec.edits)
+        if spec.rules_file is not None:
+            items += load_rules_file(spec.path(spec.rules_file))
+        rules = parse_rules(items, source="edits")
+    except (InputError, OSError, ValueError):
+        return set()
+    return {c for r in rules for c, use in _column_uses(r.node) if use == "numeric"}
 
 
 def _column_uses(node: Node) -> Iterator[tuple[str, str]]:
@@ -842,8 +867,9 @@ def _refuse_numbers_as_text(
                 f"quasi-identifier {name} reads as text, but {numbers} of its {present} values "
                 f"are numbers; {record_place(spec.source_path, index)} holds the first that is "
                 "not a plain number (a missing-value token, a zero-padded, hex or over-long "
-                "number, inf or nan): declare the tokens in `missing_values:`, rewrite those "
-                f"values as plain numbers, or {categorical}"
+                "number, digits other than 0-9, inf or nan): declare the tokens in "
+                "`missing_values:`, rewrite those values as plain numbers, or "
+                f"{categorical}"
             )
     else:
         index = first_record(data, name, looks_like_a_number("v"))

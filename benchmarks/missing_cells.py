@@ -13,8 +13,9 @@ MDAV-generic under partial distances (``heterogeneous_cells``; one pass over the
 without ``cell_size``), one run after the other in this process. Figures: CPU seconds of the
 call (``time.process_time``, this process: the core is single-threaded here), CPU seconds per
 1000 records, IL = 100 SSE / SST over the values present (``sse_sst_loss_present``, what the
-release gates), and the fewest records matching a released record (a missing value matches
-any), which must be at least k.
+release gates), k over identical released rows (a missing value is a value of its own),
+which must be at least k, and ``blanked``: the values present in the file that a group
+released missing because some of its records miss the key (one row per group).
 
 The baseline, measured in the same run: the whole file in one pass at ``--baseline-n``
 (default 20000; one pass costs O(n^2)), so that every IL at that n is also given as its

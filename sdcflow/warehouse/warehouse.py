@@ -157,8 +157,9 @@ def check_warehouse_file(path: Path) -> None:
             ) from e
         if head[8:12] != _MAGIC:
             raise InputError(
-                f"warehouse {path} is not a DuckDB database; point `warehouse:` at a DuckDB "
-                "file (a new path creates one)",
+                f"warehouse {path} is not a DuckDB database, or one damaged from its first "
+                "block (empty or cut short); if it was a warehouse, restore it from a backup, "
+                "else point `warehouse:` at a DuckDB file (a new path creates one)",
                 code=Reason.WAREHOUSE,
             )
         folders = [path.parent]

@@ -174,8 +174,8 @@ def table(
     before = row_ids(T + 1)
     unsafe = np.bincount(before)[before] < k
     F = np.bincount(ids, weights=weights)[ids]
-    f_shared, _ = match_counts(released)
-    f_before, _ = match_counts(true)
+    f_shared, _ = match_counts(released, convention="missing_matches_any")
+    f_before, _ = match_counts(true, convention="missing_matches_any")
     unchanged = (T == R).all(axis=1)
     return {
         "suppressed": int(((T >= 0) & (R < 0)).sum()),
@@ -188,7 +188,9 @@ def table(
             (consistent_rows(T, R, unknown_missing=True) < k).sum()
         ),
         "risk_identical": math.fsum(individual_risk(sizes, F)),
-        "risk_shared": risk_summary(released, weights).expected_reidentifications,
+        "risk_shared": risk_summary(
+            released, weights, convention="missing_matches_any"
+        ).expected_reidentifications,
         "k_identical": int(sizes.min()),
     }
 

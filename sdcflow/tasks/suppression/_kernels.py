@@ -106,12 +106,7 @@ def assign_levels(
     order_key = np.zeros(u, dtype=np.int64)
     for level in range(levels + 1):
         pot[:] = base
-        for c in range(u):
-            if assigned[c] >= 0:
-                continue
-            for q in range(class_ptr[c], class_ptr[c + 1]):
-                if pair_cost[q] <= level:
-                    pot[pair_target[q]] += weight[c]
+        _add_reach(pot, level, weight, assigned, class_ptr, pair_target, pair_cost)
         heap = [(np.int64(0), 0.0, np.int64(0))]
         heap.pop()
         for t in range(m):
@@ -177,6 +172,18 @@ def assign_levels(
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def _add_reach(pot, level, weight, assigned, class_ptr, pair_target, pair_cost):  # fmt: skip
+    """Add to ``pot`` (per target) the records of every unassigned class that reaches the
+    target with a move of cost at most ``level``."""
+    for c in range(weight.size):
+        if assigned[c] >= 0:
+            continue
+        for q in range(class_ptr[c], class_ptr[c + 1]):
+            if pair_cost[q] <= level:
+                pot[pair_target[q]] += weight[c]
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def _cost_to(c, t, class_ptr, pair_target, pair_cost):  # fmt: skip
     """The suppressions class c pays for target t."""
     for q in range(class_ptr[c], class_ptr[c + 1]):
@@ -195,12 +202,7 @@ def _complete(
     is scratch, ``take`` scratch of the donor moves' size, ``mover`` of the classes')."""
     m = base.size
     pot[:] = 0
-    for c in range(weight.size):
-        if assigned[c] >= 0:
-            continue
-        for q in range(class_ptr[c], class_ptr[c + 1]):
-            if pair_cost[q] <= level:
-                pot[pair_target[q]] += weight[c]
+    _add_reach(pot, level, weight, assigned, class_ptr, pair_target, pair_cost)
     heap = [(np.int64(0), 0.0, np.int64(0))]
     heap.pop()
     for t in range(m):

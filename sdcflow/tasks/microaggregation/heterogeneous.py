@@ -20,8 +20,10 @@ Missing values: a record is placed on the keys it has. The squared distance sums
 the keys present in both records and scales the sum by (keys) / (keys present in both), the
 partial-distance rule that keeps records with gaps comparable; a record with no key in
 common with another is at distance 0 from it. Representatives use the values present (the
-mean of the present values...); a missing value stays missing in the release (it matches any
-value when k is counted, :mod:`sdcflow.tasks.measures.anonymity`), nothing is imputed. A
+mean of the present values...); a missing value stays missing in the release, nothing is
+imputed, and a group that mixes records with and without a key releases it missing for all
+of them (:func:`one_row_per_group`: k counts identical rows,
+:mod:`sdcflow.tasks.measures.anonymity`). A
 group where m < k records hold a numeric key would publish a mean of fewer than k values
 (m = 1: the value itself; m = 2: each record reads the other's as 2 mean - own): such a
 group is joined to its nearest groups on the other keys, in disjoint sets of at least k

@@ -250,7 +250,7 @@ def recode(column: str, values: pd.Series, rule: Recoding) -> Recoded:
             idx = np.searchsorted(edges, x, side="right") - 1
             idx[x == edges[-1]] = edges.size - 2  # the last bin is closed
         outside = ~missing & ((idx < 0) | (idx >= edges.size - 1))
-        if outside.any():  # refused, never dropped: a missing value would match any value
+        if outside.any():  # refused, never dropped: a value silently blanked changes the file
             raise InputError(
                 f"{where}.bins: {int(outside.sum())} value(s) of {column} fall outside the "
                 "bins; widen the outer edges (-.inf and .inf code the tails)",

@@ -637,9 +637,6 @@ def l_diversity(
     sensitive : DataFrame, Series or ndarray of shape (n,) or (n, s)
         The sensitive column(s) of the same released records. With several columns the
         figure is the minimum over them (every sensitive column must be l-diverse).
-
-    Returns
-    -------
     convention : {"identical", "missing_matches_any"}
         How a missing key value counts (module docstring).
 

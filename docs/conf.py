@@ -12,7 +12,7 @@ sys.path.insert(0, str(DOCS.parent))  # the working tree's sdcflow, installed or
 
 project = "sdcflow"
 author = "sdcflow contributors"
-copyright = "sdcflow contributors"  # noqa: A001 (Sphinx's name)
+copyright = "sdcflow contributors"
 
 extensions = [
     "myst_parser",

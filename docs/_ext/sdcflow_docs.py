@@ -45,7 +45,9 @@ HELP_WIDTH = "88"
 
 
 def _schema_generator() -> Any:
-    spec = importlib.util.spec_from_file_location("schema_generate", REPO / "schema" / "generate.py")
+    spec = importlib.util.spec_from_file_location(
+        "schema_generate", REPO / "schema" / "generate.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -82,7 +84,9 @@ def cli_markdown() -> str:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parts = [f"### `sdcflow`\n\n```text\n{parser.format_help().rstrip()}\n```\n"]
         for name, subparser in sub.choices.items():
-            parts.append(f"### `sdcflow {name}`\n\n```text\n{subparser.format_help().rstrip()}\n```\n")
+            parts.append(
+                f"### `sdcflow {name}`\n\n```text\n{subparser.format_help().rstrip()}\n```\n"
+            )
     finally:
         if old is None:
             os.environ.pop("COLUMNS", None)

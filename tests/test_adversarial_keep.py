@@ -109,12 +109,13 @@ def test_unsigned_keys_and_an_all_missing_key_are_released(tmp_path, prefect_api
 
 
 def test_no_message_or_doc_advises_moving_a_key_to_keep():
-    """Every string of the package and the README: nothing tells a user to move, put or add
-    an identifying column to ``keep``."""
+    """Every string of the package, the README and the docs pages: nothing tells a user to
+    move, put or add an identifying column to ``keep``."""
     advice = re.compile(r"(move|put|add|list)\w*\s+(it|them|the columns?|\w+)?\s*(in)?to\s+`keep`",
                         re.IGNORECASE)  # fmt: skip
     texts = [p.read_text() for p in (REPO / "sdcflow").rglob("*.py")]
     texts.append((REPO / "README.md").read_text())
+    texts += [p.read_text() for p in (REPO / "docs").rglob("*.md") if "_generated" not in p.parts]
     for text in texts:
         assert not advice.search(text), advice.search(text).group(0)
 

@@ -139,7 +139,8 @@ def test_in_a_scikit_learn_pipeline_transform_answers_as_ours(survey):
 
 def test_point_methods_keep_column_labels_that_are_not_text(survey):
     # pd.DataFrame(array) has integer labels: the release came back with '0', '1', ... and
-    # information_loss(df, released), the README's own line, refused it (DataError)
+    # information_loss(df, released), the docs' own line (docs/howto/python.md), refused it
+    # (DataError)
     frame = pd.DataFrame(survey.to_numpy()[:60, :3])
     released = MDAV(k=3).fit_transform(frame)
     assert list(released.columns) == [0, 1, 2] and released.index.equals(frame.index)

@@ -30,7 +30,7 @@ def test_individual_risk_by_hand():
 
 def test_weights_below_one_give_one_over_f_not_sdcmicros_figure_above_one():
     # f = 1, F = 0.1: sdcMicro's formula with p = 10 gives 10/(-9) ln(0.1) = 2.5584 (> 1);
-    # sdcflow takes 1/f there, as where F = f (README, "Weights and risk").
+    # sdcflow takes 1/f there, as where F = f (docs/concepts/missing-values.md, "Weights and risk").
     # f = 3, F = 2: sdcMicro gives 1.5 / (3 + 0.5) = 0.4286; sdcflow 1/3.
     # f = 2, F = 2.5 (weights 0.5 and 2): F > f, the formula: p = 0.8, 4 - 16 ln 1.25 = 0.4297
     r = individual_risk(np.array([1, 3, 2]), np.array([0.1, 2.0, 2.5]))

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.tasks.methods.fuzzy import ConstrainedFuzzyParams
 from sdcflow.tasks.methods.keys import Key
 from sdcflow.tasks.methods.mixed import mask_keys

@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.measures.information_loss import sse_sst_loss_present
+from sdcflow.core.measures.anonymity import k_anonymity
+from sdcflow.core.measures.information_loss import sse_sst_loss_present
 from sdcflow.tasks.methods.keys import Key
 from sdcflow.tasks.methods.microaggregation import MdavParams
 from sdcflow.tasks.methods.mixed import mask_keys

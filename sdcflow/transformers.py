@@ -41,14 +41,14 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.rounding import round_keeping_equalities
+from sdcflow.core.validation import check_random_state
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.rounding import round_keeping_equalities
 from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.methods.microaggregation import released_loss_details
 from sdcflow.tasks.spec import _join_errors, error_field
-from sdcflow.tasks.validation import check_random_state
 
 __all__ = ["MDAV", "PS", "Box", "ConstrainedFuzzy", "Fuzzy", "MethodTransformer"]
 
@@ -314,7 +314,7 @@ def _integers(
     constraints: LinearConstraints | None,
 ) -> MaskResult:
     """Integer columns released as integers, as a release publishes them (its precision
-    step: :func:`~sdcflow.tasks.linear.rounding.round_keeping_equalities`, equalities kept,
+    step: :func:`~sdcflow.core.linear.rounding.round_keeping_equalities`, equalities kept,
     a value that is not 0 never 0), so that a figure measured on the transformer's release
     is the manifest's. Box releases intervals: left as they are."""
     integer = [pd.api.types.is_integer_dtype(frame.iloc[:, j].dtype) for j in range(frame.shape[1])]

@@ -18,6 +18,16 @@ from adversarial import cli, spawn
 from errorline import cli_error
 from survey import write_release
 
+from sdcflow.core.fuzzy.microaggregation import fuzzy_microaggregation
+from sdcflow.core.linear.projection import PolyhedronProjector
+from sdcflow.core.linear.repair import minimal_adjustment, violating_records
+from sdcflow.core.microaggregation.mdav import group_means
+from sdcflow.core.validation import (
+    check_resolution,
+    destandardize,
+    standardize,
+    standardize_with,
+)
 from sdcflow.errors import InfeasibleRulesError, InputError, Reason
 from sdcflow.expectations.compile import compile_rule
 from sdcflow.expectations.feasibility import check_feasible
@@ -25,20 +35,10 @@ from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
 from sdcflow.flows.cli import main
 from sdcflow.limits import MAX_RULES
-from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation
 from sdcflow.tasks.gates import GATES, GateContext
-from sdcflow.tasks.linear.projection import PolyhedronProjector
-from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.microaggregation.mdav import group_means
 from sdcflow.tasks.steps.plan import linear_constraints
-from sdcflow.tasks.validation import (
-    check_resolution,
-    destandardize,
-    standardize,
-    standardize_with,
-)
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.sources import read_source
 from sdcflow.warehouse.warehouse import Warehouse

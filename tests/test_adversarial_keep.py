@@ -25,10 +25,10 @@ import yaml
 from adversarial import cli
 from errorline import cli_error
 
+from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
 from sdcflow.tasks.gates import GATES, GateContext, run_gates
-from sdcflow.tasks.measures.anonymity import k_anonymity
 from sdcflow.tasks.methods import MdavParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.spec import load_spec

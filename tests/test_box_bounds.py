@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdcflow.tasks.box.partition import default_grid, round_outward
+from sdcflow.core.box.partition import default_grid, round_outward
 from sdcflow.tasks.methods import METHODS
 
 

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from sdcflow.core.box.anonymize import box_anonymize
+from sdcflow.core.box.partition import bounding_boxes, box_partition
+from sdcflow.core.box.sensitivity import Target, combined_sensitivity, default_delta0
+from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.box.anonymize import box_anonymize
-from sdcflow.tasks.box.partition import bounding_boxes, box_partition
-from sdcflow.tasks.box.sensitivity import Target, combined_sensitivity, default_delta0
 from sdcflow.tasks.gates import GATES, GateContext, run_gates
-from sdcflow.tasks.measures.anonymity import k_anonymity
 from sdcflow.tasks.methods import METHODS, MdavParams
 
 BOX = METHODS["box"]

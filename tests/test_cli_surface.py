@@ -17,9 +17,9 @@ from errorline import cli_error
 from survey import QIS, write_release
 
 import sdcflow
+from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
 
 EDITS = ["total_costs == wages + other_costs", "profit == turnover - total_costs"]
 
@@ -276,8 +276,8 @@ def test_every_spec_field_and_measure_option_is_in_the_readme():
     # recode's `labels` and `measures: transparency:` were accepted but never named.
     from pathlib import Path
 
-    from sdcflow.tasks.fuzzy_mapping.params import FuzzyMapParams
     from sdcflow.tasks.gates import MeasureOptions
+    from sdcflow.tasks.methods.fuzzy_mapping import FuzzyMapParams
     from sdcflow.tasks.spec import (
         Acceptances,
         DaskSettings,

@@ -11,9 +11,9 @@ import pytest
 from scipy import sparse
 from survey import QIS, write_release
 
+from sdcflow.core.measures.anonymity import expected_tuple_sizes
 from sdcflow.flows.cli import main
 from sdcflow.tasks.gates import GateContext, default_gates, run_gates
-from sdcflow.tasks.measures.anonymity import expected_tuple_sizes
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.methods.base import BlockResult, MaskResult
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from survey import expenditure_survey
 
+from sdcflow.core.fuzzy.microaggregation import fuzzy_microaggregation, fuzzy_partition
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.microaggregation.neighbours import spatial_cells
+from sdcflow.core.parallel import part_map
+from sdcflow.core.validation import standardize
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation, fuzzy_partition
-from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import METHODS
 from sdcflow.tasks.methods.fuzzy import ConstrainedFuzzyParams, FuzzyParams, in_cells
-from sdcflow.tasks.microaggregation.neighbours import spatial_cells
-from sdcflow.tasks.parallel import part_map
-from sdcflow.tasks.validation import standardize
 
 COLUMNS = ["exp16", "exp7", "total"]
 
@@ -200,7 +200,7 @@ def test_dask_runner_publishes_the_local_fuzzy_release(tmp_path, prefect_api):
     from survey import QIS
     from test_scale_out import _task_runs, release_local_and_on_dask
 
-    from sdcflow.tasks.measures.anonymity import k_anonymity
+    from sdcflow.core.measures.anonymity import k_anonymity
 
     rows, k = 600, 5
     common = {

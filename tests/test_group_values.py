@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from survey import EXAMPLE, QIS, release_frame
 
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.group_values import breaking_conditions, group_values_on_rules
+from sdcflow.core.linear.repair import violating_records
 from sdcflow.flows.cli import main
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import breaking_conditions, group_values_on_rules
-from sdcflow.tasks.linear.repair import violating_records
 
 COLUMNS = ["net", "tax", "gross"]
 NAN = np.nan
@@ -267,7 +267,7 @@ def test_a_strict_margin_is_each_groups_own_not_the_largest_firms():
     # 1e-8 + 2e-14 (|h| + |g| |v|): taken at the largest value held and the column's scale,
     # it would be 205 beside one turnover of 2e16, moving a group at (11, 9), which keeps
     # the rule, to (214, 9), and constrained_fuzzy would publish turnover 11 at 40.
-    from sdcflow.tasks.fuzzy.microaggregation import _polish
+    from sdcflow.core.fuzzy.microaggregation import _polish
 
     columns = ["turnover", "wages"]
     rules = LinearConstraints.from_rows(
@@ -686,8 +686,8 @@ def test_a_bound_at_zero_is_published_as_0_not_minus_0():
 def test_the_batched_weighted_projection_is_the_projectors():
     # every group at once onto the equalities, each with its own weights, against the
     # projector built for each weight vector; a dependent row (the sum of the two) included
-    from sdcflow.tasks.linear.own_units import onto_equalities
-    from sdcflow.tasks.linear.projection import PolyhedronProjector
+    from sdcflow.core.linear.own_units import onto_equalities
+    from sdcflow.core.linear.projection import PolyhedronProjector
 
     rng = np.random.default_rng(11)
     A = np.array([[1.0, 1.0, -1.0, 0.0, 0.0], [0.0, -0.2, 0.0, 1.0, 0.0]])

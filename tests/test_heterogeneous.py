@@ -9,12 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import DataError
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import mask_keys
-from sdcflow.tasks.microaggregation.heterogeneous import (
+from sdcflow.core.measures.anonymity import k_anonymity
+from sdcflow.core.microaggregation.heterogeneous import (
     MixedKeys,
     _Distances,
     group_representatives,
@@ -23,7 +19,11 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     heterogeneous_groups,
     short_group_sets,
 )
-from sdcflow.tasks.parallel import part_map
+from sdcflow.core.parallel import part_map
+from sdcflow.errors import DataError
+from sdcflow.tasks.methods import METHODS
+from sdcflow.tasks.methods.keys import Key
+from sdcflow.tasks.methods.mixed import mask_keys
 
 # x numeric; o ordinal with 3 categories (ranks 0..2); c nominal (A = 0, B = 1)
 X = np.array([[1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
@@ -567,7 +567,7 @@ def test_a_complete_stratums_group_joined_to_a_short_one_stays_on_the_rules(deci
     """Stratum Y holds a on one record; its group joins groups of stratum X, which has no
     gap and is masked (on the rules) by the method; their a becomes the set's mean, so the
     joined groups are moved back onto total == a + b and b <= a like the partial strata's."""
-    from sdcflow.tasks.linear.constraints import LinearConstraints
+    from sdcflow.core.linear.constraints import LinearConstraints
     from sdcflow.tasks.methods.keys import Key
     from sdcflow.tasks.methods.microaggregation import MdavParams
 

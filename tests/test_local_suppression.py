@@ -10,8 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sdcflow.errors import InputError
-from sdcflow.tasks.suppression.local import (
+from sdcflow.core.suppression.local import (
     frequencies,
     importance_rank,
     local_suppression,
@@ -19,6 +18,7 @@ from sdcflow.tasks.suppression.local import (
     restore,
     strata_suppression,
 )
+from sdcflow.errors import InputError
 
 
 def brute_force_class_sizes(C: np.ndarray) -> np.ndarray:
@@ -295,7 +295,7 @@ def test_the_unique_code_of_issue_40_is_protected_through_the_method():
     # released rows holds at least 5 records.
     import pandas as pd
 
-    from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+    from sdcflow.core.measures.anonymity import equivalence_class_sizes
     from sdcflow.tasks.methods import LocalSuppressionParams
     from sdcflow.tasks.methods.keys import Key
     from sdcflow.tasks.methods.mixed import mask_keys
@@ -322,7 +322,7 @@ def test_mixed_keys_give_identical_rows_over_all_keys():
     # k to 2k - 1 records one group): every released row over all keys is shared by >= k
     import pandas as pd
 
-    from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
+    from sdcflow.core.measures.anonymity import equivalence_class_sizes
     from sdcflow.tasks.methods import MdavParams
     from sdcflow.tasks.methods.keys import Key
     from sdcflow.tasks.methods.mixed import mask_keys

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.measures.anonymity import (
+from sdcflow.core.measures.anonymity import (
     entropy_l_diversity,
     equivalence_class_sizes,
     expected_cluster_sizes,
@@ -30,7 +29,8 @@ from sdcflow.tasks.measures.anonymity import (
     match_counts,
     probabilistic_k_anonymity,
 )
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.core.microaggregation.mdav import group_means, mdav
+from sdcflow.errors import InputError, Reason
 
 PYCANON = "pycanon==1.3.6"
 

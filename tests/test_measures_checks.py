@@ -8,18 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.gates import GATES, GateContext, MeasureOptions, run_gates
-from sdcflow.tasks.measures.anonymity import l_diversity
-from sdcflow.tasks.measures.cluster_loss import cluster_loss
-from sdcflow.tasks.measures.disclosure_risk import (
+from sdcflow.core.measures.anonymity import l_diversity
+from sdcflow.core.measures.cluster_loss import cluster_loss
+from sdcflow.core.measures.disclosure_risk import (
     fuzzy_reidentification_probabilities,
     interval_disclosure,
     record_linkage,
 )
-from sdcflow.tasks.measures.information_loss import generic_loss, probabilistic_loss_table
+from sdcflow.core.measures.information_loss import generic_loss, probabilistic_loss_table
+from sdcflow.core.microaggregation.mdav import group_means, mdav
+from sdcflow.errors import InputError, Reason
+from sdcflow.tasks.gates import GATES, GateContext, MeasureOptions, run_gates
 from sdcflow.tasks.methods import MaskResult
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
 
 @pytest.fixture(scope="module")

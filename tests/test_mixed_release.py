@@ -15,9 +15,9 @@ import pytest
 import yaml
 from errorline import cli_error
 
+from sdcflow.core.measures.anonymity import match_counts
 from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.measures.anonymity import match_counts
 
 EDUCATION = ["primary", "secondary", "tertiary"]
 
@@ -93,7 +93,7 @@ def write_spec(tmp: Path, frame: pd.DataFrame | None = None, **overrides) -> Pat
 
 @pytest.mark.flow
 def test_mixed_release_end_to_end(tmp_path, prefect_api, monkeypatch):
-    from sdcflow.tasks.measures import anonymity
+    from sdcflow.core.measures import anonymity
 
     counted: list[tuple[bytes, bytes, str]] = []  # codes, weights, convention of every count
     real = anonymity.codes_matching_sums

@@ -1,6 +1,6 @@
 """A piece run on one thread of a Dask worker uses that thread only: the core's
 multithreaded calls (SciPy's KD-tree queries) take their thread count from
-:func:`sdcflow.tasks.parallel.threads`, which the task run of a piece sets to 1."""
+:func:`sdcflow.core.parallel.threads`, which the task run of a piece sets to 1."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from prefect import flow
 from scipy.spatial import cKDTree
 
-from sdcflow.tasks.fuzzy import fcm
-from sdcflow.tasks.fuzzy import microaggregation as fuzzy_micro
-from sdcflow.tasks.parallel import piece_threads, threads
+from sdcflow.core.fuzzy import fcm
+from sdcflow.core.fuzzy import microaggregation as fuzzy_micro
+from sdcflow.core.parallel import piece_threads, threads
 
 
 def test_every_core_outside_a_piece_and_the_given_threads_inside():

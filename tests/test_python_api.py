@@ -13,10 +13,10 @@ from survey import EXAMPLE, QIS, write_release
 
 import sdcflow
 from sdcflow import MDAV, PS, Box, ConstrainedFuzzy, Fuzzy, InputError, Reason
+from sdcflow.core.measures.disclosure_risk import record_linkage as core_linkage
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation.mdav import group_means, mdav
 from sdcflow.measures import information_loss, k_anonymity, record_linkage
-from sdcflow.tasks.measures.disclosure_risk import record_linkage as core_linkage
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from errorline import cli_error
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.recoding.recode import Recoding, load_hierarchy, recode
+from sdcflow.tasks.methods.recoding import Recoding, load_hierarchy, recode
 from sdcflow.tasks.spec import RecodeSpec
 
 

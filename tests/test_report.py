@@ -385,7 +385,7 @@ def test_the_blocks_note_states_the_joint_k_of_this_release():
     """The note said a record's combination of the blocks' groups "may match fewer than k
     records", also on a release whose joint k (gated since d5837fe) holds; it now gives the
     joint figure when it is below k and claims no shortfall otherwise."""
-    from sdcflow.tasks.measures.anonymity import match_counts
+    from sdcflow.core.measures.anonymity import match_counts
 
     X = _facts().original
     params = METHODS["mdav"].params(k=5)
@@ -432,13 +432,13 @@ def test_a_stratified_bound_is_not_shown_as_a_bound_on_every_partition():
     # strata of four categorical keys: bound 4.61, MDAV ignoring the strata 0.30).
     import pandas as pd
 
-    from sdcflow.tasks.measures.information_loss import sse_sst_loss
+    from sdcflow.core.measures.information_loss import sse_sst_loss
+    from sdcflow.core.microaggregation.mdav import group_means, mdav_groups
+    from sdcflow.core.validation import standardize
     from sdcflow.tasks.methods import MdavParams
     from sdcflow.tasks.methods.keys import Key
     from sdcflow.tasks.methods.mixed import mask_keys
-    from sdcflow.tasks.microaggregation.mdav import group_means, mdav_groups
     from sdcflow.tasks.report.release import lower_bound_rows
-    from sdcflow.tasks.validation import standardize
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=60)

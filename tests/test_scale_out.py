@@ -19,17 +19,17 @@ import pytest
 import yaml
 from survey import EXAMPLE, QIS, progress_artifacts, progress_descriptions, write_release
 
+from sdcflow.core.measures.anonymity import k_anonymity
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation import blocked, neighbours
+from sdcflow.core.microaggregation.blocked import blocked_groups, blocked_mdav
+from sdcflow.core.microaggregation.mdav import mdav_groups
+from sdcflow.core.microaggregation.ps import ps_groups
+from sdcflow.core.microaggregation.refine import partition_sse
+from sdcflow.core.parallel import part_map
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
 from sdcflow.flows.runners import cluster_kwargs, with_cli_options
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation import blocked, neighbours
-from sdcflow.tasks.microaggregation.blocked import blocked_groups, blocked_mdav
-from sdcflow.tasks.microaggregation.mdav import mdav_groups
-from sdcflow.tasks.microaggregation.ps import ps_groups
-from sdcflow.tasks.microaggregation.refine import partition_sse
-from sdcflow.tasks.parallel import part_map
 from sdcflow.tasks.spec import load_spec
 from sdcflow.tasks.steps.plan import plan_release
 from sdcflow.warehouse.warehouse import ROW_ID, table_name
@@ -408,7 +408,7 @@ def test_a_cluster_whose_workers_all_died_fails_the_run_instead_of_waiting(
     NO_WORKER_SECONDS without any worker it fails (exit 3) and publishes nothing."""
     from distributed import LocalCluster
 
-    from sdcflow.tasks.microaggregation import blocked
+    from sdcflow.core.microaggregation import blocked
     from sdcflow.tasks.steps import scale
 
     monkeypatch.setattr(scale, "NO_WORKER_SECONDS", 2.0)
@@ -435,7 +435,7 @@ def test_a_cluster_whose_workers_all_died_fails_the_run_instead_of_waiting(
 
 def _piece_that_fails_on_its_third_cell(partition, cell, k):
     """A cell that raises on the third cell it sees (inside a bundle of four cells)."""
-    from sdcflow.tasks.microaggregation.blocked import refine_part
+    from sdcflow.core.microaggregation.blocked import refine_part
 
     _piece_that_fails_on_its_third_cell.seen += 1
     if _piece_that_fails_on_its_third_cell.seen == 3:
@@ -686,7 +686,7 @@ def test_exact_neighbours_gives_up_early_when_projected_over_budget(monkeypatch)
     dimensions it would take tens of minutes; giving up took 10.8 CPU s after a first chunk
     of 8192 queries, the probe about 1.5 s); a clock that advances 1 s per look makes it
     deterministic."""
-    from sdcflow.tasks.microaggregation import neighbours
+    from sdcflow.core.microaggregation import neighbours
 
     ticks = iter(range(10**6))
     monkeypatch.setattr(neighbours.time, "process_time", lambda: float(next(ticks)))

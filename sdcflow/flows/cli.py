@@ -432,8 +432,8 @@ def _compare(
 def _remap(spec_path: str, rules_file: str, run_id: str | None, integer: bool) -> int:
     """Print the rules of ``rules_file`` with every interval on a fuzzy-mapped column mapped
     back to the original domain, from the mapping in the warehouse (opened read-only)."""
-    from sdcflow.tasks.fuzzy_mapping import FuzzyMapping
-    from sdcflow.tasks.fuzzy_mapping.remap import parse_intervals, remap_rule_text
+    from sdcflow.core.fuzzy_mapping import FuzzyMapping
+    from sdcflow.core.fuzzy_mapping.remap import parse_intervals, remap_rule_text
     from sdcflow.tasks.spec import load_spec
     from sdcflow.warehouse.secrets import load_fuzzy_maps
 

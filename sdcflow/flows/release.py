@@ -21,10 +21,11 @@ from prefect.exceptions import ExternalSignal, MissingContextError
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
+from sdcflow.core.measures.anonymity import counted_once
+from sdcflow.core.validation import check_random_state
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
 from sdcflow.tasks.gates import GateOutcome
-from sdcflow.tasks.measures.anonymity import counted_once
 from sdcflow.tasks.spec import ReleaseSpec, load_spec
 from sdcflow.tasks.steps import checks as check_steps
 from sdcflow.tasks.steps import edits as edit_steps
@@ -36,7 +37,6 @@ from sdcflow.tasks.steps.progress import Progress
 from sdcflow.tasks.steps.publish import manifest, publish
 from sdcflow.tasks.steps.report import report_artifacts, run_report
 from sdcflow.tasks.steps.scale import scaled_out, settle, warm_up
-from sdcflow.tasks.validation import check_random_state
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
 from sdcflow.warehouse.publish import SWAPPED_IN, files_intact, published_run, recover
 from sdcflow.warehouse.retention import Policy, apply_policy, sweep_compactions

@@ -37,9 +37,9 @@ from sdcflow.limits import (
     read_bounded,
 )
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.fuzzy_mapping.params import FuzzyMapParams
 from sdcflow.tasks.gates import GATES, MeasureOptions
 from sdcflow.tasks.methods import METHODS, MethodParams
+from sdcflow.tasks.methods.fuzzy_mapping import FuzzyMapParams
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 

@@ -5,7 +5,7 @@ intruder's k.
 k-anonymity is counted over every column an intruder can link on, as released
 (``MaskResult.released_identifiers``: numeric and categorical keys), as the size of the
 smallest class of identical released rows, a missing or suppressed value being a value of its
-own (:mod:`sdcflow.tasks.measures.anonymity`): the count an intruder cannot get around.
+own (:mod:`sdcflow.core.measures.anonymity`): the count an intruder cannot get around.
 sdcMicro's convention (a missing value matches any value) is the gate
 ``k_anonymity_missing_matches_any``: it is never smaller than ``k_anonymity``, so it gates a
 release alone only where the spec lowers ``k_anonymity`` and accepts that explicitly
@@ -26,16 +26,16 @@ import numpy as np
 import pandas as pd
 from pydantic import ConfigDict, Field
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
-from sdcflow.tasks.measures.anonymity import (
+from sdcflow.core.measures.anonymity import (
     entropy_l_diversity,
     expected_tuple_sizes,
     k_anonymity,
     l_diversity,
     probabilistic_k_anonymity,
 )
+from sdcflow.errors import InputError, Reason
+from sdcflow.spec_model import SpecModel
+from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
 from sdcflow.tasks.methods.base import CrispIntruder, MaskResult, transparency_probabilities
 
 
@@ -96,7 +96,7 @@ def _probabilistic_k_anonymity(ctx: GateContext) -> float:
     over every candidate centre. With blocks drawn independently, the released record is
     the tuple ``t`` of its groups, and its expected count is
     ``E(t) = sum_i prod_b P_b[i, t_b]`` over the blocks' draw probabilities
-    (:func:`~sdcflow.tasks.measures.anonymity.expected_tuple_sizes`); the figure is the
+    (:func:`~sdcflow.core.measures.anonymity.expected_tuple_sizes`); the figure is the
     smallest E(t) over the tuples the file releases. For one block that would be the
     smallest expected size over the *released* centres, which is at least the per-centre
     figure above (the method's guarantee: every centre >= k); with several blocks E(t) can

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sdcflow.core.box.checks import min_distinct, records_outside, targets_outside
 from sdcflow.errors import ParameterError, Reason
-from sdcflow.tasks.box.checks import min_distinct, records_outside, targets_outside
 from sdcflow.tasks.gates.base import Gate, GateContext
 from sdcflow.tasks.methods.box import BoxParams, BoxResult
 

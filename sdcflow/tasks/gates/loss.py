@@ -20,15 +20,15 @@ from typing import Literal
 import numpy as np
 from pydantic import ConfigDict, Field
 
-from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, complete_records
-from sdcflow.tasks.measures.cluster_loss import ClusterLoss, cluster_loss
-from sdcflow.tasks.measures.information_loss import (
+from sdcflow.core.measures.cluster_loss import ClusterLoss, cluster_loss
+from sdcflow.core.measures.information_loss import (
     Statistic,
     generic_loss,
     probabilistic_loss_table,
     sse_sst_loss_present,
 )
+from sdcflow.spec_model import SpecModel
+from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, complete_records
 
 
 class ClusterLossOptions(SpecModel):

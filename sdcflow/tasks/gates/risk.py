@@ -1,14 +1,14 @@
 """Disclosure-risk gates: distance-based record linkage, rank-based interval disclosure, the
 share of records the transparency intruder re-identifies, and the re-identification risk per
 record from key frequencies and sampling weights (individual and global risk, as sdcMicro's
-``measure_risk``; :mod:`sdcflow.tasks.measures.risk`)."""
+``measure_risk``; :mod:`sdcflow.core.measures.risk`)."""
 
 from __future__ import annotations
 
+from sdcflow.core.measures.disclosure_risk import interval_disclosure, record_linkage
+from sdcflow.core.measures.risk import RiskSummary, risk_summary
 from sdcflow.tasks.gates.anonymity import TRANSPARENCY, reidentification
 from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, no_complete_record
-from sdcflow.tasks.measures.disclosure_risk import interval_disclosure, record_linkage
-from sdcflow.tasks.measures.risk import RiskSummary, risk_summary
 
 INTERVAL_P = GateOption(
     "interval_disclosure_p",

@@ -17,8 +17,8 @@ import pandas as pd
 from pydantic import ConfigDict
 from scipy import sparse
 
+from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.linear.constraints import LinearConstraints
 
 
 class MethodParams(SpecModel):
@@ -270,7 +270,7 @@ def combined_probabilities(
 
     For one released grouping with draw distributions ``U`` (n, G) and released group sizes
     ``N_g``, the Bayes-optimal bet on record i succeeds with probability
-    ``P_i = max_g U_ig / N_g`` (see :func:`~sdcflow.tasks.measures.disclosure_risk.\
+    ``P_i = max_g U_ig / N_g`` (see :func:`~sdcflow.core.measures.disclosure_risk.\
 reidentification_probabilities`). With blocks masked independently the released record is
     the tuple of its groups ``t = (g_1, ..., g_B)``; the draws are independent, so
     ``P_i = max_t prod_b U^b_{i, t_b} / N_t`` over the tuples that occur in the release,

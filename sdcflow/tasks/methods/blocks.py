@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.validation import check_matrix
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.methods.base import BlockResult, MaskResult, MethodParams
-from sdcflow.tasks.validation import check_matrix
 
 
 def mask_quasi_identifiers(

@@ -44,14 +44,14 @@ import numpy as np
 import pandas as pd
 from pydantic import ConfigDict, Field, PositiveFloat, model_validator
 
+from sdcflow.core.box.anonymize import box_anonymize
+from sdcflow.core.box.partition import default_grid, distinct_counts
+from sdcflow.core.box.sensitivity import STAT_ARITY, Target, default_delta0
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.validation import check_magnitude, standardize
 from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.box.anonymize import box_anonymize
-from sdcflow.tasks.box.partition import default_grid, distinct_counts
-from sdcflow.tasks.box.sensitivity import STAT_ARITY, Target, default_delta0
-from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams, k_gate
-from sdcflow.tasks.validation import check_magnitude, standardize
 
 StatName = Literal["mean", "variance", "std", "covariance", "correlation"]
 

@@ -38,7 +38,7 @@ from pydantic import Field, model_validator
 from scipy import sparse
 from scipy.spatial import cKDTree
 
-from sdcflow.tasks.fuzzy.microaggregation import (
+from sdcflow.core.fuzzy.microaggregation import (
     Fit,
     FitSettings,
     StandardizedFit,
@@ -46,13 +46,13 @@ from sdcflow.tasks.fuzzy.microaggregation import (
     fuzzy_microaggregation,
     fuzzy_partition,
 )
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.projection import PolyhedronProjector
-from sdcflow.tasks.measures.disclosure_risk import fuzzy_membership_rows
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.projection import PolyhedronProjector
+from sdcflow.core.measures.disclosure_risk import fuzzy_membership_rows
+from sdcflow.core.microaggregation.neighbours import spatial_cells
+from sdcflow.core.parallel import map_parts
+from sdcflow.core.validation import check_cell_size, standardize, standardize_with
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
-from sdcflow.tasks.microaggregation.neighbours import spatial_cells
-from sdcflow.tasks.parallel import map_parts
-from sdcflow.tasks.validation import check_cell_size, standardize, standardize_with
 
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 
@@ -234,12 +234,12 @@ def fit_in_cells(
     """The fuzzy partition fitted within spatial cells of at most ``cell_size`` records.
 
     The standardized records are cut by recursive median cuts
-    (:func:`~sdcflow.tasks.microaggregation.neighbours.spatial_cells`, the cells of blocked
+    (:func:`~sdcflow.core.microaggregation.neighbours.spatial_cells`, the cells of blocked
     MDAV) into cells of ``cell_size / 2`` to ``cell_size`` records (so at least k each when
     ``cell_size >= 2k``), and every cell is fitted on its own by
-    :func:`~sdcflow.tasks.fuzzy.microaggregation.fit_standardized` -- the unchanged
+    :func:`~sdcflow.core.fuzzy.microaggregation.fit_standardized` -- the unchanged
     algorithm, in the whole file's standardized coordinates and with the same edit rules --
-    as one piece of :func:`~sdcflow.tasks.parallel.map_parts` (a Prefect task run on a Dask
+    as one piece of :func:`~sdcflow.core.parallel.map_parts` (a Prefect task run on a Dask
     worker under ``runner: dask``). A record can be drawn only to centres of its own cell.
     At a fixed ``cell_size`` the cost is linear in n (figures: ``benchmarks/README.md``,
     section "Fuzzy microaggregation in cells").
@@ -324,7 +324,7 @@ def fit_cell(
 
 
 def in_cells(cell_size: int) -> Fit:
-    """The ``fit`` of :func:`~sdcflow.tasks.fuzzy.microaggregation.fuzzy_partition` within
+    """The ``fit`` of :func:`~sdcflow.core.fuzzy.microaggregation.fuzzy_partition` within
     spatial cells of at most ``cell_size`` records (:func:`fit_in_cells`)."""
     return functools.partial(fit_in_cells, cell_size=cell_size)
 

@@ -9,7 +9,7 @@ Spec (inside ``method:``)::
       cell_size: 5000          # optional: large files, cells on the workers (runner: dask)
 
 Records are grouped by MDAV-generic under the heterogeneous distance of Domingo-Ferrer and
-Torra (:mod:`sdcflow.tasks.microaggregation.heterogeneous`), and each group is released as the
+Torra (:mod:`sdcflow.core.microaggregation.heterogeneous`), and each group is released as the
 mean of its numeric keys, the median of its ordinal keys and the mode of its nominal keys.
 ``categorical: suppress`` publishes a categorical value only where it equals the group's
 median / mode and suppresses it elsewhere, instead of replacing it: the file then holds no
@@ -20,7 +20,7 @@ differing from the mode under ``suppress``) is released missing for the whole gr
 deterministic, so the method's transparency intruder reruns it.
 
 One pass costs O(n^2): with ``cell_size`` the records are grouped within spatial cells of at
-most that many records (:func:`~sdcflow.tasks.microaggregation.heterogeneous.heterogeneous_cells`:
+most that many records (:func:`~sdcflow.core.microaggregation.heterogeneous.heterogeneous_cells`:
 median cuts of the numeric and ordinal keys), cell by cell on the workers under
 ``runner: dask``; groups do not cross cells.
 """
@@ -34,11 +34,9 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import Condition, group_values_on_rules
-from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
-from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
-from sdcflow.tasks.microaggregation.heterogeneous import (
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.group_values import Condition, group_values_on_rules
+from sdcflow.core.microaggregation.heterogeneous import (
     MixedKeys,
     Representatives,
     group_representatives,
@@ -46,6 +44,8 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     heterogeneous_groups,
     one_row_per_group,
 )
+from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
+from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
 
 
 class HeterogeneousParams(MethodParams):

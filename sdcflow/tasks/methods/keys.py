@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.recoding.recode import Recoding
+from sdcflow.tasks.methods.recoding import Recoding
 
 KeyKind = Literal["numeric", "nominal", "ordinal"]
 
@@ -179,7 +179,7 @@ class EncodedRelease:
         Figures for the manifest.
     final_rows : ndarray of shape (n,) bool, or None
         Records whose ``final_columns`` were rounded per group keeping the edit rules
-        (missing numbers: :func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`):
+        (missing numbers: :func:`~sdcflow.core.linear.group_values.group_values_on_rules`):
         rounding them again record by record would break the rules.
     final_columns : tuple of str
     final_derived : tuple of str

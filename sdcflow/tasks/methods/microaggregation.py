@@ -6,14 +6,14 @@ Options of every crisp method:
 * ``standardize`` (default true): form the groups on standardized columns; false: on the
   centred values (units kept, large variables dominate).
 * ``refine``: ``true`` or ``{seconds: 30, rounds: ...}``: local search and iterated local
-  search (:mod:`sdcflow.tasks.microaggregation.refine`) from the method's partition; the
+  search (:mod:`sdcflow.core.microaggregation.refine`) from the method's partition; the
   SSE never goes up.
 
 A block of one variable (the whole file, or one of the spec's ``blocks``) is always grouped by
 the optimal univariate algorithm, whatever crisp method is named: it is exact there.
 Every release records, beside the sizes, the information loss, a provable lower bound on the
 information loss of *any* partition into groups of at least k (the optimum included) and
-their ratio (:mod:`sdcflow.tasks.microaggregation.bound`).
+their ratio (:mod:`sdcflow.core.microaggregation.bound`).
 
 The release is a deterministic function of the file given the parameters (with ``refine``,
 of the secret seed too when ``rounds`` is set; under a CPU-seconds budget alone the number of
@@ -32,19 +32,19 @@ import numpy as np
 import pandas as pd
 from pydantic import ConfigDict, Field, field_validator
 
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.measures.information_loss import sse_sst_loss, sse_sst_loss_present
+from sdcflow.core.microaggregation.blocked import blocked_groups, blocked_mdav
+from sdcflow.core.microaggregation.bound import sse_lower_bound
+from sdcflow.core.microaggregation.mdav import group_means, mdav_groups
+from sdcflow.core.microaggregation.ps import ps_groups
+from sdcflow.core.microaggregation.refine import refine_groups
+from sdcflow.core.microaggregation.scaling import working_scale
+from sdcflow.core.microaggregation.univariate import univariate_groups
+from sdcflow.core.validation import check_k
 from sdcflow.errors import ParameterError
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.measures.information_loss import sse_sst_loss, sse_sst_loss_present
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
-from sdcflow.tasks.microaggregation.blocked import blocked_groups, blocked_mdav
-from sdcflow.tasks.microaggregation.bound import sse_lower_bound
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav_groups
-from sdcflow.tasks.microaggregation.ps import ps_groups
-from sdcflow.tasks.microaggregation.refine import refine_groups
-from sdcflow.tasks.microaggregation.scaling import working_scale
-from sdcflow.tasks.microaggregation.univariate import univariate_groups
-from sdcflow.tasks.validation import check_k
 
 BOUND_SECONDS = 60.0  # CPU budget of the lower bound's nearest-neighbour search per block
 
@@ -169,7 +169,7 @@ def stratified_bound_details(
 
     On the gate's scale (columns standardized over the whole file) the SSE is the sum of the
     strata's SSEs, and each stratum's is at least its own bound
-    (:func:`~sdcflow.tasks.microaggregation.bound.sse_lower_bound` on the stratum's rows,
+    (:func:`~sdcflow.core.microaggregation.bound.sse_lower_bound` on the stratum's rows,
     same scale), so the sum of the strata's bounds bounds the release. It does not bound
     partitions that ignore the strata. Shapes: X (n, p) numeric keys, no missing value;
     points (n, p) released; strata: row indices of each stratum.

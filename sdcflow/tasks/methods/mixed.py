@@ -2,7 +2,7 @@
 
 :func:`mask_keys` is what the mask step calls. It composes, in this order:
 
-1. **Global recoding** of the keys that declare one (:mod:`sdcflow.tasks.recoding`): a binned
+1. **Global recoding** of the keys that declare one (:mod:`sdcflow.tasks.methods.recoding`): a binned
    numeric key becomes ordinal.
 2. **Masking**, by the first case that applies:
 
@@ -10,11 +10,11 @@
      ``local_suppression``);
    * numeric keys only, none missing: the method as before (by blocks if the spec has them);
    * numeric keys only, some missing: MDAV-generic with partial distances
-     (:mod:`sdcflow.tasks.microaggregation.heterogeneous`): records are grouped on the values
+     (:mod:`sdcflow.core.microaggregation.heterogeneous`): records are grouped on the values
      they have, group means use the values present, a missing value stays missing, and each
      group's values are moved onto the linear edit rules its records can be checked against
-     (:mod:`sdcflow.tasks.linear.group_values`);
-   * categorical and numeric keys: **strata** (:func:`~sdcflow.tasks.suppression.local.\
+     (:mod:`sdcflow.core.linear.group_values`);
+   * categorical and numeric keys: **strata** (:func:`~sdcflow.core.suppression.local.\
 strata_suppression`): local suppression makes every class of identical released
      categorical rows (a blank equal only to a blank) hold at least k records, with the
      fewest suppressions it finds; these classes are the strata, and the method masks the
@@ -25,10 +25,10 @@ strata_suppression`): local suppression makes every class of identical released
      records is one group), so every released row over all keys is identical to at least
      k - 1 others. Suppressed values that can be given back while every class of identical
      rows over all keys keeps k records are given back
-     (:func:`~sdcflow.tasks.suppression.local.restore`).
+     (:func:`~sdcflow.core.suppression.local.restore`).
 
 3. **Precision**: numeric keys are rounded to their precision (integers for integer columns),
-   keeping the linear equalities among them (:mod:`sdcflow.tasks.linear.rounding`).
+   keeping the linear equalities among them (:mod:`sdcflow.core.linear.rounding`).
 
 The result covers every key as released: ``MaskResult.masked`` holds all of them (a
 suppressed or missing categorical value is ``None``, a missing number NaN), so every gate
@@ -50,17 +50,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import (
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.group_values import (
     Condition,
     GroupValues,
     breaking_conditions,
     group_values_on_rules,
 )
-from sdcflow.tasks.linear.relations import undeclared_relations
-from sdcflow.tasks.linear.rounding import Rounded, off_precision, round_keeping_equalities
-from sdcflow.tasks.measures.anonymity import key_codes
+from sdcflow.core.linear.relations import undeclared_relations
+from sdcflow.core.linear.rounding import Rounded, off_precision, round_keeping_equalities
+from sdcflow.core.measures.anonymity import key_codes
+from sdcflow.core.microaggregation.heterogeneous import (
+    MixedKeys,
+    Representatives,
+    complete_in_file,
+    group_representatives,
+    heterogeneous_cells_release,
+    heterogeneous_groups,
+    one_row_per_group,
+)
+from sdcflow.core.parallel import stage
+from sdcflow.core.suppression.local import importance_rank, restore, strata_suppression
+from sdcflow.core.validation import check_k
+from sdcflow.errors import DataError, ParameterError, Reason
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.methods.base import MaskResult, MethodParams
 from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
@@ -76,19 +88,7 @@ from sdcflow.tasks.methods.microaggregation import (
     released_loss_details,
     stratified_bound_details,
 )
-from sdcflow.tasks.microaggregation.heterogeneous import (
-    MixedKeys,
-    Representatives,
-    complete_in_file,
-    group_representatives,
-    heterogeneous_cells_release,
-    heterogeneous_groups,
-    one_row_per_group,
-)
-from sdcflow.tasks.parallel import stage
-from sdcflow.tasks.recoding.recode import recode
-from sdcflow.tasks.suppression.local import importance_rank, restore, strata_suppression
-from sdcflow.tasks.validation import check_k
+from sdcflow.tasks.methods.recoding import recode
 
 
 def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, list[Key], dict]:
@@ -446,7 +446,7 @@ def _refuse_undeclared_relations(
     """Refuse (``undeclared-relation``) numeric keys with missing values that a linear
     relation ties (with each other, or with numeric columns ``published`` as they are),
     where no error rule declares it: means over different records would give a record's
-    own combination away (:mod:`sdcflow.tasks.linear.relations`). The message names the
+    own combination away (:mod:`sdcflow.core.linear.relations`). The message names the
     columns and the relations (coefficients of all records, never a record's value)."""
     X, names = enc.numeric, list(enc.numeric_names)
     if published is not None and published.shape[1]:
@@ -528,7 +528,7 @@ def mask_keys(
     suppression : SuppressionSettings or None
     conditional : sequence of (condition, LinearConstraints)
         Conditional rules ``if C then D`` that group values computed over the values
-        present keep (:func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`), and
+        present keep (:func:`~sdcflow.core.linear.group_values.group_values_on_rules`), and
         groups of complete records whose released values meet ``C`` and break ``D``.
     tolerances : mapping str -> float, optional
         Each rule's own tolerance, by name (the consequents' rows carry their rule's name).

@@ -9,7 +9,7 @@ Spec::
 
 For releases whose keys are all categorical (numeric keys can be binned by ``recode:``
 first); with numeric keys use a numeric method, which stratifies by the categorical ones.
-The algorithms are those of :mod:`sdcflow.tasks.suppression.local`; a suppressed value is
+The algorithms are those of :mod:`sdcflow.core.suppression.local`; a suppressed value is
 published as missing, and every class of identical released rows (a blank equal only to a
 blank) holds at least k records. The details give the records in classes below k and a lower
 bound on the suppressions beside the total.
@@ -23,11 +23,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.suppression.local import local_suppression
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
 from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
-from sdcflow.tasks.suppression.local import local_suppression
 
 
 class LocalSuppressionParams(MethodParams):

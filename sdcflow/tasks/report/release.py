@@ -33,13 +33,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdcflow.core.measures.anonymity import match_counts
+from sdcflow.core.validation import pow2_exponents
 from sdcflow.tasks.gates import Evidence
 from sdcflow.tasks.gates.base import distinct_digits
-from sdcflow.tasks.measures.anonymity import match_counts
 from sdcflow.tasks.methods import MaskResult, MethodParams, get_method
 from sdcflow.tasks.report import plots
 from sdcflow.tasks.report.sections import Section, Table, Text, fmt
-from sdcflow.tasks.validation import pow2_exponents
 
 
 @dataclass(frozen=True)
@@ -382,7 +382,7 @@ def compared_moments(x: np.ndarray, y: np.ndarray) -> list[Any]:
     ``[mean_x, mean_y, change %, var_x, var_y, change %]``.
 
     Computed on one exact power-of-two scale for both columns
-    (:func:`~sdcflow.tasks.validation.pow2_exponents`): bit for bit the plain figures where
+    (:func:`~sdcflow.core.validation.pow2_exponents`): bit for bit the plain figures where
     nothing overflows or underflows, and true where the plain ones would be ``inf`` (the mean
     of two values of 1e308) or 0. A mean is a float (it lies within the values). A variance
     outside the normal floats (values near 1e308, or near 1e-160) is given as its decimal
@@ -427,7 +427,7 @@ def _change(before: float, after: float) -> float | None:
 def _correlations(X: np.ndarray) -> np.ndarray:
     """Pearson correlations (d, d) of the columns of X (n, d), each column first multiplied by
     the exact power of two that puts its largest magnitude in [0.5, 1)
-    (:func:`~sdcflow.tasks.validation.pow2_exponents`): a correlation does not change under a
+    (:func:`~sdcflow.core.validation.pow2_exponents`): a correlation does not change under a
     positive scale, the scaling is exact, so the figures are bit for bit those of
     ``np.corrcoef(X)`` where it does not overflow, and finite where it would (keys near
     1e308). NaN for a constant column."""

@@ -5,7 +5,7 @@ by the preflight, :mod:`sdcflow.tasks.steps.plan`).
   ids go to ``audit.violations``, Great Expectations validates the check columns and writes
   Data Docs into the run's report folder, and a Prefect Markdown artifact gets the per-rule
   counts (rule names and counts only, never values or rule constants).
-* :func:`repair_edits` (task): the minimal adjustment of :mod:`sdcflow.tasks.linear.repair` before a
+* :func:`repair_edits` (task): the minimal adjustment of :mod:`sdcflow.core.linear.repair` before a
   method that does not edit while it masks, onto the linear rules and, on the records where
   the condition of a conditional rule holds (found by DuckDB), its linear consequent; the
   result is stored in the ``edited`` schema.
@@ -24,7 +24,10 @@ import pyarrow as pa
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 
-from sdcflow.distinct import distinct_rows
+from sdcflow.core.distinct import distinct_rows
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.group_values import Condition
+from sdcflow.core.linear.repair import minimal_adjustment
 from sdcflow.expectations.compile import compile_rule, condition_sql
 from sdcflow.expectations.rules import (
     Conditional,
@@ -33,9 +36,6 @@ from sdcflow.expectations.rules import (
     numeric_columns,
 )
 from sdcflow.tasks.gates import GateOutcome
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import Condition
-from sdcflow.tasks.linear.repair import minimal_adjustment
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP, artifact_key
@@ -82,7 +82,7 @@ def group_conditions(
     numeric: Sequence[str],
 ) -> list[tuple[Condition, LinearConstraints]]:
     """The conditional rules masking with missing numbers keeps on each group's values
-    (:func:`~sdcflow.tasks.linear.group_values.group_values_on_rules`): error rules
+    (:func:`~sdcflow.core.linear.group_values.group_values_on_rules`): error rules
     ``if C then D`` with ``D`` linear over the constraints' columns and ``C`` reading only
     keys released as numbers (``numeric``: not binned by ``recode:``), as (C evaluated by
     DuckDB with the validation's SQL, D's rows over the constraints' columns)."""

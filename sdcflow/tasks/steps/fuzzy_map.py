@@ -2,7 +2,7 @@
 
 Each column named under ``fuzzy_map:`` must be a ``sensitive:`` attribute: it is published as
 ``set number + affinity`` combined by the chosen combiner
-(:mod:`sdcflow.tasks.fuzzy_mapping`), the quasi-identifiers are masked by the spec's method as
+(:mod:`sdcflow.core.fuzzy_mapping`), the quasi-identifiers are masked by the spec's method as
 usual, and the gates see the columns as released (l-diversity counts mapped values).
 
 Why sensitive columns only. A deterministic combiner is a function of the value, monotone on
@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from prefect import get_run_logger, task
 
+from sdcflow.core.fuzzy_mapping import FuzzyMapping
+from sdcflow.core.fuzzy_mapping.similarity import rank_figures, similarity_figures
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.fuzzy_mapping import FuzzyMapping
-from sdcflow.tasks.fuzzy_mapping.similarity import rank_figures, similarity_figures
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.warehouse.secrets import store_fuzzy_maps

@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.measures.anonymity import k_anonymity
+from sdcflow.core.measures.risk import risk_summary
 from sdcflow.expectations.rules import Rule
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.measures.risk import risk_summary
 from sdcflow.tasks.methods import MaskResult
 from sdcflow.tasks.methods.keys import Key, SuppressionSettings
 from sdcflow.tasks.methods.mixed import mask_keys

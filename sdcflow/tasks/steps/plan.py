@@ -25,6 +25,9 @@ import pyarrow as pa
 from prefect import get_run_logger, task
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.suppression.local import EXACT_MAX_VARIABLES
+from sdcflow.core.validation import check_cell_size, check_resolution
 from sdcflow.errors import InputError, Reason, RuleError
 from sdcflow.expectations.compile import compile_rule, linear_rows, strict_rows
 from sdcflow.expectations.feasibility import FeasibilityReport, check_feasible
@@ -42,12 +45,11 @@ from sdcflow.expectations.rules import (
 )
 from sdcflow.limits import MAX_RULES, MAX_SOURCE_COLUMNS, check_count
 from sdcflow.tasks.gates import GATES, contradictions
-from sdcflow.tasks.linear.constraints import LinearConstraints
 from sdcflow.tasks.methods import get_method
 from sdcflow.tasks.methods.box import check_box_columns, check_box_values
 from sdcflow.tasks.methods.keys import Key, as_text, numeric_keys
 from sdcflow.tasks.methods.mixed import check_relations
-from sdcflow.tasks.recoding.recode import (
+from sdcflow.tasks.methods.recoding import (
     Recoding,
     hierarchy_from_rows,
     load_hierarchy,
@@ -58,8 +60,6 @@ from sdcflow.tasks.spec import RecodeSpec, ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
 from sdcflow.tasks.steps.scale import check_cluster, check_runner
-from sdcflow.tasks.suppression.local import EXACT_MAX_VARIABLES
-from sdcflow.tasks.validation import check_cell_size, check_resolution
 from sdcflow.warehouse.edits import check_evaluable
 from sdcflow.warehouse.publish import (
     check_release_paths,
@@ -999,7 +999,7 @@ def check_fuzzy_data(spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key]) -> 
     """Methods ``fuzzy`` and ``constrained_fuzzy`` work in standardized units: a numeric key
     whose other values they would lose to the rounding of its largest ones (one turnover of
     1e40 among thousands) is refused here, before the run starts
-    (:func:`~sdcflow.tasks.validation.check_resolution`), not in the mask step."""
+    (:func:`~sdcflow.core.validation.check_resolution`), not in the mask step."""
     if spec.method.name not in ("fuzzy", "constrained_fuzzy") or not data.num_rows:
         return
     cols = numeric_keys(keys)

@@ -2,7 +2,7 @@
 
 Under ``runner: dask`` the release flow runs with prefect-dask's ``DaskTaskRunner``
 (:mod:`sdcflow.flows.runners`). Inside the mask step, :func:`scaled_out` installs
-:func:`submitted_parts` as the core's map (:mod:`sdcflow.tasks.parallel`): every piece the
+:func:`submitted_parts` as the core's map (:mod:`sdcflow.core.parallel`): every piece the
 core cuts -- a spatial cell to group (``mask-cell``), a part of the border search
 (``mask-border``), a chunk of the exact neighbour search of the loss's lower bound
 (``mask-bound``) -- is one :func:`run_part` task run submitted to the cluster (or, when a
@@ -35,10 +35,10 @@ from prefect import get_run_logger, task
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.futures import PrefectFuture
 
+from sdcflow.core.microaggregation.blocked import warm_mask
+from sdcflow.core.parallel import current_stage, part_map, piece_threads
 from sdcflow.errors import ParameterError, Reason
 from sdcflow.tasks.methods import METHODS, get_method
-from sdcflow.tasks.microaggregation.blocked import warm_mask
-from sdcflow.tasks.parallel import current_stage, part_map, piece_threads
 from sdcflow.tasks.spec import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.progress import Progress
@@ -206,7 +206,7 @@ def run_part(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     Logs the piece's (or bundle's) wall seconds and the CPU seconds of the thread that ran
     it, so that the time the workers spent on the pieces themselves can be told from the
     rest of the mask step (``benchmarks/scale.py`` reads these lines). The piece runs on
-    this one thread (:func:`~sdcflow.tasks.parallel.piece_threads`)."""
+    this one thread (:func:`~sdcflow.core.parallel.piece_threads`)."""
     wall, cpu = time.perf_counter(), time.thread_time()
     with piece_threads(1):  # one task, one of the worker's threads: no more
         out = fn(*args)
@@ -257,7 +257,7 @@ def submitted_parts(
     release: str = "",
     workers: int = 0,
 ) -> list[Any]:
-    """A :data:`~sdcflow.tasks.parallel.PartMap` that submits the pieces as task runs
+    """A :data:`~sdcflow.core.parallel.PartMap` that submits the pieces as task runs
     (``mask-<label>``: ``mask-cell``, ``mask-border``, ``mask-bound``) to the flow's task
     runner and collects the results in the order of ``calls``: one task run per piece, or,
     with more than ``TASK_RUNS_PER_WORKER`` pieces per worker (``workers``; 0: unknown,

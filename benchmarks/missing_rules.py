@@ -44,7 +44,7 @@ import yaml
 
 from sdcflow.api import release
 from sdcflow.errors import InputError
-from sdcflow.tasks.methods import mixed
+from sdcflow.methods import mixed
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
 KEYS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]

@@ -42,7 +42,7 @@ keys against the true (recoded) keys:
   identical rows, and under the shared convention
   (:func:`sdcflow.core.measures.risk.risk_summary`);
 * ``seconds`` — wall seconds of the masking call (sdcflow:
-  :func:`sdcflow.tasks.methods.mixed.mask_keys` after a warm-up that compiles the numba
+  :func:`sdcflow.methods.mixed.mask_keys` after a warm-up that compiles the numba
   kernels; sdcMicro: its ``localSuppression()`` call, with its CPU seconds).
 
 sdcMicro runs through ``benchmarks/sdcmicro_local_suppression.R`` when ``Rscript`` is on the
@@ -80,10 +80,10 @@ from sdcflow.core.measures.anonymity import match_counts
 from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.core.measures.risk import individual_risk, risk_summary
 from sdcflow.core.suppression.local import local_suppression, lower_bound
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import SuppressionSettings, mask_keys
-from sdcflow.tasks.methods.recoding import Recoding, recode
+from sdcflow.methods import METHODS
+from sdcflow.methods.keys import Key
+from sdcflow.methods.mixed import SuppressionSettings, mask_keys
+from sdcflow.methods.recoding import Recoding, recode
 
 KEYS = ["age", "sex", "race", "marital-status", "education", "workclass", "native-country"]
 CATEGORICAL = KEYS[1:]

@@ -21,7 +21,7 @@ import numpy as np
 
 from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.core.parallel import part_map, serial_map
-from sdcflow.tasks.methods import get_method
+from sdcflow.methods import get_method
 
 
 def schedule(stages: list[list[float]], between: float, workers: int) -> float:

@@ -17,7 +17,7 @@ The package:
 - ``sdcflow.expectations``: the edit-rule language and its Great Expectations suites.
 - ``sdcflow.warehouse``: the DuckDB warehouse, the only code that opens a connection.
 - ``sdcflow.flows``: the release flow, comparisons and the ``sdcflow`` command line.
-- ``sdcflow.tasks.spec``: the release spec; ``sdcflow.errors``: every error, with a reason code.
+- ``sdcflow.spec.schema``: the release spec; ``sdcflow.errors``: every error, with a reason code.
 """
 
 from importlib import import_module

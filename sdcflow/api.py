@@ -21,7 +21,8 @@ from typing import Any
 
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
-from sdcflow.tasks.spec import ReleaseSpec, load_spec, spec_from_dict
+from sdcflow.spec.load import load_spec, spec_from_dict
+from sdcflow.spec.schema import ReleaseSpec
 
 __all__ = ["release"]
 

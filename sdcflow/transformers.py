@@ -4,10 +4,10 @@
 >>> released = MDAV(k=5).fit_transform(df[cols])                       # doctest: +SKIP
 >>> edited = ConstrainedFuzzy(k=5, constraints=["c == a + b"]).fit_transform(df[cols])
 
-Every class is generated from the method registry (:data:`sdcflow.tasks.methods.METHODS`):
+Every class is generated from the method registry (:data:`sdcflow.methods.METHODS`):
 its parameters are the method's spec parameters (plus ``random_state``), validated by the
 same pydantic model as ``method:`` in a release spec, and ``fit`` calls the same masking
-code as a release (:func:`~sdcflow.tasks.methods.blocks.mask_quasi_identifiers`). Nothing is
+code as a release (:func:`~sdcflow.methods.blocks.mask_quasi_identifiers`). Nothing is
 re-implemented here, so errors are the command line's: an
 :class:`~sdcflow.errors.InputError` with its ``code``.
 
@@ -45,10 +45,10 @@ from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.rounding import round_keeping_equalities
 from sdcflow.core.validation import check_random_state
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.methods.microaggregation import released_loss_details
-from sdcflow.tasks.spec import _join_errors, error_field
+from sdcflow.methods import METHODS, MaskResult, MethodParams
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.methods.microaggregation import released_loss_details
+from sdcflow.spec.schema import _join_errors, error_field
 
 __all__ = ["MDAV", "PS", "Box", "ConstrainedFuzzy", "Fuzzy", "MethodTransformer"]
 

@@ -34,10 +34,10 @@ from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
 from sdcflow.flows.cli import main
+from sdcflow.gates import GATES, GateContext
 from sdcflow.limits import MAX_RULES
-from sdcflow.tasks.gates import GATES, GateContext
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.methods import METHODS
+from sdcflow.methods.blocks import mask_quasi_identifiers
 from sdcflow.tasks.steps.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.sources import read_source
@@ -424,7 +424,7 @@ def test_two_keys_of_1e308_do_not_crash_mdav_in_a_real_process():
     child = spawn(
         """
         import numpy as np
-        from sdcflow.tasks.methods.microaggregation import MDAV, MdavParams
+        from sdcflow.methods.microaggregation import MDAV, MdavParams
         X = np.random.default_rng(0).normal(size=(50, 3))
         X[:2, 0] = 1e308
         res = MDAV.mask(X, ["a", "b", "c"], MdavParams(k=5), np.random.default_rng(0), None)
@@ -627,7 +627,7 @@ def test_every_spec_field_of_the_wrong_shape_is_an_input_error(tmp_path):
     fits, accepted), never another exception."""
     import copy
 
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
 
     example = yaml.safe_load((REPO / "examples" / "business_survey" / "release.yaml").read_text())
     full = {**example, "runner": "dask", "dask": {"workers": 2}, "seed": 3, "keep": ["x"],

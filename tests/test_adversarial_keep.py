@@ -28,10 +28,10 @@ from errorline import cli_error
 from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.gates import GATES, GateContext, run_gates
-from sdcflow.tasks.methods import MdavParams
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.spec import load_spec
+from sdcflow.gates import GATES, GateContext, run_gates
+from sdcflow.methods import MdavParams
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.spec.load import load_spec
 from sdcflow.tasks.steps.mask import keep_columns
 from sdcflow.tasks.steps.plan import plan_release
 

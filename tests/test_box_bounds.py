@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sdcflow.core.box.partition import default_grid, round_outward
-from sdcflow.tasks.methods import METHODS
+from sdcflow.methods import METHODS
 
 
 def test_round_outward_by_hand():

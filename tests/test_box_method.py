@@ -16,8 +16,8 @@ from sdcflow.core.box.partition import bounding_boxes, box_partition
 from sdcflow.core.box.sensitivity import Target, combined_sensitivity, default_delta0
 from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.gates import GATES, GateContext, run_gates
-from sdcflow.tasks.methods import METHODS, MdavParams
+from sdcflow.gates import GATES, GateContext, run_gates
+from sdcflow.methods import METHODS, MdavParams
 
 BOX = METHODS["box"]
 BOX_CHECKS = {
@@ -270,7 +270,7 @@ def test_box_spec_errors_are_refused_at_preflight(tmp_path, extra, field):
     # recorded: exit 2 with a 'failed' run in audit.runs and the raw copy written
     import yaml
 
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.tasks.steps.plan import plan_release
 
     rng = np.random.default_rng(0)
@@ -288,7 +288,7 @@ def test_box_spec_errors_are_refused_at_preflight(tmp_path, extra, field):
 def _box_plan(tmp_path, frame, **extra):
     import yaml
 
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.tasks.steps.plan import plan_release
 
     frame.to_csv(tmp_path / "d.csv", index=False)

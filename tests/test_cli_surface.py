@@ -75,7 +75,7 @@ def test_hyphenated_column_hint_says_backticks(tmp_path, capsys):
     # quoted as the hint says, the rule reads the column
     write_release(tmp_path, rows=30, quasi_identifiers=qis, edits=["`net-profit` >= -1e9"])
     frame.to_csv(tmp_path / "data.csv", index=False)
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.tasks.steps.plan import plan_release
 
     assert plan_release(load_spec(spec)).rules[0].columns == ("net-profit",)
@@ -97,7 +97,7 @@ def test_contradictions_exit_2_before_any_work(tmp_path, capsys, method, checks,
     assert not (tmp_path / "warehouse.duckdb").exists() and not (tmp_path / "reports").exists()
     # the same spec with the guarantee it meant is accepted by the preflight
     if method["name"] != "mdav":
-        from sdcflow.tasks.spec import load_spec
+        from sdcflow.spec.load import load_spec
         from sdcflow.tasks.steps.plan import plan_release
 
         write_release(tmp_path, rows=30, method={**method, "guarantee": "both"}, checks=checks)
@@ -201,7 +201,7 @@ def test_a_probability_or_share_threshold_outside_its_range_is_refused(
     (key,) = checks
     assert key in err and f"[0, {upper}]" in err
     assert not (tmp_path / "warehouse.duckdb").exists()
-    from sdcflow.tasks.spec import spec_from_dict
+    from sdcflow.spec.load import spec_from_dict
 
     body = {"release": "z", "source": "d.csv", "quasi_identifiers": ["x"],
             "method": {"name": "mdav", "k": 5}}  # fmt: skip
@@ -219,8 +219,9 @@ def test_a_probability_or_share_threshold_outside_its_range_is_refused(
 def test_an_unknown_key_is_refused_with_the_keys_allowed_there(tmp_path, extra, field, model):
     # README: "Unknown keys ... are errors that list what is allowed"; they only said
     # "Extra inputs are not permitted", leaving the user to guess the spelling.
-    from sdcflow.tasks.methods import METHODS
-    from sdcflow.tasks.spec import ReleaseSpec, RetentionSpec, spec_from_dict
+    from sdcflow.methods import METHODS
+    from sdcflow.spec.load import spec_from_dict
+    from sdcflow.spec.schema import ReleaseSpec, RetentionSpec
 
     base = {"release": "z", "source": "d.csv", "quasi_identifiers": ["x"]}
     base["method"] = {"name": "mdav", "k": 5}
@@ -258,7 +259,7 @@ def test_every_parameter_of_every_method_is_in_the_readme_methods_table():
     # accepted in a spec but missing from the table a new user picks parameters from.
     from pathlib import Path
 
-    from sdcflow.tasks.methods import METHODS
+    from sdcflow.methods import METHODS
 
     lines = (Path(__file__).resolve().parents[1] / "README.md").read_text().splitlines()
     missing = []
@@ -276,9 +277,9 @@ def test_every_spec_field_and_measure_option_is_in_the_readme():
     # recode's `labels` and `measures: transparency:` were accepted but never named.
     from pathlib import Path
 
-    from sdcflow.tasks.gates import MeasureOptions
-    from sdcflow.tasks.methods.fuzzy_mapping import FuzzyMapParams
-    from sdcflow.tasks.spec import (
+    from sdcflow.gates import MeasureOptions
+    from sdcflow.methods.fuzzy_mapping import FuzzyMapParams
+    from sdcflow.spec.schema import (
         Acceptances,
         DaskSettings,
         KeyDeclaration,

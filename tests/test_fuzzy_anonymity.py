@@ -17,8 +17,8 @@ from sdcflow.core.fuzzy.microaggregation import (
 )
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.anonymity import k_anonymity
-from sdcflow.tasks.gates import GATES, GateContext
-from sdcflow.tasks.methods import METHODS
+from sdcflow.gates import GATES, GateContext
+from sdcflow.methods import METHODS
 
 
 @pytest.fixture(scope="module")

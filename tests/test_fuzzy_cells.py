@@ -14,8 +14,8 @@ from sdcflow.core.microaggregation.neighbours import spatial_cells
 from sdcflow.core.parallel import part_map
 from sdcflow.core.validation import standardize
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.fuzzy import ConstrainedFuzzyParams, FuzzyParams, in_cells
+from sdcflow.methods import METHODS
+from sdcflow.methods.fuzzy import ConstrainedFuzzyParams, FuzzyParams, in_cells
 
 COLUMNS = ["exp16", "exp7", "total"]
 
@@ -170,7 +170,7 @@ def test_runner_dask_accepts_fuzzy_with_cell_size_and_names_the_fix_without(tmp_
     from survey import QIS, write_release
 
     from sdcflow.flows.runners import with_cli_options
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.tasks.steps.plan import plan_release
 
     method = {"name": "constrained_fuzzy", "k": 5, "guarantee": "both"}
@@ -233,8 +233,8 @@ def test_the_report_skips_the_cheap_intruder_above_its_budget(survey, monkeypatc
     """A large randomized release (records x released groups above MANIFEST_PAIRS) gets no
     per-record risk in the report unless a gate asks for it: the cheap intruder would hold
     every record's membership to every released centre (100 000 records ran out of memory)."""
-    import sdcflow.tasks.gates.anonymity as anonymity
-    from sdcflow.tasks.gates import GateContext, gather_evidence, run_gates
+    import sdcflow.gates.anonymity as anonymity
+    from sdcflow.gates import GateContext, gather_evidence, run_gates
 
     X, _ = survey
     params = FuzzyParams(k=5, cell_size=300, restarts=1)

@@ -917,9 +917,9 @@ def test_with_blocks_groups_are_not_redone_across_them():
     # with `blocks:` a group of one block is not a set of equal whole rows, so redoing rows
     # would split the second block's groups of 3 into 1s and 2s (block k 1); a broken rule
     # blocks publication, and the released values are the method's
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.microaggregation import MdavParams
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.microaggregation import MdavParams
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(14)
     rows = []

@@ -250,10 +250,10 @@ def test_a_release_of_categorical_keys_only_passes_its_checks():
     # ingest and masking. No numeric key: no IL figure, and the gates run.
     import pandas as pd
 
-    from sdcflow.tasks.gates import GATES, GateContext, default_gates, gather_evidence
-    from sdcflow.tasks.methods import LocalSuppressionParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.gates import GATES, GateContext, default_gates, gather_evidence
+    from sdcflow.methods import LocalSuppressionParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(
@@ -296,9 +296,9 @@ def test_the_unique_code_of_issue_40_is_protected_through_the_method():
     import pandas as pd
 
     from sdcflow.core.measures.anonymity import equivalence_class_sizes
-    from sdcflow.tasks.methods import LocalSuppressionParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.methods import LocalSuppressionParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(40)
     n = 3000
@@ -323,9 +323,9 @@ def test_mixed_keys_give_identical_rows_over_all_keys():
     import pandas as pd
 
     from sdcflow.core.measures.anonymity import equivalence_class_sizes
-    from sdcflow.tasks.methods import MdavParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.methods import MdavParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(7)
     n = 400

@@ -17,8 +17,8 @@ from sdcflow.core.measures.disclosure_risk import (
 )
 from sdcflow.core.microaggregation.mdav import group_means, mdav
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.gates import GateContext, run_gates
-from sdcflow.tasks.methods import METHODS
+from sdcflow.gates import GateContext, run_gates
+from sdcflow.methods import METHODS
 
 X1 = np.array([[0.0], [1.0], [2.0], [10.0]])
 

@@ -12,10 +12,10 @@ from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.core.microaggregation.mdav import group_means, mdav
 from sdcflow.core.microaggregation.ps import ps
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.methods.microaggregation import RefineOptions
-from sdcflow.tasks.spec import load_spec
+from sdcflow.methods import METHODS
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.methods.microaggregation import RefineOptions
+from sdcflow.spec.load import load_spec
 
 
 def spec_with(tmp_path, method: dict) -> object:
@@ -120,7 +120,7 @@ def test_stratified_bound() -> None:
     # is the sum of the strata's SSEs over one SST, and so is the bound.
     from sdcflow.core.microaggregation.bound import sse_lower_bound
     from sdcflow.core.microaggregation.scaling import working_scale
-    from sdcflow.tasks.methods.microaggregation import stratified_bound_details
+    from sdcflow.methods.microaggregation import stratified_bound_details
 
     rng = np.random.default_rng(6)
     X = rng.lognormal(size=(90, 3))
@@ -169,9 +169,9 @@ def test_loss_beside_the_bound_is_that_of_the_published_values() -> None:
     from sdcflow import MDAV
     from sdcflow.core.measures.information_loss import sse_sst_loss_present
     from sdcflow.measures import information_loss
-    from sdcflow.tasks.methods import MdavParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.methods import MdavParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(11)
     frame = pd.DataFrame(

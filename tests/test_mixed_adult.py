@@ -16,9 +16,9 @@ from test_measures_anonymity import pycanon_anonymity  # noqa: F401 (fixture)
 
 from sdcflow.core.measures.anonymity import equivalence_class_sizes, k_anonymity, match_counts
 from sdcflow.core.microaggregation.mdav import group_means, mdav
-from sdcflow.tasks.methods import MdavParams
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import mask_keys
+from sdcflow.methods import MdavParams
+from sdcflow.methods.keys import Key
+from sdcflow.methods.mixed import mask_keys
 
 pytestmark = pytest.mark.data
 

@@ -236,7 +236,7 @@ def test_an_empty_missing_values_list_declares_nothing(tmp_path, capsys):
     # `missing_values: []` names no token, so it means what leaving the key out means: the
     # keys' empty cells are refused (it let them through, matching any value in k), and the
     # spec hash is that of the spec without the key.
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
 
     spec = write_spec(tmp_path, missing_values=[])
     _one_line_refusal(capsys, spec, Reason.VALUES_MISSING, "salary")
@@ -316,7 +316,7 @@ def test_a_method_not_applied_to_missing_numbers_is_refused(tmp_path, capsys, me
     spec.write_text(yaml.safe_dump({**fields, "method": method}))
     _one_line_refusal(capsys, spec, Reason.SPEC_CONTRADICTION, "age (7 missing)")
     # plain mdav is what runs, so it is allowed (preflight only: no flow here)
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.tasks.steps.plan import plan_release
 
     spec.write_text(yaml.safe_dump({**fields, "method": {"name": "mdav", "k": 5}}))
@@ -354,9 +354,9 @@ def test_a_method_not_applied_to_missing_numbers_in_strata_is_refused(tmp_path, 
 def test_a_boolean_key_is_published_as_booleans():
     # Booleans are numeric to pandas: the released labels were coerced as numbers, so every
     # value of the key was published missing while the manifest said none had changed.
-    from sdcflow.tasks.methods import MdavParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.methods import MdavParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"smoker": rng.random(100) < 0.5, "income": rng.integers(0, 900, 100)})
@@ -373,7 +373,7 @@ def test_a_key_column_without_any_value_is_planned_not_a_crash(tmp_path, source)
     """A key column where every value is missing (all `?` in a CSV, all null in Parquet) is
     planned, not a crash (``int(None)``, exit 3): DuckDB's count_if is NULL, not 0, when its
     condition is NULL on every row."""
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.tasks.steps.plan import plan_release
 
     n = 60

@@ -248,7 +248,7 @@ def test_a_signal_during_a_duckdb_query_counts_as_an_interruption():
 def test_ingest_retries_a_transient_error_and_never_bad_input(tmp_path, prefect_api, monkeypatch):
     from prefect import flow
 
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.tasks.steps.ingest import ingest
     from sdcflow.tasks.steps.plan import plan_release
 

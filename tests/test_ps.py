@@ -10,7 +10,7 @@ from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.core.microaggregation.mdav import group_means
 from sdcflow.core.microaggregation.ps import ps, ps_groups
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.methods import METHODS, PsParams
+from sdcflow.methods import METHODS, PsParams
 
 
 def test_six_records_by_hand() -> None:

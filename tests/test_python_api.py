@@ -52,7 +52,7 @@ def test_mdav_transformer_is_the_registry_method(survey):
 
 
 def test_params_as_in_scikit_learn_and_errors_as_in_the_cli(survey):
-    from sdcflow.tasks.methods import METHODS
+    from sdcflow.methods import METHODS
 
     model = MDAV(k=5)
     # the parameters are the registry's (generated, not copied), plus random_state

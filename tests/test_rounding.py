@@ -8,9 +8,9 @@ import pytest
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.rounding import round_keeping_equalities
-from sdcflow.tasks.methods import MdavParams
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import mask_keys
+from sdcflow.methods import MdavParams
+from sdcflow.methods.keys import Key
+from sdcflow.methods.mixed import mask_keys
 
 COLS = ["turnover", "wages", "other_costs", "total_costs", "profit"]
 RULES = LinearConstraints.from_rows(

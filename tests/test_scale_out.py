@@ -30,7 +30,7 @@ from sdcflow.core.parallel import part_map
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
 from sdcflow.flows.runners import cluster_kwargs, with_cli_options
-from sdcflow.tasks.spec import load_spec
+from sdcflow.spec.load import load_spec
 from sdcflow.tasks.steps.plan import plan_release
 from sdcflow.warehouse.warehouse import ROW_ID, table_name
 

@@ -173,7 +173,7 @@ def _run_release(
         # run in the Prefect UI); the flow reuses the plan. It and the flow's imports run
         # while the temporary API server boots in its own process (an error here stops it).
         from sdcflow.flows.runners import with_cli_options
-        from sdcflow.tasks.spec import load_spec
+        from sdcflow.spec.load import load_spec
         from sdcflow.tasks.steps.plan import plan_release
 
         try:
@@ -270,7 +270,7 @@ def _runs(
     status: str | None = None,
     full_ids: bool = False,
 ) -> int:
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.warehouse.warehouse import Warehouse
 
     if warehouse:
@@ -366,7 +366,7 @@ def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     from sdcflow.flows.release import release
     from sdcflow.flows.runners import with_runner
     from sdcflow.flows.server import serve_flow
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
 
     spec = load_spec(spec_path)
     if cron is not None:
@@ -434,7 +434,7 @@ def _remap(spec_path: str, rules_file: str, run_id: str | None, integer: bool) -
     back to the original domain, from the mapping in the warehouse (opened read-only)."""
     from sdcflow.core.fuzzy_mapping import FuzzyMapping
     from sdcflow.core.fuzzy_mapping.remap import parse_intervals, remap_rule_text
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.warehouse.secrets import load_fuzzy_maps
 
     spec = load_spec(spec_path)

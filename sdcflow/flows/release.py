@@ -25,8 +25,9 @@ from sdcflow.core.measures.anonymity import counted_once
 from sdcflow.core.validation import check_random_state
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
-from sdcflow.tasks.gates import GateOutcome
-from sdcflow.tasks.spec import ReleaseSpec, load_spec
+from sdcflow.gates import GateOutcome
+from sdcflow.spec.load import load_spec
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.steps import checks as check_steps
 from sdcflow.tasks.steps import edits as edit_steps
 from sdcflow.tasks.steps import fuzzy_map as fuzzy_map_steps

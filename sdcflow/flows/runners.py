@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.spec import DaskSettings, ReleaseSpec
+from sdcflow.spec.schema import DaskSettings, ReleaseSpec
 
 if TYPE_CHECKING:
     from prefect import Flow

@@ -1,4 +1,4 @@
-"""Figures that verify a box release: what the box gates (``sdcflow.tasks.gates.box``) compare
+"""Figures that verify a box release: what the box gates (``sdcflow.gates.box``) compare
 with their limits.
 
 * ``min_distinct``: the smallest number of distinct values ([1] eq. 29) of any quasi-identifier in

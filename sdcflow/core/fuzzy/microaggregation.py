@@ -614,7 +614,7 @@ def fuzzy_partition(
     fit : callable, optional
         ``fit(Z, settings, proj, rng) -> StandardizedFit``: how the standardized records are
         fitted; default :func:`fit_standardized` on the whole file. The fit within spatial
-        cells of ``sdcflow.tasks.methods.fuzzy`` (``cell_size``) passes its own, which runs
+        cells of ``sdcflow.methods.fuzzy`` (``cell_size``) passes its own, which runs
         :func:`fit_standardized` cell by cell.
     random_state : None, int or numpy.random.Generator
         Randomness of the initializations and of the draw.
@@ -681,7 +681,7 @@ Fit = Callable[
 @dataclass(frozen=True)
 class FitSettings:
     """The validated settings of one fit (:func:`fuzzy_partition`'s parameters), shared by
-    every node of the recursion and by every spatial cell of ``sdcflow.tasks.methods.fuzzy``."""
+    every node of the recursion and by every spatial cell of ``sdcflow.methods.fuzzy``."""
 
     k: int
     fz1: Fuzziness
@@ -745,7 +745,7 @@ def fit_standardized(
     """The fuzzy partition of standardized records ``Z`` (n, d): the search and recursion of
     the module docstring, with the rules (if any) as the projector ``proj`` in the same
     coordinates. The numerical heart of :func:`fuzzy_partition`, also run on one spatial cell
-    by ``sdcflow.tasks.methods.fuzzy`` (``cell_size``)."""
+    by ``sdcflow.methods.fuzzy`` (``cell_size``)."""
     n = Z.shape[0]
     s = _Search(
         **{f.name: getattr(settings, f.name) for f in fields(FitSettings)},

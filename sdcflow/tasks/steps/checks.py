@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 
-from sdcflow.tasks.gates import (
+from sdcflow.gates import (
     Evidence,
     GateContext,
     GateOutcome,
@@ -16,8 +16,8 @@ from sdcflow.tasks.gates import (
     measure,
     run_gates,
 )
-from sdcflow.tasks.methods import MaskResult
-from sdcflow.tasks.spec import ReleaseSpec
+from sdcflow.methods import MaskResult
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.mask import keep_columns, weights
 
@@ -65,7 +65,7 @@ def check_release(
 ) -> tuple[list[GateOutcome], dict[str, float], Evidence]:
     """The release's gates (the spec's, what the method promises, the defaults), the
     figures of the gates ``figures`` without thresholds (for comparisons), and the
-    :class:`~sdcflow.tasks.gates.Evidence` the report shows (IL against the raw and the
+    :class:`~sdcflow.gates.Evidence` the report shows (IL against the raw and the
     repaired records, per-record risk). ``raw``: the records as ingested, before repair;
     ``unchecked_rules``: error rules that could not be evaluated on the released records."""
     ctx = gate_context(spec, frame, result, edit_violations, rng, raw, unchecked_rules)

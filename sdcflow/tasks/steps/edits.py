@@ -35,9 +35,9 @@ from sdcflow.expectations.rules import (
     is_linear_node,
     numeric_columns,
 )
-from sdcflow.tasks.gates import GateOutcome
-from sdcflow.tasks.methods import get_method
-from sdcflow.tasks.spec import ReleaseSpec
+from sdcflow.gates import GateOutcome
+from sdcflow.methods import get_method
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.steps import STEP, artifact_key
 from sdcflow.tasks.steps.plan import linear_constraints
 from sdcflow.tasks.steps.retry import IO_RETRY

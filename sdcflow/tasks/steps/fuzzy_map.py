@@ -29,7 +29,7 @@ from prefect import get_run_logger, task
 from sdcflow.core.fuzzy_mapping import FuzzyMapping
 from sdcflow.core.fuzzy_mapping.similarity import rank_figures, similarity_figures
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.spec import ReleaseSpec
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.warehouse.secrets import store_fuzzy_maps
 from sdcflow.warehouse.sources import is_numeric_type

@@ -1,7 +1,7 @@
 """Edit + mask: the spec's method on the quasi-identifiers, and the released table.
 
 The keys (numeric, nominal, ordinal; recoded, with missing values, with a precision) are
-masked by :func:`sdcflow.tasks.methods.mixed.mask_keys`; the step adds the figures every
+masked by :func:`sdcflow.methods.mixed.mask_keys`; the step adds the figures every
 report needs about the release's keys (counts, never values): the kinds, suppressions per
 key, k over all keys (identical released rows, and sdcMicro's count beside it for
 comparison), k if the intruder also knew the ``keep`` columns, and the re-identification risk
@@ -22,10 +22,10 @@ from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.core.measures.risk import risk_summary
 from sdcflow.expectations.rules import Rule
-from sdcflow.tasks.methods import MaskResult
-from sdcflow.tasks.methods.keys import Key, SuppressionSettings
-from sdcflow.tasks.methods.mixed import mask_keys
-from sdcflow.tasks.spec import ReleaseSpec
+from sdcflow.methods import MaskResult
+from sdcflow.methods.keys import Key, SuppressionSettings
+from sdcflow.methods.mixed import mask_keys
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.edits import group_conditions
 from sdcflow.tasks.steps.progress import Progress

@@ -43,20 +43,20 @@ from sdcflow.expectations.rules import (
     numeric_columns,
     parse_rules,
 )
+from sdcflow.gates import GATES, contradictions
 from sdcflow.limits import MAX_RULES, MAX_SOURCE_COLUMNS, check_count
-from sdcflow.tasks.gates import GATES, contradictions
-from sdcflow.tasks.methods import get_method
-from sdcflow.tasks.methods.box import check_box_columns, check_box_values
-from sdcflow.tasks.methods.keys import Key, as_text, numeric_keys
-from sdcflow.tasks.methods.mixed import check_relations
-from sdcflow.tasks.methods.recoding import (
+from sdcflow.methods import get_method
+from sdcflow.methods.box import check_box_columns, check_box_values
+from sdcflow.methods.keys import Key, as_text, numeric_keys
+from sdcflow.methods.mixed import check_relations
+from sdcflow.methods.recoding import (
     Recoding,
     hierarchy_from_rows,
     load_hierarchy,
     recode,
     recoded_levels,
 )
-from sdcflow.tasks.spec import RecodeSpec, ReleaseSpec
+from sdcflow.spec.schema import RecodeSpec, ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
 from sdcflow.tasks.steps.scale import check_cluster, check_runner
@@ -987,7 +987,7 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
 def check_box_data(spec: ReleaseSpec, data: pa.Table) -> None:
     """Method ``box``: the values it cannot release (magnitudes, a key with fewer than ``l``
     distinct values) are refused here, before the run starts, rather than in the mask step
-    (see :func:`~sdcflow.tasks.methods.box.check_box_values`). Keys are numeric and complete
+    (see :func:`~sdcflow.methods.box.check_box_values`). Keys are numeric and complete
     by then (:func:`check_keys_fit_method`, :func:`check_missing_numbers_fit_method`)."""
     if spec.method.name != "box" or not data.num_rows:
         return

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 
-from sdcflow.tasks.gates import GateOutcome
-from sdcflow.tasks.spec import ReleaseSpec
+from sdcflow.gates import GateOutcome
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.warehouse.publish import write_release
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse

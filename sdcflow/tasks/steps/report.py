@@ -13,13 +13,13 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from sdcflow.expectations.rules import Rule
-from sdcflow.tasks.gates import Evidence, GateOutcome
-from sdcflow.tasks.gates.base import distinct_digits
-from sdcflow.tasks.methods import MaskResult
-from sdcflow.tasks.report.html import write_report
-from sdcflow.tasks.report.release import ReleaseFacts, RuleFacts, release_sections
-from sdcflow.tasks.report.sections import fmt
-from sdcflow.tasks.spec import ReleaseSpec
+from sdcflow.gates import Evidence, GateOutcome
+from sdcflow.gates.base import distinct_digits
+from sdcflow.methods import MaskResult
+from sdcflow.report.html import write_report
+from sdcflow.report.release import ReleaseFacts, RuleFacts, release_sections
+from sdcflow.report.sections import fmt
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.steps import STEP, artifact_key
 
 
@@ -37,7 +37,7 @@ def run_report(
     evidence: Evidence | None,
     extra_tables: Mapping[str, pd.DataFrame] | None = None,
 ) -> Path:
-    """Write the run's ``report.html`` (:func:`~sdcflow.tasks.report.release.release_sections`:
+    """Write the run's ``report.html`` (:func:`~sdcflow.report.release.release_sections`:
     figures and the spec's text only); ``raw``: the records as ingested (None when nothing
     was masked); ``extra_tables``: further sections (title -> table of figures), e.g. the
     fuzzy mapping's."""

@@ -38,8 +38,8 @@ from prefect.futures import PrefectFuture
 from sdcflow.core.microaggregation.blocked import warm_mask
 from sdcflow.core.parallel import current_stage, part_map, piece_threads
 from sdcflow.errors import ParameterError, Reason
-from sdcflow.tasks.methods import METHODS, get_method
-from sdcflow.tasks.spec import ReleaseSpec
+from sdcflow.methods import METHODS, get_method
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.steps import STEP
 from sdcflow.tasks.steps.progress import Progress
 

@@ -50,8 +50,8 @@ from sdcflow.core.box.sensitivity import STAT_ARITY, Target, default_delta0
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.validation import check_magnitude, standardize
 from sdcflow.errors import DataError, ParameterError, Reason
+from sdcflow.methods.base import MaskResult, Method, MethodParams, k_gate
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams, k_gate
 
 StatName = Literal["mean", "variance", "std", "covariance", "correlation"]
 

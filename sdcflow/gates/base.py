@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.methods.base import MaskResult, MethodParams
+from sdcflow.methods.base import MaskResult, MethodParams
 
 Direction = Literal["min", "max"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from sdcflow.core.measures.disclosure_risk import interval_disclosure, record_linkage
 from sdcflow.core.measures.risk import RiskSummary, risk_summary
-from sdcflow.tasks.gates.anonymity import TRANSPARENCY, reidentification
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, no_complete_record
+from sdcflow.gates.anonymity import TRANSPARENCY, reidentification
+from sdcflow.gates.base import Gate, GateContext, GateOption, no_complete_record
 
 INTERVAL_P = GateOption(
     "interval_disclosure_p",

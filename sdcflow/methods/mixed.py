@@ -2,7 +2,7 @@
 
 :func:`mask_keys` is what the mask step calls. It composes, in this order:
 
-1. **Global recoding** of the keys that declare one (:mod:`sdcflow.tasks.methods.recoding`): a binned
+1. **Global recoding** of the keys that declare one (:mod:`sdcflow.methods.recoding`): a binned
    numeric key becomes ordinal.
 2. **Masking**, by the first case that applies:
 
@@ -73,10 +73,10 @@ from sdcflow.core.parallel import stage
 from sdcflow.core.suppression.local import importance_rank, restore, strata_suppression
 from sdcflow.core.validation import check_k
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.tasks.methods import get_method
-from sdcflow.tasks.methods.base import MaskResult, MethodParams
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.methods.keys import (
+from sdcflow.methods import get_method
+from sdcflow.methods.base import MaskResult, MethodParams
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.methods.keys import (
     EncodedKeys,
     EncodedRelease,
     Key,
@@ -84,11 +84,11 @@ from sdcflow.tasks.methods.keys import (
     decode,
     encode_keys,
 )
-from sdcflow.tasks.methods.microaggregation import (
+from sdcflow.methods.microaggregation import (
     released_loss_details,
     stratified_bound_details,
 )
-from sdcflow.tasks.methods.recoding import recode
+from sdcflow.methods.recoding import recode
 
 
 def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, list[Key], dict]:

@@ -44,8 +44,8 @@ from sdcflow.core.microaggregation.heterogeneous import (
     heterogeneous_groups,
     one_row_per_group,
 )
-from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
-from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
+from sdcflow.methods.base import MaskResult, Method, MethodParams
+from sdcflow.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
 
 
 class HeterogeneousParams(MethodParams):

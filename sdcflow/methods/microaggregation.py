@@ -19,7 +19,7 @@ The release is a deterministic function of the file given the parameters (with `
 of the secret seed too when ``rounds`` is set; under a CPU-seconds budget alone the number of
 rounds, and so the partition, varies from run to run: on EIA, k = 3, one second gave three
 different partitions with one seed). The transparency intruder is credited with every
-record's group either way (:class:`~sdcflow.tasks.methods.base.CrispIntruder`, the worst
+record's group either way (:class:`~sdcflow.methods.base.CrispIntruder`, the worst
 case), so its figure does not depend on that.
 """
 
@@ -43,8 +43,8 @@ from sdcflow.core.microaggregation.scaling import working_scale
 from sdcflow.core.microaggregation.univariate import univariate_groups
 from sdcflow.core.validation import check_k
 from sdcflow.errors import ParameterError
+from sdcflow.methods.base import MaskResult, Method, MethodParams
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
 
 BOUND_SECONDS = 60.0  # CPU budget of the lower bound's nearest-neighbour search per block
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sdcflow.tasks.gates.base import Gate, GateContext
+from sdcflow.gates.base import Gate, GateContext
 
 
 def _edit_violations(ctx: GateContext) -> float:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.methods.recoding import Recoding
+from sdcflow.methods.recoding import Recoding
 
 KeyKind = Literal["numeric", "nominal", "ordinal"]
 

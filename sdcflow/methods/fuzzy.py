@@ -52,7 +52,7 @@ from sdcflow.core.measures.disclosure_risk import fuzzy_membership_rows
 from sdcflow.core.microaggregation.neighbours import spatial_cells
 from sdcflow.core.parallel import map_parts
 from sdcflow.core.validation import check_cell_size, standardize, standardize_with
-from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
+from sdcflow.methods.base import MaskResult, Method, MethodParams
 
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 

@@ -1,4 +1,5 @@
-"""The release spec: one YAML file describing a release, validated on load.
+"""The release spec's models: one YAML file describing a release, validated on load
+(:mod:`sdcflow.spec.load`).
 
 Unknown keys are errors; every error names the field and what to do. Paths are relative to the
 spec file. The random ``seed`` is a secret: it is never written to the manifest or the audit
@@ -7,16 +8,13 @@ tables (transparency covers the method and its parameters, not the draw).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import math
-import stat
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -27,19 +25,10 @@ from pydantic import (
     model_validator,
 )
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.limits import (
-    MAX_COLUMNS,
-    MAX_RULES,
-    MAX_SPEC_BYTES,
-    check_count,
-    load_yaml,
-    read_bounded,
-)
+from sdcflow.gates import GATES, MeasureOptions
+from sdcflow.methods import METHODS, MethodParams
+from sdcflow.methods.fuzzy_mapping import FuzzyMapParams
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.gates import GATES, MeasureOptions
-from sdcflow.tasks.methods import METHODS, MethodParams
-from sdcflow.tasks.methods.fuzzy_mapping import FuzzyMapParams
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
@@ -658,75 +647,3 @@ def _join_errors(
             shown = shown[:86] + "...)"
         parts.append(f"{where}: {msg}{shown}" if where else msg + shown)
     return "; ".join(parts)
-
-
-def _yaml_problem(error: Exception) -> str:
-    """``line 4, column 9: mapping values are not allowed here`` (1-based, as editors count),
-    or the first line of the error when YAML gives no position."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None)
-    if mark is not None:
-        what = problem or str(error).splitlines()[0]
-        return f"not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {what}"
-    first = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return f"not valid YAML ({first})"
-
-
-def spec_from_dict(data: Any, base_dir: str | Path, where: str = "spec") -> ReleaseSpec:
-    """Validate a spec given as a mapping (paths relative to ``base_dir``); raise
-    ``InputError`` as :func:`load_spec` does, naming ``where`` instead of a file."""
-    if not isinstance(data, dict):
-        raise InputError(
-            f"{where}: the spec must be a mapping of fields (release, source...)",
-            code=Reason.SPEC_SYNTAX,
-        )
-    edits = data.get("edits")
-    if isinstance(edits, list):
-        check_count(len(edits), MAX_RULES, where=f"{where}: edits", what="edit rules")
-    for role in ("quasi_identifiers", "keep", "sensitive"):
-        if isinstance(data.get(role), list):
-            check_count(len(data[role]), MAX_COLUMNS, where=f"{where}: {role}", what="columns")
-    try:
-        return ReleaseSpec.model_validate({**data, "base_dir": Path(base_dir).resolve()})
-    except ValidationError as e:
-        raise InputError(
-            f"{where}: {_join_errors(e, model=ReleaseSpec)}",
-            code=Reason.SPEC_FIELD,
-            field=error_field(e),
-        ) from None
-
-
-def _spec_file(path: Path) -> None:
-    """Refuse a spec path that is not a readable regular file, naming what it is."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise InputError(f"spec file {path} does not exist", code=Reason.SPEC_MISSING) from None
-    except OSError as e:
-        kind = "a symbolic link loop" if e.errno == errno.ELOOP else f"unreadable ({e.strerror})"
-        raise InputError(f"spec file {path} is {kind}", code=Reason.SPEC_MISSING) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise InputError(
-            f"spec file {path} is a folder; name the release YAML file", code=Reason.SPEC_MISSING
-        )
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(
-            f"spec file {path} is not a regular file; name the release YAML file",
-            code=Reason.SPEC_MISSING,
-        )
-
-
-def load_spec(path: str | Path) -> ReleaseSpec:
-    """Read and validate a release spec; raise ``InputError`` with one line per problem.
-
-    The file and what it describes are bounded (:mod:`sdcflow.limits`): its size, YAML
-    aliases and nesting, string lengths, the number of rules and of named columns.
-    """
-    path = Path(path)
-    _spec_file(path)
-    try:
-        text = read_bounded(path, MAX_SPEC_BYTES, what="spec file")
-        data = load_yaml(text, where=str(path))
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: {_yaml_problem(e)}", code=Reason.SPEC_SYNTAX) from e
-    return spec_from_dict(data, path.resolve().parent, str(path))

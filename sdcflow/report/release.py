@@ -6,7 +6,7 @@ information loss (against the raw file, against the repaired records where a rep
 beside a lower bound where the method proves one), original against released per
 quasi-identifier (moments and a safe histogram), the correlation matrices, the group sizes,
 the per-record risk, and the method's parameters and figures. Each part is one function
-returning one :class:`~sdcflow.tasks.report.sections.Section`; a new figure is a new
+returning one :class:`~sdcflow.report.sections.Section`; a new figure is a new
 function and one line in :func:`release_sections`.
 
 Lower bounds on IL: a method that proves one reports it among its details as
@@ -15,10 +15,10 @@ the records it masked loses less; with ``lower_bound.scope``, no partition withi
 e.g. groups inside the strata of the categorical keys), with its own ``information_loss`` on
 those records and their ratio ``information_loss_over_bound``, and ``lower_bound.status``
 when no bound was computed (crisp microaggregation,
-:mod:`sdcflow.tasks.methods.microaggregation`); the report shows them beside IL.
+:mod:`sdcflow.methods.microaggregation`); the report shows them beside IL.
 
 Nothing here reads or shows a record value: moments, correlations, counts per safe bin
-(:func:`~sdcflow.tasks.report.plots.safe_bins`), group sizes and the distribution of
+(:func:`~sdcflow.report.plots.safe_bins`), group sizes and the distribution of
 per-record probabilities only.
 """
 
@@ -35,11 +35,11 @@ import pandas as pd
 
 from sdcflow.core.measures.anonymity import match_counts
 from sdcflow.core.validation import pow2_exponents
-from sdcflow.tasks.gates import Evidence
-from sdcflow.tasks.gates.base import distinct_digits
-from sdcflow.tasks.methods import MaskResult, MethodParams, get_method
-from sdcflow.tasks.report import plots
-from sdcflow.tasks.report.sections import Section, Table, Text, fmt
+from sdcflow.gates import Evidence
+from sdcflow.gates.base import distinct_digits
+from sdcflow.methods import MaskResult, MethodParams, get_method
+from sdcflow.report import plots
+from sdcflow.report.sections import Section, Table, Text, fmt
 
 
 @dataclass(frozen=True)

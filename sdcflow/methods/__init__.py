@@ -8,7 +8,7 @@ entry in :data:`METHODS`.
 from __future__ import annotations
 
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.methods.base import (
+from sdcflow.methods.base import (
     BlockResult,
     CrispIntruder,
     Intruder,
@@ -16,16 +16,16 @@ from sdcflow.tasks.methods.base import (
     Method,
     MethodParams,
 )
-from sdcflow.tasks.methods.box import BOX, BoxParams, BoxResult
-from sdcflow.tasks.methods.fuzzy import (
+from sdcflow.methods.box import BOX, BoxParams, BoxResult
+from sdcflow.methods.fuzzy import (
     CONSTRAINED_FUZZY,
     FUZZY,
     ConstrainedFuzzyParams,
     FuzzyIntruder,
     FuzzyParams,
 )
-from sdcflow.tasks.methods.heterogeneous import HETEROGENEOUS, HeterogeneousParams
-from sdcflow.tasks.methods.microaggregation import (
+from sdcflow.methods.heterogeneous import HETEROGENEOUS, HeterogeneousParams
+from sdcflow.methods.microaggregation import (
     MDAV,
     PS,
     UNIVARIATE,
@@ -33,7 +33,7 @@ from sdcflow.tasks.methods.microaggregation import (
     PsParams,
     UnivariateParams,
 )
-from sdcflow.tasks.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
+from sdcflow.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
 
 METHODS: dict[str, Method] = {
     "mdav": MDAV,

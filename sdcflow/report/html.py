@@ -1,4 +1,4 @@
-"""Render a report — a list of :class:`~sdcflow.tasks.report.sections.Section` — to one
+"""Render a report — a list of :class:`~sdcflow.report.sections.Section` — to one
 self-contained HTML page, with Jinja2 (autoescaped) and one template for every section.
 
 The page has no external resource: plots are PNGs inlined as base64 ``data:`` URIs, styles
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from sdcflow.tasks.report.plots import check_usage, class_size_figure, figure_png
-from sdcflow.tasks.report.sections import Section
+from sdcflow.report.plots import check_usage, class_size_figure, figure_png
+from sdcflow.report.sections import Section
 
 REPORT_NAME = "report.html"
 
@@ -38,7 +38,7 @@ __all__ = [
 @cache
 def _environment() -> Environment:
     return Environment(
-        loader=PackageLoader("sdcflow.tasks.report", "templates"),
+        loader=PackageLoader("sdcflow.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         trim_blocks=True,

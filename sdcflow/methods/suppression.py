@@ -26,8 +26,8 @@ from pydantic import Field
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.suppression.local import local_suppression
 from sdcflow.errors import ParameterError
-from sdcflow.tasks.methods.base import MaskResult, Method, MethodParams
-from sdcflow.tasks.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
+from sdcflow.methods.base import MaskResult, Method, MethodParams
+from sdcflow.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
 
 
 class LocalSuppressionParams(MethodParams):

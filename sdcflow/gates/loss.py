@@ -27,8 +27,8 @@ from sdcflow.core.measures.information_loss import (
     probabilistic_loss_table,
     sse_sst_loss_present,
 )
+from sdcflow.gates.base import Gate, GateContext, GateOption, complete_records
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, complete_records
 
 
 class ClusterLossOptions(SpecModel):

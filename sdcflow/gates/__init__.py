@@ -1,9 +1,9 @@
 """The registry of publication gates: every ``checks:`` key of the spec, with its direction,
 unit, the ``measures:`` option it reads and the spec fields it needs.
 
-Adding a gate is one :class:`~sdcflow.tasks.gates.base.Gate` entry in the module of its
+Adding a gate is one :class:`~sdcflow.gates.base.Gate` entry in the module of its
 family (``anonymity``, ``loss``, ``risk``, ``box``, ``edits``), with its
-:class:`~sdcflow.tasks.gates.base.GateOption` beside it when it has a setting: the spec's
+:class:`~sdcflow.gates.base.GateOption` beside it when it has a setting: the spec's
 ``measures:`` block is assembled from those declarations (:func:`options_model`).
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from sdcflow.gates import anonymity, box, edits, loss, risk
+from sdcflow.gates.anonymity import RecordRisk, record_risk
+from sdcflow.gates.base import Gate, GateContext, GateOption, GateOutcome
+from sdcflow.gates.loss import information_loss_figures
+from sdcflow.methods import MethodParams, get_method
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.gates import anonymity, box, edits, loss, risk
-from sdcflow.tasks.gates.anonymity import RecordRisk, record_risk
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption, GateOutcome
-from sdcflow.tasks.gates.loss import information_loss_figures
-from sdcflow.tasks.methods import MethodParams, get_method
 
 GATES: dict[str, Gate] = {
     g.key: g for module in (anonymity, loss, risk, box, edits) for g in module.GATES
@@ -245,11 +245,11 @@ class Evidence:
     information_loss : dict
         IL against the records as ingested (``raw``, the gated figure) and, when a repair
         changed records, against the repaired ones (``repaired``); see
-        :func:`~sdcflow.tasks.gates.loss.information_loss_figures`.
+        :func:`~sdcflow.gates.loss.information_loss_figures`.
     record_risk : RecordRisk or None
         Per-record re-identification probabilities of the transparency intruder, reused from
         the gates when they computed them; None when they were not computed (see
-        :func:`~sdcflow.tasks.gates.anonymity.record_risk`).
+        :func:`~sdcflow.gates.anonymity.record_risk`).
     """
 
     information_loss: dict[str, float]

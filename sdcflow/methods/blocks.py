@@ -11,8 +11,8 @@ import pandas as pd
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.core.validation import check_matrix
-from sdcflow.tasks.methods import get_method
-from sdcflow.tasks.methods.base import BlockResult, MaskResult, MethodParams
+from sdcflow.methods import get_method
+from sdcflow.methods.base import BlockResult, MaskResult, MethodParams
 
 
 def mask_quasi_identifiers(

@@ -7,8 +7,8 @@ import numpy as np
 
 from sdcflow.core.box.checks import min_distinct, records_outside, targets_outside
 from sdcflow.errors import ParameterError, Reason
-from sdcflow.tasks.gates.base import Gate, GateContext
-from sdcflow.tasks.methods.box import BoxParams, BoxResult
+from sdcflow.gates.base import Gate, GateContext
+from sdcflow.methods.box import BoxParams, BoxResult
 
 
 def _boxes(ctx: GateContext) -> list[tuple[np.ndarray, list[str], BoxResult]]:

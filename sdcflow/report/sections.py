@@ -21,7 +21,7 @@ from typing import Any, Literal
 import pandas as pd
 from matplotlib.figure import Figure
 
-from sdcflow.tasks.report.plots import figure_png
+from sdcflow.report.plots import figure_png
 
 
 def fmt(value: Any) -> str:

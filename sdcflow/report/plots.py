@@ -3,7 +3,7 @@ threads), each drawn from aggregates only.
 
 Every builder returns ``None`` when it has nothing to show (no rule violated, one variable,
 too few records for a safe histogram...): the caller then writes a sentence instead of an
-empty box (:func:`sdcflow.tasks.report.sections.plot_or_text`).
+empty box (:func:`sdcflow.report.sections.plot_or_text`).
 
 A histogram of a confidential column is itself a release: its bins are chosen by
 :func:`safe_bins` so that every bin holds at least ``min_count`` original records, interior

@@ -34,9 +34,9 @@ from sdcflow.core.measures.anonymity import (
     probabilistic_k_anonymity,
 )
 from sdcflow.errors import InputError, Reason
+from sdcflow.gates.base import Gate, GateContext, GateOption
+from sdcflow.methods.base import CrispIntruder, MaskResult, transparency_probabilities
 from sdcflow.spec_model import SpecModel
-from sdcflow.tasks.gates.base import Gate, GateContext, GateOption
-from sdcflow.tasks.methods.base import CrispIntruder, MaskResult, transparency_probabilities
 
 
 class TransparencyOptions(SpecModel):

@@ -13,7 +13,7 @@ The package:
 
 - ``sdcflow.tasks``: the steps of a release. Each concept has one folder of plain
   numpy/scipy code (``microaggregation``, ``fuzzy``, ``box``, ``linear``, ``measures``,
-  ``gates``, ``methods``); the Prefect ``@task`` layer over them is ``sdcflow.tasks.steps``.
+  ``gates``, ``methods``); the Prefect ``@task`` layer over them is ``sdcflow.tasks``.
 - ``sdcflow.expectations``: the edit-rule language and its Great Expectations suites.
 - ``sdcflow.warehouse``: the DuckDB warehouse, the only code that opens a connection.
 - ``sdcflow.flows``: the release flow, comparisons and the ``sdcflow`` command line.

@@ -18,8 +18,8 @@ from sdcflow.flows.cli import main
 from sdcflow.gates import GateContext, run_gates
 from sdcflow.methods import MdavParams
 from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.preflight.plan import plan_release
 from sdcflow.spec.load import load_spec
-from sdcflow.tasks.steps.plan import plan_release
 
 COLS = ["a", "b", "c"]
 

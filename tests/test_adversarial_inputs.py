@@ -38,7 +38,7 @@ from sdcflow.gates import GATES, GateContext
 from sdcflow.limits import MAX_RULES
 from sdcflow.methods import METHODS
 from sdcflow.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.steps.plan import linear_constraints
+from sdcflow.preflight.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.sources import read_source
 from sdcflow.warehouse.warehouse import Warehouse

@@ -31,9 +31,9 @@ from sdcflow.flows.cli import main
 from sdcflow.gates import GATES, GateContext, run_gates
 from sdcflow.methods import MdavParams
 from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.preflight.plan import plan_release
 from sdcflow.spec.load import load_spec
-from sdcflow.tasks.steps.mask import keep_columns
-from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.tasks.mask import keep_columns
 
 REPO = Path(__file__).resolve().parents[1]
 

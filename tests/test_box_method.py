@@ -270,8 +270,8 @@ def test_box_spec_errors_are_refused_at_preflight(tmp_path, extra, field):
     # recorded: exit 2 with a 'failed' run in audit.runs and the raw copy written
     import yaml
 
+    from sdcflow.preflight.plan import plan_release
     from sdcflow.spec.load import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
 
     rng = np.random.default_rng(0)
     pd.DataFrame(rng.normal(size=(12, 3)), columns=list("abc")).to_csv(
@@ -288,8 +288,8 @@ def test_box_spec_errors_are_refused_at_preflight(tmp_path, extra, field):
 def _box_plan(tmp_path, frame, **extra):
     import yaml
 
+    from sdcflow.preflight.plan import plan_release
     from sdcflow.spec.load import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
 
     frame.to_csv(tmp_path / "d.csv", index=False)
     spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b"],

@@ -75,8 +75,8 @@ def test_hyphenated_column_hint_says_backticks(tmp_path, capsys):
     # quoted as the hint says, the rule reads the column
     write_release(tmp_path, rows=30, quasi_identifiers=qis, edits=["`net-profit` >= -1e9"])
     frame.to_csv(tmp_path / "data.csv", index=False)
+    from sdcflow.preflight.plan import plan_release
     from sdcflow.spec.load import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
 
     assert plan_release(load_spec(spec)).rules[0].columns == ("net-profit",)
 
@@ -97,8 +97,8 @@ def test_contradictions_exit_2_before_any_work(tmp_path, capsys, method, checks,
     assert not (tmp_path / "warehouse.duckdb").exists() and not (tmp_path / "reports").exists()
     # the same spec with the guarantee it meant is accepted by the preflight
     if method["name"] != "mdav":
+        from sdcflow.preflight.plan import plan_release
         from sdcflow.spec.load import load_spec
-        from sdcflow.tasks.steps.plan import plan_release
 
         write_release(tmp_path, rows=30, method={**method, "guarantee": "both"}, checks=checks)
         assert plan_release(load_spec(spec)).spec.method.m1 == 1.1  # the shared default

@@ -170,8 +170,8 @@ def test_runner_dask_accepts_fuzzy_with_cell_size_and_names_the_fix_without(tmp_
     from survey import QIS, write_release
 
     from sdcflow.flows.runners import with_cli_options
+    from sdcflow.preflight.plan import plan_release
     from sdcflow.spec.load import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
 
     method = {"name": "constrained_fuzzy", "k": 5, "guarantee": "both"}
     without = write_release(tmp_path, rows=60, quasi_identifiers=QIS, method=method)

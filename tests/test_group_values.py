@@ -446,7 +446,7 @@ def test_group_values_are_rounded_keeping_the_equalities_each_group_can_be_check
 
 def test_a_condition_on_a_missing_value_is_undetermined_not_true():
     # DuckDB orders NaN above every number: NaN != 0 and NaN > 5 would be true
-    from sdcflow.tasks.steps.edits import _sql_condition
+    from sdcflow.tasks.edits import _sql_condition
 
     values = {"employees": np.array([0.0, 3.0, NAN]), "wages": np.array([1.0, 2.0, 3.0])}
     assert _sql_condition('("employees" > 2.0)')(values).tolist() == [False, True, False]
@@ -650,8 +650,8 @@ def test_a_condition_on_a_key_binned_by_recode_is_not_applied_to_group_values():
     # employees is published as bin labels: its condition cannot be read on numbers (DuckDB
     # stopped the mask step with a binder error)
     from sdcflow.expectations.rules import parse_rules
-    from sdcflow.tasks.steps.edits import group_conditions
-    from sdcflow.tasks.steps.plan import linear_constraints
+    from sdcflow.preflight.plan import linear_constraints
+    from sdcflow.tasks.edits import group_conditions
 
     columns = ["employees", "wages"]
     [rule] = parse_rules(["if employees == 0 then wages == 0"])

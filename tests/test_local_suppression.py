@@ -273,7 +273,7 @@ def test_a_release_of_categorical_keys_only_passes_its_checks():
 def test_the_console_loss_line_of_a_release_without_numeric_keys_is_not_empty():
     # categorical keys only: no IL figure (3ecef87), and the console printed
     # "information loss: " with nothing after it
-    from sdcflow.tasks.steps.checks import loss_line
+    from sdcflow.tasks.checks import loss_line
 
     assert loss_line({}).strip()
     assert loss_line({"raw": 2.403, "repaired": 2.436}).count("%") == 2

@@ -139,7 +139,7 @@ def test_stratified_bound() -> None:
 def test_univariate_on_several_numeric_keys_is_refused_at_preflight(tmp_path) -> None:
     # It was refused only by the mask step: after the flow run had started, ingested and
     # validated (and, in `sdcflow compare`, after the other variants had run).
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
 
     with pytest.raises(InputError) as e:
         plan_release(spec_with(tmp_path, {"name": "univariate", "k": 2}))
@@ -154,7 +154,7 @@ def test_univariate_on_several_numeric_keys_is_refused_at_preflight(tmp_path) ->
 @pytest.mark.parametrize("name", ["mdav", "ps", "fuzzy"])
 def test_a_cell_size_below_2k_is_refused_at_preflight(tmp_path, name: str) -> None:
     # it was refused by the mask step, after the run had started and been recorded
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
 
     with pytest.raises(InputError) as e:
         plan_release(spec_with(tmp_path, {"name": name, "k": 2, "cell_size": 3}))

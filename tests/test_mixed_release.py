@@ -316,8 +316,8 @@ def test_a_method_not_applied_to_missing_numbers_is_refused(tmp_path, capsys, me
     spec.write_text(yaml.safe_dump({**fields, "method": method}))
     _one_line_refusal(capsys, spec, Reason.SPEC_CONTRADICTION, "age (7 missing)")
     # plain mdav is what runs, so it is allowed (preflight only: no flow here)
+    from sdcflow.preflight.plan import plan_release
     from sdcflow.spec.load import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
 
     spec.write_text(yaml.safe_dump({**fields, "method": {"name": "mdav", "k": 5}}))
     assert plan_release(load_spec(spec)).resolved_keys
@@ -373,8 +373,8 @@ def test_a_key_column_without_any_value_is_planned_not_a_crash(tmp_path, source)
     """A key column where every value is missing (all `?` in a CSV, all null in Parquet) is
     planned, not a crash (``int(None)``, exit 3): DuckDB's count_if is NULL, not 0, when its
     condition is NULL on every row."""
+    from sdcflow.preflight.plan import plan_release
     from sdcflow.spec.load import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
 
     n = 60
     income = [1000.0 + 37 * i for i in range(n)]

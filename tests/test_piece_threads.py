@@ -80,7 +80,7 @@ def _probe() -> int:
 def test_a_pieces_task_run_gives_it_one_thread(prefect_api):
     """The task run that runs a piece on a worker (here Prefect's default runner, a thread
     of this process) sets one thread around the piece, and only around it."""
-    from sdcflow.tasks.steps.scale import run_part
+    from sdcflow.tasks.scale import run_part
 
     @flow
     def pieces() -> tuple[int, int]:

@@ -23,7 +23,7 @@ from sdcflow.expectations.compile import compile_rule
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
 from sdcflow.flows.cli import main
-from sdcflow.tasks.steps.plan import linear_constraints
+from sdcflow.preflight.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 

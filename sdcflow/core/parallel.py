@@ -4,7 +4,7 @@ The numerical core cuts large jobs into pieces that need nothing from each other
 cells of a blocked microaggregation, the parts of its border search, the chunks of a
 nearest-neighbour query) and hands them to :func:`map_parts`. By default the pieces run one
 after the other in this process (:func:`serial_map`); the Dask runner installs a map that
-submits each piece as a Prefect task run to the cluster (:mod:`sdcflow.tasks.steps.scale`).
+submits each piece as a Prefect task run to the cluster (:mod:`sdcflow.tasks.scale`).
 A piece is ``fn(*args)`` with ``fn`` a module-level function (a map may ship it to another
 process) and its arguments only what that piece needs; results come back in the order of the
 calls, so nothing computed depends on the map.

@@ -16,7 +16,7 @@ A column name that is not a plain identifier is written in backticks, as in R
 (`` `total costs` <= turnover ``). Arithmetic must be linear: a column may be multiplied or
 divided by a constant, never by another column. Each linear, unconditional rule is an edit
 constraint ``a . x = b`` or ``a . x <= b`` in the sense of [2]_ Sec. 2.3, which the masking
-methods and the repair step consume (:func:`sdcflow.tasks.steps.plan.linear_constraints`).
+methods and the repair step consume (:func:`sdcflow.preflight.plan.linear_constraints`).
 
 An edit item is a string or a mapping ``{rule, name, severity, tolerance, description}``.
 ``severity`` is ``error`` (default: a violation blocks a release) or ``warning`` (reported only);

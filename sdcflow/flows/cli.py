@@ -38,7 +38,7 @@ from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy, Ware
 from sdcflow.flows import arguments, prune
 
 if TYPE_CHECKING:
-    from sdcflow.tasks.steps.plan import ReleasePlan
+    from sdcflow.preflight.plan import ReleasePlan
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -173,8 +173,8 @@ def _run_release(
         # run in the Prefect UI); the flow reuses the plan. It and the flow's imports run
         # while the temporary API server boots in its own process (an error here stops it).
         from sdcflow.flows.runners import with_cli_options
+        from sdcflow.preflight.plan import plan_release
         from sdcflow.spec.load import load_spec
-        from sdcflow.tasks.steps.plan import plan_release
 
         try:
             spec = with_cli_options(load_spec(spec_path), **(runner or {}))

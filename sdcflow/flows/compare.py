@@ -45,11 +45,11 @@ from sdcflow.errors import ChecksFailed, InputError, Reason
 from sdcflow.flows.release import release
 from sdcflow.flows.runners import with_runner
 from sdcflow.methods import METHODS
+from sdcflow.preflight.plan import plan_release
 from sdcflow.report.html import REPORT_NAME, figure_png, write_report
 from sdcflow.report.sections import Section, Table, fmt, table_of
 from sdcflow.spec.load import load_spec
 from sdcflow.spec.schema import ReleaseSpec
-from sdcflow.tasks.steps.plan import plan_release
 from sdcflow.warehouse.private import private_folder
 from sdcflow.warehouse.publish import check_writable_folder, enclosing_release
 

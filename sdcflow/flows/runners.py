@@ -4,7 +4,7 @@
 with prefect-dask's ``DaskTaskRunner``: an embedded ``distributed.LocalCluster`` of
 ``dask.workers`` (``--dask-workers``) single-threaded worker processes, or the existing
 cluster whose scheduler is at ``dask.address`` (``--dask-address``). What runs there is
-described in :mod:`sdcflow.tasks.steps.scale`.
+described in :mod:`sdcflow.tasks.scale`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A key is **numeric** (masked by a numeric method, published as numbers), **nominal**
 (categories without order: sex, race) or **ordinal** (categories in a declared order:
 education levels, age bands). The preflight resolves every key's kind from the file's column
-types and the spec's declarations (``sdcflow.tasks.steps.plan``); the methods receive
+types and the spec's declarations (``sdcflow.preflight.plan``); the methods receive
 :class:`Key` objects and never look at the spec.
 """
 

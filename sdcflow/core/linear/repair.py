@@ -97,7 +97,7 @@ def minimal_adjustment(
     X : array-like of shape (n, d)
         Records in the column order of ``constraints.columns``.
     constraints : LinearConstraints
-        The linear edit rules (:func:`sdcflow.tasks.steps.plan.linear_constraints`).
+        The linear edit rules (:func:`sdcflow.preflight.plan.linear_constraints`).
     weights : array-like of shape (d,), optional
         Positive cost of moving each variable (``rspa``'s weights); default all ones.
     tol : float

@@ -13,7 +13,7 @@ has k..2k-1 records (``cell_size >= 2k`` makes every cell hold at least k).
 
 Cells and parts are independent pieces of :func:`~sdcflow.core.parallel.map_parts`: by
 default they run one after the other in the calling process; the Dask runner runs them as
-Prefect tasks on its workers (:mod:`sdcflow.tasks.steps.scale`), each receiving one piece's
+Prefect tasks on its workers (:mod:`sdcflow.tasks.scale`), each receiving one piece's
 records only. The labels do not depend on where, or in which order, the pieces ran.
 
 Measured against exact MDAV on the same data: ``benchmarks/README.md``, section "MDAV and PS"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 from prefect import get_run_logger, task
 
-from sdcflow.tasks.steps import STEP
-from sdcflow.tasks.steps.plan import ReleasePlan
-from sdcflow.tasks.steps.retry import IO_RETRY
+from sdcflow.preflight.plan import ReleasePlan
+from sdcflow.tasks import STEP
+from sdcflow.tasks.retry import IO_RETRY
 from sdcflow.warehouse.warehouse import Warehouse
 
 

@@ -20,7 +20,7 @@ from sdcflow.report.html import write_report
 from sdcflow.report.release import ReleaseFacts, RuleFacts, release_sections
 from sdcflow.report.sections import fmt
 from sdcflow.spec.schema import ReleaseSpec
-from sdcflow.tasks.steps import STEP, artifact_key
+from sdcflow.tasks import STEP, artifact_key
 
 
 @task(name="run-report", **STEP)

@@ -26,10 +26,10 @@ from sdcflow.methods import MaskResult
 from sdcflow.methods.keys import Key, SuppressionSettings
 from sdcflow.methods.mixed import mask_keys
 from sdcflow.spec.schema import ReleaseSpec
-from sdcflow.tasks.steps import STEP
-from sdcflow.tasks.steps.edits import group_conditions
-from sdcflow.tasks.steps.progress import Progress
-from sdcflow.tasks.steps.retry import IO_RETRY
+from sdcflow.tasks import STEP
+from sdcflow.tasks.edits import group_conditions
+from sdcflow.tasks.progress import Progress
+from sdcflow.tasks.retry import IO_RETRY
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
 

@@ -16,7 +16,7 @@ from prefect import get_run_logger, task
 
 from sdcflow.gates import GateOutcome
 from sdcflow.spec.schema import ReleaseSpec
-from sdcflow.tasks.steps import STEP
+from sdcflow.tasks import STEP
 from sdcflow.warehouse.publish import write_release
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 

@@ -1,5 +1,5 @@
 """The edit-rule steps of a release: validate a table, repair (rules are loaded and checked
-by the preflight, :mod:`sdcflow.tasks.steps.plan`).
+by the preflight, :mod:`sdcflow.preflight.plan`).
 
 * :func:`validate_edits` (task): DuckDB evaluates the rules on a warehouse table, violating row
   ids go to ``audit.violations``, Great Expectations validates the check columns and writes
@@ -37,10 +37,10 @@ from sdcflow.expectations.rules import (
 )
 from sdcflow.gates import GateOutcome
 from sdcflow.methods import get_method
+from sdcflow.preflight.plan import linear_constraints
 from sdcflow.spec.schema import ReleaseSpec
-from sdcflow.tasks.steps import STEP, artifact_key
-from sdcflow.tasks.steps.plan import linear_constraints
-from sdcflow.tasks.steps.retry import IO_RETRY
+from sdcflow.tasks import STEP, artifact_key
+from sdcflow.tasks.retry import IO_RETRY
 from sdcflow.warehouse.edits import evaluate_rules, matching_row_ids, record_violations
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 

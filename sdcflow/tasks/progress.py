@@ -27,7 +27,7 @@ from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.context import FlowRunContext, TaskRunContext
 
-from sdcflow.tasks.steps import artifact_key
+from sdcflow.tasks import artifact_key
 
 __all__ = ["Listener", "Progress", "listening"]
 

@@ -22,17 +22,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 from prefect import get_run_logger, task
 
 from sdcflow.core.fuzzy_mapping import FuzzyMapping
 from sdcflow.core.fuzzy_mapping.similarity import rank_figures, similarity_figures
-from sdcflow.errors import InputError, Reason
 from sdcflow.spec.schema import ReleaseSpec
-from sdcflow.tasks.steps import STEP
+from sdcflow.tasks import STEP
 from sdcflow.warehouse.secrets import store_fuzzy_maps
-from sdcflow.warehouse.sources import is_numeric_type
 from sdcflow.warehouse.warehouse import Warehouse
 
 #: What each combiner releases inside a piece between set breakpoints (any set layout); the
@@ -52,30 +48,6 @@ COMBINER_ORDER = {
     "minimum": "a function of the value; linear on each piece: order kept on rising, reversed "
     "on falling ramps",
 }
-
-
-def check_fuzzy_map(spec: ReleaseSpec, data: pa.Table, profile: Any) -> None:
-    """Preflight: every mapped column is numeric, complete, finite and inside its domain.
-
-    ``profile``: the preflight's ``SourceProfile`` (``types``, ``missing``, ``nonfinite``).
-    """
-    for column, params in spec.fuzzy_map.items():
-        kind = profile.types[column]
-        if not is_numeric_type(kind):
-            raise InputError(
-                f"{spec.source}: fuzzy_map column {column} ({kind}) is not numeric; fuzzy "
-                "mapping needs numbers (clean the column or remove it from fuzzy_map)",
-                code=Reason.COLUMN_TYPE,
-            )
-        bad = profile.missing.get(column, 0) + profile.nonfinite.get(column, 0)
-        if bad:
-            raise InputError(
-                f"{spec.source}: fuzzy_map column {column} has {bad} missing or non-finite "
-                "value(s); impute or drop those records before release",
-                code=Reason.VALUES_MISSING,
-            )
-        values = pc.cast(data.column(column), pa.float64()).to_numpy(zero_copy_only=False)
-        params.build(values, column=column)  # DataError when values leave the domain
 
 
 def privacy_figures(x: np.ndarray, y: np.ndarray, mapping: FuzzyMapping) -> dict[str, float]:

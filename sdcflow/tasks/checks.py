@@ -18,8 +18,8 @@ from sdcflow.gates import (
 )
 from sdcflow.methods import MaskResult
 from sdcflow.spec.schema import ReleaseSpec
-from sdcflow.tasks.steps import STEP
-from sdcflow.tasks.steps.mask import keep_columns, weights
+from sdcflow.tasks import STEP
+from sdcflow.tasks.mask import keep_columns, weights
 
 
 def gate_context(

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from prefect import get_run_logger, task
+import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from sdcflow.core.linear.constraints import LinearConstraints
@@ -56,10 +56,8 @@ from sdcflow.methods.recoding import (
     recode,
     recoded_levels,
 )
+from sdcflow.preflight.runner import check_cluster, check_runner
 from sdcflow.spec.schema import RecodeSpec, ReleaseSpec
-from sdcflow.tasks.steps import STEP
-from sdcflow.tasks.steps.fuzzy_map import check_fuzzy_map
-from sdcflow.tasks.steps.scale import check_cluster, check_runner
 from sdcflow.warehouse.edits import check_evaluable
 from sdcflow.warehouse.publish import (
     check_release_paths,
@@ -416,21 +414,6 @@ def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearC
         if rule.is_linear and set(rule.columns) <= allowed
     ]
     return LinearConstraints.from_rows(rows, columns)
-
-
-@task(name="preflight", **STEP)
-def preflight(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
-    """:func:`plan_release` as the first step of a flow run started without a plan (from a
-    deployment)."""
-    plan = plan_release(spec, force=force)
-    get_run_logger().info(
-        "source %s: %d records, %d columns, %d edit rules",
-        spec.source,
-        plan.profile.rows,
-        len(plan.profile.types),
-        len(plan.rules),
-    )
-    return plan
 
 
 def _check_columns(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table | None = None) -> None:
@@ -993,6 +976,30 @@ def check_box_data(spec: ReleaseSpec, data: pa.Table) -> None:
         return
     cols = list(spec.quasi_identifiers)
     check_box_values(_numbers(data, cols), cols, spec.method)
+
+
+def check_fuzzy_map(spec: ReleaseSpec, data: pa.Table, profile: Any) -> None:
+    """Preflight: every mapped column is numeric, complete, finite and inside its domain.
+
+    ``profile``: the preflight's ``SourceProfile`` (``types``, ``missing``, ``nonfinite``).
+    """
+    for column, params in spec.fuzzy_map.items():
+        kind = profile.types[column]
+        if not is_numeric_type(kind):
+            raise InputError(
+                f"{spec.source}: fuzzy_map column {column} ({kind}) is not numeric; fuzzy "
+                "mapping needs numbers (clean the column or remove it from fuzzy_map)",
+                code=Reason.COLUMN_TYPE,
+            )
+        bad = profile.missing.get(column, 0) + profile.nonfinite.get(column, 0)
+        if bad:
+            raise InputError(
+                f"{spec.source}: fuzzy_map column {column} has {bad} missing or non-finite "
+                "value(s); impute or drop those records before release",
+                code=Reason.VALUES_MISSING,
+            )
+        values = pc.cast(data.column(column), pa.float64()).to_numpy(zero_copy_only=False)
+        params.build(values, column=column)  # DataError when values leave the domain
 
 
 def check_fuzzy_data(spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key]) -> None:

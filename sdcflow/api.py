@@ -73,7 +73,7 @@ def release(
     else:
         loaded, where = load_spec(spec), Path(spec).resolve()
 
-    from sdcflow.preflight.plan import plan_release  # Prefect and DuckDB: after the spec
+    from sdcflow.preflight.plan import plan_release  # DuckDB: after the spec
 
     plan = plan_release(loaded, force=force)
 

@@ -369,7 +369,7 @@ class _Edits(MethodTransformer):
                 field="constraints",
             )
         from sdcflow.expectations.rules import parse_rules
-        from sdcflow.preflight.plan import linear_constraints  # Prefect: only when used
+        from sdcflow.preflight.plan import linear_constraints  # DuckDB: only when used
 
         rules = parse_rules(list(given), known_columns=columns, source="constraints")
         nonlinear = [r.name for r in rules if not r.is_linear]

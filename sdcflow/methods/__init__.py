@@ -1,7 +1,7 @@
 """The registry of masking methods: one entry per method, keyed by its spec name.
 
 Adding a method is one core module (its numerical code in its own folder of
-``sdcflow.tasks``) plus one module here with its parameters, adapter and promises, and one
+``sdcflow.core``) plus one module here with its parameters, adapter and promises, and one
 entry in :data:`METHODS`.
 """
 

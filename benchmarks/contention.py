@@ -15,7 +15,7 @@ load excluded) and their ratio to the piece alone, measured in the same round. A
 by doing more work.
 
 The pieces: ``mdav`` -- MDAV on a cell of ``n / 2`` records; ``refine`` -- the
-deterministic local search of one border part (:func:`~sdcflow.tasks.microaggregation.
+deterministic local search of one border part (:func:`~sdcflow.core.microaggregation.
 blocked.refine_part`) on ``n`` records grouped by MDAV in two cells. Standard normal keys,
 seed 0. Figures: ``benchmarks/README.md``, section "Scale-out", "A million records".
 """
@@ -39,8 +39,8 @@ PIECES = ("mdav", "refine")
 
 def prepare(folder: Path, n: int, d: int, k: int) -> None:
     """The records and the labels the border search starts from, written to ``folder``."""
-    from sdcflow.tasks.microaggregation.mdav import mdav_groups
-    from sdcflow.tasks.microaggregation.neighbours import spatial_cells
+    from sdcflow.core.microaggregation.mdav import mdav_groups
+    from sdcflow.core.microaggregation.neighbours import spatial_cells
 
     Z = np.random.default_rng(0).standard_normal((n, d))
     order, bounds = spatial_cells(Z, (n + 1) // 2)
@@ -56,8 +56,8 @@ def prepare(folder: Path, n: int, d: int, k: int) -> None:
 
 def piece(folder: Path, which: str, k: int) -> float:
     """CPU seconds of one piece in this process (its kernels loaded first, untimed)."""
-    from sdcflow.tasks.microaggregation.blocked import refine_part, warm_mask
-    from sdcflow.tasks.microaggregation.mdav import mdav_groups
+    from sdcflow.core.microaggregation.blocked import refine_part, warm_mask
+    from sdcflow.core.microaggregation.mdav import mdav_groups
 
     warm_mask()
     Z = np.load(folder / "Z.npy")

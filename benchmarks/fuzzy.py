@@ -46,7 +46,7 @@ import time
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from sdcflow.tasks.fuzzy.fcm import fcm_objective, fuzzy_c_means
+from sdcflow.core.fuzzy.fcm import fcm_objective, fuzzy_c_means
 
 
 def _warm_up() -> None:
@@ -154,11 +154,11 @@ def _survey(n: int, seed: int, errors: float) -> tuple[np.ndarray, list[str]]:
 
 
 def method(args: argparse.Namespace) -> None:
+    from sdcflow.core.fuzzy.microaggregation import fuzzy_microaggregation
+    from sdcflow.core.measures.information_loss import sse_sst_loss
+    from sdcflow.core.microaggregation.mdav import group_means, mdav
     from sdcflow.expectations.compile import linear_constraints
     from sdcflow.expectations.rules import parse_rules
-    from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation
-    from sdcflow.tasks.measures.information_loss import sse_sst_loss
-    from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
     X, cols = _survey(args.n, args.seed, args.errors)
     rules = parse_rules(

@@ -5,7 +5,7 @@ Usage::
     python benchmarks/fuzzy_cells.py                                 # n 20k, 100k, 200k
     python benchmarks/fuzzy_cells.py --n 20000 --cell-size 5000 10000 20000 --restarts 1 5
 
-Every run is ``sdcflow.tasks.methods.mixed.mask_keys`` (what the release's mask step calls)
+Every run is ``sdcflow.methods.mixed.mask_keys`` (what the release's mask step calls)
 with ``constrained_fuzzy``, ``guarantee: both``, ``k`` (5), the edit rule ``x0 >= -1000``
 (true of every record) and ``seed``, on ``numpy.random.default_rng(seed).standard_normal((n,
 d))`` (10 keys), one run after the other in this process. Figures: CPU seconds of the call
@@ -32,11 +32,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.methods.fuzzy import ConstrainedFuzzyParams
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import mask_keys
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.methods.fuzzy import ConstrainedFuzzyParams
+from sdcflow.methods.keys import Key
+from sdcflow.methods.mixed import mask_keys
 
 
 def run(X: np.ndarray, k: int, cell_size: int | None, restarts: int, seed: int) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.fuzzy_mapping import (
+from sdcflow.core.fuzzy_mapping import (
     COMBINERS,
     PAPER_LABELS,
     combine,
@@ -31,8 +31,8 @@ from sdcflow.tasks.fuzzy_mapping import (
     preimage,
     uniform_sets,
 )
-from sdcflow.tasks.fuzzy_mapping.rules import items_frame, mine_rules, rule_counts, select_rules
-from sdcflow.tasks.fuzzy_mapping.similarity import (
+from sdcflow.core.fuzzy_mapping.rules import items_frame, mine_rules, rule_counts, select_rules
+from sdcflow.core.fuzzy_mapping.similarity import (
     cosine,
     czekanowski,
     dice,
@@ -287,7 +287,7 @@ def table_3(adult: pd.DataFrame, seeds: int) -> None:
     print(
         "\nWhere Table 3 differs, and why:\n"
         " * 'remapped' rows count, on the original file, the integer ages the mapped bin maps\n"
-        "   back to (exact preimages, sdcflow.tasks.fuzzy_mapping.remap). Our mapped bins have\n"
+        "   back to (exact preimages, sdcflow.core.fuzzy_mapping.remap). Our mapped bins have\n"
         "   the paper's upper edges (2.5, 2.40641, 2.14041; the paper prints the column's\n"
         "   minimum where Weka prints -inf) and, except for the normalized average and the\n"
         "   random draw, the paper's counts and remapped ages.\n"

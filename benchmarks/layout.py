@@ -3,7 +3,7 @@ folders, import circles and imports made inside functions.
 
     python benchmarks/layout.py
 
-Folders are the concept packages (``sdcflow.tasks.fuzzy``, ``sdcflow.warehouse``...); an arrow
+Folders are the concept packages (``sdcflow.core.fuzzy``, ``sdcflow.warehouse``...); an arrow
 is an ordered pair of folders with at least one import between them; a circle is a set of
 modules that import each other (a strongly connected component of more than one module).
 """
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1] / "sdcflow"
 
 def folder(module: str) -> str:
     parts = module.split(".")
-    if len(parts) >= 3 and parts[1] == "tasks" and (ROOT / "tasks" / parts[2]).is_dir():
+    if len(parts) >= 3 and parts[1] == "core" and (ROOT / "core" / parts[2]).is_dir():
         return ".".join(parts[:3])
     if len(parts) >= 2 and (ROOT / parts[1]).is_dir():
         return ".".join(parts[:2])

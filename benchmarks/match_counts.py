@@ -9,7 +9,7 @@ Usage::
 The released keys of a microaggregation with missing values, made directly: ``n / k`` group
 means (standard normal, ``d`` keys, ``numpy.random.default_rng(seed)``), each repeated k
 times, then each value missing with probability ``missing``. Timed (``time.process_time``,
-this process): :func:`sdcflow.tasks.measures.anonymity.match_counts` with weights and
+this process): :func:`sdcflow.core.measures.anonymity.match_counts` with weights and
 ``convention="missing_matches_any"`` (f and F of every record, a missing value matching any
 value: the comparison figure of the manifest and the report), and the
 baseline in the same run: the same function with index joins and the pool of small
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.distinct import distinct_rows
-from sdcflow.tasks.measures import anonymity
+from sdcflow.core.distinct import distinct_rows
+from sdcflow.core.measures import anonymity
 
 
 def released(n: int, d: int, k: int, missing: float, seed: int) -> pd.DataFrame:

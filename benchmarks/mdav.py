@@ -8,7 +8,7 @@ Usage::
 
 Input is either every numeric column of a CSV file or synthetic standard-normal data
 (``numpy.random.default_rng(seed).standard_normal((n, d))``). The timed call is the masking
-call alone, ``sdcflow.tasks.microaggregation.mdav.mdav(X, k)`` (validation, standardization,
+call alone, ``sdcflow.core.microaggregation.mdav.mdav(X, k)`` (validation, standardization,
 grouping); reading the input, computing the loss and the numba compilation are outside the
 clock (the kernel is compiled, or loaded from numba's on-disk cache, on a small warm-up file
 first, and that time is reported as ``warmup_seconds``). ``il`` is IL = 100 SSE / SST.
@@ -41,12 +41,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation.blocked import blocked_mdav
-from sdcflow.tasks.microaggregation.bound import sse_lower_bound
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
-from sdcflow.tasks.microaggregation.scaling import working_scale
-from sdcflow.tasks.validation import check_matrix
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation.blocked import blocked_mdav
+from sdcflow.core.microaggregation.bound import sse_lower_bound
+from sdcflow.core.microaggregation.mdav import group_means, mdav
+from sdcflow.core.microaggregation.scaling import working_scale
+from sdcflow.core.validation import check_matrix
 
 
 def load(args: argparse.Namespace) -> np.ndarray:

@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.microaggregation.bound import sse_lower_bound
-from sdcflow.tasks.microaggregation.mdav import mdav_groups
-from sdcflow.tasks.microaggregation.ps import ps_groups
-from sdcflow.tasks.microaggregation.refine import partition_sse, refine_groups
-from sdcflow.tasks.microaggregation.scaling import working_scale
+from sdcflow.core.microaggregation.bound import sse_lower_bound
+from sdcflow.core.microaggregation.mdav import mdav_groups
+from sdcflow.core.microaggregation.ps import ps_groups
+from sdcflow.core.microaggregation.refine import partition_sse, refine_groups
+from sdcflow.core.microaggregation.scaling import working_scale
 
 KS = (3, 4, 5, 10)
 # Kabir, Wang & Zhang (ICDM 2010), Tables I-III: the MDAV (first) and PS (last) figures.

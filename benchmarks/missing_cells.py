@@ -5,7 +5,7 @@ Usage::
     python benchmarks/missing_cells.py                        # n 20k, 100k, 200k
     python benchmarks/missing_cells.py --n 20000 1000000 --cell-size 2000 5000
 
-Every run is ``sdcflow.tasks.methods.mixed.mask_keys`` (what the release's mask step calls)
+Every run is ``sdcflow.methods.mixed.mask_keys`` (what the release's mask step calls)
 with ``method: {name: mdav, k, cell_size}`` on ``numpy.random.default_rng(seed)`` records of
 ``d`` keys (default 5): standard normal, each value missing with probability ``missing``
 (default 0.05, independently). With missing numbers a release groups the records with
@@ -34,11 +34,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.measures.information_loss import sse_sst_loss_present
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.microaggregation import MdavParams
-from sdcflow.tasks.methods.mixed import mask_keys
+from sdcflow.core.measures.anonymity import k_anonymity
+from sdcflow.core.measures.information_loss import sse_sst_loss_present
+from sdcflow.methods.keys import Key
+from sdcflow.methods.microaggregation import MdavParams
+from sdcflow.methods.mixed import mask_keys
 
 
 def records(n: int, d: int, missing: float, seed: int) -> np.ndarray:

@@ -44,7 +44,7 @@ import yaml
 
 from sdcflow.api import release
 from sdcflow.errors import InputError
-from sdcflow.tasks.methods import mixed
+from sdcflow.methods import mixed
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
 KEYS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
@@ -100,9 +100,9 @@ def projection_time(n: int, share: float = 0.05, size: int = 5, seed: int = 0) -
     """CPU s of the projection on ``n`` synthetic records (module docstring)."""
     import time
 
-    from sdcflow.tasks.linear import group_values as gv
-    from sdcflow.tasks.linear.constraints import LinearConstraints
-    from sdcflow.tasks.linear.group_values import group_values_on_rules
+    from sdcflow.core.linear import group_values as gv
+    from sdcflow.core.linear.constraints import LinearConstraints
+    from sdcflow.core.linear.group_values import group_values_on_rules
 
     rng = np.random.default_rng(seed)
     wages, other, turnover = rng.gamma(2, 10, n), rng.gamma(2, 5, n), rng.gamma(3, 20, n)

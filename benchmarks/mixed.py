@@ -25,7 +25,7 @@ keys against the true (recoded) keys:
 
 * ``suppressed values`` — values present in the input and blank in the release; beside it
   the records in classes below k before (the count the issue calls a lower bound) and the
-  proven lower bound (:func:`sdcflow.tasks.suppression.local.lower_bound`), with the ratios;
+  proven lower bound (:func:`sdcflow.core.suppression.local.lower_bound`), with the ratios;
 * ``records below k, shared convention`` — records matched by fewer than k released rows, a
   blank matching any value (sdcMicro's ``freqCalc``);
 * ``records in identical classes < k`` — records whose released row fewer than k rows equal;
@@ -38,11 +38,11 @@ keys against the true (recoded) keys:
   with; and the same for an intruder who does not know a record's missing values (any
   released value consistent with them: the count issue 40 quotes for sdcMicro, 1,613);
 * ``expected re-identifications`` — the sum of sdcMicro's individual risks with the fnlwgt
-  weights (:func:`sdcflow.tasks.measures.risk.individual_risk`), frequencies counted over
+  weights (:func:`sdcflow.core.measures.risk.individual_risk`), frequencies counted over
   identical rows, and under the shared convention
-  (:func:`sdcflow.tasks.measures.risk.risk_summary`);
+  (:func:`sdcflow.core.measures.risk.risk_summary`);
 * ``seconds`` — wall seconds of the masking call (sdcflow:
-  :func:`sdcflow.tasks.methods.mixed.mask_keys` after a warm-up that compiles the numba
+  :func:`sdcflow.methods.mixed.mask_keys` after a warm-up that compiles the numba
   kernels; sdcMicro: its ``localSuppression()`` call, with its CPU seconds).
 
 sdcMicro runs through ``benchmarks/sdcmicro_local_suppression.R`` when ``Rscript`` is on the
@@ -75,15 +75,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdcflow.distinct import row_ids
-from sdcflow.tasks.measures.anonymity import match_counts
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.measures.risk import individual_risk, risk_summary
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import SuppressionSettings, mask_keys
-from sdcflow.tasks.recoding.recode import Recoding, recode
-from sdcflow.tasks.suppression.local import local_suppression, lower_bound
+from sdcflow.core.distinct import row_ids
+from sdcflow.core.measures.anonymity import match_counts
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.measures.risk import individual_risk, risk_summary
+from sdcflow.core.suppression.local import local_suppression, lower_bound
+from sdcflow.methods import METHODS
+from sdcflow.methods.keys import Key
+from sdcflow.methods.mixed import SuppressionSettings, mask_keys
+from sdcflow.methods.recoding import Recoding, recode
 
 KEYS = ["age", "sex", "race", "marital-status", "education", "workclass", "native-country"]
 CATEGORICAL = KEYS[1:]

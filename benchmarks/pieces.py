@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.methods import get_method
-from sdcflow.tasks.parallel import part_map, serial_map
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.parallel import part_map, serial_map
+from sdcflow.methods import get_method
 
 
 def schedule(stages: list[list[float]], between: float, workers: int) -> float:

@@ -73,12 +73,12 @@ import pandas as pd
 import psutil
 import yaml
 
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation.blocked import blocked_mdav
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav, mdav_groups
-from sdcflow.tasks.microaggregation.neighbours import spatial_cells
-from sdcflow.tasks.microaggregation.scaling import working_scale
-from sdcflow.tasks.parallel import part_map, serial_map
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation.blocked import blocked_mdav
+from sdcflow.core.microaggregation.mdav import group_means, mdav, mdav_groups
+from sdcflow.core.microaggregation.neighbours import spatial_cells
+from sdcflow.core.microaggregation.scaling import working_scale
+from sdcflow.core.parallel import part_map, serial_map
 
 TARGETS = {  # issue #13, item 7, for this 2-core machine
     "wall_seconds_1m": 180.0,

@@ -25,33 +25,19 @@ from typing import Any
 SCHEMA_ID = "release.schema.json"
 
 
-def _first_module(*names: str) -> ModuleType:
-    """The first of ``names`` that imports: the spec, methods and gates have moved between
-    packages, and the schema must follow them without an edit."""
-    errors = []
-    for name in names:
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name is None or not name.startswith(e.name):
-                raise  # the module exists but something it imports is missing
-            errors.append(name)
-    raise ModuleNotFoundError(f"none of {', '.join(errors)} could be imported")
-
-
 def spec_models() -> ModuleType:
     """The module holding ``ReleaseSpec`` and ``KeyDeclaration``."""
-    return _first_module("sdcflow.spec", "sdcflow.tasks.spec")
+    return importlib.import_module("sdcflow.spec.schema")
 
 
 def method_registry() -> dict[str, Any]:
     """``METHODS``: method name -> its entry, whose ``params`` is the parameter model."""
-    return _first_module("sdcflow.methods", "sdcflow.tasks.methods").METHODS
+    return importlib.import_module("sdcflow.methods").METHODS
 
 
 def gate_registry() -> dict[str, Any]:
     """``GATES``: check key -> its gate (``upper``: the top of its figure's range)."""
-    return _first_module("sdcflow.gates", "sdcflow.tasks.gates").GATES
+    return importlib.import_module("sdcflow.gates").GATES
 
 
 def _lift_defs(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

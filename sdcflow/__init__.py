@@ -11,13 +11,16 @@ From Python (the heavy parts are imported on first use, so ``import sdcflow`` is
 
 The package:
 
-- ``sdcflow.tasks``: the steps of a release. Each concept has one folder of plain
-  numpy/scipy code (``microaggregation``, ``fuzzy``, ``box``, ``linear``, ``measures``,
-  ``gates``, ``methods``); the Prefect ``@task`` layer over them is ``sdcflow.tasks.steps``.
+- ``sdcflow.core``: the numerical core, one folder of plain numpy/scipy code per concept
+  (``microaggregation``, ``fuzzy``, ``box``, ``suppression``, ``linear``, ``measures``...).
+- ``sdcflow.methods`` and ``sdcflow.gates``: the method and gate registries over the core;
+  ``sdcflow.report``: the run report.
+- ``sdcflow.spec``: the release spec; ``sdcflow.preflight``: what is checked before a flow
+  run exists; ``sdcflow.tasks``: the Prefect ``@task`` layer of the steps of a release.
 - ``sdcflow.expectations``: the edit-rule language and its Great Expectations suites.
 - ``sdcflow.warehouse``: the DuckDB warehouse, the only code that opens a connection.
 - ``sdcflow.flows``: the release flow, comparisons and the ``sdcflow`` command line.
-- ``sdcflow.tasks.spec``: the release spec; ``sdcflow.errors``: every error, with a reason code.
+- ``sdcflow.errors``: every error, with a reason code.
 """
 
 from importlib import import_module

@@ -21,7 +21,8 @@ from typing import Any
 
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
-from sdcflow.tasks.spec import ReleaseSpec, load_spec, spec_from_dict
+from sdcflow.spec.load import load_spec, spec_from_dict
+from sdcflow.spec.schema import ReleaseSpec
 
 __all__ = ["release"]
 
@@ -72,7 +73,7 @@ def release(
     else:
         loaded, where = load_spec(spec), Path(spec).resolve()
 
-    from sdcflow.tasks.steps.plan import plan_release  # Prefect and DuckDB: after the spec
+    from sdcflow.preflight.plan import plan_release  # DuckDB: after the spec
 
     plan = plan_release(loaded, force=force)
 

@@ -2,7 +2,7 @@
 
 Each function takes the original and the released records in the same row order (the
 released file as a masking method returns it, before publication shuffles it) and delegates
-to the numerical core (:mod:`sdcflow.tasks.measures`), which holds the formulas and their
+to the numerical core (:mod:`sdcflow.core.measures`), which holds the formulas and their
 references. DataFrames are matched by column name: the released frame must have every
 column of the original (point methods release the same columns); arrays by position. Rows
 are paired by position, or by row label when both frames (or the keys and the sensitive
@@ -45,12 +45,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from sdcflow.core.measures import anonymity as _anonymity
+from sdcflow.core.measures import disclosure_risk
+from sdcflow.core.measures import information_loss as _loss
+from sdcflow.core.measures.anonymity import Convention, equivalence_class_sizes, k_anonymity
+from sdcflow.core.measures.risk import RiskSummary, risk_summary
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.tasks.measures import anonymity as _anonymity
-from sdcflow.tasks.measures import disclosure_risk
-from sdcflow.tasks.measures import information_loss as _loss
-from sdcflow.tasks.measures.anonymity import Convention, equivalence_class_sizes, k_anonymity
-from sdcflow.tasks.measures.risk import RiskSummary, risk_summary
 
 __all__ = [
     "GlobalRisk",
@@ -216,7 +216,7 @@ def _pair(original: Any, released: Any, *, minimum: int = 1) -> tuple[np.ndarray
 
 def information_loss(original: Any, released: Any) -> float:
     """IL = 100 SSE / SST on attributes standardized with the original's mean and standard
-    deviation (:func:`sdcflow.tasks.measures.information_loss.sse_sst_loss_present`: with
+    deviation (:func:`sdcflow.core.measures.information_loss.sse_sst_loss_present`: with
     missing values, each column over the records that have it in both files, as a release).
 
     Shapes: original (n, d), released (n, d) -> float (0 = unchanged, 100 = every record
@@ -233,7 +233,7 @@ def generic_loss(
     kind: Literal["absolute", "relative"] = "relative",
 ) -> float:
     """Mean absolute or relative difference of a statistic between the two files
-    (:func:`sdcflow.tasks.measures.information_loss.generic_loss`)."""
+    (:func:`sdcflow.core.measures.information_loss.generic_loss`)."""
     return _loss.generic_loss(*_pair(original, released, minimum=2), statistic, kind=kind)
 
 
@@ -243,20 +243,20 @@ def probabilistic_loss(
     statistic: Literal["means", "variances", "covariances", "correlations"] = "means",
 ) -> float:
     """Probabilistic information loss of a statistic, % in [0, 100]
-    (:func:`sdcflow.tasks.measures.information_loss.probabilistic_loss`)."""
+    (:func:`sdcflow.core.measures.information_loss.probabilistic_loss`)."""
     return _loss.probabilistic_loss(*_pair(original, released, minimum=2), statistic)
 
 
 def record_linkage(original: Any, released: Any) -> float:
     """Distance-based record linkage: % of released records linked to their own original
-    (:func:`sdcflow.tasks.measures.disclosure_risk.record_linkage`)."""
+    (:func:`sdcflow.core.measures.disclosure_risk.record_linkage`)."""
     return disclosure_risk.record_linkage(*_pair(original, released))
 
 
 def interval_disclosure(
     original: Any, released: Any, p: float | Sequence[float] = tuple(range(1, 11))
 ) -> float:
-    """Rank-based interval disclosure, % (:func:`sdcflow.tasks.measures.disclosure_risk.\
+    """Rank-based interval disclosure, % (:func:`sdcflow.core.measures.disclosure_risk.\
 interval_disclosure`); ``p``: interval width(s) in % of the records."""
     return disclosure_risk.interval_disclosure(*_pair(original, released), p)
 
@@ -303,7 +303,7 @@ def _key_risk(
 ) -> tuple[pd.DataFrame, RiskSummary]:
     """The released frame and the risk of its records over ``keys``, computed by the core
     function the ``max_individual_risk`` and ``max_global_risk`` gates call
-    (:func:`sdcflow.tasks.measures.risk.risk_summary`, on the released keys and the weights
+    (:func:`sdcflow.core.measures.risk.risk_summary`, on the released keys and the weights
     as a release passes them)."""
     frame = released if isinstance(released, pd.DataFrame) else pd.DataFrame(released)
     names = [keys] if np.ndim(keys) == 0 else list(keys)
@@ -395,7 +395,7 @@ def individual_risk(
 ) -> pd.Series:
     """Individual re-identification risk of every released record over its ``keys``: the
     figure whose maximum is the ``max_individual_risk`` gate's (sdcMicro's ``measure_risk``,
-    :func:`sdcflow.tasks.measures.risk.individual_risk`).
+    :func:`sdcflow.core.measures.risk.individual_risk`).
 
     With ``f_k`` the number of released records whose row is identical to the record's on
     every key (a missing or suppressed value is a value of its own, as the gates count),

@@ -4,10 +4,10 @@
 >>> released = MDAV(k=5).fit_transform(df[cols])                       # doctest: +SKIP
 >>> edited = ConstrainedFuzzy(k=5, constraints=["c == a + b"]).fit_transform(df[cols])
 
-Every class is generated from the method registry (:data:`sdcflow.tasks.methods.METHODS`):
+Every class is generated from the method registry (:data:`sdcflow.methods.METHODS`):
 its parameters are the method's spec parameters (plus ``random_state``), validated by the
 same pydantic model as ``method:`` in a release spec, and ``fit`` calls the same masking
-code as a release (:func:`~sdcflow.tasks.methods.blocks.mask_quasi_identifiers`). Nothing is
+code as a release (:func:`~sdcflow.methods.blocks.mask_quasi_identifiers`). Nothing is
 re-implemented here, so errors are the command line's: an
 :class:`~sdcflow.errors.InputError` with its ``code``.
 
@@ -41,14 +41,14 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.rounding import round_keeping_equalities
+from sdcflow.core.validation import check_random_state
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.rounding import round_keeping_equalities
-from sdcflow.tasks.methods import METHODS, MaskResult, MethodParams
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.methods.microaggregation import released_loss_details
-from sdcflow.tasks.spec import _join_errors, error_field
-from sdcflow.tasks.validation import check_random_state
+from sdcflow.methods import METHODS, MaskResult, MethodParams
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.methods.microaggregation import released_loss_details
+from sdcflow.spec.schema import _join_errors, error_field
 
 __all__ = ["MDAV", "PS", "Box", "ConstrainedFuzzy", "Fuzzy", "MethodTransformer"]
 
@@ -314,7 +314,7 @@ def _integers(
     constraints: LinearConstraints | None,
 ) -> MaskResult:
     """Integer columns released as integers, as a release publishes them (its precision
-    step: :func:`~sdcflow.tasks.linear.rounding.round_keeping_equalities`, equalities kept,
+    step: :func:`~sdcflow.core.linear.rounding.round_keeping_equalities`, equalities kept,
     a value that is not 0 never 0), so that a figure measured on the transformer's release
     is the manifest's. Box releases intervals: left as they are."""
     integer = [pd.api.types.is_integer_dtype(frame.iloc[:, j].dtype) for j in range(frame.shape[1])]
@@ -369,7 +369,7 @@ class _Edits(MethodTransformer):
                 field="constraints",
             )
         from sdcflow.expectations.rules import parse_rules
-        from sdcflow.tasks.steps.plan import linear_constraints  # Prefect: only when used
+        from sdcflow.preflight.plan import linear_constraints  # DuckDB: only when used
 
         rules = parse_rules(list(given), known_columns=columns, source="constraints")
         nonlinear = [r.name for r in rules if not r.is_linear]

@@ -102,7 +102,7 @@ def expenditure_survey(n: int):
     noise, and the linear rules: that equality and a >= 10. Shapes: X (n, 3), rules."""
     import numpy as np
 
-    from sdcflow.tasks.linear.constraints import LinearConstraints
+    from sdcflow.core.linear.constraints import LinearConstraints
 
     gen = np.random.default_rng(0)
     X = np.abs(gen.standard_normal((n, 3))) * [30.0, 80.0, 1.0] + [5.0, 10.0, 0.0]

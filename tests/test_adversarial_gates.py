@@ -15,11 +15,11 @@ from survey import EXAMPLE, write_release
 
 from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.gates import GateContext, run_gates
-from sdcflow.tasks.methods import MdavParams
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.spec import load_spec
-from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.gates import GateContext, run_gates
+from sdcflow.methods import MdavParams
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.preflight.plan import plan_release
+from sdcflow.spec.load import load_spec
 
 COLS = ["a", "b", "c"]
 

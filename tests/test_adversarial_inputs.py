@@ -18,27 +18,27 @@ from adversarial import cli, spawn
 from errorline import cli_error
 from survey import write_release
 
+from sdcflow.core.fuzzy.microaggregation import fuzzy_microaggregation
+from sdcflow.core.linear.projection import PolyhedronProjector
+from sdcflow.core.linear.repair import minimal_adjustment, violating_records
+from sdcflow.core.microaggregation.mdav import group_means
+from sdcflow.core.validation import (
+    check_resolution,
+    destandardize,
+    standardize,
+    standardize_with,
+)
 from sdcflow.errors import InfeasibleRulesError, InputError, Reason
 from sdcflow.expectations.compile import compile_rule
 from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
 from sdcflow.flows.cli import main
+from sdcflow.gates import GATES, GateContext
 from sdcflow.limits import MAX_RULES
-from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation
-from sdcflow.tasks.gates import GATES, GateContext
-from sdcflow.tasks.linear.projection import PolyhedronProjector
-from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.microaggregation.mdav import group_means
-from sdcflow.tasks.steps.plan import linear_constraints
-from sdcflow.tasks.validation import (
-    check_resolution,
-    destandardize,
-    standardize,
-    standardize_with,
-)
+from sdcflow.methods import METHODS
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.preflight.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.sources import read_source
 from sdcflow.warehouse.warehouse import Warehouse
@@ -424,7 +424,7 @@ def test_two_keys_of_1e308_do_not_crash_mdav_in_a_real_process():
     child = spawn(
         """
         import numpy as np
-        from sdcflow.tasks.methods.microaggregation import MDAV, MdavParams
+        from sdcflow.methods.microaggregation import MDAV, MdavParams
         X = np.random.default_rng(0).normal(size=(50, 3))
         X[:2, 0] = 1e308
         res = MDAV.mask(X, ["a", "b", "c"], MdavParams(k=5), np.random.default_rng(0), None)
@@ -627,7 +627,7 @@ def test_every_spec_field_of_the_wrong_shape_is_an_input_error(tmp_path):
     fits, accepted), never another exception."""
     import copy
 
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
 
     example = yaml.safe_load((REPO / "examples" / "business_survey" / "release.yaml").read_text())
     full = {**example, "runner": "dask", "dask": {"workers": 2}, "seed": 3, "keep": ["x"],

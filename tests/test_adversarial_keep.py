@@ -25,15 +25,15 @@ import yaml
 from adversarial import cli
 from errorline import cli_error
 
+from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.gates import GATES, GateContext, run_gates
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.methods import MdavParams
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.spec import load_spec
-from sdcflow.tasks.steps.mask import keep_columns
-from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.gates import GATES, GateContext, run_gates
+from sdcflow.methods import MdavParams
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.preflight.plan import plan_release
+from sdcflow.spec.load import load_spec
+from sdcflow.tasks.mask import keep_columns
 
 REPO = Path(__file__).resolve().parents[1]
 

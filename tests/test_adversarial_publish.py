@@ -651,7 +651,7 @@ def test_an_error_after_the_swap_still_reports_and_records_the_release(
 ):
     """Anything that fails once the new release is live (here the publish step's logger, as a
     lost API connection would) must not turn it into 'nothing was published'."""
-    from sdcflow.tasks.steps import publish as publish_step
+    from sdcflow.tasks import publish as publish_step
 
     spec = _spec(tmp_path)
 

@@ -26,9 +26,9 @@ def test_import_contracts_hold():
 def test_package_is_the_folder_a_reader_opens():
     """No ``__path__`` hook: every subpackage lives in the one folder of the package."""
     import sdcflow
+    import sdcflow.core.microaggregation
     import sdcflow.flows
-    import sdcflow.tasks.microaggregation
 
     (root,) = sdcflow.__path__
-    for module in (sdcflow.flows, sdcflow.tasks.microaggregation):
+    for module in (sdcflow.flows, sdcflow.core.microaggregation):
         assert Path(module.__file__).resolve().is_relative_to(Path(root).resolve())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdcflow.tasks.box.partition import default_grid, round_outward
-from sdcflow.tasks.methods import METHODS
+from sdcflow.core.box.partition import default_grid, round_outward
+from sdcflow.methods import METHODS
 
 
 def test_round_outward_by_hand():

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from sdcflow.tasks.box.estimates import (
+from sdcflow.core.box.estimates import (
     interval_estimates,
     variance_max_bound,
     variance_min,
 )
-from sdcflow.tasks.box.sensitivity import Target, statistic
+from sdcflow.core.box.sensitivity import Target, statistic
 
 # Three records, one variable, boxes [0, 2], [1, 1], [4, 6], equal weights.
 LO = np.array([0.0, 1.0, 4.0])

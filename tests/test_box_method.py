@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from sdcflow.core.box.anonymize import box_anonymize
+from sdcflow.core.box.partition import bounding_boxes, box_partition
+from sdcflow.core.box.sensitivity import Target, combined_sensitivity, default_delta0
+from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.box.anonymize import box_anonymize
-from sdcflow.tasks.box.partition import bounding_boxes, box_partition
-from sdcflow.tasks.box.sensitivity import Target, combined_sensitivity, default_delta0
-from sdcflow.tasks.gates import GATES, GateContext, run_gates
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.methods import METHODS, MdavParams
+from sdcflow.gates import GATES, GateContext, run_gates
+from sdcflow.methods import METHODS, MdavParams
 
 BOX = METHODS["box"]
 BOX_CHECKS = {
@@ -270,8 +270,8 @@ def test_box_spec_errors_are_refused_at_preflight(tmp_path, extra, field):
     # recorded: exit 2 with a 'failed' run in audit.runs and the raw copy written
     import yaml
 
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
+    from sdcflow.spec.load import load_spec
 
     rng = np.random.default_rng(0)
     pd.DataFrame(rng.normal(size=(12, 3)), columns=list("abc")).to_csv(
@@ -288,8 +288,8 @@ def test_box_spec_errors_are_refused_at_preflight(tmp_path, extra, field):
 def _box_plan(tmp_path, frame, **extra):
     import yaml
 
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
+    from sdcflow.spec.load import load_spec
 
     frame.to_csv(tmp_path / "d.csv", index=False)
     spec = {"release": "r", "source": "d.csv", "quasi_identifiers": ["a", "b"],

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sdcflow.core.box.anonymize import optimum_ratios
+from sdcflow.core.box.optimum import optimal_half_widths
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.box.anonymize import optimum_ratios
-from sdcflow.tasks.box.optimum import optimal_half_widths
 
 
 def test_eq21_by_hand():

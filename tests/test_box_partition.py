@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sdcflow.core.box.partition import bounding_boxes, box_partition, distinct_counts
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.box.partition import bounding_boxes, box_partition, distinct_counts
 
 # x = 0..7; y a permutation of 0..7
 XY = np.array([[0, 3], [1, 1], [2, 0], [3, 2], [4, 7], [5, 5], [6, 4], [7, 6]], dtype=float)

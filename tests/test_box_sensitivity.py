@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.box.sensitivity import (
+from sdcflow.core.box.sensitivity import (
     Target,
     b_coefficients,
     check_targets,
@@ -16,6 +15,7 @@ from sdcflow.tasks.box.sensitivity import (
     influence_scale,
     statistic,
 )
+from sdcflow.errors import InputError, Reason
 
 # x = (0, 1, 2, 5): E_x = 2, x - E_x = (-2, -1, 0, 3), V_x = (4 + 1 + 0 + 9) / 4 = 3.5
 # y = (1, 1, 3, 3): E_y = 2, y - E_y = (-1, -1, 1, 1), V_y = 1

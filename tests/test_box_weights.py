@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.box.weights import (
+from sdcflow.core.box.weights import (
     crisp_weights,
     equal_weights,
     fuzzy_lambda_exact,
     fuzzy_weights,
     total_uncertainty,
 )
+from sdcflow.errors import InputError, Reason
 
 # c = (0, 1, 3), n = 1, A = 2 (so n c = c):
 # iteration (eq. 51): all 3 points: 3 l^2 - 8 l + (10 - 4) = 0 has no real root (64 < 72): the

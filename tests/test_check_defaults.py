@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdcflow.tasks.gates import GateContext, run_gates
-from sdcflow.tasks.methods import METHODS, MdavParams
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.gates import GateContext, run_gates
+from sdcflow.methods import METHODS, MdavParams
+from sdcflow.methods.blocks import mask_quasi_identifiers
 
 COLS = ["a", "b", "c", "d"]
 

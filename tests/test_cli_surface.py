@@ -17,9 +17,9 @@ from errorline import cli_error
 from survey import QIS, write_release
 
 import sdcflow
+from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
 
 EDITS = ["total_costs == wages + other_costs", "profit == turnover - total_costs"]
 
@@ -75,8 +75,8 @@ def test_hyphenated_column_hint_says_backticks(tmp_path, capsys):
     # quoted as the hint says, the rule reads the column
     write_release(tmp_path, rows=30, quasi_identifiers=qis, edits=["`net-profit` >= -1e9"])
     frame.to_csv(tmp_path / "data.csv", index=False)
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
+    from sdcflow.spec.load import load_spec
 
     assert plan_release(load_spec(spec)).rules[0].columns == ("net-profit",)
 
@@ -97,8 +97,8 @@ def test_contradictions_exit_2_before_any_work(tmp_path, capsys, method, checks,
     assert not (tmp_path / "warehouse.duckdb").exists() and not (tmp_path / "reports").exists()
     # the same spec with the guarantee it meant is accepted by the preflight
     if method["name"] != "mdav":
-        from sdcflow.tasks.spec import load_spec
-        from sdcflow.tasks.steps.plan import plan_release
+        from sdcflow.preflight.plan import plan_release
+        from sdcflow.spec.load import load_spec
 
         write_release(tmp_path, rows=30, method={**method, "guarantee": "both"}, checks=checks)
         assert plan_release(load_spec(spec)).spec.method.m1 == 1.1  # the shared default
@@ -201,7 +201,7 @@ def test_a_probability_or_share_threshold_outside_its_range_is_refused(
     (key,) = checks
     assert key in err and f"[0, {upper}]" in err
     assert not (tmp_path / "warehouse.duckdb").exists()
-    from sdcflow.tasks.spec import spec_from_dict
+    from sdcflow.spec.load import spec_from_dict
 
     body = {"release": "z", "source": "d.csv", "quasi_identifiers": ["x"],
             "method": {"name": "mdav", "k": 5}}  # fmt: skip
@@ -219,8 +219,9 @@ def test_a_probability_or_share_threshold_outside_its_range_is_refused(
 def test_an_unknown_key_is_refused_with_the_keys_allowed_there(tmp_path, extra, field, model):
     # README: "Unknown keys ... are errors that list what is allowed"; they only said
     # "Extra inputs are not permitted", leaving the user to guess the spelling.
-    from sdcflow.tasks.methods import METHODS
-    from sdcflow.tasks.spec import ReleaseSpec, RetentionSpec, spec_from_dict
+    from sdcflow.methods import METHODS
+    from sdcflow.spec.load import spec_from_dict
+    from sdcflow.spec.schema import ReleaseSpec, RetentionSpec
 
     base = {"release": "z", "source": "d.csv", "quasi_identifiers": ["x"]}
     base["method"] = {"name": "mdav", "k": 5}
@@ -268,7 +269,7 @@ def test_every_parameter_of_every_method_is_in_the_docs_methods_table():
     # README's "Methods", now docs/concepts/methods.md).
     from pathlib import Path
 
-    from sdcflow.tasks.methods import METHODS
+    from sdcflow.methods import METHODS
 
     page = Path(__file__).resolve().parents[1] / "docs" / "concepts" / "methods.md"
     lines = page.read_text().splitlines()
@@ -285,9 +286,10 @@ def test_every_parameter_of_every_method_is_in_the_docs_methods_table():
 
 def test_every_spec_field_and_measure_option_is_in_the_docs():
     # recode's `labels` and `measures: transparency:` were accepted but never named.
-    from sdcflow.tasks.fuzzy_mapping.params import FuzzyMapParams
-    from sdcflow.tasks.gates import MeasureOptions
-    from sdcflow.tasks.spec import (
+
+    from sdcflow.gates import MeasureOptions
+    from sdcflow.methods.fuzzy_mapping import FuzzyMapParams
+    from sdcflow.spec.schema import (
         Acceptances,
         DaskSettings,
         KeyDeclaration,

@@ -13,10 +13,10 @@ from adversarial import read_only_disk
 from errorline import cli_error
 from survey import write_release
 
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation.mdav import group_means, mdav
 from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
 QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
@@ -132,7 +132,7 @@ def test_compare_measures_il_against_the_raw_file_and_refuses_raw_errors(
 ):
     import duckdb
 
-    from sdcflow.tasks.measures.information_loss import sse_sst_loss as il
+    from sdcflow.core.measures.information_loss import sse_sst_loss as il
 
     frame = pd.read_csv(EXAMPLE / "data_with_errors.csv").head(300)
     frame.to_csv(tmp_path / "data.csv", index=False)

@@ -167,7 +167,7 @@ def test_a_rule_error_names_the_rule_unless_told_otherwise() -> None:
     ],
 )
 def test_a_spec_error_names_its_field(tmp_path, change: dict, field: str) -> None:
-    from sdcflow.tasks.spec import spec_from_dict
+    from sdcflow.spec.load import spec_from_dict
 
     spec = {"release": "r", "source": "data.csv", "quasi_identifiers": ["a", "b"]}
     spec["method"] = {"name": "mdav", "k": 5}

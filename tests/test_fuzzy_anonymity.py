@@ -1,4 +1,4 @@
-"""Fuzzy microaggregation (``tasks/fuzzy_microaggregation.py``) and its registry entries:
+"""Fuzzy microaggregation (``core/fuzzy/microaggregation.py``) and its registry entries:
 both anonymity guarantees, expected sizes, reproducible draws, editing while masking."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import pytest
 from pydantic import ValidationError
 from survey import expenditure_survey
 
-from sdcflow.tasks.fuzzy.microaggregation import (
+from sdcflow.core.fuzzy.microaggregation import (
     draw_centres,
     fuzzy_microaggregation,
     fuzzy_partition,
 )
-from sdcflow.tasks.gates import GATES, GateContext
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.methods import METHODS
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.measures.anonymity import k_anonymity
+from sdcflow.gates import GATES, GateContext
+from sdcflow.methods import METHODS
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +183,7 @@ def test_fuzzy_c_means_defaults_live_in_the_parameters(spec: dict, m1: float, m2
 @pytest.mark.parametrize("guarantee", ["probabilistic_k_anonymity", "k_anonymity"])
 def test_guarantees_hold_on_the_truncated_scale_path(monkeypatch, guarantee: str) -> None:
     """Truncated FCM and sparse draw memberships (the path taken at scale) on small data."""
-    import sdcflow.tasks.fuzzy.microaggregation as fm
+    import sdcflow.core.fuzzy.microaggregation as fm
 
     monkeypatch.setattr(fm, "DENSE_MEMBERSHIPS", 1e4)
     X = np.random.default_rng(0).standard_normal((800, 4))
@@ -201,7 +201,7 @@ def test_guarantees_hold_on_the_truncated_scale_path(monkeypatch, guarantee: str
 @pytest.mark.parametrize("mass", [0.99, 1.0])
 def test_draw_distribution_is_the_smallest_set_holding_mass(survey, mass: float) -> None:
     """Each record draws from its largest memberships holding ``mass``, renormalized."""
-    from sdcflow.tasks.fuzzy.fcm import memberships
+    from sdcflow.core.fuzzy.fcm import memberships
 
     X, _ = survey
     part = fuzzy_partition(
@@ -237,8 +237,8 @@ def test_draw_truncation_equals_sorting_every_row(mass: float) -> None:
     """The kernel sorts only the entries that can be kept; its output is the full sort's,
     bit for bit: on FCM memberships (m = 1.1 and 2), on rows with ties, with zeros (a record
     on a centre), and on rows where few entries hold almost nothing (the whole-row path)."""
-    from sdcflow.tasks.fuzzy import _kernels
-    from sdcflow.tasks.fuzzy.fcm import memberships
+    from sdcflow.core.fuzzy import _kernels
+    from sdcflow.core.fuzzy.fcm import memberships
 
     rng = np.random.default_rng(7)
     Z, V = rng.standard_normal((300, 4)), rng.standard_normal((60, 4))

@@ -11,12 +11,12 @@ import pytest
 from scipy import sparse
 from survey import QIS, write_release
 
+from sdcflow.core.measures.anonymity import expected_tuple_sizes
 from sdcflow.flows.cli import main
-from sdcflow.tasks.gates import GateContext, default_gates, run_gates
-from sdcflow.tasks.measures.anonymity import expected_tuple_sizes
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.base import BlockResult, MaskResult
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.gates import GateContext, default_gates, run_gates
+from sdcflow.methods import METHODS
+from sdcflow.methods.base import BlockResult, MaskResult
+from sdcflow.methods.blocks import mask_quasi_identifiers
 
 # Four records, two blocks of one key each, two centres per block: explicit draw
 # probabilities (rows sum to 1) and the centres each record was released as.

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from survey import expenditure_survey
 
+from sdcflow.core.fuzzy.microaggregation import fuzzy_microaggregation, fuzzy_partition
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.microaggregation.neighbours import spatial_cells
+from sdcflow.core.parallel import part_map
+from sdcflow.core.validation import standardize
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.fuzzy.microaggregation import fuzzy_microaggregation, fuzzy_partition
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.fuzzy import ConstrainedFuzzyParams, FuzzyParams, in_cells
-from sdcflow.tasks.microaggregation.neighbours import spatial_cells
-from sdcflow.tasks.parallel import part_map
-from sdcflow.tasks.validation import standardize
+from sdcflow.methods import METHODS
+from sdcflow.methods.fuzzy import ConstrainedFuzzyParams, FuzzyParams, in_cells
 
 COLUMNS = ["exp16", "exp7", "total"]
 
@@ -170,8 +170,8 @@ def test_runner_dask_accepts_fuzzy_with_cell_size_and_names_the_fix_without(tmp_
     from survey import QIS, write_release
 
     from sdcflow.flows.runners import with_cli_options
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
+    from sdcflow.spec.load import load_spec
 
     method = {"name": "constrained_fuzzy", "k": 5, "guarantee": "both"}
     without = write_release(tmp_path, rows=60, quasi_identifiers=QIS, method=method)
@@ -200,7 +200,7 @@ def test_dask_runner_publishes_the_local_fuzzy_release(tmp_path, prefect_api):
     from survey import QIS
     from test_scale_out import _task_runs, release_local_and_on_dask
 
-    from sdcflow.tasks.measures.anonymity import k_anonymity
+    from sdcflow.core.measures.anonymity import k_anonymity
 
     rows, k = 600, 5
     common = {
@@ -233,8 +233,8 @@ def test_the_report_skips_the_cheap_intruder_above_its_budget(survey, monkeypatc
     """A large randomized release (records x released groups above MANIFEST_PAIRS) gets no
     per-record risk in the report unless a gate asks for it: the cheap intruder would hold
     every record's membership to every released centre (100 000 records ran out of memory)."""
-    import sdcflow.tasks.gates.anonymity as anonymity
-    from sdcflow.tasks.gates import GateContext, gather_evidence, run_gates
+    import sdcflow.gates.anonymity as anonymity
+    from sdcflow.gates import GateContext, gather_evidence, run_gates
 
     X, _ = survey
     params = FuzzyParams(k=5, cell_size=300, restarts=1)

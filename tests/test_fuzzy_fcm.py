@@ -1,4 +1,4 @@
-"""FCM / entropy FCM (``tasks/fcm.py``): the propositions of the constrained-fuzzy paper,
+"""FCM / entropy FCM (``core/fuzzy/fcm.py``): the propositions of the constrained-fuzzy paper,
 constraint handling to 1e-9, coincident records, truncation against full FCM."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.fuzzy.fcm import (
+from sdcflow.core.fuzzy.fcm import (
     Fuzziness,
     fcm_objective,
     fuzzy_c_means,
@@ -16,8 +15,9 @@ from sdcflow.tasks.fuzzy.fcm import (
     sampled_dropped_mass,
     truncated_memberships,
 )
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.projection import PolyhedronProjector
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.projection import PolyhedronProjector
+from sdcflow.errors import InputError, Reason
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +218,7 @@ def test_truncated_memberships_are_rows_of_the_full_ones_renormalized() -> None:
 def test_fused_pass_matches_dense_numpy(m: float) -> None:
     """The compiled pass (integer powers, ``u^m`` from the normalizer) against [1] Prop. 1
     and eq. 1 written out with numpy."""
-    from sdcflow.tasks.fuzzy import _kernels as _fcm_kernels
+    from sdcflow.core.fuzzy import _kernels as _fcm_kernels
 
     gen = np.random.default_rng(5)
     X, V, w = gen.standard_normal((300, 3)), gen.standard_normal((25, 3)), gen.random(300)

@@ -14,11 +14,11 @@ import pytest
 import yaml
 from survey import EXAMPLE, QIS
 
+from sdcflow.core.fuzzy_mapping import FuzzyMapping, integer_ranges, preimage
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.fuzzy_mapping import FuzzyMapping, integer_ranges, preimage
-from sdcflow.tasks.spec import load_spec
-from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.preflight.plan import plan_release
+from sdcflow.spec.load import load_spec
 from sdcflow.warehouse.secrets import load_fuzzy_maps
 
 # Distinctive boundaries, so that finding one of them anywhere is a leak, not a coincidence.

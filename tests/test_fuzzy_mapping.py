@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sdcflow.errors import DataError, InputError, ParameterError, Reason
-from sdcflow.tasks.fuzzy_mapping import (
+from sdcflow.core.fuzzy_mapping import (
     COMBINERS,
     DETERMINISTIC,
     FuzzyMapping,
@@ -21,9 +20,9 @@ from sdcflow.tasks.fuzzy_mapping import (
     preimage,
     uniform_sets,
 )
-from sdcflow.tasks.fuzzy_mapping.remap import integer_preimage, parse_intervals, remap_rule_text
-from sdcflow.tasks.fuzzy_mapping.rules import equal_width_bins, rule_counts
-from sdcflow.tasks.fuzzy_mapping.similarity import (
+from sdcflow.core.fuzzy_mapping.remap import integer_preimage, parse_intervals, remap_rule_text
+from sdcflow.core.fuzzy_mapping.rules import equal_width_bins, rule_counts
+from sdcflow.core.fuzzy_mapping.similarity import (
     cosine,
     czekanowski,
     dice,
@@ -34,6 +33,7 @@ from sdcflow.tasks.fuzzy_mapping.similarity import (
     ruzicka,
     similarity_figures,
 )
+from sdcflow.errors import DataError, InputError, ParameterError, Reason
 
 PAPER_CUSTOM = [[0, 20], [10, 40], [20, 60], [80, 100]]
 
@@ -344,7 +344,7 @@ def test_mined_rules_carry_their_record_counts():
     """10 records: 6 (x, p, age 20), 2 (x, q, age 50), 2 (y, q, age 80). a=x ==> b=p holds
     for 6 of the 8 records with a=x (confidence 0.75)."""
     pytest.importorskip("mlxtend")
-    from sdcflow.tasks.fuzzy_mapping.rules import items_frame, mine_rules, select_rules
+    from sdcflow.core.fuzzy_mapping.rules import items_frame, mine_rules, select_rules
 
     frame = pd.DataFrame(
         {

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from sdcflow.tasks.fuzzy.fcm import fuzzy_c_means
-from sdcflow.tasks.linear.constraints import LinearConstraints
+from sdcflow.core.fuzzy.fcm import fuzzy_c_means
+from sdcflow.core.linear.constraints import LinearConstraints
 
 TABLE1 = np.array(
     [

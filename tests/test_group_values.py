@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from survey import EXAMPLE, QIS, release_frame
 
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.group_values import breaking_conditions, group_values_on_rules
+from sdcflow.core.linear.repair import violating_records
 from sdcflow.flows.cli import main
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import breaking_conditions, group_values_on_rules
-from sdcflow.tasks.linear.repair import violating_records
 
 COLUMNS = ["net", "tax", "gross"]
 NAN = np.nan
@@ -267,7 +267,7 @@ def test_a_strict_margin_is_each_groups_own_not_the_largest_firms():
     # 1e-8 + 2e-14 (|h| + |g| |v|): taken at the largest value held and the column's scale,
     # it would be 205 beside one turnover of 2e16, moving a group at (11, 9), which keeps
     # the rule, to (214, 9), and constrained_fuzzy would publish turnover 11 at 40.
-    from sdcflow.tasks.fuzzy.microaggregation import _polish
+    from sdcflow.core.fuzzy.microaggregation import _polish
 
     columns = ["turnover", "wages"]
     rules = LinearConstraints.from_rows(
@@ -446,7 +446,7 @@ def test_group_values_are_rounded_keeping_the_equalities_each_group_can_be_check
 
 def test_a_condition_on_a_missing_value_is_undetermined_not_true():
     # DuckDB orders NaN above every number: NaN != 0 and NaN > 5 would be true
-    from sdcflow.tasks.steps.edits import _sql_condition
+    from sdcflow.tasks.edits import _sql_condition
 
     values = {"employees": np.array([0.0, 3.0, NAN]), "wages": np.array([1.0, 2.0, 3.0])}
     assert _sql_condition('("employees" > 2.0)')(values).tolist() == [False, True, False]
@@ -650,8 +650,8 @@ def test_a_condition_on_a_key_binned_by_recode_is_not_applied_to_group_values():
     # employees is published as bin labels: its condition cannot be read on numbers (DuckDB
     # stopped the mask step with a binder error)
     from sdcflow.expectations.rules import parse_rules
-    from sdcflow.tasks.steps.edits import group_conditions
-    from sdcflow.tasks.steps.plan import linear_constraints
+    from sdcflow.preflight.plan import linear_constraints
+    from sdcflow.tasks.edits import group_conditions
 
     columns = ["employees", "wages"]
     [rule] = parse_rules(["if employees == 0 then wages == 0"])
@@ -686,8 +686,8 @@ def test_a_bound_at_zero_is_published_as_0_not_minus_0():
 def test_the_batched_weighted_projection_is_the_projectors():
     # every group at once onto the equalities, each with its own weights, against the
     # projector built for each weight vector; a dependent row (the sum of the two) included
-    from sdcflow.tasks.linear.own_units import onto_equalities
-    from sdcflow.tasks.linear.projection import PolyhedronProjector
+    from sdcflow.core.linear.own_units import onto_equalities
+    from sdcflow.core.linear.projection import PolyhedronProjector
 
     rng = np.random.default_rng(11)
     A = np.array([[1.0, 1.0, -1.0, 0.0, 0.0], [0.0, -0.2, 0.0, 1.0, 0.0]])
@@ -917,9 +917,9 @@ def test_with_blocks_groups_are_not_redone_across_them():
     # with `blocks:` a group of one block is not a set of equal whole rows, so redoing rows
     # would split the second block's groups of 3 into 1s and 2s (block k 1); a broken rule
     # blocks publication, and the released values are the method's
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.microaggregation import MdavParams
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.microaggregation import MdavParams
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(14)
     rows = []

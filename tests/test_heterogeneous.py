@@ -9,12 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import DataError
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import mask_keys
-from sdcflow.tasks.microaggregation.heterogeneous import (
+from sdcflow.core.measures.anonymity import k_anonymity
+from sdcflow.core.microaggregation.heterogeneous import (
     MixedKeys,
     _Distances,
     group_representatives,
@@ -23,7 +19,11 @@ from sdcflow.tasks.microaggregation.heterogeneous import (
     heterogeneous_groups,
     short_group_sets,
 )
-from sdcflow.tasks.parallel import part_map
+from sdcflow.core.parallel import part_map
+from sdcflow.errors import DataError
+from sdcflow.methods import METHODS
+from sdcflow.methods.keys import Key
+from sdcflow.methods.mixed import mask_keys
 
 # x numeric; o ordinal with 3 categories (ranks 0..2); c nominal (A = 0, B = 1)
 X = np.array([[1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
@@ -301,7 +301,7 @@ def test_the_report_does_not_say_cells_of_missing_numbers_are_refined_across_bor
     # description as its meaning. mdav's cell_size read "MDAV within cells, refined across
     # their borders" also for a release whose numeric keys have missing values, where
     # MDAV-generic runs within the cells and nothing searches across them.
-    from sdcflow.tasks.methods.microaggregation import MdavParams
+    from sdcflow.methods.microaggregation import MdavParams
 
     meaning = MdavParams.model_fields["cell_size"].description
     assert "missing values: MDAV-generic within cells, not refined across them" in meaning
@@ -538,8 +538,8 @@ def test_a_lone_value_in_a_stratum_is_not_published_and_k_holds(cell_size):
     record with records missing the key, so releasing the value would set the record apart
     from its group's identical rows. The key is blanked for the group, the release is not
     refused, and k over identical released rows holds."""
-    from sdcflow.tasks.methods import get_method
-    from sdcflow.tasks.methods.keys import Key
+    from sdcflow.methods import get_method
+    from sdcflow.methods.keys import Key
 
     rng = np.random.default_rng(1)
     n = 200
@@ -584,9 +584,9 @@ def test_a_complete_stratums_group_joined_to_a_short_one_stays_on_the_rules(deci
     """Stratum Y holds a on one record; its group joins groups of stratum X, which has no
     gap and is masked (on the rules) by the method; their a becomes the set's mean, so the
     joined groups are moved back onto total == a + b and b <= a like the partial strata's."""
-    from sdcflow.tasks.linear.constraints import LinearConstraints
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.microaggregation import MdavParams
+    from sdcflow.core.linear.constraints import LinearConstraints
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.microaggregation import MdavParams
 
     rng = np.random.default_rng(1)
     n = 60

@@ -10,8 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sdcflow.errors import InputError
-from sdcflow.tasks.suppression.local import (
+from sdcflow.core.suppression.local import (
     frequencies,
     importance_rank,
     local_suppression,
@@ -19,6 +18,7 @@ from sdcflow.tasks.suppression.local import (
     restore,
     strata_suppression,
 )
+from sdcflow.errors import InputError
 
 
 def brute_force_class_sizes(C: np.ndarray) -> np.ndarray:
@@ -250,10 +250,10 @@ def test_a_release_of_categorical_keys_only_passes_its_checks():
     # ingest and masking. No numeric key: no IL figure, and the gates run.
     import pandas as pd
 
-    from sdcflow.tasks.gates import GATES, GateContext, default_gates, gather_evidence
-    from sdcflow.tasks.methods import LocalSuppressionParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.gates import GATES, GateContext, default_gates, gather_evidence
+    from sdcflow.methods import LocalSuppressionParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(
@@ -273,7 +273,7 @@ def test_a_release_of_categorical_keys_only_passes_its_checks():
 def test_the_console_loss_line_of_a_release_without_numeric_keys_is_not_empty():
     # categorical keys only: no IL figure (3ecef87), and the console printed
     # "information loss: " with nothing after it
-    from sdcflow.tasks.steps.checks import loss_line
+    from sdcflow.tasks.checks import loss_line
 
     assert loss_line({}).strip()
     assert loss_line({"raw": 2.403, "repaired": 2.436}).count("%") == 2
@@ -295,10 +295,10 @@ def test_the_unique_code_of_issue_40_is_protected_through_the_method():
     # released rows holds at least 5 records.
     import pandas as pd
 
-    from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
-    from sdcflow.tasks.methods import LocalSuppressionParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.core.measures.anonymity import equivalence_class_sizes
+    from sdcflow.methods import LocalSuppressionParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(40)
     n = 3000
@@ -322,10 +322,10 @@ def test_mixed_keys_give_identical_rows_over_all_keys():
     # k to 2k - 1 records one group): every released row over all keys is shared by >= k
     import pandas as pd
 
-    from sdcflow.tasks.measures.anonymity import equivalence_class_sizes
-    from sdcflow.tasks.methods import MdavParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.core.measures.anonymity import equivalence_class_sizes
+    from sdcflow.methods import MdavParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(7)
     n = 400

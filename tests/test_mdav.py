@@ -9,15 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation.mdav import (
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation.mdav import (
     group_means,
     mdav,
     mdav_groups,
     mdav_groups_reference,
 )
-from sdcflow.tasks.validation import standardize
+from sdcflow.core.validation import standardize
+from sdcflow.errors import InputError, Reason
 
 BOTH = pytest.mark.parametrize(
     "groups", [mdav_groups_reference, mdav_groups], ids=["numpy", "numba"]
@@ -109,7 +109,7 @@ def test_unstandardized_groups_the_centred_values() -> None:
 def test_compiled_distances_are_bit_equal_to_the_reference() -> None:
     # the whole identity argument rests on this: same operations, same order, no fused
     # multiply-add in the compiled code (a compiler or CPU change that fused them would fail)
-    from sdcflow.tasks.microaggregation.mdav import _sq_dist, _sq_dist_rows
+    from sdcflow.core.microaggregation.mdav import _sq_dist, _sq_dist_rows
 
     rng = np.random.default_rng(11)
     P = rng.standard_normal((500, 7)) * rng.lognormal(size=7)
@@ -120,7 +120,7 @@ def test_compiled_distances_are_bit_equal_to_the_reference() -> None:
 
 def test_compiled_distances_to_query_rows_are_bit_equal_to_the_reference() -> None:
     # the sweeps measure against a row of the query matrix (no view): same arithmetic
-    from sdcflow.tasks.microaggregation.mdav import _sq_dist_rows, _sq_dist_to
+    from sdcflow.core.microaggregation.mdav import _sq_dist_rows, _sq_dist_to
 
     rng = np.random.default_rng(12)
     P = rng.standard_normal((400, 9)) * rng.lognormal(size=9)

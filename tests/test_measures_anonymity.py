@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.measures.anonymity import (
+from sdcflow.core.measures.anonymity import (
     entropy_l_diversity,
     equivalence_class_sizes,
     expected_cluster_sizes,
@@ -30,7 +29,8 @@ from sdcflow.tasks.measures.anonymity import (
     match_counts,
     probabilistic_k_anonymity,
 )
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.core.microaggregation.mdav import group_means, mdav
+from sdcflow.errors import InputError, Reason
 
 PYCANON = "pycanon==1.3.6"
 
@@ -159,7 +159,7 @@ def test_matches_pycanon_on_an_mdav_release(pycanon_anonymity):
 def test_k_counts_identical_rows_and_the_gate_says_so():
     """A blank is a value of its own: the three rows differ, so k is 1, while sdcMicro's
     count (a blank matches any value) gives 3; each gate's description names its count."""
-    from sdcflow.tasks.gates.anonymity import GATES
+    from sdcflow.gates.anonymity import GATES
 
     released = pd.DataFrame({"a": [1.0, 1.0, np.nan], "s": ["x", None, "x"]})
     assert k_anonymity(released) == 1

@@ -8,18 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.gates import GATES, GateContext, MeasureOptions, run_gates
-from sdcflow.tasks.measures.anonymity import l_diversity
-from sdcflow.tasks.measures.cluster_loss import cluster_loss
-from sdcflow.tasks.measures.disclosure_risk import (
+from sdcflow.core.measures.anonymity import l_diversity
+from sdcflow.core.measures.cluster_loss import cluster_loss
+from sdcflow.core.measures.disclosure_risk import (
     fuzzy_reidentification_probabilities,
     interval_disclosure,
     record_linkage,
 )
-from sdcflow.tasks.measures.information_loss import generic_loss, probabilistic_loss_table
-from sdcflow.tasks.methods import MaskResult
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.core.measures.information_loss import generic_loss, probabilistic_loss_table
+from sdcflow.core.microaggregation.mdav import group_means, mdav
+from sdcflow.errors import InputError, Reason
+from sdcflow.gates import GATES, GateContext, MeasureOptions, run_gates
+from sdcflow.methods import MaskResult
 
 
 @pytest.fixture(scope="module")
@@ -130,8 +130,8 @@ def test_figures_of_complete_records_are_not_checked_when_no_record_is_complete(
     # linkage and the other loss figures are measured on the records that have every key,
     # and there is none. They raised 'original has 0 rows' (exit 2 from `sdcflow compare`,
     # which measures them for every variant); they are now "not checked" (NaN, not passed).
-    from sdcflow.tasks.gates import measure
-    from sdcflow.tasks.methods import MdavParams
+    from sdcflow.gates import measure
+    from sdcflow.methods import MdavParams
 
     X = np.array([[1.0, np.nan], [3.0, np.nan], [np.nan, 10.0], [np.nan, 30.0]])
     P = np.array([[2.0, np.nan], [2.0, np.nan], [np.nan, 20.0], [np.nan, 20.0]])
@@ -161,7 +161,7 @@ def test_a_figure_is_never_printed_equal_to_a_threshold_it_differs_from(capsys) 
     0.0044994405 printed "0.00449944 <= 0.00449944 FAIL": a true verdict that read as false.
     The console, the log, the artifacts and the report take digits enough to tell them apart."""
     from sdcflow.flows.cli import _print_outcome
-    from sdcflow.tasks.gates.base import GateOutcome, distinct_digits
+    from sdcflow.gates.base import GateOutcome, distinct_digits
 
     o = GateOutcome("max_individual_risk", 0.004499441, 0.0044994405, "max", False, "risk")
     figure, threshold = o.shown

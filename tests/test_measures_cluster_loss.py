@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.fuzzy.fcm import FCMResult, memberships
-from sdcflow.tasks.measures.cluster_loss import (
+from sdcflow.core.fuzzy.fcm import FCMResult, memberships
+from sdcflow.core.measures.cluster_loss import (
     adjusted_rand_index,
     align_clusters,
     alpha_cut,
@@ -24,6 +23,7 @@ from sdcflow.tasks.measures.cluster_loss import (
     rand_index,
     standardize_like,
 )
+from sdcflow.errors import InputError, Reason
 
 
 def _labels(labels: list[int]) -> np.ndarray:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.gates import GateContext, run_gates
-from sdcflow.tasks.measures.disclosure_risk import (
+from sdcflow.core.measures.disclosure_risk import (
     interval_disclosure,
     interval_disclosure_per_variable,
     model_reidentification_probabilities,
@@ -17,8 +15,10 @@ from sdcflow.tasks.measures.disclosure_risk import (
     release_reidentification_probabilities,
     transparency_reidentification,
 )
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.core.microaggregation.mdav import group_means, mdav
+from sdcflow.errors import InputError, Reason
+from sdcflow.gates import GateContext, run_gates
+from sdcflow.methods import METHODS
 
 X1 = np.array([[0.0], [1.0], [2.0], [10.0]])
 

@@ -7,8 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.measures.information_loss import (
+from sdcflow.core.measures.information_loss import (
     _sampling_sd,
     generic_loss,
     generic_loss_table,
@@ -17,6 +16,7 @@ from sdcflow.tasks.measures.information_loss import (
     probabilistic_loss_table,
     sse_sst_loss,
 )
+from sdcflow.errors import InputError, Reason
 
 # Original a = [1, 3, 5, 7], b = [2, 2, 6, 6]; masked = pairs replaced by their means.
 X = np.array([[1.0, 2.0], [3.0, 2.0], [5.0, 6.0], [7.0, 6.0]])

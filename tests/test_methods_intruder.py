@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from sdcflow.tasks.measures.disclosure_risk import reidentification_probabilities
-from sdcflow.tasks.methods import MdavParams
-from sdcflow.tasks.methods.base import combined_probabilities, transparency_probabilities
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
+from sdcflow.core.measures.disclosure_risk import reidentification_probabilities
+from sdcflow.methods import MdavParams
+from sdcflow.methods.base import combined_probabilities, transparency_probabilities
+from sdcflow.methods.blocks import mask_quasi_identifiers
 
 
 def _crisp(labels: np.ndarray) -> sparse.csr_matrix:

@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sdcflow.tasks.microaggregation.bound import sse_lower_bound
-from sdcflow.tasks.microaggregation.mdav import mdav_groups
-from sdcflow.tasks.microaggregation.neighbours import exact_neighbours
-from sdcflow.tasks.microaggregation.ps import ps_groups
-from sdcflow.tasks.microaggregation.refine import refine_groups
-from sdcflow.tasks.microaggregation.scaling import working_scale
-from sdcflow.tasks.microaggregation.univariate import univariate_groups
+from sdcflow.core.microaggregation.bound import sse_lower_bound
+from sdcflow.core.microaggregation.mdav import mdav_groups
+from sdcflow.core.microaggregation.neighbours import exact_neighbours
+from sdcflow.core.microaggregation.ps import ps_groups
+from sdcflow.core.microaggregation.refine import refine_groups
+from sdcflow.core.microaggregation.scaling import working_scale
+from sdcflow.core.microaggregation.univariate import univariate_groups
 
 
 def test_four_points_by_hand_and_tight() -> None:

@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation.mdav import group_means, mdav
+from sdcflow.core.microaggregation.ps import ps
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.methods.microaggregation import RefineOptions
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
-from sdcflow.tasks.microaggregation.ps import ps
-from sdcflow.tasks.spec import load_spec
+from sdcflow.methods import METHODS
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.methods.microaggregation import RefineOptions
+from sdcflow.spec.load import load_spec
 
 
 def spec_with(tmp_path, method: dict) -> object:
@@ -118,9 +118,9 @@ def test_blocks_report_the_bound_of_the_whole() -> None:
 def test_stratified_bound() -> None:
     # Two strata microaggregated separately: on the whole file's standardized scale the loss
     # is the sum of the strata's SSEs over one SST, and so is the bound.
-    from sdcflow.tasks.methods.microaggregation import stratified_bound_details
-    from sdcflow.tasks.microaggregation.bound import sse_lower_bound
-    from sdcflow.tasks.microaggregation.scaling import working_scale
+    from sdcflow.core.microaggregation.bound import sse_lower_bound
+    from sdcflow.core.microaggregation.scaling import working_scale
+    from sdcflow.methods.microaggregation import stratified_bound_details
 
     rng = np.random.default_rng(6)
     X = rng.lognormal(size=(90, 3))
@@ -139,7 +139,7 @@ def test_stratified_bound() -> None:
 def test_univariate_on_several_numeric_keys_is_refused_at_preflight(tmp_path) -> None:
     # It was refused only by the mask step: after the flow run had started, ingested and
     # validated (and, in `sdcflow compare`, after the other variants had run).
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
 
     with pytest.raises(InputError) as e:
         plan_release(spec_with(tmp_path, {"name": "univariate", "k": 2}))
@@ -154,7 +154,7 @@ def test_univariate_on_several_numeric_keys_is_refused_at_preflight(tmp_path) ->
 @pytest.mark.parametrize("name", ["mdav", "ps", "fuzzy"])
 def test_a_cell_size_below_2k_is_refused_at_preflight(tmp_path, name: str) -> None:
     # it was refused by the mask step, after the run had started and been recorded
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
 
     with pytest.raises(InputError) as e:
         plan_release(spec_with(tmp_path, {"name": name, "k": 2, "cell_size": 3}))
@@ -167,11 +167,11 @@ def test_loss_beside_the_bound_is_that_of_the_published_values() -> None:
     # and `IL / bound` were those of values never published (Adult, age in whole years:
     # ratio 1.488 in the manifest, 1.526 from the files). They must be the release's.
     from sdcflow import MDAV
+    from sdcflow.core.measures.information_loss import sse_sst_loss_present
     from sdcflow.measures import information_loss
-    from sdcflow.tasks.measures.information_loss import sse_sst_loss_present
-    from sdcflow.tasks.methods import MdavParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.methods import MdavParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(11)
     frame = pd.DataFrame(

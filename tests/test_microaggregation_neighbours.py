@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdcflow.tasks.microaggregation.neighbours import (
+from sdcflow.core.microaggregation.neighbours import (
     exact_neighbours,
     neighbour_lists,
     reverse_lists,

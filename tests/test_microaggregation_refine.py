@@ -9,14 +9,14 @@ from brute_force import optimal_sse, partition_sse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation import refine as R
+from sdcflow.core.microaggregation.blocked import blocked_mdav
+from sdcflow.core.microaggregation.mdav import group_means, mdav, mdav_groups
+from sdcflow.core.microaggregation.ps import ps, ps_groups
+from sdcflow.core.microaggregation.refine import refine, refine_groups
+from sdcflow.core.microaggregation.scaling import working_scale
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation import refine as R
-from sdcflow.tasks.microaggregation.blocked import blocked_mdav
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav, mdav_groups
-from sdcflow.tasks.microaggregation.ps import ps, ps_groups
-from sdcflow.tasks.microaggregation.refine import refine, refine_groups
-from sdcflow.tasks.microaggregation.scaling import working_scale
 
 
 def check_sizes(labels: np.ndarray, k: int) -> None:

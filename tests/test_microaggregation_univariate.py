@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from sdcflow.core.microaggregation.univariate import univariate, univariate_groups
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.microaggregation.univariate import univariate, univariate_groups
+from sdcflow.methods import METHODS
+from sdcflow.methods.blocks import mask_quasi_identifiers
 
 
 def test_two_clusters_by_hand() -> None:

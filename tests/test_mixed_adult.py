@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 from test_measures_anonymity import pycanon_anonymity  # noqa: F401 (fixture)
 
-from sdcflow.tasks.measures.anonymity import equivalence_class_sizes, k_anonymity, match_counts
-from sdcflow.tasks.methods import MdavParams
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import mask_keys
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
+from sdcflow.core.measures.anonymity import equivalence_class_sizes, k_anonymity, match_counts
+from sdcflow.core.microaggregation.mdav import group_means, mdav
+from sdcflow.methods import MdavParams
+from sdcflow.methods.keys import Key
+from sdcflow.methods.mixed import mask_keys
 
 pytestmark = pytest.mark.data
 

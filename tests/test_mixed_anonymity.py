@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 from test_measures_anonymity import pycanon_anonymity  # noqa: F401 (fixture)
 
+from sdcflow.core.measures import anonymity as _anonymity
+from sdcflow.core.measures.anonymity import key_codes
 from sdcflow.errors import InputError
-from sdcflow.tasks.measures import anonymity as _anonymity
-from sdcflow.tasks.measures.anonymity import key_codes
 
 LOOSE = "missing_matches_any"
 
@@ -182,7 +182,7 @@ def test_every_way_of_joining_patterns_gives_the_pairwise_counts(join, seed, mon
     """The counts go through hash joins, index joins, a pool of small patterns compared
     directly, and rows matching a whole pattern (no key in common); each route on its own
     must give the O(n^2) reference, and the weighted sums must be the same to the bit."""
-    from sdcflow.tasks.measures import anonymity
+    from sdcflow.core.measures import anonymity
 
     rng = np.random.default_rng(40 + seed)
     n = 400
@@ -254,7 +254,7 @@ def test_index_joins_do_not_hold_every_matched_pair_at_once(monkeypatch):
     patterns), 6 times the memory of hashing every pair of patterns before the bound."""
     import tracemalloc
 
-    from sdcflow.tasks.measures import anonymity
+    from sdcflow.core.measures import anonymity
 
     monkeypatch.setattr(anonymity, "PAIR_BUFFER", 0, raising=False)
     small = _every_record_in_many_patterns(12, 20, 3)  # the flushed pairs give the same sums
@@ -286,7 +286,7 @@ def test_counted_once_reuses_only_equal_codes_and_weights(monkeypatch):
     """Inside ``counted_once`` the frequencies of equal key codes and weights are counted
     once; other codes (a value changed in place), other weights, and calls outside the block
     are counted again -- and every answer is the one a fresh count gives."""
-    from sdcflow.tasks.measures import anonymity
+    from sdcflow.core.measures import anonymity
 
     calls = []
     real = anonymity.codes_matching_sums

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from errorline import cli_error
 
+from sdcflow.core.measures.anonymity import match_counts
 from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.measures.anonymity import match_counts
 
 EDUCATION = ["primary", "secondary", "tertiary"]
 
@@ -93,7 +93,7 @@ def write_spec(tmp: Path, frame: pd.DataFrame | None = None, **overrides) -> Pat
 
 @pytest.mark.flow
 def test_mixed_release_end_to_end(tmp_path, prefect_api, monkeypatch):
-    from sdcflow.tasks.measures import anonymity
+    from sdcflow.core.measures import anonymity
 
     counted: list[tuple[bytes, bytes, str]] = []  # codes, weights, convention of every count
     real = anonymity.codes_matching_sums
@@ -236,7 +236,7 @@ def test_an_empty_missing_values_list_declares_nothing(tmp_path, capsys):
     # `missing_values: []` names no token, so it means what leaving the key out means: the
     # keys' empty cells are refused (it let them through, matching any value in k), and the
     # spec hash is that of the spec without the key.
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
 
     spec = write_spec(tmp_path, missing_values=[])
     _one_line_refusal(capsys, spec, Reason.VALUES_MISSING, "salary")
@@ -316,8 +316,8 @@ def test_a_method_not_applied_to_missing_numbers_is_refused(tmp_path, capsys, me
     spec.write_text(yaml.safe_dump({**fields, "method": method}))
     _one_line_refusal(capsys, spec, Reason.SPEC_CONTRADICTION, "age (7 missing)")
     # plain mdav is what runs, so it is allowed (preflight only: no flow here)
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
+    from sdcflow.spec.load import load_spec
 
     spec.write_text(yaml.safe_dump({**fields, "method": {"name": "mdav", "k": 5}}))
     assert plan_release(load_spec(spec)).resolved_keys
@@ -354,9 +354,9 @@ def test_a_method_not_applied_to_missing_numbers_in_strata_is_refused(tmp_path, 
 def test_a_boolean_key_is_published_as_booleans():
     # Booleans are numeric to pandas: the released labels were coerced as numbers, so every
     # value of the key was published missing while the manifest said none had changed.
-    from sdcflow.tasks.methods import MdavParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
+    from sdcflow.methods import MdavParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"smoker": rng.random(100) < 0.5, "income": rng.integers(0, 900, 100)})
@@ -373,8 +373,8 @@ def test_a_key_column_without_any_value_is_planned_not_a_crash(tmp_path, source)
     """A key column where every value is missing (all `?` in a CSV, all null in Parquet) is
     planned, not a crash (``int(None)``, exit 3): DuckDB's count_if is NULL, not 0, when its
     condition is NULL on every row."""
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
+    from sdcflow.spec.load import load_spec
 
     n = 60
     income = [1000.0 + 37 * i for i in range(n)]

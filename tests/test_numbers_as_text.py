@@ -23,8 +23,8 @@ from errorline import cli_error
 
 from sdcflow.errors import Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.spec import load_spec
-from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.preflight.plan import plan_release
+from sdcflow.spec.load import load_spec
 from sdcflow.warehouse.sources import read_source
 
 N = 60

@@ -1,6 +1,6 @@
 """A piece run on one thread of a Dask worker uses that thread only: the core's
 multithreaded calls (SciPy's KD-tree queries) take their thread count from
-:func:`sdcflow.tasks.parallel.threads`, which the task run of a piece sets to 1."""
+:func:`sdcflow.core.parallel.threads`, which the task run of a piece sets to 1."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from prefect import flow
 from scipy.spatial import cKDTree
 
-from sdcflow.tasks.fuzzy import fcm
-from sdcflow.tasks.fuzzy import microaggregation as fuzzy_micro
-from sdcflow.tasks.parallel import piece_threads, threads
+from sdcflow.core.fuzzy import fcm
+from sdcflow.core.fuzzy import microaggregation as fuzzy_micro
+from sdcflow.core.parallel import piece_threads, threads
 
 
 def test_every_core_outside_a_piece_and_the_given_threads_inside():
@@ -80,7 +80,7 @@ def _probe() -> int:
 def test_a_pieces_task_run_gives_it_one_thread(prefect_api):
     """The task run that runs a piece on a worker (here Prefect's default runner, a thread
     of this process) sets one thread around the piece, and only around it."""
-    from sdcflow.tasks.steps.scale import run_part
+    from sdcflow.tasks.scale import run_part
 
     @flow
     def pieces() -> tuple[int, int]:

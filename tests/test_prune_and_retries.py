@@ -248,9 +248,9 @@ def test_a_signal_during_a_duckdb_query_counts_as_an_interruption():
 def test_ingest_retries_a_transient_error_and_never_bad_input(tmp_path, prefect_api, monkeypatch):
     from prefect import flow
 
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps.ingest import ingest
-    from sdcflow.tasks.steps.plan import plan_release
+    from sdcflow.preflight.plan import plan_release
+    from sdcflow.spec.load import load_spec
+    from sdcflow.tasks.ingest import ingest
 
     plan = plan_release(load_spec(write_release(tmp_path, rows=20)))
     wh = Warehouse(tmp_path / "warehouse.duckdb")
@@ -289,7 +289,7 @@ def test_progress_tells_listeners_each_step_and_the_bar_stays_off_without_a_term
     import io
 
     from sdcflow.flows.progress_bar import wanted
-    from sdcflow.tasks.steps.progress import Progress, listening
+    from sdcflow.tasks.progress import Progress, listening
 
     events: list[tuple[str, str, int, int]] = []
     with listening(lambda *event: events.append(event)):
@@ -316,7 +316,7 @@ def test_the_bar_names_the_command_that_runs(command):
     from rich.console import Console
 
     from sdcflow.flows.progress_bar import terminal_progress
-    from sdcflow.tasks.steps.progress import Progress
+    from sdcflow.tasks.progress import Progress
 
     console = Console(record=True, force_terminal=True, width=120)
     with terminal_progress(True, command=command, console=console):

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation.mdav import group_means
+from sdcflow.core.microaggregation.ps import ps, ps_groups
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.methods import METHODS, PsParams
-from sdcflow.tasks.microaggregation.mdav import group_means
-from sdcflow.tasks.microaggregation.ps import ps, ps_groups
+from sdcflow.methods import METHODS, PsParams
 
 
 def test_six_records_by_hand() -> None:

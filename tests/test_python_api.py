@@ -13,10 +13,10 @@ from survey import EXAMPLE, QIS, write_release
 
 import sdcflow
 from sdcflow import MDAV, PS, Box, ConstrainedFuzzy, Fuzzy, InputError, Reason
+from sdcflow.core.measures.disclosure_risk import record_linkage as core_linkage
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation.mdav import group_means, mdav
 from sdcflow.measures import information_loss, k_anonymity, record_linkage
-from sdcflow.tasks.measures.disclosure_risk import record_linkage as core_linkage
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_mdav_transformer_is_the_registry_method(survey):
 
 
 def test_params_as_in_scikit_learn_and_errors_as_in_the_cli(survey):
-    from sdcflow.tasks.methods import METHODS
+    from sdcflow.methods import METHODS
 
     model = MDAV(k=5)
     # the parameters are the registry's (generated, not copied), plus random_state

@@ -12,8 +12,8 @@ from errorline import cli_error
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.recoding.recode import Recoding, load_hierarchy, recode
-from sdcflow.tasks.spec import RecodeSpec
+from sdcflow.methods.recoding import Recoding, load_hierarchy, recode
+from sdcflow.spec.schema import RecodeSpec
 
 
 def test_bins_by_hand():

@@ -1,4 +1,4 @@
-"""Undeclared linear relations among numeric keys with missing values (sdcflow.tasks.linear.
+"""Undeclared linear relations among numeric keys with missing values (sdcflow.core.linear.
 relations) and the release's refusal of them; sets of joined groups moved onto the rules as
 one (Representatives.sets)."""
 
@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdcflow.errors import Reason
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.group_values import group_values_on_rules
-from sdcflow.tasks.linear.relations import undeclared_relations
-from sdcflow.tasks.microaggregation.heterogeneous import (
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.group_values import group_values_on_rules
+from sdcflow.core.linear.relations import undeclared_relations
+from sdcflow.core.microaggregation.heterogeneous import (
     MixedKeys,
     group_representatives,
     heterogeneous_groups,
 )
+from sdcflow.errors import Reason
 
 COLS = ["a", "b", "total"]
 

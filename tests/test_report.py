@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 from browser import IMAGES, REFERENCES, Chromium
 
-from sdcflow.tasks.gates import GateContext, gather_evidence, run_gates
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.methods.blocks import mask_quasi_identifiers
-from sdcflow.tasks.report.html import check_usage, write_report
-from sdcflow.tasks.report.plots import class_size_figure, safe_bins
-from sdcflow.tasks.report.release import (
+from sdcflow.gates import GateContext, gather_evidence, run_gates
+from sdcflow.methods import METHODS
+from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.report.html import check_usage, write_report
+from sdcflow.report.plots import class_size_figure, safe_bins
+from sdcflow.report.release import (
     ReleaseFacts,
     RuleFacts,
     _correlations,
@@ -27,7 +27,7 @@ from sdcflow.tasks.report.release import (
     release_sections,
     summary_section,
 )
-from sdcflow.tasks.report.sections import Section, Table, fmt
+from sdcflow.report.sections import Section, Table, fmt
 
 GATES = [
     {"check": "k_anonymity", "figure": 5.0, "rule": ">=", "threshold": 5.0, "verdict": "pass",
@@ -246,8 +246,8 @@ def test_report_in_a_browser_loads_nothing_from_outside(tmp_path):
 
 
 def test_record_risk_is_the_gates_own_not_recomputed(monkeypatch):
-    import sdcflow.tasks.gates.anonymity as anonymity
-    from sdcflow.tasks.gates import MeasureOptions
+    import sdcflow.gates.anonymity as anonymity
+    from sdcflow.gates import MeasureOptions
 
     facts = _facts("fuzzy")
     calls = []
@@ -385,7 +385,7 @@ def test_the_blocks_note_states_the_joint_k_of_this_release():
     """The note said a record's combination of the blocks' groups "may match fewer than k
     records", also on a release whose joint k (gated since d5837fe) holds; it now gives the
     joint figure when it is below k and claims no shortfall otherwise."""
-    from sdcflow.tasks.measures.anonymity import match_counts
+    from sdcflow.core.measures.anonymity import match_counts
 
     X = _facts().original
     params = METHODS["mdav"].params(k=5)
@@ -412,7 +412,7 @@ def test_correlations_say_on_which_records_they_are_measured():
     """Correlations are computed on the records that have every numeric key; on a survey
     whose records each skip a question there is none, and the report drew blank heatmaps
     captioned "blank: a constant column has none", which no column was."""
-    from sdcflow.tasks.report.release import correlation_section
+    from sdcflow.report.release import correlation_section
 
     facts = _facts()
     facts.original = facts.original.copy()
@@ -432,13 +432,13 @@ def test_a_stratified_bound_is_not_shown_as_a_bound_on_every_partition():
     # strata of four categorical keys: bound 4.61, MDAV ignoring the strata 0.30).
     import pandas as pd
 
-    from sdcflow.tasks.measures.information_loss import sse_sst_loss
-    from sdcflow.tasks.methods import MdavParams
-    from sdcflow.tasks.methods.keys import Key
-    from sdcflow.tasks.methods.mixed import mask_keys
-    from sdcflow.tasks.microaggregation.mdav import group_means, mdav_groups
-    from sdcflow.tasks.report.release import lower_bound_rows
-    from sdcflow.tasks.validation import standardize
+    from sdcflow.core.measures.information_loss import sse_sst_loss
+    from sdcflow.core.microaggregation.mdav import group_means, mdav_groups
+    from sdcflow.core.validation import standardize
+    from sdcflow.methods import MdavParams
+    from sdcflow.methods.keys import Key
+    from sdcflow.methods.mixed import mask_keys
+    from sdcflow.report.release import lower_bound_rows
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=60)
@@ -458,8 +458,8 @@ def test_a_stratified_bound_is_not_shown_as_a_bound_on_every_partition():
 def test_the_keys_risk_table_shows_the_manifests_figures():
     # The risk figures were rounded to 4 significant digits before display: Adult's 16414.72
     # expected re-identifications read "16410", a count the manifest does not hold.
-    from sdcflow.tasks.report.release import keys_sections
-    from sdcflow.tasks.report.sections import fmt
+    from sdcflow.report.release import keys_sections
+    from sdcflow.report.sections import fmt
 
     def risk(er: float, pct: float, top: float) -> dict:
         return {
@@ -489,7 +489,7 @@ def test_the_keys_table_shows_the_suppressions_beside_their_lower_bounds():
     """Every record of a class of identical rows below k needs a suppression unless others
     join its row: the table gives that count and the proven bound beside the total, and
     sdcMicro's count of k beside k, labelled."""
-    from sdcflow.tasks.report.release import keys_sections
+    from sdcflow.report.release import keys_sections
 
     after = {"expected_reidentifications": 1.0, "global_risk_percent": 1.0, "max": 0.2}
     details = {

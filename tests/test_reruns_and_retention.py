@@ -201,7 +201,7 @@ def test_a_rules_file_edited_during_a_run_leaves_manifest_and_audit_agreeing(
     assert manifest["spec_sha256"] == audit["spec_sha256"]
     assert list(manifest["edit_rules"]["raw"]) == ["R1"]  # the rules the run applied
     rules.write_text("- total_costs == wages + other_costs\n")  # as the run read it
-    assert manifest["spec_sha256"] == sdcflow.tasks.spec.load_spec(spec).sha256()
+    assert manifest["spec_sha256"] == sdcflow.spec.load.load_spec(spec).sha256()
 
 
 def test_report_folders_are_owner_only_and_a_readable_warehouse_is_reported(scenario):

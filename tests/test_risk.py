@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdcflow.core.measures.anonymity import exact_parts, match_counts
+from sdcflow.core.measures.risk import individual_risk, risk_summary
 from sdcflow.errors import InputError
-from sdcflow.tasks.measures.anonymity import exact_parts, match_counts
-from sdcflow.tasks.measures.risk import individual_risk, risk_summary
 
 
 def test_individual_risk_by_hand():

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.tasks.linear.constraints import LinearConstraints
-from sdcflow.tasks.linear.rounding import round_keeping_equalities
-from sdcflow.tasks.methods import MdavParams
-from sdcflow.tasks.methods.keys import Key
-from sdcflow.tasks.methods.mixed import mask_keys
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.rounding import round_keeping_equalities
+from sdcflow.methods import MdavParams
+from sdcflow.methods.keys import Key
+from sdcflow.methods.mixed import mask_keys
 
 COLS = ["turnover", "wages", "other_costs", "total_costs", "profit"]
 RULES = LinearConstraints.from_rows(
@@ -148,7 +148,7 @@ def test_a_record_missing_a_term_takes_the_solved_value_of_its_group():
 
 
 def test_missing_values_in_a_mixed_release_keep_k_and_the_rule():
-    from sdcflow.tasks.measures.anonymity import k_anonymity
+    from sdcflow.core.measures.anonymity import k_anonymity
 
     rng = np.random.default_rng(3)
     n = 200

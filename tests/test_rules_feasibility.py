@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
+from sdcflow.core.lp import open_room
 from sdcflow.errors import InfeasibleRulesError, InputError
 from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import parse_rules
-from sdcflow.lp import open_room
 
 
 def conflict(texts: list, columns: list[str] | None = None) -> tuple[str, ...]:

@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import LinearConstraint, minimize
 
+from sdcflow.core.linear.repair import minimal_adjustment, violating_records
+from sdcflow.core.microaggregation.mdav import group_means, mdav
 from sdcflow.errors import InputError, Reason
 from sdcflow.expectations.rules import Rule, parse_rules
-from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
-from sdcflow.tasks.microaggregation.mdav import group_means, mdav
-from sdcflow.tasks.steps.plan import linear_constraints
+from sdcflow.preflight.plan import linear_constraints
 
 COLUMNS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
 RULES = [

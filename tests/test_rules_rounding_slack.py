@@ -1,4 +1,5 @@
-"""A rule holds within its tolerance plus the binary rounding of its terms (sdcflow.tolerances).
+"""A rule holds within its tolerance plus the binary rounding of its terms
+(sdcflow.core.tolerances).
 
 Amounts of 1e9 with cents do not add up exactly in double arithmetic: with the absolute 1e-8
 alone, correct records would be counted as violations on the raw file, "repaired", and the
@@ -16,13 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdcflow.core.linear.repair import violating_records
+from sdcflow.core.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 from sdcflow.expectations.compile import compile_rule
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
 from sdcflow.flows.cli import main
-from sdcflow.tasks.linear.repair import violating_records
-from sdcflow.tasks.steps.plan import linear_constraints
-from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
+from sdcflow.preflight.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 

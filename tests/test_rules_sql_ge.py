@@ -19,7 +19,7 @@ from sdcflow.errors import InputError, Reason
 from sdcflow.expectations.compile import compile_rule, to_sql
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
-from sdcflow.tasks.steps.plan import linear_constraints
+from sdcflow.preflight.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, record_violations, violating_row_ids
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 

@@ -19,19 +19,19 @@ import pytest
 import yaml
 from survey import EXAMPLE, QIS, progress_artifacts, progress_descriptions, write_release
 
+from sdcflow.core.measures.anonymity import k_anonymity
+from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.microaggregation import blocked, neighbours
+from sdcflow.core.microaggregation.blocked import blocked_groups, blocked_mdav
+from sdcflow.core.microaggregation.mdav import mdav_groups
+from sdcflow.core.microaggregation.ps import ps_groups
+from sdcflow.core.microaggregation.refine import partition_sse
+from sdcflow.core.parallel import part_map
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
 from sdcflow.flows.runners import cluster_kwargs, with_cli_options
-from sdcflow.tasks.measures.anonymity import k_anonymity
-from sdcflow.tasks.measures.information_loss import sse_sst_loss
-from sdcflow.tasks.microaggregation import blocked, neighbours
-from sdcflow.tasks.microaggregation.blocked import blocked_groups, blocked_mdav
-from sdcflow.tasks.microaggregation.mdav import mdav_groups
-from sdcflow.tasks.microaggregation.ps import ps_groups
-from sdcflow.tasks.microaggregation.refine import partition_sse
-from sdcflow.tasks.parallel import part_map
-from sdcflow.tasks.spec import load_spec
-from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.preflight.plan import plan_release
+from sdcflow.spec.load import load_spec
 from sdcflow.warehouse.warehouse import ROW_ID, table_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,13 +194,13 @@ def test_an_embedded_cluster_is_sized_to_the_machine(tmp_path, monkeypatch, caps
     # --dask-workers past the spec's limit of 1024 is bad input in one line, not exit 3
     # with a pydantic traceback line; far more worker processes than CPUs would start for
     # minutes, lose the scheduler and fail, and spawn processes that SIGTERM does not stop.
-    import sdcflow.tasks.steps.scale as scale
+    import sdcflow.preflight.runner as runner
 
     spec = write_release(tmp_path, rows=20, method={"name": "mdav", "k": 5, "cell_size": 10})
     with pytest.raises(SystemExit) as e:
         main(["check", str(spec), "--dask-workers", "1025"])
     assert e.value.code == 2 and "give 1 to 1024 workers" in capsys.readouterr().err
-    monkeypatch.setattr(scale, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)
     assert main(["check", str(spec), "--dask-workers", "9"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "[runner dask.workers]" in err[0] and "at most 8" in err[0], err
@@ -354,7 +354,7 @@ def test_many_pieces_run_in_bundles_with_the_same_release(tmp_path, prefect_api,
     one task run each (a task run costs its worker Prefect's bookkeeping): 8 cells on 2
     workers at 2 task runs per worker are 4 task runs of 2 cells; the published files are
     still byte for byte the local runner's, and the progress reaches 100 %."""
-    from sdcflow.tasks.steps import scale
+    from sdcflow.tasks import scale
 
     monkeypatch.setattr(scale, "TASK_RUNS_PER_WORKER", 2)
     common = {
@@ -408,8 +408,8 @@ def test_a_cluster_whose_workers_all_died_fails_the_run_instead_of_waiting(
     NO_WORKER_SECONDS without any worker it fails (exit 3) and publishes nothing."""
     from distributed import LocalCluster
 
-    from sdcflow.tasks.microaggregation import blocked
-    from sdcflow.tasks.steps import scale
+    from sdcflow.core.microaggregation import blocked
+    from sdcflow.tasks import scale
 
     monkeypatch.setattr(scale, "NO_WORKER_SECONDS", 2.0)
     monkeypatch.setattr(scale, "WATCH_SECONDS", 0.2)
@@ -435,7 +435,7 @@ def test_a_cluster_whose_workers_all_died_fails_the_run_instead_of_waiting(
 
 def _piece_that_fails_on_its_third_cell(partition, cell, k):
     """A cell that raises on the third cell it sees (inside a bundle of four cells)."""
-    from sdcflow.tasks.microaggregation.blocked import refine_part
+    from sdcflow.core.microaggregation.blocked import refine_part
 
     _piece_that_fails_on_its_third_cell.seen += 1
     if _piece_that_fails_on_its_third_cell.seen == 3:
@@ -452,7 +452,7 @@ def test_a_piece_that_fails_inside_a_bundle_fails_the_run_and_keeps_the_release(
     file for file, with no partial file beside it."""
     from distributed import LocalCluster
 
-    from sdcflow.tasks.steps import scale
+    from sdcflow.tasks import scale
 
     spec = write_release(
         tmp_path,
@@ -686,7 +686,7 @@ def test_exact_neighbours_gives_up_early_when_projected_over_budget(monkeypatch)
     dimensions it would take tens of minutes; giving up took 10.8 CPU s after a first chunk
     of 8192 queries, the probe about 1.5 s); a clock that advances 1 s per look makes it
     deterministic."""
-    from sdcflow.tasks.microaggregation import neighbours
+    from sdcflow.core.microaggregation import neighbours
 
     ticks = iter(range(10**6))
     monkeypatch.setattr(neighbours.time, "process_time", lambda: float(next(ticks)))
@@ -771,7 +771,7 @@ def test_pieces_go_to_the_cluster_largest_first_and_come_back_in_order(monkeypat
     import logging
     import warnings
 
-    from sdcflow.tasks.steps import scale
+    from sdcflow.tasks import scale
 
     submitted = []
 

@@ -87,8 +87,8 @@ def test_a_scheduler_that_stops_answering_does_not_hold_the_warm_up(tmp_path, mo
 
     from distributed import Client
 
-    from sdcflow.tasks.spec import load_spec
-    from sdcflow.tasks.steps import scale
+    from sdcflow.spec.load import load_spec
+    from sdcflow.tasks import scale
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -15,9 +15,9 @@ from errorline import cli_error
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.flows.cli import main
-from sdcflow.tasks.methods.keys import as_text
-from sdcflow.tasks.spec import load_spec
-from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.methods.keys import as_text
+from sdcflow.preflight.plan import plan_release
+from sdcflow.spec.load import load_spec
 from sdcflow.warehouse.sources import read_source
 from sdcflow.warehouse.warehouse import Warehouse
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from sdcflow.flows.release import already_published
-from sdcflow.tasks.spec import spec_from_dict
+from sdcflow.spec.load import spec_from_dict
 
 BODY = {
     "release": "r",

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from survey import release_frame
 
+from sdcflow.core.linear.repair import minimal_adjustment, violating_records
+from sdcflow.core.linear.rounding import round_keeping_equalities
 from sdcflow.expectations.rules import parse_rules
-from sdcflow.tasks.linear.repair import minimal_adjustment, violating_records
-from sdcflow.tasks.linear.rounding import round_keeping_equalities
-from sdcflow.tasks.steps.plan import linear_constraints
+from sdcflow.preflight.plan import linear_constraints
 
 
 def test_the_rules_carry_which_rows_are_strict():

@@ -72,8 +72,7 @@ def api_markdown(modules: list[str]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    generate = _schema_generator()  # its _first_module follows the package move
-    return generate._first_module("sdcflow.cli", "sdcflow.flows.cli").build_parser()
+    return importlib.import_module("sdcflow.flows.cli").build_parser()
 
 
 def cli_markdown() -> str:

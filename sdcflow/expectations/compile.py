@@ -18,7 +18,7 @@ text comparison, general chain)
 =====================================  ==========================  ==============================
 
 (1) Of a non-strict comparison, clamped into ``[-tol, tol]`` (``==``) or to at most ``tol``
-where the rule holds: within ``tol`` plus :data:`~sdcflow.tolerances.ROUNDING_SLACK` times the
+where the rule holds: within ``tol`` plus :data:`~sdcflow.core.tolerances.ROUNDING_SLACK` times the
 terms' magnitude ``sum_j |a_j x_j| + |c|``, which fixed bounds cannot express. The
 expectation then agrees with :func:`holds_sql` record by record, to the bit. Strict
 comparisons keep the exact residual.
@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from sdcflow.core.tolerances import ROUNDING_SLACK
 from sdcflow.expectations.rules import (
     Chain,
     Comparison,
@@ -63,7 +64,6 @@ from sdcflow.expectations.rules import (
     Rule,
     TextComparison,
 )
-from sdcflow.tolerances import ROUNDING_SLACK
 from sdcflow.warehouse.sql import quote_identifier
 
 __all__ = [
@@ -111,7 +111,7 @@ def linear_sql(form: LinearForm) -> str:
 def _slack_sql(form: LinearForm, tol: float) -> str:
     """SQL of a non-strict comparison's allowance on ``form``'s residual: ``tol`` plus
     ``ROUNDING_SLACK * (sum_j |coef_j col_j| + |const|)``, the binary rounding a double
-    evaluation of the terms can carry (:mod:`sdcflow.tolerances`)."""
+    evaluation of the terms can carry (:mod:`sdcflow.core.tolerances`)."""
     parts = [f"abs({_term_sql(column, coef)})" for column, coef in form.terms]
     if form.const != 0.0:
         parts.append(_num(abs(form.const)))

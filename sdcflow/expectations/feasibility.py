@@ -9,9 +9,9 @@ a published record must meet: when every column a strict row reads has decimals 
 key's ``precision:``), the grid's last value below ``h`` (``0 < x < 1`` on integers is
 ``1 <= x <= 0``, empty; the grid is checked row by row, not jointly, which would be an integer
 program); otherwise some record strictly inside, beyond the rounding of the row's evaluation
-(:func:`sdcflow.lp.open_room`): ``x < 5`` with ``x >= 5`` is refused, a window of 1e-9 at 1e-6
+(:func:`sdcflow.core.lp.open_room`): ``x < 5`` with ``x >= 5`` is refused, a window of 1e-9 at 1e-6
 is not. This is what any release needs; masking aims further inside
-(:func:`sdcflow.tolerances.strict_bound`), and a set too thin for that is refused by the checks
+(:func:`sdcflow.core.tolerances.strict_bound`), and a set too thin for that is refused by the checks
 after masking, which count every record. Text, not-null and ``!=`` rules cannot make
 a numeric set empty and are left out.
 
@@ -44,9 +44,9 @@ References
    of rows and columns by powers of the base).
 
 Coefficients of any finite magnitude are handled: every LP is homogenized and equilibrated
-(:func:`sdcflow.lp.equilibrate`) before HiGHS sees it, which otherwise refuses coefficients of
+(:func:`sdcflow.core.lp.equilibrate`) before HiGHS sees it, which otherwise refuses coefficients of
 1e15 and more and drops those of 1e-9 and less (so that rules that can hold would be reported as
-contradicting each other). The same LP (``sdcflow.lp``) decides for the projector of repair and
+contradicting each other). The same LP (``sdcflow.core.lp``) decides for the projector of repair and
 constrained fuzzy microaggregation, so a rule set this check accepts is not refused there.
 """
 
@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sdcflow.core.lp import feasibility_status, open_room
+from sdcflow.core.tolerances import grid_bound
 from sdcflow.errors import InfeasibleRulesError
 from sdcflow.expectations.compile import linear_rows, strict_rows
 from sdcflow.expectations.rules import (
@@ -68,8 +70,6 @@ from sdcflow.expectations.rules import (
     InSet,
     Rule,
 )
-from sdcflow.lp import feasibility_status, open_room
-from sdcflow.tolerances import grid_bound
 
 __all__ = ["FeasibilityReport", "InfeasibleRulesError", "check_feasible"]
 
@@ -171,7 +171,7 @@ class _LP:
         opened = np.array([strict and row[3] for row in ub], dtype=bool)
         if strict and any(row[1] != row[2] or row[3] for row in ub):  # strict rows: on the grid
             return bool(open_room(A, b, G, h, opened))  # or open; None: the closed set is empty
-        # Homogenized and equilibrated by powers of two (sdcflow.lp), so that no coefficient
+        # Homogenized and equilibrated by powers of two (sdcflow.core.lp), so that no coefficient
         # reaches HiGHS's thresholds: it treats |a| >= 1e15 as too large and drops |a| <= 1e-9.
         status, message = feasibility_status(A, b, G, h)
         if status == 2:

@@ -16,14 +16,14 @@ A column name that is not a plain identifier is written in backticks, as in R
 (`` `total costs` <= turnover ``). Arithmetic must be linear: a column may be multiplied or
 divided by a constant, never by another column. Each linear, unconditional rule is an edit
 constraint ``a . x = b`` or ``a . x <= b`` in the sense of [2]_ Sec. 2.3, which the masking
-methods and the repair step consume (:func:`sdcflow.tasks.steps.plan.linear_constraints`).
+methods and the repair step consume (:func:`sdcflow.preflight.plan.linear_constraints`).
 
 An edit item is a string or a mapping ``{rule, name, severity, tolerance, description}``.
 ``severity`` is ``error`` (default: a violation blocks a release) or ``warning`` (reported only);
 ``tolerance`` (default 1e-8, ``validate``'s ``lin.eq.eps``) is the absolute slack allowed for
 ``==``, ``<=`` and ``>=`` so that rounding does not count as a violation. On top of it, a
 comparison allows ``ROUNDING_SLACK`` (1e-14) of its terms' magnitude
-``sum_j |a_j x_j| + |c|`` for binary rounding (:mod:`sdcflow.tolerances`): amounts of 1e9 with
+``sum_j |a_j x_j| + |c|`` for binary rounding (:mod:`sdcflow.core.tolerances`): amounts of 1e9 with
 cents are off by up to 2.4e-7 in double arithmetic. ``!=`` is the negation of ``==``, in a
 condition as anywhere. Strict comparisons
 (``<``, ``>``) are exact, so that a condition such as ``if employees > 0`` does not fire at 0.
@@ -54,9 +54,9 @@ import yaml
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from sdcflow.core.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 from sdcflow.errors import Reason, RuleError
 from sdcflow.limits import MAX_RULES_FILE_BYTES, load_yaml, read_bounded
-from sdcflow.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 
 __all__ = [
     "ROUNDING_SLACK",

@@ -38,7 +38,7 @@ from sdcflow.errors import ChecksFailed, InputError, Reason, WarehouseBusy, Ware
 from sdcflow.flows import arguments, prune
 
 if TYPE_CHECKING:
-    from sdcflow.tasks.steps.plan import ReleasePlan
+    from sdcflow.preflight.plan import ReleasePlan
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -173,8 +173,8 @@ def _run_release(
         # run in the Prefect UI); the flow reuses the plan. It and the flow's imports run
         # while the temporary API server boots in its own process (an error here stops it).
         from sdcflow.flows.runners import with_cli_options
-        from sdcflow.tasks.spec import load_spec
-        from sdcflow.tasks.steps.plan import plan_release
+        from sdcflow.preflight.plan import plan_release
+        from sdcflow.spec.load import load_spec
 
         try:
             spec = with_cli_options(load_spec(spec_path), **(runner or {}))
@@ -270,7 +270,7 @@ def _runs(
     status: str | None = None,
     full_ids: bool = False,
 ) -> int:
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
     from sdcflow.warehouse.warehouse import Warehouse
 
     if warehouse:
@@ -366,7 +366,7 @@ def _serve(spec_path: str, cron: str | None, name: str | None) -> int:
     from sdcflow.flows.release import release
     from sdcflow.flows.runners import with_runner
     from sdcflow.flows.server import serve_flow
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.spec.load import load_spec
 
     spec = load_spec(spec_path)
     if cron is not None:
@@ -432,9 +432,9 @@ def _compare(
 def _remap(spec_path: str, rules_file: str, run_id: str | None, integer: bool) -> int:
     """Print the rules of ``rules_file`` with every interval on a fuzzy-mapped column mapped
     back to the original domain, from the mapping in the warehouse (opened read-only)."""
-    from sdcflow.tasks.fuzzy_mapping import FuzzyMapping
-    from sdcflow.tasks.fuzzy_mapping.remap import parse_intervals, remap_rule_text
-    from sdcflow.tasks.spec import load_spec
+    from sdcflow.core.fuzzy_mapping import FuzzyMapping
+    from sdcflow.core.fuzzy_mapping.remap import parse_intervals, remap_rule_text
+    from sdcflow.spec.load import load_spec
     from sdcflow.warehouse.secrets import load_fuzzy_maps
 
     spec = load_spec(spec_path)

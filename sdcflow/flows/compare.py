@@ -44,11 +44,12 @@ from pydantic import ValidationError
 from sdcflow.errors import ChecksFailed, InputError, Reason
 from sdcflow.flows.release import release
 from sdcflow.flows.runners import with_runner
-from sdcflow.tasks.methods import METHODS
-from sdcflow.tasks.report.html import REPORT_NAME, figure_png, write_report
-from sdcflow.tasks.report.sections import Section, Table, fmt, table_of
-from sdcflow.tasks.spec import ReleaseSpec, load_spec
-from sdcflow.tasks.steps.plan import plan_release
+from sdcflow.methods import METHODS
+from sdcflow.preflight.plan import plan_release
+from sdcflow.report.html import REPORT_NAME, figure_png, write_report
+from sdcflow.report.sections import Section, Table, fmt, table_of
+from sdcflow.spec.load import load_spec
+from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.warehouse.private import private_folder
 from sdcflow.warehouse.publish import check_writable_folder, enclosing_release
 
@@ -89,7 +90,7 @@ def variant_method(
     m1, m2, restarts, guarantee carry over between ``fuzzy`` and ``constrained_fuzzy``), then
     ``params`` (``--param key=value``, applied where the method has that field), then ``k``.
     What neither gives takes the method's own defaults, as in a release (fuzzy methods:
-    ``m1 = m2 = 1.1``, see :class:`~sdcflow.tasks.methods.FuzzyParams`).
+    ``m1 = m2 = 1.1``, see :class:`~sdcflow.methods.FuzzyParams`).
     """
     if name not in METHODS:
         raise InputError(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sdcflow.tasks.gates import GateOutcome, RecordRisk
+from sdcflow.gates import GateOutcome, RecordRisk
 
 Status = Literal["published", "checked", "refused", "unchanged"]
 

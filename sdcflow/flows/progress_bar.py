@@ -50,7 +50,7 @@ def terminal_progress(
         TimeElapsedColumn,
     )
 
-    from sdcflow.tasks.steps.progress import listening
+    from sdcflow.tasks.progress import listening
 
     bar = Progress(
         TextColumn("{task.description:<48}"),

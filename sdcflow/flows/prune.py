@@ -73,7 +73,7 @@ def prune(args: argparse.Namespace) -> int:
     release = args.release
     options = {"keep_last": args.keep_last, "keep_days": args.keep_days}
     if args.spec:
-        from sdcflow.tasks.spec import load_spec
+        from sdcflow.spec.load import load_spec
 
         spec = load_spec(args.spec)
         path = Path(args.warehouse) if args.warehouse else spec.warehouse_path

@@ -21,22 +21,24 @@ from prefect.exceptions import ExternalSignal, MissingContextError
 from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
+from sdcflow.core.measures.anonymity import counted_once
+from sdcflow.core.validation import check_random_state
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
-from sdcflow.tasks.gates import GateOutcome
-from sdcflow.tasks.measures.anonymity import counted_once
-from sdcflow.tasks.spec import ReleaseSpec, load_spec
-from sdcflow.tasks.steps import checks as check_steps
-from sdcflow.tasks.steps import edits as edit_steps
-from sdcflow.tasks.steps import fuzzy_map as fuzzy_map_steps
-from sdcflow.tasks.steps.ingest import ingest
-from sdcflow.tasks.steps.mask import mask, released_frame, store_masked
-from sdcflow.tasks.steps.plan import ReleasePlan, binned_keys, preflight
-from sdcflow.tasks.steps.progress import Progress
-from sdcflow.tasks.steps.publish import manifest, publish
-from sdcflow.tasks.steps.report import report_artifacts, run_report
-from sdcflow.tasks.steps.scale import scaled_out, settle, warm_up
-from sdcflow.tasks.validation import check_random_state
+from sdcflow.gates import GateOutcome
+from sdcflow.preflight.plan import ReleasePlan, binned_keys
+from sdcflow.spec.load import load_spec
+from sdcflow.spec.schema import ReleaseSpec
+from sdcflow.tasks import checks as check_steps
+from sdcflow.tasks import edits as edit_steps
+from sdcflow.tasks import fuzzy_map as fuzzy_map_steps
+from sdcflow.tasks.ingest import ingest
+from sdcflow.tasks.mask import mask, released_frame, store_masked
+from sdcflow.tasks.preflight import preflight
+from sdcflow.tasks.progress import Progress
+from sdcflow.tasks.publish import manifest, publish
+from sdcflow.tasks.report import report_artifacts, run_report
+from sdcflow.tasks.scale import scaled_out, settle, warm_up
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
 from sdcflow.warehouse.publish import SWAPPED_IN, files_intact, published_run, recover
 from sdcflow.warehouse.retention import Policy, apply_policy, sweep_compactions

@@ -4,7 +4,7 @@
 with prefect-dask's ``DaskTaskRunner``: an embedded ``distributed.LocalCluster`` of
 ``dask.workers`` (``--dask-workers``) single-threaded worker processes, or the existing
 cluster whose scheduler is at ``dask.address`` (``--dask-address``). What runs there is
-described in :mod:`sdcflow.tasks.steps.scale`.
+described in :mod:`sdcflow.tasks.scale`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from sdcflow.errors import InputError, Reason
-from sdcflow.tasks.spec import DaskSettings, ReleaseSpec
+from sdcflow.spec.schema import DaskSettings, ReleaseSpec
 
 if TYPE_CHECKING:
     from prefect import Flow

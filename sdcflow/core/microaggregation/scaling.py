@@ -1,0 +1,25 @@
+"""The scale a microaggregation partition is formed on: standardized columns, or centred only.
+
+Standardizing (zero mean, unit population variance) makes the partition independent of the
+units and gives every variable the same weight; it is the scale of the information loss the
+literature and the ``max_information_loss`` gate report. Centring only keeps the units, so
+variables with large values dominate the distances -- the scale on which the PS paper's own
+figures are reproduced (``benchmarks/README.md``, section "MDAV and PS").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sdcflow.core.validation import standardize as _standardize
+
+
+def working_scale(X: np.ndarray, standardize: bool = True) -> np.ndarray:
+    """The records on the scale the partition is formed on.
+
+    Shapes: X (n, d) validated float64 -> (n, d): standardized columns (``standardize``) or
+    the columns minus their means.
+    """
+    if standardize:
+        return _standardize(X)[0]
+    return X - X.mean(axis=0)

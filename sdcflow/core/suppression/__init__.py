@@ -1,0 +1,1 @@
+"""Local suppression of categorical keys (see :mod:`sdcflow.core.suppression.local`)."""

@@ -1,0 +1,272 @@
+"""The edit-rule steps of a release: validate a table, repair (rules are loaded and checked
+by the preflight, :mod:`sdcflow.preflight.plan`).
+
+* :func:`validate_edits` (task): DuckDB evaluates the rules on a warehouse table, violating row
+  ids go to ``audit.violations``, Great Expectations validates the check columns and writes
+  Data Docs into the run's report folder, and a Prefect Markdown artifact gets the per-rule
+  counts (rule names and counts only, never values or rule constants).
+* :func:`repair_edits` (task): the minimal adjustment of :mod:`sdcflow.core.linear.repair` before a
+  method that does not edit while it masks, onto the linear rules and, on the records where
+  the condition of a conditional rule holds (found by DuckDB), its linear consequent; the
+  result is stored in the ``edited`` schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+
+from sdcflow.core.distinct import distinct_rows
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.group_values import Condition
+from sdcflow.core.linear.repair import minimal_adjustment
+from sdcflow.expectations.compile import compile_rule, condition_sql
+from sdcflow.expectations.rules import (
+    Conditional,
+    Rule,
+    is_linear_node,
+    numeric_columns,
+)
+from sdcflow.gates import GateOutcome
+from sdcflow.methods import get_method
+from sdcflow.preflight.plan import linear_constraints
+from sdcflow.spec.schema import ReleaseSpec
+from sdcflow.tasks import STEP, artifact_key
+from sdcflow.tasks.retry import IO_RETRY
+from sdcflow.warehouse.edits import evaluate_rules, matching_row_ids, record_violations
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
+
+if TYPE_CHECKING:
+    from sdcflow.expectations.suite import RuleReport
+
+
+def conditional_consequents(
+    spec: ReleaseSpec, rules: Sequence[Rule], columns: Sequence[str] | None = None
+) -> list[tuple[Rule, LinearConstraints]]:
+    """Error rules ``if C then D`` whose consequent ``D`` is linear over the (numeric)
+    quasi-identifiers ``columns`` (default: all of them), with ``D``'s rows: repair enforces
+    them on the records where ``C`` holds."""
+    columns = list(spec.quasi_identifiers if columns is None else columns)
+    out = []
+    for rule in rules:
+        node = rule.node
+        if rule.severity != "error" or not isinstance(node, Conditional):
+            continue
+        if not is_linear_node(node.consequent):
+            continue
+        consequent = Rule(
+            name=rule.name,
+            text=rule.text,
+            node=node.consequent,
+            tolerance=rule.tolerance,
+            columns=node.consequent.columns,
+        )
+        rows = linear_constraints([consequent], columns)
+        if not rows.is_empty:
+            out.append((rule, rows))
+    return out
+
+
+def group_conditions(
+    spec: ReleaseSpec,
+    rules: Sequence[Rule],
+    constraints: LinearConstraints | None,
+    numeric: Sequence[str],
+) -> list[tuple[Condition, LinearConstraints]]:
+    """The conditional rules masking with missing numbers keeps on each group's values
+    (:func:`~sdcflow.core.linear.group_values.group_values_on_rules`): error rules
+    ``if C then D`` with ``D`` linear over the constraints' columns and ``C`` reading only
+    keys released as numbers (``numeric``: not binned by ``recode:``), as (C evaluated by
+    DuckDB with the validation's SQL, D's rows over the constraints' columns)."""
+    if constraints is None:
+        return []
+    columns = list(constraints.columns)
+    allowed = set(columns) & set(numeric)
+    out: list[tuple[Condition, LinearConstraints]] = []
+    for rule, rows in conditional_consequents(spec, rules, columns):
+        assert isinstance(rule.node, Conditional)
+        if set(rule.node.condition.columns) <= allowed:
+            out.append((_sql_condition(condition_sql(rule)), rows))
+    return out
+
+
+def _sql_condition(sql: str) -> Condition:
+    """``sql`` (a boolean over named columns) as a function of column -> values (c,), True
+    where it holds; a NaN is NULL (DuckDB orders NaN above every number), so a condition on
+    a missing value is undetermined, not true."""
+
+    # one in-memory connection per condition: opening one costs far more than a query on
+    # it, and the condition is read per pattern of gaps and per round
+    con = duckdb.connect()
+
+    def holds(values: Mapping[str, np.ndarray]) -> np.ndarray:
+        columns = {
+            c: pa.array(np.asarray(v, dtype=np.float64), from_pandas=True)
+            for c, v in values.items()
+        }
+        n = len(next(iter(columns.values()))) if columns else 0
+        con.register("sdc_groups", pa.table({**columns, "__sdc_i": pa.array(np.arange(n))}))
+        got = con.sql(
+            f"SELECT coalesce({sql}, false) AS c FROM sdc_groups ORDER BY __sdc_i"
+        ).fetchnumpy()["c"]
+        return np.asarray(got, dtype=bool)
+
+    return holds
+
+
+def needs_repair(spec: ReleaseSpec, constraints: LinearConstraints) -> bool:
+    """Repair before masking: ``on_violation: repair``, linear rules over the quasi-identifiers,
+    and a method that does not satisfy them by itself while masking."""
+    return (
+        spec.on_violation == "repair"
+        and not constraints.is_empty
+        and not get_method(spec.method.name).edits_while_masking
+    )
+
+
+def released_rules(
+    rules: Sequence[Rule], columns: Sequence[str], labelled: Sequence[str] = ()
+) -> tuple[list[Rule], list[str]]:
+    """The rules that can be checked on a table with ``columns``, and the names of the others:
+    those reading a column it lacks, or reading as a number a column of ``labelled`` (keys
+    that ``recode:`` bins publish as bin labels)."""
+    have, text = set(columns), set(labelled)
+
+    def checkable(rule: Rule) -> bool:
+        return set(rule.columns) <= have and not numeric_columns(rule.node) & text
+
+    return [r for r in rules if checkable(r)], [r.name for r in rules if not checkable(r)]
+
+
+def rule_failures(report: RuleReport) -> list[GateOutcome]:
+    """One failed :class:`GateOutcome` per violated error rule (figure = violating records)."""
+    return [
+        GateOutcome(
+            key=f"edit_rule:{o.name}",
+            figure=float(o.violations),
+            threshold=0.0,
+            direction="max",
+            passed=False,
+            description=f"{report.stage} records violating edit rule {o.name}",
+        )
+        for o in report.failed
+    ]
+
+
+# --- tasks -------------------------------------------------------------------------------------
+
+
+@task(name="validate-edits", **IO_RETRY, **STEP)
+def validate_edits(
+    warehouse: Warehouse,
+    run_id: str,
+    stage: str,
+    rules: Sequence[Rule],
+    docs_dir: Path | None,
+    release: str,
+    skipped: Sequence[str] = (),
+) -> RuleReport:
+    """Validate ``rules`` on the ``stage`` table of the run; see the module docstring."""
+    from sdcflow.expectations.suite import validate_frame  # GE is slow to import
+
+    compiled = [compile_rule(r) for r in rules]
+    checks = evaluate_rules(warehouse, stage, run_id, compiled)
+    counts = record_violations(warehouse, stage, run_id, compiled)
+    report = validate_frame(checks, compiled, stage=stage, docs_dir=docs_dir)
+    del checks
+    for outcome in report.outcomes:
+        sql = counts[outcome.name]["violations"]
+        if sql != outcome.violations:
+            raise RuntimeError(
+                f"edit rule {outcome.name!r}: DuckDB counts {sql} violating records but Great "
+                f"Expectations {outcome.violations}; report this as a bug"
+            )
+    markdown = report.as_markdown(f"Edit rules on the {stage} table")
+    if skipped:
+        markdown += (
+            f"\n\nNot checked here (their columns are not in this table): {', '.join(skipped)}"
+        )
+    create_markdown_artifact(
+        markdown=markdown,
+        key=f"{artifact_key(release)}-edits-{stage}",
+        description=f"edit-rule validation of the {stage} table, run {run_id}",
+    )
+    logger = get_run_logger()
+    for o in report.outcomes:
+        logger.info(
+            "edit rule %s (%s) on %s: %d violating, %d undetermined",
+            o.name,
+            o.severity,
+            stage,
+            o.violations,
+            o.undetermined,
+        )
+    logger.info("GE validation of %d rules took %.2f s", len(compiled), report.seconds)
+    return report
+
+
+@task(name="repair-edits", **IO_RETRY, **STEP)
+def repair_edits(
+    spec: ReleaseSpec,
+    warehouse: Warehouse,
+    run_id: str,
+    frame: pd.DataFrame,
+    rules: Sequence[Rule],
+    constraints: LinearConstraints,
+) -> tuple[pd.DataFrame, int]:
+    """Project the records that violate the linear rules onto them (least squares, as
+    ``rspa``) and store the edited table; returns it and the number of records moved.
+    A record missing some values is projected onto the rules it can be checked against:
+    those that read only values it has (the others are undetermined on it), its missing
+    values staying missing."""
+    qis = list(constraints.columns)
+    X = frame[qis].to_numpy(dtype=np.float64, na_value=np.nan)
+    conditional = []
+    for rule, rows in conditional_consequents(spec, rules, qis):
+        ids = matching_row_ids(warehouse, "raw", run_id, condition_sql(rule))
+        mask = frame[ROW_ID].isin(ids).to_numpy()
+        if mask.any():
+            conditional.append((mask, rows))
+    repaired = X.copy()
+    moved = np.zeros(X.shape[0], dtype=bool)
+    row_tol = {rule.name: rule.tolerance for rule in rules}
+    gaps, which = distinct_rows(np.isnan(X).view(np.int8))
+    gaps = gaps.astype(bool)
+    for p, gap in enumerate(gaps):
+        have = [c for c, missing in zip(qis, gap, strict=True) if not missing]
+        these = np.flatnonzero(which == p)
+        on = constraints.restrict(have) if len(have) < len(qis) else constraints
+        # a consequent reading a value the record lacks is undetermined there
+        extra = [
+            (mask[these], rows.restrict(have))
+            for mask, rows in conditional
+            if mask[these].any() and rows.restrict(have).n_rows == rows.n_rows
+        ]
+        if on.is_empty and not extra:
+            continue
+        cols = [qis.index(c) for c in have]
+        repaired[np.ix_(these, cols)], moved[these] = minimal_adjustment(
+            X[np.ix_(these, cols)], on, row_tol=row_tol, conditional=extra
+        )
+    edited = frame.copy()
+    for j, column in enumerate(qis):
+        edited[column] = repaired[:, j]
+    warehouse.write_frame("edited", run_id, edited)
+    count = int(moved.sum())
+    get_run_logger().info(
+        "minimal adjustment moved %d of %d records onto %d linear rule row(s) and %d "
+        "conditional consequent(s)",
+        count,
+        len(frame),
+        constraints.A.shape[0] + constraints.G.shape[0],
+        len(conditional),
+    )
+    return edited, count

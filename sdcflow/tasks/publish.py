@@ -1,0 +1,117 @@
+"""Publish: the manifest (everything the run decided but the secret seed) and the atomic
+write of the release."""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from prefect import get_run_logger, task
+
+from sdcflow.gates import GateOutcome
+from sdcflow.spec.schema import ReleaseSpec
+from sdcflow.tasks import STEP
+from sdcflow.warehouse.publish import write_release
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
+
+SOFTWARE = (
+    "sdcflow",
+    "numpy",
+    "scipy",
+    "numba",
+    "pandas",
+    "pyarrow",
+    "duckdb",
+    "prefect",
+    "great-expectations",
+    "pydantic",
+)
+
+
+def software_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in SOFTWARE:
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def manifest(
+    spec: ReleaseSpec,
+    run_id: str,
+    checks: Sequence[GateOutcome],
+    method_details: Mapping[str, Any],
+    edit_violations: Mapping[str, int] | None,
+    edit_rules: Mapping[str, Any] | None,
+    information_loss: Mapping[str, float] | None = None,
+    *,
+    spec_sha256: str | None = None,
+) -> dict[str, Any]:
+    """What the run decided, for ``manifest.json`` (transparency: everything but the seed).
+    ``spec_sha256``: the hash the run recorded when it started (default: computed now).
+
+    ``information_loss``: IL against the raw file (``raw``) and, where a repair changed
+    records, against the repaired ones (``repaired``), labelled in the manifest."""
+    il = dict(information_loss or {})
+    return {
+        "release": spec.release,
+        "run_id": run_id,
+        "spec": spec.public_dict(),
+        "spec_sha256": spec_sha256 or spec.sha256(),
+        "method": spec.method.model_dump(mode="json"),
+        "method_details": dict(method_details),
+        "checks": [o.as_dict() for o in checks],
+        "edit_violations": dict(edit_violations) if edit_violations is not None else None,
+        "edit_rules": dict(edit_rules) if edit_rules is not None else None,
+        "information_loss": {
+            "against_raw_file": il.get("raw"),
+            "against_repaired_records": il.get("repaired"),
+            "gated": "against_raw_file (max_information_loss)",
+        }
+        if il
+        else None,
+        "software": software_versions(),
+    }
+
+
+@task(name="publish", **STEP)
+def publish(
+    spec: ReleaseSpec,
+    warehouse: Warehouse,
+    run_id: str,
+    released: pd.DataFrame,
+    manifest: dict[str, Any],
+    rng: np.random.Generator,
+    report: Path | None = None,
+    force: bool = False,
+) -> Path:
+    """Shuffle rows (file order could link records to the source), drop the row id, and
+    write the release atomically; also keep a copy in the warehouse's ``published`` schema.
+    ``force`` (``--force``): a previous release whose files were edited is replaced too."""
+    order = rng.permutation(len(released))
+    public = released.drop(columns=[ROW_ID]).iloc[order].reset_index(drop=True)
+    manifest = {**manifest, "rows_shuffled": True, "published_at": datetime.now(UTC).isoformat()}
+    extra = {"report.html": report.read_bytes()} if report is not None else None
+    path = write_release(
+        spec.output_dir, spec.release, public, manifest, extra_files=extra, force=force
+    )
+    logger = get_run_logger()
+    try:
+        warehouse.write_frame("published", run_id, public)
+    except Exception as e:  # the release is live: a missing warehouse copy must not hide that
+        logger.warning(
+            "published, but its copy in the warehouse's published schema could not be stored "
+            "(%s: %s)",
+            type(e).__name__,
+            str(e).splitlines()[0][:200] if str(e) else "",
+        )
+    logger.info("published %d records to %s", len(public), path)
+    return path

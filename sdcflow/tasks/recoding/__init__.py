@@ -1,1 +1,0 @@
-"""Global recoding of keys (see :mod:`sdcflow.tasks.recoding.recode`)."""

@@ -1,1 +1,0 @@
-"""Local suppression of categorical keys (see :mod:`sdcflow.tasks.suppression.local`)."""

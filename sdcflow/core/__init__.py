@@ -1,0 +1,1 @@
+"""The numerical core of sdcflow: numpy/scipy functions with no workflow dependencies."""

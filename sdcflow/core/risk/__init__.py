@@ -5,6 +5,7 @@ Each function takes plain numpy arrays and raises :class:`sdcflow.errors.Paramet
 :class:`sdcflow.errors.DataError` for bad input.
 """
 
+from sdcflow.core.risk.household import HouseholdRisk, household_risk
 from sdcflow.core.risk.suda import Suda2Result, suda2
 
-__all__ = ["Suda2Result", "suda2"]
+__all__ = ["HouseholdRisk", "Suda2Result", "household_risk", "suda2"]

@@ -50,9 +50,11 @@ Differences from sdcMicro 5.8.1 (found reading ``src/Suda2.h`` and comparing the
 -------------------------------------------------------------------------------------
 * sdcMicro counts U among full-key rows alone in their 16-bit hash bucket only (its test
   ``k == g_NbPerHash[i]`` never holds for a bucket of several rows). Since
-  ``U / DIS - U = P (1 - f) / f``, U cancels from the DIS scores, which agree; only DIS
-  itself (not returned by sdcMicro) would differ. Here U is every row unique on all keys, the
-  quantity of [4]_.
+  ``U / DIS - U = P (1 - f) / f``, U cancels from the DIS scores, which agree -- unless
+  no unique row is alone in its bucket (large files, few keys of small codes): then
+  sdcMicro's U is 0 and every DIS score it returns is NA
+  (``benchmarks/risk_measures.py``, 100 000 records on 5 keys). Here U is every row
+  unique on all keys, the quantity of [4]_.
 * sdcMicro pads one or two keys with constant dummy columns (and warns); here m is the
   number of keys given.
 * sdcMicro computes DIS and Q in single precision (DIS scores agree to ~1e-8); here double.

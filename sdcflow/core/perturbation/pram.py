@@ -37,7 +37,7 @@ def invariant_transition(P: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
     """The invariant transition matrix ``R = P Q`` built from ``P`` and the frequencies.
 
     ``Q`` is the "backward" matrix of ``P`` (Bayes' rule):
-    ``Q[k, j] = P[j, k] t[j] / sum_l t[l] P[l, k]``. Then ``t R = t`` [1]_ (section 3): the
+    ``Q[k, j] = P[j, k] t[j] / sum_l t[l] P[l, k]``. Then ``t R = t`` [1]_: the
     expected frequencies after PRAM with ``R`` are the observed ones.
 
     Parameters
@@ -69,7 +69,7 @@ def invariant_transition(P: np.ndarray, frequencies: np.ndarray) -> np.ndarray:
     if dead.any():
         Q[dead] = 0.0
         Q[dead, dead.nonzero()[0]] = 1.0
-    return P @ Q  # R = P Q, invariant: t R = (t P) Q = t  [1] section 3
+    return P @ Q  # R = P Q, invariant: t R = (t P) Q = t  [1]
 
 
 def pram_transition(

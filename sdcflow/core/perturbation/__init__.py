@@ -3,5 +3,6 @@ data shuffling and top/bottom coding. Each takes an explicit random generator ``
 
 from .noise import add_noise
 from .pram import invariant_transition, pram, pram_transition
+from .rankswap import rank_swap
 
-__all__ = ["add_noise", "invariant_transition", "pram", "pram_transition"]
+__all__ = ["add_noise", "invariant_transition", "pram", "pram_transition", "rank_swap"]

@@ -4,5 +4,13 @@ data shuffling and top/bottom coding. Each takes an explicit random generator ``
 from .noise import add_noise
 from .pram import invariant_transition, pram, pram_transition
 from .rankswap import rank_swap
+from .topbottom import top_bottom_code
 
-__all__ = ["add_noise", "invariant_transition", "pram", "pram_transition", "rank_swap"]
+__all__ = [
+    "add_noise",
+    "invariant_transition",
+    "pram",
+    "pram_transition",
+    "rank_swap",
+    "top_bottom_code",
+]

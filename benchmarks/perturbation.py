@@ -1,0 +1,126 @@
+"""Time the perturbative methods of ``sdcflow.core.perturbation`` beside sdcMicro's; print a
+table.
+
+Usage::
+
+    python benchmarks/perturbation.py [--n 100000] [--d 3] [--categories 10] [--p 15] [--seed 0]
+
+Data: ``d`` standard-normal columns with correlation 0.5 and one categorical column of
+``categories`` codes, ``n`` records (``numpy.random.default_rng(seed)``). Each sdcflow call is
+timed once after a warm-up call on 1 000 records (numba's compilation, or its cache, outside
+the clock); wall-clock seconds. sdcMicro runs through ``benchmarks/sdcmicro_perturbation.R``
+on the same data when ``Rscript`` is on the path and ``SDCMICRO_LIB`` names the R library
+sdcMicro is installed in; otherwise its column says why not. Rank swapping runs with
+sdcMicro's ``P = p / 100`` (its ``P`` is a fraction) and no top/bottom coding on both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from sdcflow.core.perturbation import add_noise, pram, rank_swap, top_bottom_code
+
+R_SCRIPT = Path(__file__).with_name("sdcmicro_perturbation.R")
+
+
+def make_data(n: int, d: int, categories: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    cov = np.full((d, d), 0.5) + 0.5 * np.eye(d)
+    X = rng.multivariate_normal(np.zeros(d), cov, size=n)
+    weights = 1.0 / np.arange(1, categories + 1)
+    codes = rng.choice(categories, size=n, p=weights / weights.sum())
+    return X, codes
+
+
+def calls(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, Callable[[], object]]:
+    return {
+        "pram": lambda: pram(codes, rng=1),
+        "add_noise additive": lambda: add_noise(X, method="additive", rng=1),
+        "add_noise correlated": lambda: add_noise(X, method="correlated", rng=1),
+        "add_noise restricted": lambda: add_noise(X, method="restricted", rng=1),
+        "rank_swap": lambda: rank_swap(X, p=p, rng=1),
+        "top_bottom_code": lambda: top_bottom_code(X[:, 0], top=2.0, replacement=2.0),
+    }
+
+
+def time_sdcflow(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, float]:
+    for call in calls(X[:1000], codes[:1000], p).values():  # warm-up: numba compile or cache
+        call()
+    out = {}
+    for name, call in calls(X, codes, p).items():
+        start = time.perf_counter()
+        call()
+        out[name] = time.perf_counter() - start
+    return out
+
+
+def sdcmicro_skip_reason() -> str | None:
+    """Why sdcMicro cannot run here, or None."""
+    if shutil.which("Rscript") is None:
+        return "Rscript is not on the path"
+    if not os.environ.get("SDCMICRO_LIB"):
+        return "SDCMICRO_LIB (the R library sdcMicro is installed in) is not set"
+    return None
+
+
+def time_sdcmicro(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "in.csv"
+        header = ",".join([*(f"x{j + 1}" for j in range(X.shape[1])), "cat"])
+        table = np.column_stack([X, codes])
+        fmt = ["%.17g"] * X.shape[1] + ["%d"]
+        np.savetxt(src, table, delimiter=",", header=header, comments="", fmt=fmt)
+        env = {**os.environ, "R_LIBS": os.environ["SDCMICRO_LIB"]}
+        done = subprocess.run(
+            ["Rscript", "--vanilla", str(R_SCRIPT), str(src), repr(p / 100.0)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"sdcMicro failed ({done.returncode}): {done.stderr[-2000:]}")
+    out = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("TIME,"):
+            _, name, seconds = line.split(",")
+            out[name] = float(seconds)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--d", type=int, default=3)
+    parser.add_argument("--categories", type=int, default=10)
+    parser.add_argument("--p", type=float, default=15.0, help="rank range in percent")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    X, codes = make_data(args.n, args.d, args.categories, args.seed)
+    ours = time_sdcflow(X, codes, args.p)
+    reason = sdcmicro_skip_reason()
+    theirs = {} if reason else time_sdcmicro(X, codes, args.p)
+    print(f"n = {args.n}, d = {args.d}, categories = {args.categories}, p = {args.p:g} %")
+    print(f"{'method':<22} {'sdcflow s':>10} {'sdcMicro s':>11} {'ratio':>7}")
+    for name, seconds in ours.items():
+        if name in theirs:
+            r = theirs[name]
+            ratio = f"{r / seconds:.1f}" if r > 0 else "-"  # R's clock ticks in ms
+            print(f"{name:<22} {seconds:>10.4f} {r:>11.4f} {ratio:>7}")
+        else:
+            print(f"{name:<22} {seconds:>10.4f} {'-':>11} {'-':>7}")
+    if reason:
+        print(f"sdcMicro skipped: {reason}")
+
+
+if __name__ == "__main__":
+    main()

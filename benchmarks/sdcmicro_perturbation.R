@@ -1,0 +1,31 @@
+#!/usr/bin/env Rscript
+# sdcMicro's perturbative methods on a CSV, timed one by one, for benchmarks/perturbation.py.
+#
+# Usage:
+#   R_LIBS=$SDCMICRO_LIB Rscript --vanilla benchmarks/sdcmicro_perturbation.R IN_CSV RANKSWAP_P
+#
+# IN_CSV has numeric columns x1..xd and an integer column cat (codes 0..L-1). RANKSWAP_P is
+# sdcMicro's P (a fraction). Prints one line per method: TIME,<name>,<elapsed seconds>; each
+# clock covers the sdcMicro call only.
+
+suppressPackageStartupMessages(library(sdcMicro))
+
+args <- commandArgs(trailingOnly = TRUE)
+if (length(args) != 2) stop("usage: sdcmicro_perturbation.R IN_CSV RANKSWAP_P")
+d <- read.csv(args[1])
+P <- as.numeric(args[2])
+num <- d[, grep("^x", names(d)), drop = FALSE]
+f <- factor(d$cat)
+
+set.seed(1)
+timed <- function(name, expr) {
+  t <- system.time(expr)[["elapsed"]]
+  cat(sprintf("TIME,%s,%.4f\n", name, t))
+}
+timed("pram", pram(f))
+timed("add_noise additive", addNoise(num, noise = 150, method = "additive"))
+timed("add_noise correlated", addNoise(num, noise = 150, method = "correlated"))
+timed("add_noise restricted", addNoise(num, noise = 150, method = "restr"))
+timed("rank_swap", rankSwap(num, P = P, TopPercent = 0, BottomPercent = 0, R0 = NULL,
+                            K0 = NULL, seed = 1))
+timed("top_bottom_code", topBotCoding(num[[1]], value = 2, replacement = 2, kind = "top"))

@@ -18,7 +18,8 @@ from sdcflow.core.suppression.local import (
     restore,
     strata_suppression,
 )
-from sdcflow.errors import InputError
+from sdcflow.core.suppression.relaxation import relaxation_bound
+from sdcflow.errors import InputError, ParameterError
 
 
 def brute_force_class_sizes(C: np.ndarray) -> np.ndarray:
@@ -342,3 +343,59 @@ def test_mixed_keys_give_identical_rows_over_all_keys():
     for k in (3, 5):
         result = mask_keys(frame, keys, MdavParams(k=k), rng)
         assert equivalence_class_sizes(result.released_identifiers).min() >= k
+
+
+# --- the linear-programming bound (relaxation.py) ---
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_relaxation_bound_is_never_above_the_brute_force_minimum(seed):
+    rng = np.random.default_rng(seed)
+    n, d, k = int(rng.integers(5, 8)), int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    C = random_table(rng, n, d)
+    assert relaxation_bound(C, k).bound <= brute_force_fewest(C, k) + 1e-6
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_relaxation_bound_lies_between_the_records_below_k_and_the_exact_minimum(seed):
+    rng = np.random.default_rng(200 + seed)
+    k = 2 + seed % 2
+    C = rng.integers(0, 3, size=(24, 3)).astype(np.int32)
+    C[rng.random(C.shape) < 0.1] = -1
+    exact = local_suppression(C, k, algorithm="exact", time_limit=120).total
+    relaxed = relaxation_bound(C, k).bound
+    below, _ = lower_bound(C, k)
+    assert relaxed <= exact + 1e-6
+    # a record whose row others cannot complete must blank one value at least
+    complete = (C >= 0).all(axis=1)
+    sizes = np.unique(C, axis=0, return_inverse=True, return_counts=True)
+    counts = sizes[2][sizes[1].ravel()]
+    assert relaxed >= ((counts < k) & complete).sum() - 1e-6
+    assert below >= ((counts < k) & complete).sum()
+
+
+def test_a_row_that_needs_a_donor_raises_the_bound_above_the_class_bound():
+    # k = 2. Safe classes (0,0) x3, (1,1) x2, (2,2) x2; unsafe (0,1), (0,2), (2,1) once each.
+    # Each unsafe record reaches a row k records agree with by one suppression, so the
+    # class-by-class bound is 3. But three single records cannot pair up on one blank each:
+    # (0,1) and (2,1) can meet at (*,1), and then (0,2) reaches (0,*) or (*,2) alone, short
+    # of k, unless a record of a safe class blanks a value to join it: 4 at least, and 4 is
+    # reached ((0,0) x3 spares one for (0,*)). The linear program counts the donor.
+    C = np.array(
+        [[1, 1], [2, 2], [0, 0], [2, 2], [0, 0], [2, 1], [0, 2], [0, 1], [1, 1], [0, 0]],
+        dtype=np.int32,
+    )
+    _, classwise = lower_bound(C, 2)
+    assert classwise == 3
+    assert brute_force_fewest(C, 2) == local_suppression(C, 2, algorithm="exact").total == 4
+    assert relaxation_bound(C, 2).bound == pytest.approx(4.0)
+
+
+def test_a_file_without_classes_below_k_needs_no_suppression():
+    C = np.zeros((6, 2), dtype=np.int32)
+    assert relaxation_bound(C, 3).bound == 0.0
+
+
+def test_bad_codes_are_refused_with_the_fix():
+    with pytest.raises(ParameterError, match="key_codes"):
+        relaxation_bound(np.zeros((4, 2)), 2)

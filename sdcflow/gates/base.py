@@ -19,6 +19,7 @@ import pandas as pd
 from sdcflow.methods.base import MaskResult, MethodParams
 
 Direction = Literal["min", "max"]
+Measures = Literal["numeric_keys", "keys", "sensitive", "edit_rules"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,17 @@ class Gate:
     upper : the largest value the figure can take when it is a probability or an index (1)
         or a share in percent (100), else None; a ``checks:`` threshold above it is refused
         when the spec is loaded (a ``max`` gate would always pass, a ``min`` one never).
+    measures : what the figure is measured on: ``numeric_keys`` (the records holding every
+        numeric key: loss, linkage, boxes; the preflight refuses such a gate for a release
+        without numeric keys), ``keys`` (the released keys, any kind), ``sensitive`` (the
+        sensitive columns within classes of keys) or ``edit_rules`` (the edit rules on the
+        released records).
+    per_block : the key of the gate measuring the same per block, which a release masked by
+        blocks gets at this gate's promised threshold.
+    with_keep : the key of the gate measuring the same with the ``keep`` columns known to
+        the intruder, which a release with ``keep`` columns gets at this gate's threshold.
+    with_edit_rules : the threshold every release with error rules gets this gate at
+        (None: only when promised or asked).
     """
 
     key: str
@@ -175,6 +187,10 @@ class Gate:
     only_for: tuple[type[MethodParams], ...] = ()
     not_checked: Callable[[GateContext], tuple[str, bool] | None] | None = None
     upper: float | None = None
+    measures: Measures = "keys"
+    per_block: str | None = None
+    with_keep: str | None = None
+    with_edit_rules: float | None = None
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from sdcflow.core.measures.complete import on_complete_records
 from sdcflow.methods.base import MaskResult, MethodParams
 
 Direction = Literal["min", "max"]
@@ -110,8 +111,7 @@ class GateContext:
         def compute() -> tuple[np.ndarray, np.ndarray]:
             X = np.asarray(self.as_ingested if as_ingested else self.original, dtype=np.float64)
             P = np.asarray(self.result.points, dtype=np.float64)
-            complete = ~(np.isnan(X).any(axis=1) | np.isnan(P).any(axis=1))
-            return (X, P) if complete.all() else (X[complete], P[complete])
+            return on_complete_records(X, P)
 
         return self.cached("numeric_pair_raw" if as_ingested else "numeric_pair", compute)
 

@@ -49,6 +49,7 @@ from sdcflow.core.measures import anonymity as _anonymity
 from sdcflow.core.measures import disclosure_risk
 from sdcflow.core.measures import information_loss as _loss
 from sdcflow.core.measures.anonymity import Convention, equivalence_class_sizes, k_anonymity
+from sdcflow.core.measures.complete import complete_records, on_complete_records
 from sdcflow.core.measures.risk import RiskSummary, risk_summary
 from sdcflow.errors import DataError, ParameterError, Reason
 
@@ -200,9 +201,9 @@ def _pair(original: Any, released: Any, *, minimum: int = 1) -> tuple[np.ndarray
     column when fewer than ``minimum`` records have them all (the manifest says "not
     checked"). Shapes: (n, d), (n, d) -> (m, d), (m, d)."""
     X, Xm, labels = _pair_with_missing(original, released)
-    missing = np.isnan(X) | np.isnan(Xm)
-    complete = ~missing.any(axis=1)
+    complete = complete_records(X, Xm)
     if complete.sum() < minimum:
+        missing = np.isnan(X) | np.isnan(Xm)
         worst = labels[int(np.argmax(missing.sum(axis=0)))]
         raise DataError(
             f"{int(complete.sum())} record(s) have every column in both files (column "
@@ -211,7 +212,7 @@ def _pair(original: Any, released: Any, *, minimum: int = 1) -> tuple[np.ndarray
             code=Reason.VALUES_MISSING,
             field=worst,
         )
-    return (X, Xm) if complete.all() else (X[complete], Xm[complete])
+    return on_complete_records(X, Xm)
 
 
 def information_loss(original: Any, released: Any) -> float:

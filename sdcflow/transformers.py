@@ -45,7 +45,7 @@ from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.rounding import round_keeping_equalities
 from sdcflow.core.validation import check_random_state
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.methods import METHODS, MaskResult, MethodParams
+from sdcflow.methods import METHODS, MaskResult, MethodParams, box, fuzzy, microaggregation
 from sdcflow.methods.blocks import mask_quasi_identifiers
 from sdcflow.methods.microaggregation import released_loss_details
 from sdcflow.spec.schema import _join_errors, error_field
@@ -414,8 +414,8 @@ def _spec_fields(name: str) -> dict[str, Any]:
     return {k: f for k, f in METHODS[name].params.model_fields.items() if k != "name"}
 
 
-MDAV = _generated("mdav", "MDAV", MethodTransformer)
-PS = _generated("ps", "PS", MethodTransformer)
-Fuzzy = _generated("fuzzy", "Fuzzy", MethodTransformer)
-ConstrainedFuzzy = _generated("constrained_fuzzy", "ConstrainedFuzzy", _Edits)
-Box = _generated("box", "Box", MethodTransformer)
+MDAV = _generated(microaggregation.MDAV.name, "MDAV", MethodTransformer)
+PS = _generated(microaggregation.PS.name, "PS", MethodTransformer)
+Fuzzy = _generated(fuzzy.FUZZY.name, "Fuzzy", MethodTransformer)
+ConstrainedFuzzy = _generated(fuzzy.CONSTRAINED_FUZZY.name, "ConstrainedFuzzy", _Edits)
+Box = _generated(box.BOX.name, "Box", MethodTransformer)

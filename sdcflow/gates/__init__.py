@@ -26,8 +26,17 @@ GATES: dict[str, Gate] = {
     g.key: g for module in (anonymity, loss, risk, box, edits) for g in module.GATES
 }
 
-# Gates every release gets even when the spec does not name them, with this threshold.
-ALWAYS: dict[str, float] = {"max_edit_violations": 0.0}
+# Gates every release with error rules gets even when the spec does not name them, with this
+# threshold (``Gate.with_edit_rules``).
+ALWAYS: dict[str, float] = {
+    key: gate.with_edit_rules for key, gate in GATES.items() if gate.with_edit_rules is not None
+}
+
+
+def numeric_key_gates() -> set[str]:
+    """The gates measured on numeric keys (``Gate.measures``): a release without numeric keys
+    cannot be gated on them."""
+    return {key for key, gate in GATES.items() if gate.measures == "numeric_keys"}
 
 
 def _options() -> dict[str, GateOption]:
@@ -88,22 +97,25 @@ def default_gates(
         promised = dict(promises)
     else:
         promised = get_method(method.name).promises(method) if method else {}
-    k = promised.get("k_anonymity")
-    if k is not None and keep:
-        promised["keep_k_anonymity"] = k
-    if blocked and "k_anonymity" in promised:
-        # Blocks masked separately promise k per block, not for the joint tuple: a record's
-        # combination of block groups may be unique. An intruder may know every
-        # quasi-identifier, so the joint k stays gated at the method's k beside the per-block
-        # one; a spec that assumes an intruder knows one block at most says so explicitly
-        # (a lower k_anonymity under checks: and accept: {looser_checks: [k_anonymity]}).
-        promised["block_k_anonymity"] = promised["k_anonymity"]
-    if blocked and "probabilistic_k_anonymity" in promised:
-        # The same for the expected group sizes of a random draw (fuzzy): each block's centres
-        # hold >= k records in expectation, but the released tuple of independently drawn
-        # centres may not; probabilistic_k_anonymity is then the joint figure, gated at k,
-        # and the per-block one keeps its own key.
-        promised["block_probabilistic_k_anonymity"] = promised["probabilistic_k_anonymity"]
+    # With keep columns the intruder may know them too: the promised k holds with them
+    # (``Gate.with_keep``).
+    if keep:
+        for key, gate in GATES.items():
+            if key in promised and gate.with_keep is not None:
+                promised[gate.with_keep] = promised[key]
+    # Blocks masked separately promise k per block, not for the joint tuple: a record's
+    # combination of block groups may be unique. An intruder may know every
+    # quasi-identifier, so the joint k stays gated at the method's k beside the per-block
+    # one (``Gate.per_block``); a spec that assumes an intruder knows one block at most says
+    # so explicitly (a lower k_anonymity under checks: and accept: {looser_checks:
+    # [k_anonymity]}). The same for the expected group sizes of a random draw (fuzzy): each
+    # block's centres hold >= k records in expectation, but the released tuple of
+    # independently drawn centres may not; the joint figure is gated at k and the per-block
+    # one keeps its own key.
+    if blocked:
+        for key, gate in GATES.items():
+            if key in promised and gate.per_block is not None:
+                promised[gate.per_block] = promised[key]
     defaults = dict(ALWAYS) if edit_rules else {}
     return {**defaults, **promised}
 
@@ -277,6 +289,7 @@ __all__ = [
     "gather_evidence",
     "looser_thresholds",
     "measure",
+    "numeric_key_gates",
     "options_model",
     "run_gates",
     "threshold_notes",

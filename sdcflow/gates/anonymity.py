@@ -262,6 +262,8 @@ GATES = [
         "smallest class of identical released rows over every released key (a missing or "
         "suppressed value is a value of its own)",
         "records",
+        per_block="block_k_anonymity",
+        with_keep="keep_k_anonymity",
     ),
     Gate(
         "k_anonymity_missing_matches_any",
@@ -294,6 +296,7 @@ GATES = [
         "smallest expected records per released group, with blocks per released tuple of "
         "block groups (random draw; else group size)",
         "records",
+        per_block="block_probabilistic_k_anonymity",
     ),
     Gate(
         "block_probabilistic_k_anonymity",
@@ -318,6 +321,7 @@ GATES = [
         "fewest distinct values of a sensitive column in a class of identical released rows",
         "values",
         requires=frozenset({"sensitive"}),
+        measures="sensitive",
     ),
     Gate(
         "entropy_l_diversity",
@@ -326,5 +330,6 @@ GATES = [
         "smallest exp(entropy) of a sensitive column in a class of identical released rows",
         "values",
         requires=frozenset({"sensitive"}),
+        measures="sensitive",
     ),
 ]

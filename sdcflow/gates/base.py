@@ -16,9 +16,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from sdcflow.core.measures.complete import on_complete_records
 from sdcflow.methods.base import MaskResult, MethodParams
 
 Direction = Literal["min", "max"]
+Measures = Literal["numeric_keys", "keys", "sensitive", "edit_rules"]
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,7 @@ class GateContext:
         def compute() -> tuple[np.ndarray, np.ndarray]:
             X = np.asarray(self.as_ingested if as_ingested else self.original, dtype=np.float64)
             P = np.asarray(self.result.points, dtype=np.float64)
-            complete = ~(np.isnan(X).any(axis=1) | np.isnan(P).any(axis=1))
-            return (X, P) if complete.all() else (X[complete], P[complete])
+            return on_complete_records(X, P)
 
         return self.cached("numeric_pair_raw" if as_ingested else "numeric_pair", compute)
 
@@ -163,6 +164,17 @@ class Gate:
     upper : the largest value the figure can take when it is a probability or an index (1)
         or a share in percent (100), else None; a ``checks:`` threshold above it is refused
         when the spec is loaded (a ``max`` gate would always pass, a ``min`` one never).
+    measures : what the figure is measured on: ``numeric_keys`` (the records holding every
+        numeric key: loss, linkage, boxes; the preflight refuses such a gate for a release
+        without numeric keys), ``keys`` (the released keys, any kind), ``sensitive`` (the
+        sensitive columns within classes of keys) or ``edit_rules`` (the edit rules on the
+        released records).
+    per_block : the key of the gate measuring the same per block, which a release masked by
+        blocks gets at this gate's promised threshold.
+    with_keep : the key of the gate measuring the same with the ``keep`` columns known to
+        the intruder, which a release with ``keep`` columns gets at this gate's threshold.
+    with_edit_rules : the threshold every release with error rules gets this gate at
+        (None: only when promised or asked).
     """
 
     key: str
@@ -175,6 +187,10 @@ class Gate:
     only_for: tuple[type[MethodParams], ...] = ()
     not_checked: Callable[[GateContext], tuple[str, bool] | None] | None = None
     upper: float | None = None
+    measures: Measures = "keys"
+    per_block: str | None = None
+    with_keep: str | None = None
+    with_edit_rules: float | None = None
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):

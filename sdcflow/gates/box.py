@@ -53,6 +53,7 @@ GATES = [
         "box: fewest distinct values (closer than epsilon count as one) of a variable in a box",
         "values",
         only_for=(BoxParams,),
+        measures="numeric_keys",  # the boxes span the numeric keys
     ),
     Gate(
         "box_max_records_outside",
@@ -61,6 +62,7 @@ GATES = [
         "box: original records outside their released box",
         "records",
         only_for=(BoxParams,),
+        measures="numeric_keys",  # the boxes span the numeric keys
     ),
     Gate(
         "box_max_targets_outside",
@@ -69,5 +71,6 @@ GATES = [
         "box: target statistics outside their guaranteed published interval",
         "statistics",
         only_for=(BoxParams,),
+        measures="numeric_keys",  # the boxes span the numeric keys
     ),
 ]

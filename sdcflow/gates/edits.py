@@ -40,5 +40,7 @@ GATES = [
         "released records that violate an edit rule",
         "records",
         not_checked=_edit_not_checked,
+        measures="edit_rules",
+        with_edit_rules=0.0,  # every release with error rules is gated on them
     )
 ]

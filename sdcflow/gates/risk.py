@@ -54,6 +54,7 @@ GATES = [
         "distance-based record linkage: released records linked to their own original",
         "%",
         not_checked=no_complete_record,
+        measures="numeric_keys",
         upper=100.0,
     ),
     Gate(
@@ -64,6 +65,7 @@ GATES = [
         "%",
         option=INTERVAL_P,
         not_checked=no_complete_record,
+        measures="numeric_keys",
         upper=100.0,
     ),
     Gate(

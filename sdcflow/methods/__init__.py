@@ -1,8 +1,11 @@
 """The registry of masking methods: one entry per method, keyed by its spec name.
 
 Adding a method is one core module (its numerical code in its own folder of
-``sdcflow.core``) plus one module here with its parameters, adapter and promises, and one
-entry in :data:`METHODS`.
+``sdcflow.core``) plus one module here with its parameters, adapter and declarations (the
+key kinds it accepts, blocks, missing numbers, cells, its output, its promises, its own
+spec and data checks: :class:`~sdcflow.methods.base.Method`), and one entry in
+:data:`METHODS` (:func:`register_method` for a method kept outside sdcflow). Nothing else
+names a method: the preflight, the gates, the report and the flows ask its entry.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from sdcflow.methods.base import (
     MaskResult,
     Method,
     MethodParams,
+    ReleaseView,
 )
 from sdcflow.methods.box import BOX, BoxParams, BoxResult
 from sdcflow.methods.fuzzy import (
@@ -36,15 +40,28 @@ from sdcflow.methods.microaggregation import (
 from sdcflow.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
 
 METHODS: dict[str, Method] = {
-    "mdav": MDAV,
-    "ps": PS,
-    "univariate": UNIVARIATE,
-    "box": BOX,
-    "fuzzy": FUZZY,
-    "constrained_fuzzy": CONSTRAINED_FUZZY,
-    "heterogeneous": HETEROGENEOUS,
-    "local_suppression": LOCAL_SUPPRESSION,
+    method.name: method
+    for method in (
+        MDAV,
+        PS,
+        UNIVARIATE,
+        BOX,
+        FUZZY,
+        CONSTRAINED_FUZZY,
+        HETEROGENEOUS,
+        LOCAL_SUPPRESSION,
+    )
 }
+
+
+def register_method(method: Method) -> Method:
+    """Add ``method`` to :data:`METHODS` under its name (its parameters' ``name`` default):
+    the spec, the preflight, the gates, ``compare`` and the report then know it. Refuses a
+    name already taken (``ParameterError``). Returns ``method``."""
+    if method.name in METHODS:
+        raise ParameterError(f"a method named {method.name!r} is already registered")
+    METHODS[method.name] = method
+    return method
 
 
 def get_method(name: str) -> Method:
@@ -73,6 +90,8 @@ __all__ = [
     "Method",
     "MethodParams",
     "PsParams",
+    "ReleaseView",
     "UnivariateParams",
     "get_method",
+    "register_method",
 ]

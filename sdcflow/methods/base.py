@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NoReturn, Protocol
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,8 @@ from pydantic import ConfigDict
 from scipy import sparse
 
 from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.errors import InputError, Reason
+from sdcflow.methods.keys import Key, KeyKind
 from sdcflow.spec_model import SpecModel
 
 
@@ -194,15 +196,48 @@ def no_conflicts(params: Any, checks: Mapping[str, float]) -> list[str]:
 
 
 ScaleOut = Literal["cells", "one pass"]
+Output = Literal["points", "boxes"]
+
+
+class ReleaseView(Protocol):
+    """What a method's own checks read of the release spec (``sdcflow.spec`` sits above the
+    methods, so they see it through this shape; the preflight passes the spec itself)."""
+
+    quasi_identifiers: Sequence[str]
+    keep: Sequence[str]
+    sensitive: Sequence[str]
+    weight_column: str | None
+    blocks: Sequence[Sequence[str]]
+    checks: Mapping[str, float]
+
+    @property
+    def method(self) -> Any: ...
+
+    @property
+    def suppression(self) -> Any: ...
+
+
+def refuse(message: str, field: str | None = None) -> NoReturn:
+    """Refuse the spec at preflight: the method cannot release it as written (exit 2)."""
+    raise InputError(message, code=Reason.SPEC_CONTRADICTION, field=field)
+
+
+def no_spec_check(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
+    """A method that needs nothing of the spec beyond its declarations."""
+
+
+def no_data_check(spec: ReleaseView, data: Any, keys: Sequence[Key]) -> None:
+    """A method that can release any values its keys' kinds allow."""
 
 
 @dataclass(frozen=True)
 class Method:
-    """A registry entry.
+    """A registry entry: everything the rest of sdcflow may know of a method.
 
     Attributes
     ----------
-    params : the pydantic model of the method's spec block.
+    params : the pydantic model of the method's spec block (its ``name`` field's default is
+        the method's name).
     mask : ``mask(X, columns, params, rng, constraints) -> MaskResult``.
     edits_while_masking : True when the release satisfies the linear edit rules by itself
         (no repair step before it).
@@ -216,13 +251,30 @@ class Method:
         ``mask_keys(encoded keys, params, rng, suppression settings, constraints,
         conditional) -> EncodedRelease`` (:mod:`sdcflow.methods.mixed`), whose numeric
         values keep the linear rules and the conditional ones' consequents; None: the method
-        masks numeric keys, and categorical ones are handled around it.
+        masks numeric keys, and categorical ones are handled around it (strata).
     scale_out : how the Dask runner spreads the method's work: ``"cells"`` (its grouping
         runs cell by cell on the workers, ``cell_size`` records each), ``"one pass"`` (cheap
         enough for one process at any size the warehouse holds), or None: the method does
         not run under ``runner: dask`` (the preflight refuses it, reason ``runner``); or
         ``scale_out(params)`` giving one of those for the spec's parameters (fuzzy methods:
         ``"cells"`` with ``cell_size``, None without). :meth:`scaling` reads either form.
+    key_kinds : the kinds of keys the method masks (with ``mask_keys`` None, categorical
+        kinds listed here are the strata it masks numeric keys within); keys of another kind
+        are refused at preflight (exit 2).
+    blocks : whether a release may split the numeric keys into ``blocks:`` masked apart.
+    missing_numbers : whether a numeric key may have missing values: True (the method, or
+        MDAV-generic on the values each record has, releases them), False (refused), or
+        ``missing_numbers(params) -> list of str``: the options of ``params`` that would not
+        be applied to such a release (none: accepted).
+    cells : whether the parameters have ``cell_size`` (cells cut along the ordered keys).
+    output : ``"points"`` (a released value per key) or ``"boxes"`` (an interval per key,
+        its centre as the point).
+    check_spec : ``check_spec(spec, keys, rows)``: the method's own refusals of a spec with
+        these resolved keys and ``rows`` records (``InputError``, exit 2), run at preflight
+        and for every variant of ``compare``.
+    check_data : ``check_data(spec, data, keys)``: the method's own refusals of the source's
+        values (an Arrow table; :func:`~sdcflow.methods.keys.key_numbers`), at preflight,
+        before the run starts rather than in the mask step.
     """
 
     params: type[MethodParams]
@@ -233,10 +285,33 @@ class Method:
     conflicts: Callable[[Any, Mapping[str, float]], list[str]] = no_conflicts
     mask_keys: Callable[..., Any] | None = None
     scale_out: ScaleOut | Callable[[Any], ScaleOut | None] | None = None
+    key_kinds: frozenset[KeyKind] = frozenset({"numeric", "nominal", "ordinal"})
+    blocks: bool = True
+    missing_numbers: bool | Callable[[Any], list[str]] = False
+    cells: bool = False
+    output: Output = "points"
+    check_spec: Callable[[ReleaseView, Sequence[Key], int], None] = no_spec_check
+    check_data: Callable[[ReleaseView, Any, Sequence[Key]], None] = no_data_check
+
+    @property
+    def name(self) -> str:
+        """The method's name in the spec (``method: {name: ...}``)."""
+        return str(self.params.model_fields["name"].default)
 
     def scaling(self, params: Any) -> ScaleOut | None:
         """How the Dask runner spreads this method's work under ``params`` (``scale_out``)."""
         return self.scale_out(params) if callable(self.scale_out) else self.scale_out
+
+    def unapplied_with_missing_numbers(self, params: Any) -> str | None:
+        """What of the method would not be applied to numeric keys with missing values (which
+        are released by MDAV-generic on the values each record has): ``"method <name>"``,
+        ``"<name>'s <options>"``, or None when nothing (``missing_numbers``)."""
+        if self.missing_numbers is True:
+            return None
+        if self.missing_numbers is False:
+            return f"method {self.name}"
+        unused = self.missing_numbers(params)
+        return f"{self.name}'s {', '.join(unused)}" if unused else None
 
 
 def transparency_probabilities(

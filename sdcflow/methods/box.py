@@ -50,7 +50,15 @@ from sdcflow.core.box.sensitivity import STAT_ARITY, Target, default_delta0
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.validation import check_magnitude, standardize
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.methods.base import MaskResult, Method, MethodParams, k_gate
+from sdcflow.methods.base import (
+    MaskResult,
+    Method,
+    MethodParams,
+    ReleaseView,
+    k_gate,
+    refuse,
+)
+from sdcflow.methods.keys import Key, key_numbers, masked_as
 from sdcflow.spec_model import SpecModel
 
 StatName = Literal["mean", "variance", "std", "covariance", "correlation"]
@@ -339,9 +347,55 @@ def _promises(params: BoxParams) -> dict[str, float]:
     return gates
 
 
+def _check_spec(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
+    """Numeric keys only, all in one box, and no column published beside the boxes under a
+    name they take (what the mask step refused only after the run had started)."""
+    _, categorical = masked_as(keys)
+    if categorical:
+        refuse(
+            "method box masks numeric keys and this release has categorical ones "
+            f"({', '.join(categorical)}); use mdav, ps, fuzzy or heterogeneous, which "
+            "handle them"
+        )
+    if spec.blocks:
+        refuse(
+            "method box publishes one box per record over every quasi-identifier (its "
+            "box_id, weight and interval estimates); remove `blocks:`"
+        )
+    check_box_columns(spec.method, spec.quasi_identifiers)
+    box_columns = {f"{q}_{end}" for q in spec.quasi_identifiers for end in ("lo", "hi")}
+    box_columns |= {"box_id", "weight"}
+    passed = [*spec.keep, *spec.sensitive]
+    if spec.weight_column and spec.weight_column not in spec.quasi_identifiers:
+        passed.append(spec.weight_column)
+    clash = [c for c in passed if c in box_columns]
+    if clash:
+        refuse(
+            f"column {clash[0]} is published unchanged and method box publishes a column "
+            "of that name (<key>_lo, <key>_hi, box_id, weight), so one would overwrite the "
+            f"other; rename {clash[0]} in the source",
+            field=str(clash[0]),
+        )
+
+
+def _check_data(spec: ReleaseView, data: Any, keys: Sequence[Key]) -> None:
+    """The values box cannot release (magnitudes, a key with fewer than ``l`` distinct
+    values), refused before the run starts rather than in the mask step; the keys are
+    numeric and complete by then (:func:`_check_spec`, ``missing_numbers``)."""
+    if not data.num_rows:
+        return
+    cols = list(spec.quasi_identifiers)
+    check_box_values(key_numbers(data, cols), cols, spec.method)
+
+
 BOX = Method(
     BoxParams,
     _mask,
     promises=_promises,
     summary="box anonymization shaped for target statistics",
+    key_kinds=frozenset({"numeric"}),
+    blocks=False,
+    output="boxes",
+    check_spec=_check_spec,
+    check_data=_check_data,
 )

@@ -28,7 +28,7 @@ References
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -51,8 +51,14 @@ from sdcflow.core.linear.projection import PolyhedronProjector
 from sdcflow.core.measures.disclosure_risk import fuzzy_membership_rows
 from sdcflow.core.microaggregation.neighbours import spatial_cells
 from sdcflow.core.parallel import map_parts
-from sdcflow.core.validation import check_cell_size, standardize, standardize_with
-from sdcflow.methods.base import MaskResult, Method, MethodParams
+from sdcflow.core.validation import (
+    check_cell_size,
+    check_resolution,
+    standardize,
+    standardize_with,
+)
+from sdcflow.methods.base import MaskResult, Method, MethodParams, ReleaseView, refuse
+from sdcflow.methods.keys import Key, key_numbers, masked_as, numeric_keys
 
 Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 
@@ -367,6 +373,28 @@ def _mask(
     )
 
 
+def _check_spec(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
+    """Categorical keys are strata, and inside each the release must be crisply k-anonymous."""
+    _, categorical = masked_as(keys)
+    if categorical and spec.method.guarantee == "probabilistic_k_anonymity":
+        refuse(
+            f"with categorical keys, {spec.method.name} needs a crisp guarantee inside each "
+            "stratum; set `guarantee: k_anonymity` or `both`"
+        )
+
+
+def _check_data(spec: ReleaseView, data: Any, keys: Sequence[Key]) -> None:
+    """The method works in standardized units: a numeric key whose other values it would
+    lose to the rounding of its largest ones (one turnover of 1e40 among thousands) is
+    refused before the run starts (:func:`~sdcflow.core.validation.check_resolution`), not
+    in the mask step."""
+    cols = numeric_keys(keys)
+    if not data.num_rows or not cols:
+        return
+    X = key_numbers(data, cols)
+    check_resolution(X[~np.isnan(X).any(axis=1)], cols, what="fuzzy microaggregation")
+
+
 FUZZY = Method(
     FuzzyParams,
     _mask,
@@ -374,6 +402,9 @@ FUZZY = Method(
     conflicts=_conflicts,
     summary="fuzzy microaggregation (FCM / entropy FCM, random draw of centres)",
     scale_out=_scale_out,
+    cells=True,
+    check_spec=_check_spec,
+    check_data=_check_data,
 )
 CONSTRAINED_FUZZY = Method(
     ConstrainedFuzzyParams,
@@ -383,4 +414,7 @@ CONSTRAINED_FUZZY = Method(
     conflicts=_conflicts,
     summary="constrained fuzzy microaggregation: centres satisfy the linear edit rules",
     scale_out=_scale_out,
+    cells=True,
+    check_spec=_check_spec,
+    check_data=_check_data,
 )

@@ -169,4 +169,6 @@ HETEROGENEOUS = Method(
     summary="heterogeneous microaggregation: numeric means, ordinal medians, nominal modes",
     mask_keys=_mask_keys,
     scale_out=_scale_out,
+    missing_numbers=True,  # grouped on the values each record has
+    cells=True,
 )

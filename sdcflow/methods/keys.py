@@ -3,7 +3,7 @@
 A key is **numeric** (masked by a numeric method, published as numbers), **nominal**
 (categories without order: sex, race) or **ordinal** (categories in a declared order:
 education levels, age bands). The preflight resolves every key's kind from the file's column
-types and the spec's declarations (``sdcflow.preflight.plan``); the methods receive
+types and the spec's declarations (``sdcflow.preflight.keys``); the methods receive
 :class:`Key` objects and never look at the spec.
 """
 
@@ -55,6 +55,28 @@ class Key:
 
 def numeric_keys(keys: Sequence[Key]) -> list[str]:
     return [k.name for k in keys if k.kind == "numeric"]
+
+
+def binned(keys: Sequence[Key]) -> set[str]:
+    """The numeric keys ``recode:`` bins: masked and published as categories."""
+    return {k.name for k in keys if k.recoding is not None and k.recoding.kind == "bins"}
+
+
+def masked_as(keys: Sequence[Key]) -> tuple[list[str], list[str]]:
+    """``(numbers, categories)``: the keys masked as numbers and as categories, after
+    recoding (a binned numeric key is categorical)."""
+    bins = binned(keys)
+    numbers = [k.name for k in keys if k.kind == "numeric" and k.name not in bins]
+    categories = [k.name for k in keys if k.kind != "numeric" or k.name in bins]
+    return numbers, categories
+
+
+def key_numbers(data: Any, columns: Sequence[str]) -> np.ndarray:
+    """The ``columns`` of a source table (Arrow) as floats, missing as NaN, for a method's
+    data checks. Shape (n, len(columns))."""
+    return np.column_stack(
+        [data.column(c).to_pandas().to_numpy(dtype=np.float64, na_value=np.nan) for c in columns]
+    )
 
 
 def categorical_keys(keys: Sequence[Key]) -> list[str]:

@@ -25,7 +25,7 @@ case), so its figure does not depend on that.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -43,7 +43,8 @@ from sdcflow.core.microaggregation.scaling import working_scale
 from sdcflow.core.microaggregation.univariate import univariate_groups
 from sdcflow.core.validation import check_k
 from sdcflow.errors import ParameterError
-from sdcflow.methods.base import MaskResult, Method, MethodParams
+from sdcflow.methods.base import MaskResult, Method, MethodParams, ReleaseView, refuse
+from sdcflow.methods.keys import Key, masked_as
 from sdcflow.spec_model import SpecModel
 
 BOUND_SECONDS = 60.0  # CPU budget of the lower bound's nearest-neighbour search per block
@@ -335,11 +336,48 @@ def _mask_univariate(
     return _mask_crisp(X, columns, params, rng, None, "univariate (optimal)")
 
 
-MDAV = Method(MdavParams, _mask_mdav, summary="MDAV-generic microaggregation", scale_out="cells")
-PS = Method(PsParams, _mask_ps, summary="pairwise systematic microaggregation", scale_out="cells")
+def _options_lost_to_missing_numbers(params: CrispParams) -> list[str]:
+    """Numeric keys with missing values are released by MDAV-generic on the values each
+    record has, which neither refines its partition nor groups on centred values only."""
+    return [
+        option
+        for option, off in (("refine", None), ("standardize", True))
+        if getattr(params, option, off) != off
+    ]
+
+
+def _check_univariate(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
+    """One numeric variable per mask call (per block with blocks)."""
+    numeric, _ = masked_as(keys)
+    groups = [list(b) for b in spec.blocks] if spec.blocks else [numeric]
+    wide = [g for g in groups if len([c for c in g if c in numeric]) > 1]
+    if wide:
+        refuse(
+            f"method univariate microaggregates one variable and {', '.join(wide[0])} "
+            "would be masked together; give each numeric key its own block (blocks: "
+            "[[a], [b], ...]) or use mdav for several"
+        )
+
+
+MDAV = Method(
+    MdavParams,
+    _mask_mdav,
+    summary="MDAV-generic microaggregation",
+    scale_out="cells",
+    missing_numbers=_options_lost_to_missing_numbers,
+    cells=True,
+)
+PS = Method(
+    PsParams,
+    _mask_ps,
+    summary="pairwise systematic microaggregation",
+    scale_out="cells",
+    cells=True,
+)
 UNIVARIATE = Method(
     UnivariateParams,
     _mask_univariate,
     summary="optimal univariate microaggregation",
     scale_out="one pass",
+    check_spec=_check_univariate,
 )

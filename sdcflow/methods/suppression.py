@@ -24,10 +24,10 @@ import numpy as np
 from pydantic import Field
 
 from sdcflow.core.linear.constraints import LinearConstraints
-from sdcflow.core.suppression.local import local_suppression
+from sdcflow.core.suppression.local import EXACT_MAX_VARIABLES, local_suppression
 from sdcflow.errors import ParameterError
-from sdcflow.methods.base import MaskResult, Method, MethodParams
-from sdcflow.methods.keys import EncodedKeys, EncodedRelease, SuppressionSettings
+from sdcflow.methods.base import MaskResult, Method, MethodParams, ReleaseView, refuse
+from sdcflow.methods.keys import EncodedKeys, EncodedRelease, Key, SuppressionSettings, masked_as
 
 
 class LocalSuppressionParams(MethodParams):
@@ -78,9 +78,30 @@ def _mask(
     )
 
 
+def _check_spec(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
+    """Categorical keys only; the exact algorithm only where its program stays small."""
+    numeric, categorical = masked_as(keys)
+    if numeric:
+        refuse(
+            f"method local_suppression masks categorical keys, and {', '.join(numeric)} are "
+            "numeric: bin them with `recode:` or choose mdav, ps, fuzzy or heterogeneous"
+        )
+    if spec.suppression.algorithm == "exact":
+        bound = rows * 2 ** len(categorical)
+        if bound > EXACT_MAX_VARIABLES:
+            refuse(
+                f"suppression.algorithm exact would need up to {bound} variables for "
+                f"{rows} records and {len(categorical)} keys (at most {EXACT_MAX_VARIABLES}); "
+                "use algorithm greedy"
+            )
+
+
 LOCAL_SUPPRESSION = Method(
     LocalSuppressionParams,
     _mask,
     summary="local suppression of the fewest categorical values (greedy, or exact for small files)",
     mask_keys=_mask_keys,
+    key_kinds=frozenset({"nominal", "ordinal"}),
+    missing_numbers=True,  # no numeric key reaches it (check_spec)
+    check_spec=_check_spec,
 )

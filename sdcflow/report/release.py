@@ -415,7 +415,8 @@ def _unscaled_variance(scaled: float, e: int) -> float | str:
 
 
 def _is_box(facts: ReleaseFacts) -> bool:
-    return "box_id" in facts.result.masked.columns if facts.result is not None else False
+    """Whether the method released boxes (``Method.output``), whose centres are the points."""
+    return facts.result is not None and get_method(facts.method.name).output == "boxes"
 
 
 def _change(before: float, after: float) -> float | None:

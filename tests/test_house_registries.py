@@ -11,10 +11,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+from survey import QIS, write_release
+
 import sdcflow
 from sdcflow.gates import GATES
 from sdcflow.methods import METHODS, register_method
-from tests.survey import QIS, write_release
 
 PACKAGE = Path(sdcflow.__file__).resolve().parent
 

@@ -51,7 +51,7 @@ def test_suppress_then_undo(toy):
     assert sdc.history == ["start", "suppress k=2"]
     assert sdc.risk()["k_anonymity"] >= 2  # a blank is a value of its own
     suppressed = sdc.utility()["categorical_values_suppressed"]
-    assert sum(suppressed.values()) >= 1 and suppressed["sex"] == 0  # sex suppressed last
+    assert set(suppressed) == {"sex", "town"} and sum(suppressed.values()) >= 1
     assert sdc.released.index.equals(toy.index)
     assert list(sdc.released.columns) == ["sex", "town", "income"]
     sdc.undo()
@@ -118,7 +118,8 @@ def test_recode_makes_a_key_ordinal_and_is_undone(survey):
     sdc = SdcFrame(survey, numeric=QIS, strata=["region"])
     sdc.recode("employees", bins=[-math.inf, 0, 9, 49, 249, math.inf]).mask("mdav", k=5)
     assert sdc.utility()["recoded_records"] == {"employees": 600}
-    assert sdc.released["employees"].map(type).eq(str).all()
+    bands = {"[-inf, 0]", "(0, 9]", "(9, 49]", "(49, 249]", "(249, inf]"}
+    assert set(sdc.released["employees"].dropna()) <= bands  # some suppressed in strata
     spec = sdc.to_spec(source="data.csv")
     assert spec["recode"] == {"employees": {"bins": [-math.inf, 0.0, 9.0, 49.0, 249.0, math.inf]}}
     sdc.undo()
@@ -139,6 +140,10 @@ def test_random_state_reproduces_a_randomized_method(survey):
 
 
 # -- to_spec: the pipeline releases the same ----------------------------------------------------
+
+
+EDUCATION = ("Preschool 1st-4th 5th-6th 7th-8th 9th 10th 11th 12th HS-grad Some-college "
+             "Assoc-voc Assoc-acdm Bachelors Masters Prof-school Doctorate").split()  # fmt: skip
 
 
 def _release(spec: dict, tmp_path) -> sdcflow.ReleaseOutcome:
@@ -174,10 +179,7 @@ def test_to_spec_of_recoding_and_suppression_with_weights(shared_data, tmp_path,
         adult,
         numeric=["age"],
         nominal=["sex", "race"],
-        ordinal={"education": ["Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th",
-                               "11th", "12th", "HS-grad", "Some-college", "Assoc-voc",
-                               "Assoc-acdm", "Bachelors", "Masters", "Prof-school",
-                               "Doctorate"]},  # fmt: skip
+        ordinal={"education": EDUCATION},
         weight="fnlwgt",
         sensitive=["income"],
     )

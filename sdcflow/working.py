@@ -232,13 +232,13 @@ class SdcFrame:
 
     def suppress(
         self,
-        k: int = 3,
+        k: int = 2,
         *,
         importance: Sequence[str] = (),
         algorithm: Literal["greedy", "exact"] = "greedy",
     ) -> SdcFrame:
         """Local suppression to k-anonymity of the categorical keys (sdcMicro's
-        ``localSuppression``, default k = 3 as there; the method ``local_suppression``):
+        ``localSuppression``, default k = 2 as there; the method ``local_suppression``):
         ``importance`` lists keys from the most important (suppressed last). Every key must
         be categorical by then (bin numeric ones with :meth:`recode`). Returns the object."""
         params = self._params("local_suppression", {"k": k})

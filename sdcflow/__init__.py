@@ -6,6 +6,9 @@ From Python (the heavy parts are imported on first use, so ``import sdcflow`` is
   :class:`~sdcflow.flows.outcome.ReleaseOutcome` (:mod:`sdcflow.api`);
 - ``sdcflow.MDAV``, ``PS``, ``Fuzzy``, ``ConstrainedFuzzy``, ``Box`` — the masking methods as
   scikit-learn-style transformers (:mod:`sdcflow.transformers`);
+- :class:`sdcflow.SdcFrame` — the working object: risk, recoding, suppression, masking,
+  utility and undo on a DataFrame, and the release spec of what was tried
+  (:mod:`sdcflow.working`);
 - :mod:`sdcflow.measures` — information loss, k-anonymity, disclosure risk as plain functions;
 - ``sdcflow.InputError``, ``sdcflow.Reason`` — what bad input raises, with its reason code.
 
@@ -43,6 +46,10 @@ _LAZY = {
     "Fuzzy": "sdcflow.transformers",
     "ConstrainedFuzzy": "sdcflow.transformers",
     "Box": "sdcflow.transformers",
+    "LocalSuppression": "sdcflow.transformers",
+    "Recoding": "sdcflow.transformers",
+    "Heterogeneous": "sdcflow.transformers",
+    "SdcFrame": "sdcflow.working",
     "measures": "sdcflow.measures",
 }
 

@@ -32,25 +32,69 @@ columns released as integers as a release publishes them; Box: ``<q>_lo``, ``<q>
 from __future__ import annotations
 
 import hashlib
+import inspect
+import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from pydantic import ValidationError
+from scipy import sparse
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.rounding import round_keeping_equalities
 from sdcflow.core.validation import check_random_state
 from sdcflow.errors import DataError, ParameterError, Reason
-from sdcflow.methods import METHODS, MaskResult, MethodParams, box, fuzzy, microaggregation
+from sdcflow.methods import (
+    METHODS,
+    MaskResult,
+    MethodParams,
+    box,
+    fuzzy,
+    heterogeneous,
+    microaggregation,
+    suppression,
+)
 from sdcflow.methods.blocks import mask_quasi_identifiers
+from sdcflow.methods.keys import Key, SuppressionSettings
 from sdcflow.methods.microaggregation import released_loss_details
+from sdcflow.methods.mixed import mask_keys
+from sdcflow.methods.recoding import Recoding as _Rule
+from sdcflow.methods.recoding import recode
 from sdcflow.spec.schema import _join_errors, error_field
 
-__all__ = ["MDAV", "PS", "Box", "ConstrainedFuzzy", "Fuzzy", "MethodTransformer"]
+__all__ = [
+    "MDAV",
+    "PS",
+    "Box",
+    "ConstrainedFuzzy",
+    "Fuzzy",
+    "Heterogeneous",
+    "LocalSuppression",
+    "MethodTransformer",
+    "Recoding",
+]
+
+SDCMICRO_DEFAULTS: dict[str, dict[str, Any]] = {
+    # microaggregation(aggr = 3); localSuppression(k = 2) (sdcMicro 5.8)
+    microaggregation.MDAV.name: {"k": 3},
+    microaggregation.PS.name: {"k": 3},
+    fuzzy.FUZZY.name: {"k": 3},
+    fuzzy.CONSTRAINED_FUZZY.name: {"k": 3},
+    box.BOX.name: {"k": 3},
+    heterogeneous.HETEROGENEOUS.name: {"k": 3},
+    suppression.LOCAL_SUPPRESSION.name: {"k": 2},
+}
+"""The transformers' defaults where sdcMicro has one and the spec has none (a spec names its
+k; a notebook's first try need not)."""
+
+_SPARSE = (
+    "Sparse data was passed for X, but dense data is required. Use '.toarray()' to convert to "
+    "a dense numpy array."
+)
 
 
 class MethodTransformer:
@@ -77,6 +121,8 @@ class MethodTransformer:
 
     @classmethod
     def _default(cls, name: str) -> Any:
+        if name in SDCMICRO_DEFAULTS.get(cls.method, {}):
+            return SDCMICRO_DEFAULTS[cls.method][name]
         field = cls._fields().get(name)
         if field is None or field.is_required():
             return None
@@ -136,33 +182,35 @@ class MethodTransformer:
 
     def fit(self, X: Any, y: Any = None) -> MethodTransformer:
         """Mask ``X`` (n records, d quasi-identifiers) and keep the release."""
-        params = self.method_params()
         frame = _as_frame(X)
-        columns = [str(c) for c in frame.columns]
-        twice = sorted(c for c, n in Counter(columns).items() if n > 1)
-        if twice:
-            raise DataError(
-                f"X has column name(s) {twice} more than once (as text); give every column "
-                "its own name",
-                code=Reason.SOURCE_COLUMNS,
-                field="X",
+        columns = _column_names(frame)
+        k = getattr(self.method_params(), "k", None)
+        if k is not None and len(frame) < k:
+            raise ParameterError(
+                f"n_samples = {len(frame)} is fewer than k = {k}: a release of fewer than k "
+                "records has no group of k; lower k or add records",
+                field="k",
             )
-        values = _numeric_values(frame)
-        rng = check_random_state(self.random_state)
-        constraints = self._constraints(columns)
-        result = mask_quasi_identifiers(values, columns, params, rng, constraints)
-        result = _integers(frame, values, columns, result, constraints)
+        result, released = self._mask(frame, columns)
         self.result_: MaskResult = result
-        released = result.masked.set_axis(frame.index, axis=0)
-        if list(released.columns) == columns:  # point methods: the caller's own labels back
-            released = released.set_axis(frame.columns, axis=1)
         self.released_ = released
         self.details_ = result.details
         self.n_features_in_ = len(columns)
         self.feature_names_in_ = np.asarray(columns, dtype=object)
         self._fingerprint = _fingerprint(frame)
-        self._array_input = not isinstance(X, pd.DataFrame)
         return self
+
+    def _mask(self, frame: pd.DataFrame, columns: list[str]) -> tuple[MaskResult, pd.DataFrame]:
+        params = self.method_params()
+        values = _numeric_values(frame)
+        rng = _generator(self.random_state)
+        constraints = self._constraints(columns)
+        result = mask_quasi_identifiers(values, columns, params, rng, constraints)
+        result = _integers(frame, values, columns, result, constraints)
+        released = result.masked.set_axis(frame.index, axis=0)
+        if list(released.columns) == columns:  # point methods: the caller's own labels back
+            released = released.set_axis(frame.columns, axis=1)
+        return result, released
 
     def transform(self, X: Any) -> Any:
         """The release of the fitted data; any other data is refused (module docstring)."""
@@ -211,18 +259,13 @@ class MethodTransformer:
         """What ``transform`` returns for an array (scikit-learn's ``set_output``):
         ``"pandas"`` a DataFrame named by :meth:`get_feature_names_out`, ``"default"`` an
         array; None leaves it. A DataFrame always gives a DataFrame with its own index."""
-        if transform not in (None, "default", "pandas"):
-            raise ParameterError(
-                f"{type(self).__name__}.set_output: transform must be 'default' or 'pandas', "
-                f"got {transform!r}",
-                field="transform",
-            )
+        _check_output(type(self).__name__, transform)
         if transform is not None:
             self._sklearn_output_config = {"transform": transform}
         return self
 
     def _output(self, as_array: bool) -> Any:
-        config = getattr(self, "_sklearn_output_config", {}).get("transform", "default")
+        config = _output_config(self)
         if as_array and config != "pandas":
             return self.released_.to_numpy()
         released = self.released_.copy()
@@ -232,9 +275,19 @@ class MethodTransformer:
 
 
 def _as_frame(X: Any) -> pd.DataFrame:
+    """X as a DataFrame; sparse and complex input refused in scikit-learn's words (a masking
+    method releases dense real records)."""
+    if sparse.issparse(X) or (
+        isinstance(X, pd.DataFrame) and any(isinstance(t, pd.SparseDtype) for t in X.dtypes)
+    ):
+        raise DataError(_SPARSE, code=Reason.DATA, field="X")
     if isinstance(X, pd.DataFrame):
+        if any(pd.api.types.is_complex_dtype(t) for t in X.dtypes):
+            raise DataError(_COMPLEX, code=Reason.DATA, field="X")
         return X
     array = np.asarray(X)
+    if np.iscomplexobj(array):
+        raise DataError(_COMPLEX, code=Reason.DATA, field="X")
     if array.ndim != 2:
         raise ParameterError(
             f"X must be 2-dimensional (records x quasi-identifiers), got {array.ndim} "
@@ -242,6 +295,65 @@ def _as_frame(X: Any) -> pd.DataFrame:
             field="X",
         )
     return pd.DataFrame(array, columns=[f"x{j}" for j in range(array.shape[1])])
+
+
+_COMPLEX = (
+    "Complex data not supported: the masking methods take real numbers; pass the real and "
+    "imaginary parts as columns of their own"
+)
+
+
+def _column_names(frame: pd.DataFrame) -> list[str]:
+    """The columns as text, each once; no column or no record refused in scikit-learn's
+    words."""
+    for axis, what in ((1, "feature(s)"), (0, "sample(s)")):
+        if frame.shape[axis] == 0:
+            raise DataError(
+                f"Found array with 0 {what} (shape={frame.shape}) while a minimum of 1 is "
+                "required.",
+                code=Reason.DATA,
+                field="X",
+            )
+    columns = [str(c) for c in frame.columns]
+    twice = sorted(c for c, n in Counter(columns).items() if n > 1)
+    if twice:
+        raise DataError(
+            f"X has column name(s) {twice} more than once (as text); give every column "
+            "its own name",
+            code=Reason.SOURCE_COLUMNS,
+            field="X",
+        )
+    return columns
+
+
+def _generator(random_state: Any) -> np.random.Generator:
+    """The method's generator: None, an int or a Generator as the core takes them, and a
+    legacy ``RandomState`` (what scikit-learn passes) seeding one from its own stream."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max, size=4))
+    return check_random_state(random_state)
+
+
+def _check_output(name: str, transform: str | None) -> None:
+    if transform not in (None, "default", "pandas"):
+        raise ParameterError(
+            f"{name}.set_output: transform must be 'default' or 'pandas', got {transform!r}",
+            field="transform",
+        )
+
+
+def _output_config(estimator: Any) -> str:
+    """The estimator's own ``set_output``, else scikit-learn's global ``transform_output``
+    when scikit-learn is loaded (never imported here: sdcflow does not need it)."""
+    own = getattr(estimator, "_sklearn_output_config", {}).get("transform")
+    if own is not None:
+        return own
+    sklearn = sys.modules.get("sklearn")
+    if sklearn is None:
+        return "default"
+    config = sklearn.get_config().get("transform_output", "default")
+    _check_output(type(estimator).__name__, config)
+    return config
 
 
 def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
@@ -297,7 +409,8 @@ def _numeric_values(frame: pd.DataFrame) -> np.ndarray:
     if holes.any():
         j = int(np.flatnonzero(holes)[0])
         raise DataError(
-            f"column {frame.columns[j]} has {int(holes[j])} missing value(s): the transformers "
+            f"column {frame.columns[j]} has {int(holes[j])} missing value(s) (NaN): the "
+            "transformers "
             "mask complete records; drop those records (X.dropna()) or release the file with "
             "sdcflow.release and `missing_values:` (a release masks around missing values)",
             code=Reason.VALUES_MISSING,
@@ -346,8 +459,8 @@ def _fingerprint(frame: pd.DataFrame) -> str:
     digest = hashlib.sha256(repr((frame.shape, list(map(str, frame.columns)))).encode())
     try:
         values = frame.to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):  # not numbers: not the data a method was fitted on
-        return "not numeric"
+    except (TypeError, ValueError):  # categories: their hash, value by value
+        values = pd.util.hash_pandas_object(frame.astype(object), index=False).to_numpy()
     digest.update(np.ascontiguousarray(values).tobytes())
     return digest.hexdigest()
 
@@ -404,9 +517,36 @@ def _generated(name: str, class_name: str, base: type[MethodTransformer]) -> typ
             "    Linear edit rules the release satisfies (as a spec's ``edits:``).",
         ]
     lines += ["", "See :mod:`sdcflow.transformers` for what fit and transform mean."]
-    return type(
+    cls = type(
         class_name, (base,), {"method": name, "__doc__": "\n".join(lines), "__module__": __name__}
     )
+    cls.__init__ = _init(cls)  # type: ignore[misc]
+    return cls
+
+
+def _init(cls: type[MethodTransformer]) -> Any:
+    """An ``__init__`` whose signature lists every parameter with its default (``k`` also
+    by position), as scikit-learn reads it (``inspect.signature``, ``clone``)."""
+    names = cls._param_names()
+    first = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    later = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter("self", first)] + [
+        inspect.Parameter(n, first if n == "k" else later, default=cls._default(n)) for n in names
+    ]
+    signature = inspect.Signature(parameters)
+    positional = [n for n in names if n == "k"]
+
+    def __init__(self: MethodTransformer, *args: Any, **params: Any) -> None:
+        if len(args) > len(positional):
+            raise TypeError(
+                f"{cls.__name__}() takes {len(positional)} positional argument(s) (k); give "
+                "the others by name"
+            )
+        MethodTransformer.__init__(self, **dict(zip(positional, args, strict=False)), **params)
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{cls.__name__}.__init__"
+    return __init__
 
 
 def _spec_fields(name: str) -> dict[str, Any]:
@@ -419,3 +559,259 @@ PS = _generated(microaggregation.PS.name, "PS", MethodTransformer)
 Fuzzy = _generated(fuzzy.FUZZY.name, "Fuzzy", MethodTransformer)
 ConstrainedFuzzy = _generated(fuzzy.CONSTRAINED_FUZZY.name, "ConstrainedFuzzy", _Edits)
 Box = _generated(box.BOX.name, "Box", MethodTransformer)
+
+
+class _KeysTransformer(MethodTransformer):
+    """A method that masks categorical keys (and numeric ones beside them) through the
+    pipeline's :func:`~sdcflow.methods.mixed.mask_keys`: columns of numbers are numeric keys
+    (integers released as integers), any other column a nominal key; missing values are
+    released as missing (a value of its own when k is counted)."""
+
+    numeric_keys: ClassVar[bool] = True
+
+    def _keys(self, frame: pd.DataFrame, columns: list[str]) -> list[Key]:
+        keys = []
+        for j, name in enumerate(columns):
+            dtype = frame.iloc[:, j].dtype
+            numbers = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+            if numbers and self.numeric_keys:
+                whole = pd.api.types.is_integer_dtype(dtype)
+                keys.append(Key(name, "numeric", decimals=0 if whole else None, integer=whole))
+            else:
+                keys.append(Key(name, "nominal"))
+        return keys
+
+    def _settings(self, columns: list[str]) -> SuppressionSettings:
+        return SuppressionSettings()
+
+    def _mask(self, frame: pd.DataFrame, columns: list[str]) -> tuple[MaskResult, pd.DataFrame]:
+        params = self.method_params()
+        records = frame.set_axis(columns, axis=1).reset_index(drop=True)
+        numeric = [k.name for k in self._keys(frame, columns) if k.kind == "numeric"]
+        if numeric and np.isinf(records[numeric].to_numpy(dtype=np.float64)).any():
+            raise DataError(
+                "X has infinite value(s): replace them with a number, or drop those records",
+                code=Reason.VALUES_NONFINITE,
+                field="X",
+            )
+        result = mask_keys(
+            records,
+            self._keys(frame, columns),
+            params,
+            _generator(self.random_state),
+            suppression=self._settings(columns),
+        )
+        released = self._released(records, result.masked[columns])
+        return result, released.set_axis(frame.index, axis=0).set_axis(frame.columns, axis=1)
+
+    def _released(self, records: pd.DataFrame, masked: pd.DataFrame) -> pd.DataFrame:
+        return masked
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # a missing key is released as missing
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
+
+
+class LocalSuppression(_KeysTransformer):
+    """Local suppression of the fewest values as a transformer (method ``local_suppression``,
+    sdcMicro's ``localSuppression``, default k = 2 as there).
+
+    Every column is a categorical key (numbers too: as sdcMicro's factors); the release is X
+    with the suppressed values missing (NaN, None), every class of identical released rows
+    holding at least k records (a blank equal only to a blank).
+
+    Parameters
+    ----------
+    k : int, default 2
+        Smallest class of identical released rows.
+    importance : list of column names, optional
+        Most important first: suppressed last (the spec's ``suppression.importance``).
+    random_state : accepted for scikit-learn (the suppression draws nothing).
+
+    See :mod:`sdcflow.transformers` for what fit and transform mean.
+    """
+
+    method = suppression.LOCAL_SUPPRESSION.name
+    extra = ("random_state", "importance")
+    numeric_keys = False
+
+    def _settings(self, columns: list[str]) -> SuppressionSettings:
+        importance = tuple(self.importance or ())  # type: ignore[attr-defined]
+        unknown = [c for c in importance if c not in columns]
+        if unknown:
+            raise ParameterError(
+                f"LocalSuppression: importance names column(s) {unknown} that X lacks",
+                field="importance",
+            )
+        return SuppressionSettings(importance)
+
+    def _released(self, records: pd.DataFrame, masked: pd.DataFrame) -> pd.DataFrame:
+        suppressed = masked.isna().to_numpy() & records.notna().to_numpy()
+        return records.mask(suppressed)
+
+
+LocalSuppression.__init__ = _init(LocalSuppression)  # type: ignore[misc]
+
+
+class Heterogeneous(_KeysTransformer):
+    """Heterogeneous microaggregation as a transformer (method ``heterogeneous``): numeric
+    columns released as their group's mean, text and categorical columns as its mode.
+
+    Parameters
+    ----------
+    k : int, default 3
+        Minimum group size (sdcMicro's microaggregation default ``aggr = 3``).
+    categorical : {"mode", "suppress"}, default "mode"
+    cell_size : int, optional
+    random_state : accepted for scikit-learn (the method draws nothing).
+
+    See :mod:`sdcflow.transformers` for what fit and transform mean.
+    """
+
+    method = heterogeneous.HETEROGENEOUS.name
+
+
+Heterogeneous.__init__ = _init(Heterogeneous)  # type: ignore[misc]
+
+
+class Recoding:
+    """Global recoding of numeric columns into bins as a transformer (sdcMicro's
+    ``globalRecode``, the spec's ``recode: {column: {bins: [...]}}``).
+
+    Unlike a masking method, a recoding is a function of each value: ``transform`` recodes
+    any records with the edges learnt by ``fit``.
+
+    Parameters
+    ----------
+    bins : int, list of float or mapping column -> list of float, default 5
+        An int: that many equal-width bins over each column's fitted range (R's ``cut(x,
+        n)``), the outer edges open (-inf, inf) so that later records fit; a list: the edges
+        of every column; a mapping: each listed column's edges (the others pass unchanged).
+    labels : list of str, optional
+        One per bin (default ``"(a, b]"``).
+    closed : {"right", "left"}, default "right"
+        Which end of a bin holds its edge (``right`` as ``globalRecode``).
+
+    Attributes
+    ----------
+    edges_ : dict column -> list of float
+    """
+
+    def __init__(
+        self,
+        bins: int | Sequence[float] | Mapping[str, Sequence[float]] = 5,
+        *,
+        labels: Sequence[str] | None = None,
+        closed: str = "right",
+    ) -> None:
+        self.bins = bins
+        self.labels = labels
+        self.closed = closed
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {"bins": self.bins, "labels": self.labels, "closed": self.closed}
+
+    def set_params(self, **params: Any) -> Recoding:
+        unknown = sorted(set(params) - {"bins", "labels", "closed"})
+        if unknown:
+            raise ParameterError(
+                f"Recoding: unknown parameter(s) {unknown}; the parameters are bins, labels, "
+                "closed",
+                field=unknown[0],
+            )
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Recoding(bins={self.bins!r})"
+
+    def __sklearn_tags__(self) -> Any:
+        return MethodTransformer.__sklearn_tags__(self)
+
+    def fit(self, X: Any, y: Any = None) -> Recoding:
+        """Learn every column's edges (``bins``) from ``X``."""
+        frame = _as_frame(X)
+        columns = _column_names(frame)
+        values = _numeric_values(frame)
+        if self.closed not in ("right", "left"):
+            raise ParameterError(
+                f"Recoding: closed must be 'right' or 'left', got {self.closed!r}", field="closed"
+            )
+        edges: dict[str, list[float]] = {}
+        for j, name in enumerate(columns):
+            if isinstance(self.bins, Mapping):
+                if name in self.bins:
+                    edges[name] = [float(e) for e in self.bins[name]]
+            elif isinstance(self.bins, (int, np.integer)) and not isinstance(self.bins, bool):
+                if self.bins < 1:
+                    raise ParameterError("Recoding: bins must be at least 1", field="bins")
+                if values.shape[0] == 0:
+                    raise DataError(
+                        "Recoding: X has no records to learn bins from",
+                        code=Reason.TOO_FEW_RECORDS,
+                        field="X",
+                    )
+                inner = np.linspace(values[:, j].min(), values[:, j].max(), int(self.bins) + 1)
+                edges[name] = [-np.inf, *np.unique(inner[1:-1]).tolist(), np.inf]
+            else:
+                edges[name] = [float(e) for e in self.bins]  # type: ignore[union-attr]
+        for name, cut in edges.items():
+            _rule(name, cut, self.labels, self.closed)  # refused here, not at transform
+        self.edges_ = edges
+        self.n_features_in_ = len(columns)
+        self.feature_names_in_ = np.asarray(columns, dtype=object)
+        return self
+
+    def transform(self, X: Any) -> Any:
+        """The records of ``X`` with every binned column as its bins' labels (text)."""
+        if not hasattr(self, "edges_"):
+            raise ParameterError("Recoding is not fitted: call fit or fit_transform first")
+        frame = _as_frame(X)
+        columns = _column_names(frame)
+        if columns != list(self.feature_names_in_):
+            raise ParameterError(
+                f"Recoding: X has columns {columns}, fitted on {list(self.feature_names_in_)}",
+                field="X",
+            )
+        _numeric_values(frame)
+        out = frame.copy().astype(object)
+        for j, name in enumerate(columns):
+            if name in self.edges_:
+                rule = _rule(name, self.edges_[name], self.labels, self.closed)
+                out.iloc[:, j] = recode(name, frame.iloc[:, j], rule).values.to_numpy()
+        if isinstance(X, pd.DataFrame):
+            return out
+        if _output_config(self) == "pandas":
+            return out.set_axis(self.get_feature_names_out(), axis=1)
+        return out.to_numpy()
+
+    def fit_transform(self, X: Any, y: Any = None) -> Any:
+        return self.fit(X).transform(X)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        if not hasattr(self, "edges_"):
+            raise ParameterError("Recoding is not fitted: call fit or fit_transform first")
+        return np.asarray(self.feature_names_in_, dtype=object)
+
+    def set_output(self, *, transform: str | None = None) -> Recoding:
+        _check_output("Recoding", transform)
+        if transform is not None:
+            self._sklearn_output_config = {"transform": transform}
+        return self
+
+
+def _rule(name: str, edges: Sequence[float], labels: Any, closed: str) -> _Rule:
+    from sdcflow.methods.recoding import check_recoding
+
+    rule = _Rule(
+        "bins",
+        edges=tuple(edges),
+        labels=tuple(labels) if labels is not None else None,
+        closed=closed,  # type: ignore[arg-type]
+    )
+    check_recoding(name, rule)
+    return rule

@@ -59,15 +59,13 @@ def test_params_as_in_scikit_learn_and_errors_as_in_the_cli(survey):
     fields = [f for f in METHODS["mdav"].params.model_fields if f != "name"]
     assert list(model.get_params()) == [*fields, "random_state"]
     assert model.get_params()["k"] == 5 and model.get_params()["random_state"] is None
-    assert model.set_params(k=3) is model and model.k == 3 and repr(model) == "MDAV(k=3)"
+    assert model.set_params(k=4) is model and model.k == 4 and repr(model) == "MDAV(k=4)"
     assert Fuzzy(k=5).get_params()["m1"] is None  # the model fills the default at fit
     assert "constraints" in ConstrainedFuzzy().get_params()
     with pytest.raises(InputError) as unknown:
         MDAV(kk=5)
     assert unknown.value.code == Reason.PARAMETER and unknown.value.field == "kk"
-    with pytest.raises(InputError) as missing:
-        MDAV().fit(survey)
-    assert missing.value.code == Reason.PARAMETER and missing.value.field == "k"
+    assert MDAV().k == 3  # sdcMicro's microaggregation default (aggr = 3)
     with pytest.raises(InputError) as small:
         PS(k=1).fit(survey)
     assert small.value.code == Reason.PARAMETER and small.value.field == "k"

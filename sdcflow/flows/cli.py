@@ -727,10 +727,6 @@ _LOST: list[OSError] = []  # stdout failed, and it was said
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     before = set(_published_here())
-    # The machine may have no internet: do not let Prefect's ephemeral server phone home;
-    # and on a small, busy machine its start-up can take longer than the 20 s default.
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     # `kill` (SIGTERM) unwinds like Ctrl-C, so Prefect stops its temporary server and an
     # interrupted publication cleans up after itself.
     signal.signal(signal.SIGTERM, _terminate)

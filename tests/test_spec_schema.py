@@ -57,8 +57,8 @@ def test_every_shipped_spec_is_valid_under_the_schema(path):
 )
 def test_the_schema_refuses_what_the_loader_refuses(change, tmp_path):
     from sdcflow.errors import InputError
-
     from sdcflow.spec.load import spec_from_dict as load
+
     base = {"release": "r", "source": "d.csv", "quasi_identifiers": ["x"]}
     base["method"] = {"name": "mdav", "k": 5}
     assert _validator().is_valid(base)

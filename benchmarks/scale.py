@@ -226,7 +226,7 @@ def piece_seconds(log: str) -> dict[str, float] | None:
 
 
 def run_release(spec: Path, workers: int | None) -> dict:
-    cmd = [sys.executable, "-m", "sdcflow.flows.cli", "release", str(spec)]
+    cmd = [sys.executable, "-m", "sdcflow.cli", "release", str(spec)]
     if workers is not None:
         cmd += ["--runner", "dask", "--dask-workers", str(workers)]
     env = {**os.environ, "PREFECT_LOGGING_LEVEL": "INFO", "COLUMNS": "200"}

@@ -14,7 +14,6 @@ error: it returns the :class:`~sdcflow.flows.outcome.ReleaseOutcome` with status
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -63,8 +62,6 @@ def release(
     InputError
         Bad input, with the command line's reason code (``exc.code``); nothing is written.
     """
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     if isinstance(spec, ReleaseSpec):
         loaded, where = spec, spec.base_dir / "<ReleaseSpec>"
     elif isinstance(spec, Mapping):
@@ -79,10 +76,14 @@ def release(
 
     from sdcflow.flows.release import release as release_flow
     from sdcflow.flows.runners import with_runner  # runner: dask -- prefect-dask
+    from sdcflow.flows.server import prefect_defaults
 
+    # Prefect's settings for the run (no analytics, time for its temporary server to start)
+    # unless set otherwise; the process's environment is left as it is
     try:
-        return with_runner(release_flow, plan.spec)(
-            str(where), publish=publish, plan=plan, force=force
-        )
+        with prefect_defaults():
+            return with_runner(release_flow, plan.spec)(
+                str(where), publish=publish, plan=plan, force=force
+            )
     except ChecksFailed as e:
         return e.outcome

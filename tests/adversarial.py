@@ -42,7 +42,7 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, poll: float =
 def cli(
     *args: str, cwd: Path, env: dict[str, str] | None = None, **popen: Any
 ) -> subprocess.Popen[str]:
-    """The ``sdcflow`` command line as a real process (``python -m sdcflow.flows.cli``);
+    """The ``sdcflow`` command line as a real process (``python -m sdcflow.cli``);
     ``popen``: more arguments of ``subprocess.Popen`` (e.g. ``start_new_session``).
 
     Without ``PREFECT_API_URL`` in ``env`` it starts and owns its Prefect server.
@@ -51,7 +51,7 @@ def cli(
     environment.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     environment.update(env or {})
     return subprocess.Popen(
-        [PYTHON, "-m", "sdcflow.flows.cli", *args],
+        [PYTHON, "-m", "sdcflow.cli", *args],
         cwd=cwd,
         env=environment,
         stdout=subprocess.PIPE,

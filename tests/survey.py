@@ -50,7 +50,7 @@ def release_frame(
     """Release ``frame`` (its ``id`` column the identifier; ``keys`` default every other
     column) with MDAV at ``k``, through the command line, which must publish; returns the
     release folder ``tmp/published/complete``."""
-    from sdcflow.flows.cli import main
+    from sdcflow.cli.main import main
 
     frame.to_csv(tmp / "data.csv", index=False)
     spec = {

@@ -14,8 +14,8 @@ import pytest
 from adversarial import alive, spawn
 from survey import write_release
 
+from sdcflow.cli.main import main
 from sdcflow.errors import WarehouseBusy
-from sdcflow.flows.cli import main
 from sdcflow.warehouse.warehouse import Warehouse
 
 HOLD_LOCK = """
@@ -167,7 +167,7 @@ def test_a_prefect_api_that_never_answers_ends_the_run_before_the_warehouse(tmp_
         }
         start = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "sdcflow.flows.cli", "release", str(spec)],
+            [sys.executable, "-m", "sdcflow.cli", "release", str(spec)],
             env=env, capture_output=True, text=True, timeout=240, cwd=tmp_path,
         )  # fmt: skip
         took = time.monotonic() - start

@@ -10,7 +10,7 @@ import pytest
 from adversarial import small_disk, tree
 from survey import write_release
 
-from sdcflow.flows.cli import main
+from sdcflow.cli.main import main
 from sdcflow.warehouse import publish as publish_mod
 
 

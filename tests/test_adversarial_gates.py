@@ -13,8 +13,8 @@ import pytest
 from errorline import cli_error
 from survey import EXAMPLE, write_release
 
+from sdcflow.cli.main import main
 from sdcflow.errors import Reason
-from sdcflow.flows.cli import main
 from sdcflow.gates import GateContext, run_gates
 from sdcflow.methods import MdavParams
 from sdcflow.methods.blocks import mask_quasi_identifiers

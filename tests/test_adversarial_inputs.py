@@ -18,6 +18,7 @@ from adversarial import cli, spawn
 from errorline import cli_error
 from survey import write_release
 
+from sdcflow.cli.main import main
 from sdcflow.core.fuzzy.microaggregation import fuzzy_microaggregation
 from sdcflow.core.linear.projection import PolyhedronProjector
 from sdcflow.core.linear.repair import minimal_adjustment, violating_records
@@ -33,7 +34,6 @@ from sdcflow.expectations.compile import compile_rule
 from sdcflow.expectations.feasibility import check_feasible
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
-from sdcflow.flows.cli import main
 from sdcflow.gates import GATES, GateContext
 from sdcflow.limits import MAX_RULES
 from sdcflow.methods import METHODS

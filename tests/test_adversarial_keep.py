@@ -25,9 +25,9 @@ import yaml
 from adversarial import cli
 from errorline import cli_error
 
+from sdcflow.cli.main import main
 from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows.cli import main
 from sdcflow.gates import GATES, GateContext, run_gates
 from sdcflow.methods import MdavParams
 from sdcflow.methods.blocks import mask_quasi_identifiers

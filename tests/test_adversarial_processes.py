@@ -146,7 +146,7 @@ def test_two_releases_and_a_reader_on_one_warehouse(tmp_path):
         ok = bad = 0
         deadline = time.monotonic() + float(sys.argv[2])
         while time.monotonic() < deadline:
-            done = subprocess.run([sys.executable, "-m", "sdcflow.flows.cli", "runs", sys.argv[1]],
+            done = subprocess.run([sys.executable, "-m", "sdcflow.cli", "runs", sys.argv[1]],
                                   capture_output=True)
             ok, bad = ok + (done.returncode == 0), bad + (done.returncode != 0)
         print(ok, bad)
@@ -277,7 +277,7 @@ def _to_a_full_disk(
     process and what reached the file."""
     with _full_disk(tmp / "out") as disk, (disk / "out.txt").open("w") as out:
         done = subprocess.run(
-            [sys.executable, "-m", "sdcflow.flows.cli", *args],
+            [sys.executable, "-m", "sdcflow.cli", *args],
             cwd=tmp,
             env=environment,
             stdout=out,
@@ -298,7 +298,7 @@ def test_the_process_ends_after_the_exit_handlers_and_the_flush_or_waits_for_its
         """
         import atexit, sys, threading, time
         from pathlib import Path
-        from sdcflow.flows import cli
+        from sdcflow.cli import main as cli
 
         atexit.register(lambda: Path(sys.argv[1]).write_text("ran"))
         sys.stdout.write("buffered, not flushed")
@@ -312,7 +312,7 @@ def test_the_process_ends_after_the_exit_handlers_and_the_flush_or_waits_for_its
         """
         import sys, threading, time
         from pathlib import Path
-        from sdcflow.flows import cli
+        from sdcflow.cli import main as cli
 
         def late():
             time.sleep(0.5)
@@ -396,7 +396,8 @@ def test_the_loss_of_stdout_is_said_once_when_a_line_and_the_final_flush_both_fa
     proc = spawn(
         """
         import errno, io, sys
-        from sdcflow.flows import cli
+        from sdcflow.cli import main as cli
+        from sdcflow.cli.output import say
 
         class Full(io.TextIOBase):
             def write(self, text):
@@ -406,8 +407,8 @@ def test_the_loss_of_stdout_is_said_once_when_a_line_and_the_final_flush_both_fa
                 raise OSError(errno.ENOSPC, "No space left on device")
 
         sys.stdout = Full()
-        cli._say("published somewhere")
-        cli._say("report somewhere")
+        say("published somewhere")
+        say("report somewhere")
         cli._end_process(0)
         """
     )
@@ -504,7 +505,7 @@ def test_a_read_only_home_without_prefect_home_names_the_prefect_home(tmp_path):
             if k not in ("PREFECT_API_URL", "PREFECT_HOME") and "DATABASE" not in k
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sdcflow.flows.cli", "check", str(spec)],
+            [sys.executable, "-m", "sdcflow.cli", "check", str(spec)],
             cwd=tmp_path,
             env={**environment, "HOME": str(home), "MPLCONFIGDIR": str(tmp_path / "mpl")},
             stdout=subprocess.PIPE,

@@ -17,8 +17,8 @@ from adversarial import read_only_disk, spawn, tree, wait_for
 from errorline import cli_error
 from survey import write_release
 
+from sdcflow.cli.main import main
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows.cli import main
 from sdcflow.warehouse import publish as publish_mod
 from sdcflow.warehouse.ownership import IncompleteFolder, hold, sweep_incomplete
 from sdcflow.warehouse.warehouse import Warehouse

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sdcflow.flows.cli import main
+from sdcflow.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = REPO / "deploy" / "ci" / "release-gate.yml"

@@ -17,9 +17,9 @@ from errorline import cli_error
 from survey import QIS, write_release
 
 import sdcflow
+from sdcflow.cli.main import main
 from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows.cli import main
 
 EDITS = ["total_costs == wages + other_costs", "profit == turnover - total_costs"]
 
@@ -249,7 +249,7 @@ def test_every_option_of_every_subcommand_is_in_the_docs():
     # README a new user reads never named them (its sections are now the docs' pages).
     import argparse
 
-    from sdcflow.flows.cli import build_parser
+    from sdcflow.cli.main import build_parser
 
     readme = _written_docs()
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
@@ -319,12 +319,12 @@ def test_an_unexpected_error_exits_3_and_debug_adds_only_the_traceback(
     """With ``SDCFLOW_DEBUG=1`` an unexpected error prints the traceback, then the same
     line, and exits 3: re-raised, Python would exit 1, the code that says a check failed,
     and a CI job setting it would read a crash as a refusal."""
-    from sdcflow.flows import cli
+    from sdcflow.cli import release
 
     def boom(*args, **kwargs):
         raise RuntimeError("an internal fault")
 
-    monkeypatch.setattr(cli, "_run_release", boom)
+    monkeypatch.setattr(release, "run_release", boom)
     if debug:
         monkeypatch.setenv("SDCFLOW_DEBUG", "1")
     else:
@@ -438,7 +438,7 @@ def test_a_hung_exit_hook_does_not_keep_a_decided_process_alive():
     proc = spawn(
         """
         import threading, time
-        from sdcflow.flows import cli
+        from sdcflow.cli import main as cli
 
         threading._register_atexit(lambda: time.sleep(600))  # a drain that never ends
         print("outcome printed", flush=True)
@@ -454,7 +454,7 @@ def test_a_hung_exit_hook_does_not_keep_a_decided_process_alive():
     proc = spawn(
         """
         import threading, time
-        from sdcflow.flows import cli
+        from sdcflow.cli import main as cli
 
         threading.Thread(target=lambda: time.sleep(0.5)).start()
         threading._register_atexit(lambda: time.sleep(600))
@@ -531,7 +531,7 @@ def test_numbers_beyond_their_range_are_refused_in_one_line_by_a_real_process(tm
     if args[0] in ("runs", "prune"):
         args = [*args, "--warehouse", str(tmp_path / "warehouse.duckdb")]
     done = subprocess.run(
-        [sys.executable, "-m", "sdcflow.flows.cli", *args],
+        [sys.executable, "-m", "sdcflow.cli", *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -551,7 +551,7 @@ def test_non_ascii_paths_under_an_ascii_locale_are_read(tmp_path):
     env = {**os.environ, "LC_ALL": "POSIX", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
     env.pop("LANG", None)
     done = subprocess.run(
-        [sys.executable, "-m", "sdcflow.flows.cli", "check", str(folder / "release.yaml")],
+        [sys.executable, "-m", "sdcflow.cli", "check", str(folder / "release.yaml")],
         cwd=folder,
         env=env,
         capture_output=True,

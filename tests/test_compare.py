@@ -13,10 +13,10 @@ from adversarial import read_only_disk
 from errorline import cli_error
 from survey import write_release
 
+from sdcflow.cli.main import main
 from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.core.microaggregation.mdav import group_means, mdav
 from sdcflow.errors import Reason
-from sdcflow.flows.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
 QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]

@@ -16,7 +16,7 @@ import stat
 from adversarial import cli, spawn
 from survey import write_release
 
-from sdcflow.flows.cli import main
+from sdcflow.cli.main import main
 from sdcflow.warehouse.warehouse import Warehouse
 
 WRITER = """

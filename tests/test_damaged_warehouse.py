@@ -21,8 +21,8 @@ import pytest
 from adversarial import tree
 from survey import write_release
 
+from sdcflow.cli.main import main
 from sdcflow.errors import WarehouseDamaged
-from sdcflow.flows.cli import main
 from sdcflow.warehouse.warehouse import Warehouse
 
 DEAD = 2**22 + 12345  # above the default pid_max: no such process

@@ -67,7 +67,7 @@ def test_bad_rule_settings_are_refused_when_the_spec_is_read():
 
 
 def test_a_release_whose_groups_give_a_large_firm_away_is_refused(tmp_path):
-    from sdcflow.flows.cli import main
+    from sdcflow.cli.main import main
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(

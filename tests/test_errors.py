@@ -177,7 +177,7 @@ def test_a_spec_error_names_its_field(tmp_path, change: dict, field: str) -> Non
 
 
 def test_the_command_line_prints_code_and_field() -> None:
-    from sdcflow.flows.cli import _input_error
+    from sdcflow.cli.output import input_error as _input_error
 
     line = _input_error(ParameterError("k must be >= 2", field="method.k"))
     assert line.startswith(f"error [{Reason.PARAMETER} method.k]: ")

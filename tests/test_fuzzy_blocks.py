@@ -11,8 +11,8 @@ import pytest
 from scipy import sparse
 from survey import QIS, write_release
 
+from sdcflow.cli.main import main
 from sdcflow.core.measures.anonymity import expected_tuple_sizes
-from sdcflow.flows.cli import main
 from sdcflow.gates import GateContext, default_gates, run_gates
 from sdcflow.methods import METHODS
 from sdcflow.methods.base import BlockResult, MaskResult

@@ -10,8 +10,8 @@ import pytest
 from errorline import cli_error
 from survey import QIS, write_release
 
+from sdcflow.cli.main import main
 from sdcflow.errors import Reason
-from sdcflow.flows.cli import main
 
 RULES = [
     {"rule": "total_costs == wages + other_costs", "name": "costs_add_up"},

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from survey import EXAMPLE, QIS
 
+from sdcflow.cli.main import main
 from sdcflow.core.fuzzy_mapping import FuzzyMapping, integer_ranges, preimage
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows.cli import main
 from sdcflow.preflight.plan import plan_release
 from sdcflow.spec.load import load_spec
 from sdcflow.warehouse.secrets import load_fuzzy_maps

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from survey import EXAMPLE, QIS, release_frame
 
+from sdcflow.cli.main import main
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.group_values import breaking_conditions, group_values_on_rules
 from sdcflow.core.linear.repair import violating_records
-from sdcflow.flows.cli import main
 
 COLUMNS = ["net", "tax", "gross"]
 NAN = np.nan

@@ -490,8 +490,8 @@ def test_a_release_publishes_no_value_of_a_sparse_key_as_it_was(tmp_path, prefec
     import yaml
     from errorline import cli_error
 
+    from sdcflow.cli.main import main
     from sdcflow.errors import Reason
-    from sdcflow.flows.cli import main
 
     rng = np.random.default_rng(0)
     n = 400

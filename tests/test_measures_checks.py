@@ -160,7 +160,7 @@ def test_a_figure_is_never_printed_equal_to_a_threshold_it_differs_from(capsys) 
     """With 6 significant digits a weighted risk of 0.004499441 against a threshold of
     0.0044994405 printed "0.00449944 <= 0.00449944 FAIL": a true verdict that read as false.
     The console, the log, the artifacts and the report take digits enough to tell them apart."""
-    from sdcflow.flows.cli import _print_outcome
+    from sdcflow.cli.output import print_outcome as _print_outcome
     from sdcflow.gates.base import GateOutcome, distinct_digits
 
     o = GateOutcome("max_individual_risk", 0.004499441, 0.0044994405, "max", False, "risk")

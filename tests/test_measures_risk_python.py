@@ -134,7 +134,7 @@ def people(n: int = 90, seed: int = 4) -> pd.DataFrame:
 
 @pytest.mark.flow
 def test_the_functions_reproduce_the_manifest_of_a_weighted_release(tmp_path, prefect_api):
-    from sdcflow.flows.cli import main
+    from sdcflow.cli.main import main
 
     people().to_csv(tmp_path / "people.csv", index=False)
     keys = ["age", "sex", "region", "income"]

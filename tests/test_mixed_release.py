@@ -15,9 +15,9 @@ import pytest
 import yaml
 from errorline import cli_error
 
+from sdcflow.cli.main import main
 from sdcflow.core.measures.anonymity import match_counts
 from sdcflow.errors import Reason
-from sdcflow.flows.cli import main
 
 EDUCATION = ["primary", "secondary", "tertiary"]
 

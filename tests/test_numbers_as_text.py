@@ -21,8 +21,8 @@ import pytest
 import yaml
 from errorline import cli_error
 
+from sdcflow.cli.main import main
 from sdcflow.errors import Reason
-from sdcflow.flows.cli import main
 from sdcflow.preflight.plan import plan_release
 from sdcflow.spec.load import load_spec
 from sdcflow.warehouse.sources import read_source

@@ -19,8 +19,8 @@ from adversarial import spawn
 from errorline import cli_error
 from survey import write_release
 
+from sdcflow.cli.main import main
 from sdcflow.errors import InputError, Reason, WarehouseBusy, WarehouseDamaged
-from sdcflow.flows.cli import main
 from sdcflow.warehouse.retention import Policy, drop_copies, expired
 from sdcflow.warehouse.transient import is_interrupted, is_transient
 from sdcflow.warehouse.warehouse import Warehouse

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from errorline import cli_error
 
+from sdcflow.cli.main import main
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows.cli import main
 from sdcflow.methods.recoding import Recoding, load_hierarchy, recode
 from sdcflow.spec.schema import RecodeSpec
 

@@ -170,7 +170,7 @@ def _refused(tmp_path, spec, capsys, column):
     ``column`` (exit 2), and return the error line."""
     from errorline import cli_error
 
-    from sdcflow.flows.cli import main
+    from sdcflow.cli.main import main
 
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     assert main(["release", str(tmp_path / "release.yaml")]) == 2
@@ -182,7 +182,7 @@ def _refused(tmp_path, spec, capsys, column):
 @pytest.mark.flow
 def test_a_release_with_gaps_refuses_a_relation_no_rule_declares(tmp_path, prefect_api, capsys):
 
-    from sdcflow.flows.cli import main
+    from sdcflow.cli.main import main
 
     x = _sums(n=300, share=0.1, seed=4)
     frame = pd.DataFrame(x, columns=COLS).astype("Int64")
@@ -249,7 +249,7 @@ def test_a_relation_with_a_column_published_as_it_is_is_refused(tmp_path, prefec
     the release is refused."""
     from errorline import cli_error
 
-    from sdcflow.flows.cli import main
+    from sdcflow.cli.main import main
 
     x = _sums(n=300, share=0.0, seed=14)
     x[np.random.default_rng(15).random(300) < 0.08, 0] = np.nan

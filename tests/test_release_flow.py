@@ -13,8 +13,8 @@ import pytest
 from errorline import cli_error
 from survey import EXAMPLE, QIS, write_release
 
+from sdcflow.cli.main import main
 from sdcflow.errors import Reason
-from sdcflow.flows.cli import main
 from sdcflow.warehouse import publish as publish_mod
 
 pytestmark = pytest.mark.flow

@@ -22,8 +22,8 @@ from errorline import cli_error
 from survey import progress_artifacts, write_release
 
 import sdcflow
+from sdcflow.cli.main import main
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows.cli import main
 from sdcflow.warehouse.publish import published_run
 from sdcflow.warehouse.warehouse import Warehouse
 

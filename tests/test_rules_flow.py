@@ -12,8 +12,8 @@ import pytest
 import yaml
 from survey import EXAMPLE, QIS, write_release
 
+from sdcflow.cli.main import main
 from sdcflow.expectations.rules import parse_rules
-from sdcflow.flows.cli import main
 
 RULES = [
     {"rule": "total_costs == wages + other_costs", "name": "costs_add_up"},

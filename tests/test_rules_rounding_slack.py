@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdcflow.cli.main import main
 from sdcflow.core.linear.repair import violating_records
 from sdcflow.core.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 from sdcflow.expectations.compile import compile_rule
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.expectations.suite import validate_frame
-from sdcflow.flows.cli import main
 from sdcflow.preflight.plan import linear_constraints
 from sdcflow.warehouse.edits import evaluate_rules, record_violations
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse

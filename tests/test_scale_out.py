@@ -19,6 +19,7 @@ import pytest
 import yaml
 from survey import EXAMPLE, QIS, progress_artifacts, progress_descriptions, write_release
 
+from sdcflow.cli.main import main
 from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.core.measures.information_loss import sse_sst_loss
 from sdcflow.core.microaggregation import blocked, neighbours
@@ -28,7 +29,6 @@ from sdcflow.core.microaggregation.ps import ps_groups
 from sdcflow.core.microaggregation.refine import partition_sse
 from sdcflow.core.parallel import part_map
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows.cli import main
 from sdcflow.flows.runners import cluster_kwargs, with_cli_options
 from sdcflow.preflight.plan import plan_release
 from sdcflow.spec.load import load_spec

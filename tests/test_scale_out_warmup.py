@@ -8,7 +8,7 @@ import time
 import duckdb
 from survey import QIS, write_release
 
-from sdcflow.flows.cli import main
+from sdcflow.cli.main import main
 
 
 def test_a_failing_run_on_a_cluster_without_workers_records_its_failure_promptly(

@@ -46,3 +46,30 @@ def test_a_password_in_the_servers_exception_line_is_not_printed():
     assert not any(s in line for s in ("hu:n", "ter2", "s3cr3t"))
     line = _startup_failure(1, b"connecting to postgresql://u:hunter2@db/p failed\n")
     assert "hunter2" not in line and "db/p" in line
+
+
+def test_prefect_defaults_are_settings_the_user_may_override_and_leave_the_environment():
+    """No analytics and 180 s for a temporary server to start, through Prefect's settings
+    context for the block: what the user set wins, and ``os.environ`` is never written."""
+    import os
+
+    import pytest
+    from prefect.settings import (
+        PREFECT_SERVER_ANALYTICS_ENABLED,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+    )
+
+    from sdcflow.flows.server import prefect_defaults
+
+    if "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in os.environ:
+        pytest.skip("the start-up timeout is set in this environment")
+    before = dict(os.environ)
+    with prefect_defaults():
+        assert PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value() == 180
+        assert PREFECT_SERVER_ANALYTICS_ENABLED.value() is False
+    updates = {PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 33}
+    with temporary_settings(updates=updates | {PREFECT_SERVER_ANALYTICS_ENABLED: True}):
+        with prefect_defaults():  # set by the user: kept
+            assert PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value() == 33
+            assert PREFECT_SERVER_ANALYTICS_ENABLED.value() is True
+    assert dict(os.environ) == before

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from errorline import cli_error
 
+from sdcflow.cli.main import main
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows.cli import main
 from sdcflow.methods.keys import as_text
 from sdcflow.preflight.plan import plan_release
 from sdcflow.spec.load import load_spec

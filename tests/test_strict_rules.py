@@ -189,7 +189,7 @@ def test_a_strict_rule_set_with_no_room_is_refused_before_the_run(
 ):
     """Both are refused by the check before a run, which reads `<` as strict, rather than
     after masking with exit 1 and no line saying why."""
-    from sdcflow.flows.cli import main
+    from sdcflow.cli.main import main
 
     rng = np.random.default_rng(5)
     frame = pd.DataFrame(

@@ -72,7 +72,7 @@ def api_markdown(modules: list[str]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    return importlib.import_module("sdcflow.flows.cli").build_parser()
+    return importlib.import_module("sdcflow.cli.main").build_parser()
 
 
 def cli_markdown() -> str:

@@ -6,10 +6,8 @@ Run it with ``sdcflow release SPEC`` (``sdcflow check SPEC`` stops before publis
 
 from __future__ import annotations
 
-import logging
 import os
 import typing
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,38 +15,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from prefect import flow, get_run_logger
-from prefect.exceptions import ExternalSignal, MissingContextError
-from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
 from sdcflow.core.measures.anonymity import counted_once
 from sdcflow.core.validation import check_random_state
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
+from sdcflow.flows.publications import Publications
+from sdcflow.flows.run_record import RunRecord
 from sdcflow.gates import GateOutcome
 from sdcflow.preflight.plan import ReleasePlan, binned_keys
 from sdcflow.spec.load import load_spec
-from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks import checks as check_steps
 from sdcflow.tasks import edits as edit_steps
 from sdcflow.tasks import fuzzy_map as fuzzy_map_steps
 from sdcflow.tasks.ingest import ingest
 from sdcflow.tasks.mask import mask, released_frame, store_masked
 from sdcflow.tasks.preflight import preflight
-from sdcflow.tasks.progress import Progress
 from sdcflow.tasks.publish import manifest, publish
 from sdcflow.tasks.report import report_artifacts, run_report
-from sdcflow.tasks.scale import scaled_out, settle, warm_up
-from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
-from sdcflow.warehouse.publish import SWAPPED_IN, files_intact, published_run, recover
-from sdcflow.warehouse.retention import Policy, apply_policy, sweep_compactions
-from sdcflow.warehouse.transient import is_interrupted
+from sdcflow.tasks.scale import scaled_out, warm_up
+from sdcflow.warehouse.ownership import deferred_signals
+from sdcflow.warehouse.publish import files_intact, published_run
 from sdcflow.warehouse.warehouse import Warehouse
-
-
-def _run_id() -> str:
-    current = flow_run.id
-    return uuid.UUID(str(current)).hex if current else uuid.uuid4().hex
 
 
 @dataclass
@@ -113,9 +102,11 @@ def _decision(failed: list[GateOutcome], publish: bool) -> str:
     return "published" if publish else "all checks passed (check only, not published)"
 
 
-def _refused(outcome: ReleaseOutcome) -> State:
-    # A Failed final state ends the flow run Failed and raises ChecksFailed in the caller,
-    # without logging a traceback for what is a decision, not a crash.
+def _refused(run: RunRecord, outcome: ReleaseOutcome) -> State:
+    """A refusal: ``audit.runs`` records it, and a Failed final state ends the flow run
+    Failed and raises ChecksFailed in the caller, without logging a traceback for what is a
+    decision, not a crash."""
+    run.ends("refused", outcome.message)
     names = ", ".join(f"{o.key} ({' vs '.join(o.shown)})" for o in outcome.failed)
     error = ChecksFailed(f"check(s) failed: {names}; nothing was published", outcome)
     return Failed(message=outcome.message, data=error)
@@ -133,10 +124,6 @@ STEPS = (
     "publish",
 )
 
-# Runs this process published, by run id: the command line reads it when an interrupt arrived
-# after the publication (the release is live; it must say so).
-PUBLISHED: dict[str, ReleaseOutcome] = {}
-
 
 @flow(name="sdc-release", persist_result=False, log_prints=False)
 def release(
@@ -149,6 +136,7 @@ def release(
     wait: float | None = None,
     kind: str | None = None,
     force: bool = False,
+    publications: Publications | None = None,
 ) -> ReleaseOutcome | State:
     """Release the file described by the spec at ``spec_path``.
 
@@ -168,6 +156,10 @@ def release(
     force : publish even when the live release was published from the same input (sha256 of
         the source file) and the same spec (:meth:`ReleaseSpec.sha256`); without it such a
         run publishes nothing and returns status ``unchanged`` (:func:`already_published`).
+    publications : the caller's :class:`~sdcflow.flows.run_record.Publications`, which
+        holds the run from the moment its release is live: a caller that an error or a
+        signal reaches after the swap (in the flow, in Prefect's engine or in its own code)
+        learns from it that the release was published.
 
     Returns the :class:`ReleaseOutcome`. When a check or, under ``on_violation: fail``, an
     edit rule fails, the flow run ends Failed and the call raises ``ChecksFailed`` carrying
@@ -182,18 +174,17 @@ def release(
         plan = preflight(load_spec(spec_path), force=force)
     if method or measures:
         plan = plan.variant(method, measures)
-    spec = plan.spec
-    warehouse = Warehouse(spec.warehouse_path)
+    warehouse = Warehouse(plan.spec.warehouse_path)
+    kind = kind or ("release" if publish else "check")
+    if publications is None:  # not `or`: the caller's is empty (falsy) until a swap
+        publications = Publications()
     # the released keys are counted once for the disclosure figures, the gates and the report
-    with warehouse.lock(wait), counted_once():
-        return _release(
-            plan,
-            warehouse,
-            publish,
-            figures,
-            kind or ("release" if publish else "check"),
-            force,
-        )
+    with (
+        warehouse.lock(wait),
+        counted_once(),
+        RunRecord(plan, warehouse, kind, publish, publications) as run,
+    ):
+        return _stages(run, publish, figures or [], force)
 
 
 # ``sdcflow serve`` hands the flow to its runs' process pickled (cloudpickle): the module's
@@ -205,184 +196,154 @@ def release(
 release.fn.__annotations__ = typing.get_type_hints(release.fn)
 
 
-def _release(
-    plan: ReleasePlan,
-    warehouse: Warehouse,
-    publish: bool,
-    figures: list[str] | None,
-    kind: str,
-    force: bool = False,
+def _stages(
+    run: RunRecord, publish: bool, figures: list[str], force: bool
 ) -> ReleaseOutcome | State:
-    spec = plan.spec
-    run_id = _run_id()
+    """The release: ingest, edit rules, mask, edit rules again, checks, report, publish."""
+    plan, spec, warehouse, run_id = run.plan, run.spec, run.warehouse, run.run_id
+    previous = already_published(plan, warehouse) if publish and not force else None
+    if previous is not None:
+        return _unchanged(run, previous)
     rng = check_random_state(spec.seed)
-    recover(spec.output_dir)  # what killed earlier runs left, for any release in that folder
-    sweep_incomplete(spec.reports_dir)  # their partial report folders
-    sweep_compactions(warehouse)  # a killed `prune --compact`'s copy of the warehouse
-    report_folder = IncompleteFolder(spec.reports_dir / spec.release / run_id)
-    report_dir = report_folder.path
-    docs = report_dir / "data-docs"
-    target = spec.release_dir.resolve() if publish else None
-    # once: the manifest must name the spec hash audit.runs records, whatever happens to a
-    # file the spec names meanwhile (a rules file edited during a run must not make the
-    # manifest hash the new file while the audit holds the one the run applied)
-    spec_sha256 = spec.sha256()
-    warehouse.start_run(
-        run_id,
-        spec.release,
-        spec_sha256,
-        spec.method.name,
-        target=target,
-        kind=kind,
-        input_sha256=plan.source_sha256 or None,
-        secrets_sha256=spec.secrets_sha256(),
-        release_sha256=plan.release_sha256(),
-    )
-    exposure = warehouse.exposure()
-    if exposure is not None:  # reported, not refused: its mode is the owner's decision
-        get_run_logger().warning("%s", exposure)
-    status, message, published, n_rows = "failed", None, None, None
-    recorded = False
-    warm: list = []
-    try:
-        previous = already_published(plan, warehouse) if publish and not force else None
-        if previous is not None:
-            status = "unchanged"  # its published_to stays empty: this run published nothing
-            message = (
-                f"already published as run {previous['run_id']} from the same input and "
-                "spec; nothing new published (--force to publish again)"
-            )
-            get_run_logger().info("decision: %s", message)
-            return ReleaseOutcome(
-                run_id=run_id,
-                release=spec.release,
-                status="unchanged",
-                message=message,
-                method=spec.method.model_dump(mode="json"),
-                published=Path(previous["published_to"]),
-                previous_run=previous["run_id"],
-            )
-        report_folder.create()
-        steps = Progress(spec.release, "release", STEPS[: len(STEPS) - (not publish)], run_id)
-        warm = warm_up(spec)  # runner: dask -- workers load the mask's code meanwhile
-        with steps.step("ingest"):
-            frame = ingest(plan, warehouse, run_id)
-        n_rows = len(frame)
-        outcome = ReleaseOutcome(
-            run_id=run_id,
-            release=spec.release,
-            status="refused",
-            message="",
-            method=spec.method.model_dump(mode="json"),
+    # runner: dask -- the workers load the mask's code meanwhile
+    steps = run.begin(STEPS[: len(STEPS) - (not publish)], warm_up(spec))
+    with steps.step("ingest"):
+        frame = ingest(plan, warehouse, run_id)
+    run.n_rows = len(frame)
+    with steps.step("edit rules on the raw records"):
+        edits = _edit_raw(plan, warehouse, run_id, frame, run.docs)
+    if edits.refused:
+        return _refused_by_edit_rules(run, edits)
+    with steps.step("mask"):
+        masked = _mask(run, edits, rng)
+    with steps.step("edit rules on the released records"):
+        violations, unchecked = _edit_masked(
+            plan, warehouse, run_id, edits, masked.released, run.docs
         )
+    with steps.step("checks"):
+        checks, computed, evidence = check_steps.check_release(
+            spec, edits.frame, masked.result, violations, rng, figures, frame, unchecked
+        )
+    outcome = _decide(run, publish, checks, computed, evidence, masked, edits, violations)
+    with steps.step("report"):
+        _report(run, outcome, frame, masked, edits, evidence)
+    if outcome.failed:
+        return _refused(run, outcome)
+    if publish:
+        # The swap and its audit record happen together: an interrupt waits for both.
+        with steps.step("publish"), deferred_signals():
+            folder = publish_release(run, masked.released, outcome, rng, force)
+            run.published_as(outcome, folder)
+    else:
+        outcome.status = "checked"
+        run.ends("checked")
+    get_run_logger().info("decision: %s", outcome.message)
+    return outcome
 
-        with steps.step("edit rules on the raw records"):
-            edits = _edit_raw(plan, warehouse, run_id, frame, docs)
-        if edits.refused:
-            outcome.message = "REFUSED: raw records violate edit rules (on_violation: fail)"
-            outcome.checks, outcome.edit_rules = edits.refused, edits.summary
-            warehouse.record_checks(run_id, [o.as_dict() for o in edits.refused])
-            outcome.report = run_report(
-                spec, report_dir, run_id, outcome.message, edits.refused, edits.summary,
-                plan.rules, None, None, None,
-            )  # fmt: skip
-            report_folder.complete()
-            status, message = "refused", outcome.message
-            return _refused(outcome)
 
-        with steps.step("mask"):
-            edits.frame, mapped = fuzzy_map_steps.map_sensitive(
-                spec, warehouse, run_id, edits.frame, rng
-            )
-            with scaled_out(
-                warm, spec.release
-            ):  # runner: dask -- the mask's pieces as task runs on the cluster
-                result = mask(
-                    spec, edits.frame, rng, plan.constraints, plan.resolved_keys, plan.rules
-                )
-            released = released_frame(spec, edits.frame, result)
-            store_masked(warehouse, run_id, released)
-        with steps.step("edit rules on the released records"):
-            edit_violations, unchecked = _edit_masked(
-                plan, warehouse, run_id, edits, released, docs
-            )
-        with steps.step("checks"):
-            checks, computed, evidence = check_steps.check_release(
-                spec, edits.frame, result, edit_violations, rng, figures or (), frame, unchecked
-            )
-        warehouse.record_checks(run_id, [o.as_dict() for o in checks])
-        failed = [o for o in checks if not o.passed]
-        outcome.checks, outcome.figures = checks, computed
-        outcome.method_details = result.details
-        outcome.edit_rules, outcome.edit_violations = edits.summary, edit_violations
-        outcome.information_loss = evidence.information_loss
-        outcome.record_risk = evidence.record_risk
-        outcome.message = _decision(failed, publish)
-        with steps.step("report"):
-            report_artifacts(spec, run_id, checks, outcome.message)
-            outcome.report = run_report(
-                spec,
-                report_dir,
-                run_id,
-                outcome.message,
-                checks,
-                edits.summary,
-                plan.rules,
-                frame,
-                result,
-                evidence,
-                fuzzy_map_steps.report_tables(mapped),
-            )
-        report_folder.complete()
-        if failed:
-            status, message = "refused", outcome.message
-            return _refused(outcome)
+@dataclass
+class _Masked:
+    """What the mask stage hands on: the released records, the method's result, and the
+    fuzzy mappings applied before it (for the report)."""
 
-        if publish:
-            # The swap and its audit record happen together: an interrupt waits for both.
-            with steps.step("publish"), deferred_signals():
-                published = publish_release(
-                    spec, warehouse, run_id, released, outcome, rng, spec_sha256, force
-                )
-                outcome.published, outcome.status = published, "published"
-                status, message = "published", outcome.message
-                PUBLISHED[run_id] = outcome  # live from here on, whatever happens next
-                warehouse.finish_run(
-                    run_id, status, message=message, n_rows=n_rows, published_to=str(published)
-                )
-                recorded = True
-        else:
-            outcome.status = status = "checked"
-        get_run_logger().info("decision: %s", outcome.message)
-        return outcome
-    except BaseException as e:
-        if run_id in SWAPPED_IN:  # the swap happened: the release is live whatever came after
-            status, published = "published", SWAPPED_IN[run_id]
-            what = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            message = f"published; then {what}"
-        elif isinstance(e, (KeyboardInterrupt, ExternalSignal)) or is_interrupted(e):
-            status = "interrupted"
-            message = "interrupted by a signal before publication; nothing was published"
-        elif status == "failed":
-            message = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        if not recorded:
-            report_folder.discard()  # partial: the run did not finish writing it
-        raise
-    finally:
-        if not recorded:
-            with deferred_signals():
-                warehouse.finish_run(
-                    run_id,
-                    status,
-                    message=message,
-                    n_rows=n_rows,
-                    published_to=str(published) if published else None,
-                )
-        if status != "interrupted":  # after a signal, the next run or `sdcflow prune` does it
-            retain(spec, warehouse)
-        # a run refused before its mask step: the warm-up pieces, after the audit record is
-        # written and within 30 s in all (not 30 s each)
-        settle(warm, timeout=30)
+    released: pd.DataFrame
+    result: Any
+    mapped: Any
+
+
+def _mask(run: RunRecord, edits: _Edits, rng: np.random.Generator) -> _Masked:
+    """Map the sensitive columns the spec fuzzy-maps, mask, keep the released records."""
+    plan, spec = run.plan, run.spec
+    edits.frame, mapped = fuzzy_map_steps.map_sensitive(
+        spec, run.warehouse, run.run_id, edits.frame, rng
+    )
+    with scaled_out(run.warm, spec.release):  # runner: dask -- the mask's pieces on the cluster
+        result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys, plan.rules)
+    released = released_frame(spec, edits.frame, result)
+    store_masked(run.warehouse, run.run_id, released)
+    return _Masked(released, result, mapped)
+
+
+def _decide(
+    run: RunRecord,
+    publish: bool,
+    checks: list[GateOutcome],
+    computed: dict[str, float],
+    evidence: Any,
+    masked: _Masked,
+    edits: _Edits,
+    violations: dict[str, int] | None,
+) -> ReleaseOutcome:
+    """The outcome the checks decided (``audit.checks`` records them)."""
+    run.warehouse.record_checks(run.run_id, [o.as_dict() for o in checks])
+    outcome = run.outcome()
+    outcome.checks, outcome.figures = checks, computed
+    outcome.method_details = masked.result.details
+    outcome.edit_rules, outcome.edit_violations = edits.summary, violations
+    outcome.information_loss = evidence.information_loss
+    outcome.record_risk = evidence.record_risk
+    outcome.message = _decision(outcome.failed, publish)
+    return outcome
+
+
+def _report(
+    run: RunRecord,
+    outcome: ReleaseOutcome,
+    frame: pd.DataFrame,
+    masked: _Masked,
+    edits: _Edits,
+    evidence: Any,
+) -> None:
+    spec = run.spec
+    report_artifacts(spec, run.run_id, outcome.checks, outcome.message)
+    outcome.report = run_report(
+        spec,
+        run.report_dir,
+        run.run_id,
+        outcome.message,
+        outcome.checks,
+        edits.summary,
+        run.plan.rules,
+        frame,
+        masked.result,
+        evidence,
+        fuzzy_map_steps.report_tables(masked.mapped),
+    )
+    run.reported()
+
+
+def _unchanged(run: RunRecord, previous: dict[str, Any]) -> ReleaseOutcome:
+    """The live release came from the same input and spec: nothing new is published (its
+    ``published_to`` stays empty in ``audit.runs``: this run published nothing)."""
+    message = (
+        f"already published as run {previous['run_id']} from the same input and spec; "
+        "nothing new published (--force to publish again)"
+    )
+    run.ends("unchanged", message)
+    get_run_logger().info("decision: %s", message)
+    return ReleaseOutcome(
+        run_id=run.run_id,
+        release=run.spec.release,
+        status="unchanged",
+        message=message,
+        method=run.spec.method.model_dump(mode="json"),
+        published=Path(previous["published_to"]),
+        previous_run=previous["run_id"],
+    )
+
+
+def _refused_by_edit_rules(run: RunRecord, edits: _Edits) -> State:
+    """``on_violation: fail`` and the raw records violate an edit rule: refused, reported."""
+    outcome = run.outcome()
+    outcome.message = "REFUSED: raw records violate edit rules (on_violation: fail)"
+    outcome.checks, outcome.edit_rules = edits.refused, edits.summary
+    run.warehouse.record_checks(run.run_id, [o.as_dict() for o in edits.refused])
+    outcome.report = run_report(
+        run.spec, run.report_dir, run.run_id, outcome.message, edits.refused, edits.summary,
+        run.plan.rules, None, None, None,
+    )  # fmt: skip
+    run.reported()
+    return _refused(run, outcome)
 
 
 def already_published(plan: ReleasePlan, warehouse: Warehouse) -> dict[str, Any] | None:
@@ -429,55 +390,35 @@ def _same_path(a: Path, b: Path) -> bool:
         return False
 
 
-def retain(spec: ReleaseSpec, warehouse: Warehouse) -> None:
-    """Apply the spec's ``retention:`` to the release's runs (end of every run). A failure
-    here never changes the run's outcome: it is logged, and the next run or ``sdcflow
-    prune`` drops what is left."""
-    policy = Policy(**spec.retention.model_dump())
-    try:
-        dropped = apply_policy(warehouse, policy, spec.release)
-    except Exception as e:
-        _logger().warning(
-            "retention: the expired copies could not be dropped (%s); the next run or "
-            "`sdcflow prune` drops them",
-            type(e).__name__,
-        )
-        return
-    for run in dropped:
-        _logger().info(
-            "retention: dropped the %s copies of run %s (%s)",
-            "/".join(run.schemas),
-            run.run_id,
-            run.why,
-        )
-
-
-def _logger() -> logging.Logger | logging.LoggerAdapter:  # type: ignore[type-arg]
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return logging.getLogger("sdcflow")
-
-
 def publish_release(
-    spec: ReleaseSpec,
-    warehouse: Warehouse,
-    run_id: str,
+    run: RunRecord,
     released: pd.DataFrame,
     outcome: ReleaseOutcome,
     rng: np.random.Generator,
-    spec_sha256: str,
     force: bool = False,
 ) -> Path:
+    """Publish the released records with their manifest (and the report when the spec says
+    so); ``run`` learns of the swap the moment the release is live."""
+    spec = run.spec
     record = manifest(
         spec,
-        run_id,
+        run.run_id,
         outcome.checks,
         outcome.method_details,
         outcome.edit_violations,
         outcome.edit_rules,
         outcome.information_loss,
-        spec_sha256=spec_sha256,
+        spec_sha256=run.spec_sha256,
     )
     report = outcome.report if spec.publish_report else None
-    return publish(spec, warehouse, run_id, released, record, rng, report, force=force)
+    return publish(
+        spec,
+        run.warehouse,
+        run.run_id,
+        released,
+        record,
+        rng,
+        report,
+        force=force,
+        after_swap=run.swapped,
+    )

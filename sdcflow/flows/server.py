@@ -67,6 +67,29 @@ def _configured_url() -> str | None:
 
 
 @contextlib.contextmanager
+def prefect_defaults() -> Iterator[None]:
+    """Prefect's settings as sdcflow runs it, unless set otherwise (an environment variable,
+    a Prefect profile): a temporary API server never phones home (the machine may have no
+    internet), and it has 180 s to start on a small, busy machine (Prefect's default is 20 s).
+
+    Through Prefect's settings context (``temporary_settings(set_defaults=...)``), for this
+    block only: sdcflow never writes ``os.environ``. A server Prefect or sdcflow starts in
+    the block gets them in its environment (``Settings.to_environment_variables``)."""
+    from prefect.settings import (
+        PREFECT_SERVER_ANALYTICS_ENABLED,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        temporary_settings,
+    )
+
+    defaults = {
+        PREFECT_SERVER_ANALYTICS_ENABLED: False,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 180,
+    }
+    with temporary_settings(set_defaults=defaults):
+        yield
+
+
+@contextlib.contextmanager
 def owned_prefect_api(
     timeout: float | None = None, meanwhile: Callable[[], object] | None = None
 ) -> Iterator[str]:
@@ -78,12 +101,23 @@ def owned_prefect_api(
     ``meanwhile`` (e.g. importing the flow's modules) runs in this process while the server
     starts in its own, instead of after it; it runs once in either case.
 
+    The block runs under :func:`prefect_defaults`; the temporary server's URL is Prefect's
+    ``PREFECT_API_URL`` setting for the block, in this context and process-wide (Prefect's
+    threads), never written to ``os.environ``.
+
     Raises
     ------
     ServerError
         The server did not answer ``/health`` within ``timeout`` seconds (default
         ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``).
     """
+    with prefect_defaults():
+        yield from _owned_prefect_api(timeout, meanwhile)
+
+
+def _owned_prefect_api(
+    timeout: float | None, meanwhile: Callable[[], object] | None
+) -> Iterator[str]:
     configured = _configured_url()
     if configured:
         if meanwhile is not None:
@@ -137,13 +171,10 @@ def owned_prefect_api(
             stdout=log,
             stderr=log,
         )
-        before = os.environ.get("PREFECT_API_URL")
         try:
             if meanwhile is not None:
                 meanwhile()  # the slow imports, while the server's process boots
             _wait_healthy(process, url, wait, log, httpx)
-            # The environment too: Prefect's background threads read settings afresh.
-            os.environ["PREFECT_API_URL"] = url
             with contextlib.ExitStack() as stack:
                 stack.enter_context(temporary_settings(updates={PREFECT_API_URL: url}))
                 _global_settings(stack)
@@ -152,16 +183,14 @@ def owned_prefect_api(
                 finally:
                     _drain_workers()
         finally:
-            if before is None:
-                os.environ.pop("PREFECT_API_URL", None)
-            else:
-                os.environ["PREFECT_API_URL"] = before
             _stop(process)
 
 
 def _global_settings(stack: contextlib.ExitStack) -> None:
-    """Also make the settings process-global, for threads whose context was copied before
-    (as Prefect's own test harness does; a private helper, used only when present)."""
+    """Also make the settings process-global, for Prefect's background threads (its log and
+    events workers) and threads whose context was copied before, as Prefect's own test
+    harness does (``prefect.testing.utilities.prefect_test_harness``; a private helper of
+    Prefect 3, used when present)."""
     import prefect.context
 
     helper = getattr(prefect.context, "_temporary_global_settings_context", None)
@@ -367,7 +396,13 @@ def serve_flow(
             if self.started:
                 self._stopping_task = asyncio.ensure_future(self.astop())
 
-    runner = _Runner(name=name, pause_on_shutdown=True)
+    with prefect_defaults():
+        return _serve(_Runner(name=name, pause_on_shutdown=True), flow, name, cron, parameters)
+
+
+def _serve(runner, flow, name: str, cron: str | None, parameters: dict) -> str:  # type: ignore[no-untyped-def,type-arg]
+    import asyncio
+
     deployment_id = runner.add_flow(flow, name=name, cron=cron, parameters=parameters)
     print(
         f"serving {flow.name}/{name} (deployment {deployment_id}); start a run with "

@@ -4,7 +4,7 @@ write of the release."""
 from __future__ import annotations
 
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -92,16 +92,25 @@ def publish(
     rng: np.random.Generator,
     report: Path | None = None,
     force: bool = False,
+    after_swap: Callable[[Path], None] | None = None,
 ) -> Path:
     """Shuffle rows (file order could link records to the source), drop the row id, and
     write the release atomically; also keep a copy in the warehouse's ``published`` schema.
-    ``force`` (``--force``): a previous release whose files were edited is replaced too."""
+    ``force`` (``--force``): a previous release whose files were edited is replaced too.
+    ``after_swap``: called with the release folder the moment it is live
+    (:func:`~sdcflow.warehouse.publish.write_release`)."""
     order = rng.permutation(len(released))
     public = released.drop(columns=[ROW_ID]).iloc[order].reset_index(drop=True)
     manifest = {**manifest, "rows_shuffled": True, "published_at": datetime.now(UTC).isoformat()}
     extra = {"report.html": report.read_bytes()} if report is not None else None
     path = write_release(
-        spec.output_dir, spec.release, public, manifest, extra_files=extra, force=force
+        spec.output_dir,
+        spec.release,
+        public,
+        manifest,
+        extra_files=extra,
+        force=force,
+        after_swap=after_swap,
     )
     logger = get_run_logger()
     try:

@@ -55,9 +55,6 @@ from sdcflow.warehouse.writable import cannot_create_in
 DATA_FILES = ("data.parquet", "data.csv")
 MARKER = ".sdcflow-release"
 MANIFEST = "manifest.json"
-# The releases this process has swapped in, by run id: from the swap on, a release is live
-# whatever happens next, and the callers (the flow, the command line) must say so.
-SWAPPED_IN: dict[str, Path] = {}
 
 _TEMP = re.compile(r"^\.(?P<release>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-(?P<key>[0-9a-f]{32})$")
 
@@ -390,6 +387,7 @@ def write_release(
     manifest: dict[str, Any],
     *,
     before_swap: Callable[[Path], None] | None = None,
+    after_swap: Callable[[Path], None] | None = None,
     extra_files: dict[str, bytes] | None = None,
     force: bool = False,
 ) -> Path:
@@ -401,6 +399,9 @@ def write_release(
     ``manifest`` is completed with the row and column counts and the sha256 of each data file;
     the marker records the run id (``manifest["run_id"]``) and the manifest's sha256.
     ``before_swap`` (tests only) runs on the finished temporary directory just before the swap.
+    ``after_swap`` is called with the release folder right after the swap: from then on the
+    release is live whatever happens next, and the caller (the flow, the command line) must
+    say so even when this function does not return.
     ``force`` (``--force``) replaces a previous release whose listed files were edited.
 
     Raises
@@ -436,8 +437,8 @@ def write_release(
                 before_swap(tmp)
             _refuse_foreign(target, release, force)  # again: the folder may have changed meanwhile
             previous = _swap(tmp, target, output, release)
-            if run_id:
-                SWAPPED_IN[run_id] = target
+            if after_swap is not None:
+                after_swap(target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

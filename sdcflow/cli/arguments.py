@@ -1,5 +1,5 @@
-"""Parsers of the command line's numeric options: one rule for reading a number and saying
-what is wrong with it, used by every subcommand."""
+"""Parsers of the command line's numeric options (one rule for reading a number and saying
+what is wrong with it, used by every subcommand), and the options several commands share."""
 
 from __future__ import annotations
 
@@ -50,3 +50,29 @@ days = number(
     "not a number of days (inf for every run)",
     "give a number of days > 0",
 )
+
+
+WAIT_HELP = (
+    "seconds to wait while another release holds the warehouse, then exit 3 (default: "
+    "$SDCFLOW_LOCK_WAIT or 60)"
+)
+
+
+def runner_options(p: argparse.ArgumentParser) -> None:
+    """--runner, --dask-workers, --dask-address (README, Scale-out); they override the
+    spec's ``runner:`` and ``dask:``."""
+    p.add_argument(
+        "--runner",
+        choices=["local", "dask"],
+        help="local: one process; dask: the mask's cells on a Dask cluster (default: the spec's)",
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--dask-workers",
+        type=workers,
+        metavar="N",
+        help="worker processes of the embedded Dask LocalCluster (default: the CPU count)",
+    )
+    group.add_argument(
+        "--dask-address", metavar="ADDRESS", help="scheduler of an existing Dask cluster"
+    )

@@ -20,13 +20,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sdcflow.cli import arguments
+from sdcflow.cli.output import Aftermath
 from sdcflow.errors import InputError, Reason
-from sdcflow.flows import arguments
 
 __all__ = ["add_parser", "prune"]
 
+# one transaction: an interrupted or failed prune dropped all or nothing
+_AFTERMATH = Aftermath(
+    busy="nothing was dropped",
+    interrupted="interrupted; `sdcflow runs` shows which runs' copies were dropped",
+    failed="`sdcflow runs` shows which runs' copies were dropped",
+)
 
-def add_parser(sub: Any, wait_help: str) -> None:
+
+def add_parser(sub: Any) -> None:
     """Add the ``prune`` subcommand to the command line's subparsers."""
     p = sub.add_parser(
         "prune",
@@ -56,7 +64,8 @@ def add_parser(sub: Any, wait_help: str) -> None:
         help="with --yes: then rewrite the warehouse file so that the dropped tables' bytes "
         "leave the disk",
     )
-    p.add_argument("--wait", type=arguments.seconds, metavar="SECONDS", help=wait_help)
+    p.add_argument("--wait", type=arguments.seconds, metavar="SECONDS", help=arguments.WAIT_HELP)
+    p.set_defaults(func=prune, aftermath=_AFTERMATH)
 
 
 def prune(args: argparse.Namespace) -> int:

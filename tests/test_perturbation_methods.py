@@ -30,7 +30,7 @@ def _published(tmp_path, **spec):
     "method, rows",
     [
         ({"name": "noise"}, 300),
-        ({"name": "noise", "method": "correlated", "noise": 100}, 300),
+        ({"name": "noise", "kind": "correlated", "noise": 100}, 300),
         ({"name": "rank_swap", "p": 15}, 1000),
     ],
 )
@@ -91,8 +91,8 @@ def test_a_k_gate_on_perturbation_is_refused_with_the_reason(tmp_path, method, c
     [
         ({"name": "noise"}, [*QIS, "region"], "no k to stratify"),
         ({"name": "pram"}, ["region", "turnover"], "turnover are numeric"),
-        ({"name": "noise", "method": "correlated"}, ["turnover"], "at least two numeric"),
-        ({"name": "noise", "method": "restricted"}, QIS, "inverted exactly"),
+        ({"name": "noise", "kind": "correlated"}, ["turnover"], "at least two numeric"),
+        ({"name": "noise", "kind": "restricted"}, QIS, "inverted exactly"),
     ],
 )
 def test_keys_or_parameters_a_method_cannot_release_are_refused(tmp_path, method, keys, named):
@@ -122,3 +122,17 @@ def test_pram_keeps_category_frequencies_in_expectation():
     changed = (entry.mask_keys(enc, params, rng, SuppressionSettings()).codes != codes).mean()
     assert np.abs(mean - t).max() < 0.02 * t.sum()
     assert changed > 0.1
+
+
+def test_transformers_call_the_registry_methods():
+    from sdcflow import Noise, Pram, RankSwap
+
+    X = pd.DataFrame(np.random.default_rng(1).normal(size=(200, 3)), columns=["a", "b", "c"])
+    swapped = RankSwap(p=10, random_state=0).fit_transform(X)
+    assert all(sorted(swapped[c]) == sorted(X[c]) for c in X)
+    noisy = Noise(kind="correlated", noise=50, random_state=0).fit_transform(X)
+    assert noisy.shape == X.shape and not np.allclose(noisy, X)
+    frame = pd.DataFrame({"sector": list("abcd") * 50})
+    released = Pram(pd=0.5, random_state=0).fit_transform(frame)
+    assert set(released["sector"]) <= set("abcd") and (released != frame).any().any()
+    assert "invariance" in Pram(random_state=0).fit(frame).details_

@@ -2,7 +2,7 @@
 
 Spec::
 
-    method: {name: noise, method: additive, noise: 150}   # numeric keys
+    method: {name: noise, kind: additive, noise: 150}   # numeric keys
     method: {name: rank_swap, p: 15}                      # numeric keys
     method: {name: pram, pd: 0.8, alpha: 0.5}             # categorical keys
 
@@ -31,7 +31,7 @@ observed ones (the invariance check of the transition matrix, 0 up to rounding),
 number of values changed. Never the transition matrix (with it an intruder computes the
 posterior of every record's true category), the drawn keep-probabilities, nor the noise.
 
-``noise: {method: restricted}`` (sdcMicro's ``restr``) is not offered: it adds no noise,
+``noise: {kind: restricted}`` (sdcMicro's ``restr``) is not offered: it adds no noise,
 only ``z = c x + (1 - c) mean(x)`` with ``c`` a function of the number of records and the
 ``noise`` parameter, both public, and the mean unchanged, so anyone holding the manifest
 inverts it exactly.
@@ -69,7 +69,7 @@ K_GATES = (
 
 class NoiseParams(MethodParams):
     name: Literal["noise"] = "noise"
-    method: Literal["additive", "correlated"] = Field(
+    kind: Literal["additive", "correlated"] = Field(
         "additive",
         description="additive: independent noise per key (sd noise % of the key's); "
         "correlated: noise with noise % of the keys' covariance (keeps correlations)",
@@ -78,7 +78,7 @@ class NoiseParams(MethodParams):
         150.0, ge=0, le=10000, description="amount of noise in percent (sdcMicro's noise)"
     )
 
-    @field_validator("method", mode="before")
+    @field_validator("kind", mode="before")
     @classmethod
     def _not_restricted(cls, value: Any) -> Any:
         if value in ("restricted", "restr"):
@@ -88,6 +88,9 @@ class NoiseParams(MethodParams):
                 "can be inverted exactly; use additive or correlated"
             )
         return value
+
+    # ``kind``, not sdcMicro's ``method``: ``method.method`` in a spec reads as a slip, and a
+    # transformer's ``method`` names its registry entry.
 
 
 class RankSwapParams(MethodParams):
@@ -153,11 +156,11 @@ def _mask_noise(
     rng: np.random.Generator,
     constraints: LinearConstraints | None,
 ) -> MaskResult:
-    Z = add_noise(X, method=params.method, noise=params.noise, rng=rng)
+    Z = add_noise(X, method=params.kind, noise=params.noise, rng=rng)
     return _points(
         columns,
         Z,
-        {"strategy": f"{params.method} noise, {params.noise:g} % (sdcMicro addNoise)"},
+        {"strategy": f"{params.kind} noise, {params.noise:g} % (sdcMicro addNoise)"},
     )
 
 
@@ -190,11 +193,11 @@ def _check_numeric(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
             f"keys {', '.join(categorical)} by; release them with pram (in a release of their "
             "own), or choose mdav for every key"
         )
-    if getattr(spec.method, "method", None) == "correlated" and len(numeric) < 2:
+    if getattr(spec.method, "kind", None) == "correlated" and len(numeric) < 2:
         refuse(
-            "noise method correlated draws noise with the keys' covariance and needs at least "
-            "two numeric keys; use method: additive",
-            field="method.method",
+            "noise kind correlated draws noise with the keys' covariance and needs at least "
+            "two numeric keys; use kind: additive",
+            field="method.kind",
         )
 
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from survey import QIS, write_release
+from survey import EXAMPLE, QIS, write_release
 
 import sdcflow
 from sdcflow.errors import InputError, Reason
@@ -136,3 +136,15 @@ def test_transformers_call_the_registry_methods():
     released = Pram(pd=0.5, random_state=0).fit_transform(frame)
     assert set(released["sector"]) <= set("abcd") and (released != frame).any().any()
     assert "invariance" in Pram(random_state=0).fit(frame).details_
+
+
+def test_the_working_object_masks_and_gates_them_through_the_registry():
+    from sdcflow import SdcFrame
+
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(300)
+    swapped = SdcFrame(frame, keys=QIS, random_state=0).mask("rank_swap", p=15)
+    gates = swapped.check().set_index("check")
+    assert list(gates.index) == ["max_record_linkage"]  # the method's default gate only
+    assert gates.loc["max_record_linkage", "threshold"] == 10.0
+    pram = SdcFrame(frame, keys=["region", "sector"], random_state=0).mask("pram", pd=0.6)
+    assert set(pram.released["sector"]) <= set(frame["sector"])

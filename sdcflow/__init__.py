@@ -49,6 +49,9 @@ _LAZY = {
     "LocalSuppression": "sdcflow.transformers",
     "Recoding": "sdcflow.transformers",
     "Heterogeneous": "sdcflow.transformers",
+    "Noise": "sdcflow.transformers",
+    "RankSwap": "sdcflow.transformers",
+    "Pram": "sdcflow.transformers",
     "SdcFrame": "sdcflow.working",
     "measures": "sdcflow.measures",
 }

@@ -56,6 +56,7 @@ from sdcflow.methods import (
     fuzzy,
     heterogeneous,
     microaggregation,
+    perturbation,
     suppression,
 )
 from sdcflow.methods.blocks import mask_quasi_identifiers
@@ -75,6 +76,9 @@ __all__ = [
     "Heterogeneous",
     "LocalSuppression",
     "MethodTransformer",
+    "Noise",
+    "Pram",
+    "RankSwap",
     "Recoding",
 ]
 
@@ -559,6 +563,8 @@ PS = _generated(microaggregation.PS.name, "PS", MethodTransformer)
 Fuzzy = _generated(fuzzy.FUZZY.name, "Fuzzy", MethodTransformer)
 ConstrainedFuzzy = _generated(fuzzy.CONSTRAINED_FUZZY.name, "ConstrainedFuzzy", _Edits)
 Box = _generated(box.BOX.name, "Box", MethodTransformer)
+Noise = _generated(perturbation.NOISE.name, "Noise", MethodTransformer)
+RankSwap = _generated(perturbation.RANK_SWAP.name, "RankSwap", MethodTransformer)
 
 
 class _KeysTransformer(MethodTransformer):
@@ -675,6 +681,40 @@ class Heterogeneous(_KeysTransformer):
 
 
 Heterogeneous.__init__ = _init(Heterogeneous)  # type: ignore[misc]
+
+
+class Pram(_KeysTransformer):
+    """PRAM as a transformer (method ``pram``, sdcMicro's ``pram`` with its invariant
+    transition matrix): every column is a categorical key (numbers too, as sdcMicro's
+    factors), each value replaced by a draw from its category's row of the matrix; missing
+    values stay missing. No k: the release is X with some categories changed.
+
+    Parameters
+    ----------
+    pd : float, default 0.8
+        Lower bound of the probability that a category is kept.
+    alpha : float, default 0.5
+        Weight of the invariant matrix against the identity.
+    random_state : int, Generator or None
+        The generator of the draws.
+
+    See :mod:`sdcflow.transformers` for what fit and transform mean.
+    """
+
+    method = perturbation.PRAM.name
+    numeric_keys = False
+
+    def _released(self, records: pd.DataFrame, masked: pd.DataFrame) -> pd.DataFrame:
+        """The released labels back in each column's own type (a column of numbers stays
+        numbers, as a release publishes a category coded as a number)."""
+        out = masked.copy()
+        for column in records.columns:
+            if pd.api.types.is_numeric_dtype(records[column].dtype):
+                out[column] = pd.to_numeric(masked[column]).astype(records[column].dtype)
+        return out
+
+
+Pram.__init__ = _init(Pram)  # type: ignore[misc]
 
 
 class Recoding:

@@ -37,6 +37,14 @@ from sdcflow.methods.microaggregation import (
     PsParams,
     UnivariateParams,
 )
+from sdcflow.methods.perturbation import (
+    NOISE,
+    PRAM,
+    RANK_SWAP,
+    NoiseParams,
+    PramParams,
+    RankSwapParams,
+)
 from sdcflow.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
 
 METHODS: dict[str, Method] = {
@@ -50,6 +58,9 @@ METHODS: dict[str, Method] = {
         CONSTRAINED_FUZZY,
         HETEROGENEOUS,
         LOCAL_SUPPRESSION,
+        NOISE,
+        RANK_SWAP,
+        PRAM,
     )
 }
 
@@ -89,7 +100,10 @@ __all__ = [
     "MdavParams",
     "Method",
     "MethodParams",
+    "NoiseParams",
+    "PramParams",
     "PsParams",
+    "RankSwapParams",
     "ReleaseView",
     "UnivariateParams",
     "get_method",

@@ -1,0 +1,299 @@
+"""Methods ``noise``, ``rank_swap`` and ``pram``: perturbative masking, as sdcMicro offers it.
+
+Spec::
+
+    method: {name: noise, kind: additive, noise: 150}   # numeric keys
+    method: {name: rank_swap, p: 15}                      # numeric keys
+    method: {name: pram, pd: 0.8, alpha: 0.5}             # categorical keys
+
+The numerical code is :mod:`sdcflow.core.perturbation` (sdcMicro 5.8.1's ``addNoise``,
+``rankSwap`` and ``pram``); the draws come from the release's generator (the spec's secret
+``seed``, never written to the manifest).
+
+**No k-anonymity.** A perturbed record is not hidden in a group of identical ones: noise
+and swapping publish (almost) every record with its own values, PRAM publishes a category
+that may be false. None of them promises k, so a spec gating k-anonymity in any form
+(:data:`K_GATES`) is refused at preflight with that reason; the disclosure risk of numeric
+perturbation is gated by distance-based record linkage instead (``max_record_linkage``, by
+default at :data:`RECORD_LINKAGE`\\ %: released records a nearest-neighbour intruder links to
+their own original).
+
+**Keys.** ``noise`` and ``rank_swap`` mask numeric keys only: they have no k to stratify
+categorical keys by, so a release with categorical keys is refused (PRAM them in their own
+release, or choose a microaggregation method). ``pram`` masks categorical keys (nominal,
+ordinal, and numeric keys binned by ``recode:``); a numeric key is refused rather than
+published as it is. Numeric keys with missing values are refused too (sdcflow releases
+those records with MDAV-generic, which is not this method).
+
+**What the manifest records.** The spec's parameters and aggregate figures: per key the
+number of categories and how far the expected frequencies after PRAM stray from the
+observed ones (the invariance check of the transition matrix, 0 up to rounding), the
+number of values changed. Never the transition matrix (with it an intruder computes the
+posterior of every record's true category), the drawn keep-probabilities, nor the noise.
+
+``noise: {kind: restricted}`` (sdcMicro's ``restr``) is not offered: it adds no noise,
+only ``z = c x + (1 - c) mean(x)`` with ``c`` a function of the number of records and the
+``noise`` parameter, both public, and the mean unchanged, so anyone holding the manifest
+inverts it exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator
+
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.perturbation import add_noise, pram, rank_swap
+from sdcflow.errors import ParameterError
+from sdcflow.methods.base import MaskResult, Method, MethodParams, ReleaseView, refuse
+from sdcflow.methods.keys import EncodedKeys, EncodedRelease, Key, SuppressionSettings, masked_as
+
+RECORD_LINKAGE = 10.0  # % of records linked to their own original: the default gate
+
+# Every gate that counts records sharing a released row (or an expected group): perturbation
+# promises none of them.
+K_GATES = (
+    "k_anonymity",
+    "k_anonymity_missing_matches_any",
+    "keep_k_anonymity",
+    "block_k_anonymity",
+    "probabilistic_k_anonymity",
+    "block_probabilistic_k_anonymity",
+    "transparency_k_anonymity",
+)
+
+
+class NoiseParams(MethodParams):
+    name: Literal["noise"] = "noise"
+    kind: Literal["additive", "correlated"] = Field(
+        "additive",
+        description="additive: independent noise per key (sd noise % of the key's); "
+        "correlated: noise with noise % of the keys' covariance (keeps correlations)",
+    )
+    noise: float = Field(
+        150.0, ge=0, le=10000, description="amount of noise in percent (sdcMicro's noise)"
+    )
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _not_restricted(cls, value: Any) -> Any:
+        if value in ("restricted", "restr"):
+            raise ValueError(
+                "restricted noise adds no noise: it maps every value to c x + (1 - c) mean "
+                "with c set by the record count and `noise`, both public, so the release "
+                "can be inverted exactly; use additive or correlated"
+            )
+        return value
+
+    # ``kind``, not sdcMicro's ``method``: ``method.method`` in a spec reads as a slip, and a
+    # transformer's ``method`` names its registry entry.
+
+
+class RankSwapParams(MethodParams):
+    name: Literal["rank_swap"] = "rank_swap"
+    p: float = Field(
+        15.0,
+        gt=0,
+        le=100,
+        description="rank range in percent of the records: a value is swapped with one whose "
+        "rank differs by less than p % (sdcMicro's P = p / 100)",
+    )
+
+
+class PramParams(MethodParams):
+    name: Literal["pram"] = "pram"
+    pd: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="lower bound of the probability that a category is kept (each category's "
+        "drawn uniformly in [pd, 1])",
+    )
+    alpha: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="weight of the invariant transition matrix against the identity",
+    )
+
+
+def perturbation_promises(params: Any) -> dict[str, float]:
+    """Numeric perturbation: record linkage gated at :data:`RECORD_LINKAGE` %."""
+    return {"max_record_linkage": RECORD_LINKAGE}
+
+
+def no_promises(params: Any) -> dict[str, float]:
+    """PRAM publishes categories only, and sdcflow has no gate measuring what a false
+    category protects: nothing by default (the spec may gate the key-frequency risks, a
+    conservative view of PRAM's protection)."""
+    return {}
+
+
+def refuse_k_gates(params: Any, checks: Mapping[str, float]) -> list[str]:
+    """A k gate under perturbation: the method promises no k, so refuse it before the run."""
+    return [
+        f"checks.{key}: method {params.name} is perturbative and gives no k-anonymity (records "
+        "are published with perturbed values of their own, not in groups of identical rows); "
+        f"remove {key} and gate disclosure risk by record linkage (max_record_linkage) "
+        "instead, or choose a microaggregation method (mdav) for k-anonymity"
+        for key in K_GATES
+        if checks.get(key, 0) > 1
+    ]
+
+
+def _points(columns: list[str], Z: np.ndarray, details: dict[str, Any]) -> MaskResult:
+    return MaskResult(masked=pd.DataFrame(Z, columns=columns), points=Z, details=details)
+
+
+def _mask_noise(
+    X: np.ndarray,
+    columns: list[str],
+    params: NoiseParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    Z = add_noise(X, method=params.kind, noise=params.noise, rng=rng)
+    return _points(
+        columns,
+        Z,
+        {"strategy": f"{params.kind} noise, {params.noise:g} % (sdcMicro addNoise)"},
+    )
+
+
+def _mask_rank_swap(
+    X: np.ndarray,
+    columns: list[str],
+    params: RankSwapParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    Z = rank_swap(X, p=params.p, rng=rng)
+    changed = (Z != X).sum(axis=0)
+    return _points(
+        columns,
+        Z,
+        {
+            "strategy": f"rank swapping within {params.p:g} % of the ranks (sdcMicro rankSwap)",
+            "values_swapped": {c: int(v) for c, v in zip(columns, changed, strict=True)},
+        },
+    )
+
+
+def _check_numeric(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
+    """Numeric keys only; correlated noise needs two of them."""
+    numeric, categorical = masked_as(keys)
+    name = spec.method.name
+    if categorical:
+        refuse(
+            f"method {name} perturbs numeric keys and has no k to stratify the categorical "
+            f"keys {', '.join(categorical)} by; release them with pram (in a release of their "
+            "own), or choose mdav for every key"
+        )
+    if getattr(spec.method, "kind", None) == "correlated" and len(numeric) < 2:
+        refuse(
+            "noise kind correlated draws noise with the keys' covariance and needs at least "
+            "two numeric keys; use kind: additive",
+            field="method.kind",
+        )
+
+
+def _mask_pram_keys(
+    enc: EncodedKeys,
+    params: PramParams,
+    rng: np.random.Generator,
+    settings: SuppressionSettings,
+    constraints: LinearConstraints | None = None,
+    conditional: Sequence[Any] = (),
+) -> EncodedRelease:
+    if enc.numeric_keys:
+        raise ParameterError(
+            "pram masks categorical keys only; perturb numeric keys with noise or rank_swap, "
+            "or bin them with `recode:`"
+        )
+    codes = enc.codes.copy()
+    invariance: dict[str, Any] = {}
+    for j, name in enumerate(enc.categorical_names):
+        L = max(len(enc.levels[j]), 1)
+        codes[:, j], R = pram(
+            enc.codes[:, j], pd=params.pd, alpha=params.alpha, n_categories=L, rng=rng
+        )
+        observed = enc.codes[:, j][enc.codes[:, j] >= 0]
+        t = np.bincount(observed, minlength=L).astype(np.float64)
+        # the invariance check: expected frequencies after PRAM against the observed ones,
+        # largest difference in records (0 up to rounding); never the matrix itself
+        invariance[name] = {
+            "categories": int(L),
+            "largest_expected_frequency_change": float(np.abs(t @ R - t).max()),
+        }
+    return EncodedRelease(
+        numeric=enc.numeric,
+        codes=codes,
+        promises={},  # no k: the spec gates what it needs (refuse_k_gates)
+        details={
+            "strategy": "PRAM with sdcMicro's invariant transition matrix per key "
+            f"(pd {params.pd:g}, alpha {params.alpha:g}); the matrices are not recorded",
+            "invariance": invariance,
+        },
+    )
+
+
+def _mask_pram(
+    X: np.ndarray,
+    columns: list[str],
+    params: PramParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    raise ParameterError(
+        "pram masks categorical keys only; perturb numeric keys with noise or rank_swap, or "
+        "bin them with `recode:`"
+    )
+
+
+def _check_pram(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
+    """Categorical keys only: a numeric key would be published as it is."""
+    numeric, _ = masked_as(keys)
+    if numeric:
+        refuse(
+            f"method pram perturbs categorical keys, and {', '.join(numeric)} are numeric "
+            "(published unmasked otherwise): bin them with `recode:`, or perturb them with "
+            "noise or rank_swap in a release of their own"
+        )
+
+
+NOISE = Method(
+    NoiseParams,
+    _mask_noise,
+    promises=perturbation_promises,
+    conflicts=refuse_k_gates,
+    summary="noise addition to numeric keys (additive or correlated, as sdcMicro addNoise)",
+    key_kinds=frozenset({"numeric"}),
+    blocks=False,
+    check_spec=_check_numeric,
+)
+RANK_SWAP = Method(
+    RankSwapParams,
+    _mask_rank_swap,
+    promises=perturbation_promises,
+    conflicts=refuse_k_gates,
+    summary="rank swapping of numeric keys (Moore 1996, as sdcMicro rankSwap)",
+    key_kinds=frozenset({"numeric"}),
+    blocks=False,
+    check_spec=_check_numeric,
+)
+PRAM = Method(
+    PramParams,
+    _mask_pram,
+    promises=no_promises,
+    conflicts=refuse_k_gates,
+    summary="post-randomization of categorical keys (invariant PRAM, as sdcMicro pram)",
+    mask_keys=_mask_pram_keys,
+    key_kinds=frozenset({"nominal", "ordinal"}),
+    blocks=False,
+    missing_numbers=True,  # no numeric key reaches it (check_spec)
+    check_spec=_check_pram,
+)

@@ -17,7 +17,7 @@ by doing more work.
 The pieces: ``mdav`` -- MDAV on a cell of ``n / 2`` records; ``refine`` -- the
 deterministic local search of one border part (:func:`~sdcflow.core.microaggregation.
 blocked.refine_part`) on ``n`` records grouped by MDAV in two cells. Standard normal keys,
-seed 0. Figures: ``benchmarks/README.md``, section "Scale-out", "A million records".
+seed 0. Figures: ``docs/benchmarks/``, section "Scale-out", "A million records".
 """
 
 from __future__ import annotations

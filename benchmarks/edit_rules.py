@@ -13,14 +13,14 @@ rules) and Great Expectations validating the check columns (``validate_frame``: 
 fixed-width chunks of rules, no Data Docs). Importing GE is outside the clock.
 
 Output keys: ``rules, rows, duckdb_seconds, violations_seconds, ge_seconds, total_seconds,
-per_rule_ms`` (CPU seconds of this process, the unit of ``benchmarks/README.md``) and, for
+per_rule_ms`` (CPU seconds of this process, the unit of ``docs/benchmarks/``) and, for
 ``r <= --baseline-up-to``, ``baseline_ge_seconds`` and ``ratio`` (baseline / GE seconds). The
 baseline is how sdcflow validated rules before: every expectation added to one suite with
 ``ExpectationSuite.add_expectation`` (which compares it with each one already added) and one
 checkpoint over a batch holding every check column (GE's pandas engine copies that batch for
 each expectation): both grow as r^2.
 
-The figures and the command that produced them: ``benchmarks/README.md``, "Edit rules at
+The figures and the command that produced them: ``docs/benchmarks/``, "Edit rules at
 scale".
 """
 

@@ -17,7 +17,7 @@ released row; smallest expected centre size).
 The baseline, measured in the same run: the whole file without cells at the smallest n
 (``--baseline-n``, default 20000; without cells the cost grows as n^2), so that every IL at
 that n is also given as its excess over the unpartitioned fit. A first small call compiles
-the numba kernels before anything is timed. Figures and commands: ``benchmarks/README.md``,
+the numba kernels before anything is timed. Figures and commands: ``docs/benchmarks/``,
 section "Fuzzy microaggregation in cells".
 """
 

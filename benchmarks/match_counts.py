@@ -17,7 +17,7 @@ patterns turned off (``INDEX_JOIN_SHARE = 0``, ``SMALL_PATTERN = 1``), one hash 
 pair of missing-value patterns, which is how every count was made before. Both must give
 the same f and the same F to the bit; the script stops otherwise. Printed: distinct rows,
 missing-value patterns, CPU s of each, their ratio. Figures and commands:
-``benchmarks/README.md``, section "Counting matches with missing values".
+``docs/benchmarks/``, section "Counting matches with missing values".
 """
 
 from __future__ import annotations

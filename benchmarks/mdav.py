@@ -14,7 +14,7 @@ clock (the kernel is compiled, or loaded from numba's on-disk cache, on a small 
 first, and that time is reported as ``warmup_seconds``). ``il`` is IL = 100 SSE / SST.
 
 Output keys: ``n, d, k, seconds, il`` (``seconds``: CPU seconds of this process, the unit of
-``benchmarks/README.md``; ``wall_seconds`` beside it). With ``--baseline`` the straightforward
+``docs/benchmarks/``; ``wall_seconds`` beside it). With ``--baseline`` the straightforward
 numpy MDAV (``mdav_groups_reference``, the executable specification the kernel must match) is
 timed too: ``baseline_seconds``, ``baseline_il``, ``ratio`` (baseline / kernel CPU seconds)
 and ``identical`` (same label of every record).
@@ -26,7 +26,7 @@ across their borders (``blocked_mdav``, the method's ``cell_size``; standardizat
 partition (``bound_il``, ``il_over_bound``, ``bound_seconds``; ``bound_status`` says when its
 exact nearest-neighbour search exceeded ``--bound-seconds``).
 
-The figures and the commands that produced them: ``benchmarks/README.md``, "MDAV and PS".
+The figures and the commands that produced them: ``docs/benchmarks/``, "MDAV and PS".
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Tarragona too when ``tarragona.csv`` is in ``--data``) and k = 3, 4, 5, 10:
 Refinement runs ``--rounds`` rounds of iterated local search after its local search, with
 ``numpy.random.default_rng(--seed)`` and no time limit, so the figures are reproducible; the
 CPU seconds of the refinements are printed under the table (``time.process_time``).
-The figures and the command: ``benchmarks/README.md``, section "MDAV and PS".
+The figures and the command: ``docs/benchmarks/``, section "MDAV and PS".
 """
 
 from __future__ import annotations

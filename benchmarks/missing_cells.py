@@ -20,7 +20,7 @@ released missing because some of its records miss the key (one row per group).
 The baseline, measured in the same run: the whole file in one pass at ``--baseline-n``
 (default 20000; one pass costs O(n^2)), so that every IL at that n is also given as its
 excess over one pass (``IL over``, %), and every time as its ratio to the one-pass time.
-Figures and commands: ``benchmarks/README.md``, section "Missing numbers at scale".
+Figures and commands: ``docs/benchmarks/``, section "Missing numbers at scale".
 """
 
 from __future__ import annotations

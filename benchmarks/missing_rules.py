@@ -13,7 +13,8 @@ mdav with ``cell_size: 200`` and heterogeneous, k = 5, with the survey's edit ru
 sums, and on the file with errors the example's nine rules, both with ``on_violation: repair``.
 The baseline, in the same run, is the same release without edit rules: the same groups,
 their means over the values present, no projection. The survey's sums hold in the data, so
-since undeclared relations are refused with gaps (README, "Missing numbers") that release
+since undeclared relations are refused with gaps (docs/concepts/missing-values.md,
+"Missing numbers") that release
 ends with exit 2 (``without_rules``: ``refused: undeclared-relation``); the baseline runs
 it with that check off, as it was released before. Printed per release: IL (%) with the
 rules and without, their ratio, the groups moved onto the rules, and the released records
@@ -25,7 +26,7 @@ their two sums, each value missing with probability ``--missing``, two sums and 
 as rules), with and without rounding to integers, against computing the same group means
 over the values present (``bincount``) and against the route before (``BATCHED = False``:
 one projector per pattern of weights). Figures:
-``benchmarks/README.md``, section "Edit rules with missing numbers".
+``docs/benchmarks/``, section "Edit rules with missing numbers".
 """
 
 from __future__ import annotations

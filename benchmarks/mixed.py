@@ -60,7 +60,7 @@ each table.
 HiGHS) and the lower bound on random tables: n records, keys of 3, 5 and 8 categories drawn
 with Zipf(1.2) probabilities, 3 % missing values, k = 3.
 
-The figures and the commands: ``benchmarks/README.md``, "Mixed keys (Adult)".
+The figures and the commands: ``docs/benchmarks/``, "Mixed keys (Adult)".
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Usage::
 
     python benchmarks/scale.py                      # 1M records x 10 keys, k = 5, 1 and 2 workers
     python benchmarks/scale.py --n 200000 --cell-size 50000
-    python benchmarks/scale.py --method constrained_fuzzy   # runner: local (see README)
+    python benchmarks/scale.py --method constrained_fuzzy   # runner: local (howto/scale-out)
     python benchmarks/scale.py --method constrained_fuzzy --cell-size 5000 --runner dask
 
 Data: ``numpy.random.default_rng(seed).standard_normal((n, d))`` (independent standard
@@ -48,8 +48,8 @@ temporary Prefect API, an embedded LocalCluster), so the figures are those a use
   its relative excess (%) over exact (unpartitioned) MDAV on the same data, the baseline
   computed in this process in the same run (``unpartitioned_cpu_seconds``: its CPU time).
 
-``--json PATH`` also writes every figure as JSON. Figures and the commands: ``benchmarks/
-README.md``, section "Scale-out".
+``--json PATH`` also writes every figure as JSON. Figures and the commands: ``docs/benchmarks/``,
+section "Scale-out".
 """
 
 from __future__ import annotations

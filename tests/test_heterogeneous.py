@@ -270,7 +270,9 @@ def test_every_pointer_to_a_benchmarks_readme_section_names_one_that_exists():
         for line in page.read_text().splitlines()
         if line.startswith("#")
     ]
-    pointer = re.compile(r'benchmarks/README\.md`*\)?,?\s*(?:section\s+)?"([^"]+)"')
+    pointer = re.compile(
+        r'(?:benchmarks/README\.md|docs/benchmarks/)`*\)?,?\s*(?:section\s+)?"([^"]+)"'
+    )
     link = re.compile(r"\]\((?:\.\./)*benchmarks/([\w.-]+\.md)(?:#[\w-]*)?\)")
     files = [repo / "README.md", *repo.glob("sdcflow/**/*.py"), *repo.glob("benchmarks/*.py")]
     files += [p for p in repo.glob("docs/**/*.md") if "_generated" not in p.parts]

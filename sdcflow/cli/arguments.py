@@ -59,7 +59,7 @@ WAIT_HELP = (
 
 
 def runner_options(p: argparse.ArgumentParser) -> None:
-    """--runner, --dask-workers, --dask-address (README, Scale-out); they override the
+    """--runner, --dask-workers, --dask-address (docs/howto/scale-out.md); they override the
     spec's ``runner:`` and ``dask:``."""
     p.add_argument(
         "--runner",

@@ -2,7 +2,7 @@
 
 ``np.unique(a, axis=0)`` sorts the rows as structured records, comparing them field by
 field; combining each row into one integer and sorting those is far faster (timings in
-``benchmarks/README.md``). Both give the distinct rows
+``docs/benchmarks/``). Both give the distinct rows
 in the same (lexicographic) order.
 """
 

@@ -21,7 +21,7 @@ Design (verified against great-expectations 1.24.1 and duckdb 2.0.0)
   ``ExpectColumnValuesToBeInSet`` fixed to ``{True}`` (GE 1.x's documented way to customize an
   expectation class [1]). GE skips nulls in column-map expectations, which is exactly the
   "undetermined" semantics of the rule language. Importing GE takes seconds, so the flow
-  imports this module only inside its task (timings: ``benchmarks/README.md``, "Edit rules").
+  imports this module only inside its task (timings: ``docs/benchmarks/``, "Edit rules").
 * **An ephemeral context** (in-memory stores, analytics and progress bars off) with one
   filesystem Data Docs site whose ``base_directory`` is the run's report folder. The rules are
   validated in chunks of fixed width (one suite and one validation definition per chunk, each
@@ -262,7 +262,7 @@ def validate_frame(
         is built once at the end. GE's pandas engine copies the whole batch for every
         expectation it evaluates, so a single batch of r check columns costs O(r^2 n); chunks
         of fixed width make the validation linear in the number of rules (figures:
-        ``benchmarks/README.md``, "Edit rules at scale").
+        ``docs/benchmarks/``, "Edit rules at scale").
 
     Returns
     -------

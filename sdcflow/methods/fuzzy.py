@@ -74,7 +74,7 @@ class FuzzyParams(MethodParams):
     ``m1 = m2 = 1.1`` (:data:`DEFAULT_FUZZINESS`); a spec that gives one of ``m1``, ``m2``
     gets the other from there. Keep ``m2`` close to ``m1``: with c = n/k centres the
     membership mass a record puts on far centres is summable only for m < 1 + 2/d, and
-    heavy-tailed data need less (figures in benchmarks/README.md).
+    heavy-tailed data need less (figures in docs/benchmarks/).
     """
 
     name: Literal["fuzzy"] = "fuzzy"
@@ -247,7 +247,7 @@ def fit_in_cells(
     algorithm, in the whole file's standardized coordinates and with the same edit rules --
     as one piece of :func:`~sdcflow.core.parallel.map_parts` (a Prefect task run on a Dask
     worker under ``runner: dask``). A record can be drawn only to centres of its own cell.
-    At a fixed ``cell_size`` the cost is linear in n (figures: ``benchmarks/README.md``,
+    At a fixed ``cell_size`` the cost is linear in n (figures: ``docs/benchmarks/``,
     section "Fuzzy microaggregation in cells").
 
     The guarantees hold for the assembled partition because they hold in every cell: a

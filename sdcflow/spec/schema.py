@@ -163,7 +163,7 @@ DASK_SCHEMES = ("tcp", "tls", "ws", "wss")
 
 
 class DaskSettings(SpecModel):
-    """``dask:`` -- where ``runner: dask`` runs the mask's cells (README, "Scale-out")."""
+    """``dask:`` -- where ``runner: dask`` runs the mask's cells (docs/howto/scale-out.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     workers: int | None = Field(
@@ -278,7 +278,7 @@ class ReleaseSpec(SpecModel):
     fuzzy_map: dict[str, FuzzyMapParams] = Field(
         default_factory=dict,
         description="sensitive columns published fuzzy-mapped (the mapping is a secret kept "
-        "in the warehouse; see README, Fuzzy mapping for outsourced mining)",
+        "in the warehouse; see docs/concepts/fuzzy-mapping.md)",
     )
     edits: list[str | dict[str, Any]] = Field(default_factory=list, description="edit rules")
     rules_file: Path | None = Field(None, description="YAML file of further edit rules")
@@ -301,7 +301,7 @@ class ReleaseSpec(SpecModel):
     runner: Literal["local", "dask"] = Field(
         "local",
         description="local: one process; dask: the mask's cells as Prefect tasks on a Dask "
-        "cluster (prefect-dask's DaskTaskRunner; README, Scale-out)",
+        "cluster (prefect-dask's DaskTaskRunner; docs/howto/scale-out.md)",
     )
     dask: DaskSettings = Field(
         default_factory=DaskSettings, description="the Dask cluster of runner: dask"

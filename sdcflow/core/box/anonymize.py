@@ -194,7 +194,7 @@ def box_anonymize(
         Weights of the estimates (eq. 40, eq. 25-26, section III). Crisp and fuzzy weights
         minimize eq. 43, which counts box width and sampling error but not bias: they estimate
         the statistic of the re-weighted records, which can differ much from the file's (an
-        example in ``benchmarks/README.md``, "Box anonymization"), so the equal-weight
+        example in ``docs/benchmarks/``, "Box anonymization"), so the equal-weight
         intervals are always published too (``estimates_equal_weights``).
     partition : {"targets", "standardized"}
         "targets" splits the side with the largest a-weighted width; "standardized" the side

@@ -5,7 +5,7 @@ Every kernel walks the records once, computes one record's squared distances and
 in a small buffer and adds its weights to the centre sums ("fused": memberships are never
 stored). The kernels are serial: a numba parallel region costs more per call than the small
 fits of the recursive search take, and gave no speed-up on large passes either
-(``benchmarks/README.md``). The constrained loop projects with the kernels of
+(``docs/benchmarks/``). The constrained loop projects with the kernels of
 ``sdcflow.core.linear._kernels``.
 
 Memberships ([1]_ Prop. 1 and eq. 3) are computed relative to the nearest centre, which makes

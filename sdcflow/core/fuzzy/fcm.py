@@ -49,7 +49,7 @@ concentrate: a shell at distance ``r`` holds about ``r^(d-1)`` centres of member
 ``~ r^(-2/(m-1))``, summable only for ``m < 1 + 2/d`` (1.2 in 10 dimensions); above that
 truncated FCM is a different, crisper algorithm and ``truncate=False`` (or fewer variables per
 block) is the choice. Measured objective gaps, dropped mass and times are in
-``benchmarks/README.md``.
+``docs/benchmarks/``.
 
 References
 ----------
@@ -83,7 +83,7 @@ from sdcflow.errors import ParameterError
 DENSE_LIMIT = 5e7  # n * c above which truncate='auto' switches to nearest-centre truncation
 TRY_TRUNCATION = 1e6  # n * c above which truncate='auto' tries truncation, checked by sampling
 # Mean sampled membership share truncation may drop under 'auto': faithful regimes drop well
-# under 1 %, unfaithful ones tens of % (benchmarks/README.md).
+# under 1 %, unfaithful ones tens of % (docs/benchmarks/).
 AUTO_MAX_DROPPED = 1e-2
 INIT_JITTER = 1e-3  # random seeds start this many root-mean-variances away from their record
 
@@ -394,7 +394,7 @@ def fuzzy_c_means(
         With several restarts, run each for only ``screen`` iterations and continue the one
         with the lowest objective to convergence (``restarts - 1`` fewer full runs). The
         ranking after a few tens of iterations predicts the final one well but not perfectly
-        (``benchmarks/README.md``). Default: every restart runs to convergence.
+        (``docs/benchmarks/``). Default: every restart runs to convergence.
     random_state : None, int or numpy.random.Generator
         Source of the random initializations.
 

@@ -39,7 +39,7 @@ Anonymity ([1]_ Prop. 8 only gives it "for large m2"), made exact:
     ``u|O``; the total-variation distance ``TV(u, u|O) = 1 - sum_{i in O} u_i`` is reported per
     run (mean over records, ``assignment_tv_mean``); at ``c = n/k`` it moves a noticeable share
     of the assignment probability to neighbouring centres (Monte Carlo figures in
-    ``benchmarks/README.md``).
+    ``docs/benchmarks/``).
 ``both``
     The tree of ``probabilistic_k_anonymity`` followed by the constrained draw. The expected
     sizes reported (all >= k) are those of the membership distribution; the constrained draw
@@ -101,13 +101,13 @@ Guarantee = Literal["probabilistic_k_anonymity", "k_anonymity", "both"]
 DENSE_MEMBERSHIPS = 4e6  # n * c up to which draw memberships are stored densely
 # Search over c: each round keeps at most C_SHRINK of the centres and warm-started fits run at
 # most WARM_MAX_ITER iterations: keeping half halves the rounds at little cost in IL, longer
-# warm fits let centres drift back to outlying records (sweeps in benchmarks/README.md).
+# warm fits let centres drift back to outlying records (sweeps in docs/benchmarks/).
 C_SHRINK = 0.5
 WARM_MAX_ITER = 10
-SCREEN_ITER = 20  # screening keeps the best of cheap restarts; see benchmarks/README.md
+SCREEN_ITER = 20  # screening keeps the best of cheap restarts; see docs/benchmarks/
 # A failed round with at most this share of its clusters under-filled merges them (see
 # _merge_underfilled) instead of lowering c again, so that a few outliers cannot pull the
-# search down to one centre (sweep in benchmarks/README.md). At c = n/k about half the
+# search down to one centre (sweep in docs/benchmarks/). At c = n/k about half the
 # clusters are under-filled, so c is usually lowered once first.
 MERGE_SHARE = 0.5
 
@@ -610,7 +610,7 @@ def fuzzy_partition(
         Restarts of a cold FCM fit are screened after this many iterations and only the
         best runs on (``fcm.fuzzy_c_means``); None runs every restart to convergence.
         Screening about halves the time of the whole method at a similar IL
-        (``benchmarks/README.md``).
+        (``docs/benchmarks/``).
     fit : callable, optional
         ``fit(Z, settings, proj, rng) -> StandardizedFit``: how the standardized records are
         fitted; default :func:`fit_standardized` on the whole file. The fit within spatial

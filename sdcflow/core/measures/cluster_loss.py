@@ -23,7 +23,7 @@ with the *original* file's mean and population standard deviation, for both file
 is in units of the original standard deviations and noise in the protected file shows as
 such. [1]_ does not state ``m``; with this scaling ``m = 1.5`` reproduces the objective of its
 Table 3 on Census (225.27 against 225.26 for c = 10), hence the default (more figures in
-``benchmarks/README.md``).
+``docs/benchmarks/``).
 
 References
 ----------

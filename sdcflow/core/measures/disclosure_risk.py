@@ -69,7 +69,7 @@ def record_linkage_scores(
     Cost: one KD-tree over the originals, one nearest-neighbour query per released record and
     a counting ball query for those whose own original is at the minimal distance; O(n log n)
     for low d, no n x n matrix. KD-trees degrade in 10 dimensions and more (timings in
-    ``benchmarks/README.md``, "Measures"); ``workers=-1`` spreads the queries over all
+    ``docs/benchmarks/``, "Measures"); ``workers=-1`` spreads the queries over all
     cores.
 
     Shapes: X (n, d), X_masked (n, d) -> (n,) in [0, 1].

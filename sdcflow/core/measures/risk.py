@@ -69,7 +69,8 @@ def individual_risk(fk: np.ndarray, Fk: np.ndarray | None = None) -> np.ndarray:
     -----
     Where ``Fk <= fk`` (weights of 1, or below 1) the record is treated as in a population,
     ``r = 1 / fk``, as sdcMicro does where ``fk == Fk``; where ``Fk < fk`` sdcMicro applies the
-    formula with ``p_k > 1`` and reports values above 1 (README, "Weights and risk").
+    formula with ``p_k > 1`` and reports values above 1 (docs/concepts/missing-values.md,
+    "Weights and risk").
     """
     f = np.asarray(fk, dtype=np.float64).reshape(-1)
     if f.size == 0 or np.any(f < 1) or not np.all(np.isfinite(f)):

@@ -1,7 +1,7 @@
 """MDAV for large files: exact MDAV within spatial cells, then local search across their borders.
 
 Exact MDAV costs O(n^2 d / k), growing fourfold with every doubling of the records (timings
-in ``benchmarks/README.md``). :func:`blocked_mdav` splits the records by recursive
+in ``docs/benchmarks/``). :func:`blocked_mdav` splits the records by recursive
 median cuts (:func:`~sdcflow.core.microaggregation.neighbours.spatial_cells`) into cells of at
 most ``cell_size`` records, runs the exact MDAV kernel in each cell -- O(n cell_size d / k) in
 all -- and refines each cell's groups inside the cell with the local search of
@@ -16,7 +16,7 @@ default they run one after the other in the calling process; the Dask runner run
 Prefect tasks on its workers (:mod:`sdcflow.tasks.scale`), each receiving one piece's
 records only. The labels do not depend on where, or in which order, the pieces ran.
 
-Measured against exact MDAV on the same data: ``benchmarks/README.md``, section "MDAV and PS"
+Measured against exact MDAV on the same data: ``docs/benchmarks/``, section "MDAV and PS"
 (``benchmarks/mdav.py --cell-size``); on a Dask cluster: section "Scale-out".
 """
 

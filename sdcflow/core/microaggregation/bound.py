@@ -53,7 +53,7 @@ partition into groups of at least k -- MDAV's, PS's, refined, and the optimum --
 information loss of the optimum lies in ``[bound, IL]``: ``IL / bound`` is how far, at most,
 a release is from optimal.
 Exact nearest neighbours cost a KD-tree query; in high dimension on large files that can take
-longer than the masking itself (``benchmarks/README.md``, section "MDAV and PS"), hence the
+longer than the masking itself (``docs/benchmarks/``, section "MDAV and PS"), hence the
 CPU budget.
 
 References

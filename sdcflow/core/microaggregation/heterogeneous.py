@@ -35,7 +35,7 @@ for every key (a partner group keeping its own means of the other keys would giv
 of a key they determine, ``total - b``, and with it the short group's sum).
 
 Large files: MDAV-generic costs O(n^2 d / k), fourfold with every doubling of n (figures:
-``benchmarks/README.md``, "Missing numbers at scale"). :func:`heterogeneous_cells` runs it
+``docs/benchmarks/``, "Missing numbers at scale"). :func:`heterogeneous_cells` runs it
 within spatial cells of at most ``cell_size`` records -- the recursive median cuts of
 MDAV's ``cell_size`` (:func:`~sdcflow.core.microaggregation.neighbours.spatial_cells`) on
 the scaled numeric and ordinal keys, a missing value placed at its key's mean for the cut
@@ -523,7 +523,7 @@ def heterogeneous_cells(keys: MixedKeys, k: int, cell_size: int) -> np.ndarray:
     whole file (z-scores over every present value, not the cell's). Each cell is one piece of
     :func:`~sdcflow.core.parallel.map_parts`, so the labels do not depend on where the cells
     ran. Groups never cross a cell's border: a cut through a dense region costs some
-    information loss against one pass over the file (``benchmarks/README.md``, "Missing
+    information loss against one pass over the file (``docs/benchmarks/``, "Missing
     numbers at scale").
 
     Parameters

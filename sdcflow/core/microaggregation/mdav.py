@@ -14,7 +14,7 @@ Two implementations of the same algorithm:
   decides anything is computed with the same floating-point operations in the same order and
   the same tie-breaking; records are skipped only when a proven bound (a float32 filter with
   its rounding error, the triangle inequality [3], an exact neighbour list built earlier) shows
-  they cannot be selected. Timings: ``benchmarks/README.md``, section "MDAV and PS".
+  they cannot be selected. Timings: ``docs/benchmarks/``, section "MDAV and PS".
 
 The arithmetic both follow, so that equal inputs give bit-equal distances:
 

@@ -5,7 +5,7 @@
 * :func:`neighbour_lists` -- the K nearest for refinement: exact up to ``EXACT_NEIGHBOURS``
   records, beyond that the K nearest within cells of two spatial splits. Refinement only draws
   candidates from them, so they need not be exact; an exact KD-tree query is slow in 10
-  dimensions (``benchmarks/README.md``, section "MDAV and PS").
+  dimensions (``docs/benchmarks/``, section "MDAV and PS").
 * :func:`spatial_cells` -- recursive median cuts into cells of at most a given size, also the
   cells of :func:`~sdcflow.core.microaggregation.blocked.blocked_mdav`.
 

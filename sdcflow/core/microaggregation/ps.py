@@ -26,7 +26,7 @@ partition (:mod:`~sdcflow.core.microaggregation.bound`; 3.92 for Census, k = 3).
 centred, unstandardized values (``standardize=False``) and measured on that scale, PS gives
 1.78 / 2.22 / 2.94 / 4.71, close to the paper's PS column (k = 3: 1.782 against 1.783). On
 that scale MDAV loses less than PS (1.52 for k = 3). The table with both protocols side by side:
-``benchmarks/microaggregation.py``; figures in ``benchmarks/README.md``, "MDAV and PS".
+``benchmarks/microaggregation.py``; figures in ``docs/benchmarks/``, "MDAV and PS".
 
 References
 ----------

@@ -43,7 +43,7 @@ spatial splits (:func:`neighbour_lists`) -- the lists only propose candidates, e
 exact. Memory O(n (d + K)); a local search pass O(n K k d); no all-pairs loop.
 
 The figures on Census and EIA (targets of issue 15, the literature) and the commands:
-``benchmarks/README.md``, section "MDAV and PS".
+``docs/benchmarks/``, section "MDAV and PS".
 
 References
 ----------

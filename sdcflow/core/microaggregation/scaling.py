@@ -4,7 +4,7 @@ Standardizing (zero mean, unit population variance) makes the partition independ
 units and gives every variable the same weight; it is the scale of the information loss the
 literature and the ``max_information_loss`` gate report. Centring only keeps the units, so
 variables with large values dominate the distances -- the scale on which the PS paper's own
-figures are reproduced (``benchmarks/README.md``, section "MDAV and PS").
+figures are reproduced (``docs/benchmarks/``, section "MDAV and PS").
 """
 
 from __future__ import annotations

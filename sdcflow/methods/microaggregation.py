@@ -8,6 +8,11 @@ Options of every crisp method:
 * ``refine``: ``true`` or ``{seconds: 30, rounds: ...}``: local search and iterated local
   search (:mod:`sdcflow.core.microaggregation.refine`) from the method's partition; the
   SSE never goes up.
+* ``dominance``: ``true`` or ``{p: 10}``: groups formed so that no record dominates: after
+  grouping (and refining), every group failing the p % rule on a non-negative numeric key
+  (its total less its two largest values below p % of the largest) is merged with its
+  nearest group, until none fails (:mod:`sdcflow.core.microaggregation.dominance_repair`).
+  Groups only grow, so k holds; within strata (categorical keys) and blocks, inside each.
 
 A block of one variable (the whole file, or one of the spec's ``blocks``) is always grouped by
 the optimal univariate algorithm, whatever crisp method is named: it is exact there.
@@ -36,6 +41,7 @@ from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.information_loss import sse_sst_loss, sse_sst_loss_present
 from sdcflow.core.microaggregation.blocked import blocked_groups, blocked_mdav
 from sdcflow.core.microaggregation.bound import sse_lower_bound
+from sdcflow.core.microaggregation.dominance_repair import repair_dominance
 from sdcflow.core.microaggregation.mdav import group_means, mdav_groups
 from sdcflow.core.microaggregation.ps import ps_groups
 from sdcflow.core.microaggregation.refine import refine_groups
@@ -64,6 +70,19 @@ class RefineOptions(SpecModel):
     )
 
 
+class DominanceOptions(SpecModel):
+    """``dominance:`` of a crisp method: ``true`` (p = 10) or ``{p: ...}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    p: float = Field(
+        10.0,
+        gt=0,
+        le=100,
+        description="p of the p % rule: a group whose total less its two largest values is "
+        "below p % of the largest is merged with its nearest group",
+    )
+
+
 class CrispParams(MethodParams):
     """Parameters shared by the crisp microaggregation methods."""
 
@@ -74,12 +93,26 @@ class CrispParams(MethodParams):
     refine: RefineOptions | None = Field(
         None, description="true or {seconds, rounds}: refine the partition (SSE never rises)"
     )
+    dominance: DominanceOptions | None = Field(
+        None,
+        description="true or {p}: merge every group failing the p % rule on a non-negative "
+        "numeric key with its nearest group, until none fails",
+    )
 
     @field_validator("refine", mode="before")
     @classmethod
     def _refine(cls, value: Any) -> Any:
         if value is True:
             return RefineOptions()
+        if value is False:
+            return None
+        return value
+
+    @field_validator("dominance", mode="before")
+    @classmethod
+    def _dominance(cls, value: Any) -> Any:
+        if value is True:
+            return DominanceOptions()
         if value is False:
             return None
         return value
@@ -283,10 +316,46 @@ def _mask_crisp(
                 "neighbours": report.neighbours,
                 "exact_neighbours": report.exact_neighbours,
             }
+    if params.dominance is not None:
+        labels, details["dominance"] = _no_dominant_record(X, Z, labels, columns, params.dominance)
     result = crisp_result(X, columns, labels)
     result.details.update(details)
     result.details.update(loss_bound_details(X, result.points, k))
     return result
+
+
+def _no_dominant_record(
+    X: np.ndarray,
+    Z: np.ndarray,
+    labels: np.ndarray,
+    columns: list[str],
+    options: DominanceOptions,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The partition with the groups failing the p % rule merged with their nearest (on the
+    scale the groups were formed on), and what was done, for the manifest (counts only)."""
+    done = repair_dominance(labels, X, options.p, Z=Z)
+    return done.labels, {
+        "p": options.p,
+        "columns": [c for c, on in zip(columns, done.columns, strict=True) if on],
+        "groups_failing_before": done.failing_before,
+        "groups_merged": done.merged,
+        "groups_failing_after": done.failing_after,
+        "rounds": done.rounds,
+    }
+
+
+def combined_dominance_details(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ``dominance`` details of a release masked in parts (strata), summed; None when no
+    part repaired dominance."""
+    done = [d["dominance"] for d in parts if isinstance(d.get("dominance"), dict)]
+    if not done:
+        return None
+    counts = ("groups_failing_before", "groups_merged", "groups_failing_after")
+    out: dict[str, Any] = {"p": done[0]["p"], "columns": done[0]["columns"]}
+    out.update({c: int(sum(d[c] for d in done)) for c in counts})
+    out["rounds"] = max(d["rounds"] for d in done)
+    out["parts"] = len(done)
+    return out
 
 
 def _mask_mdav(
@@ -341,7 +410,7 @@ def _options_lost_to_missing_numbers(params: CrispParams) -> list[str]:
     record has, which neither refines its partition nor groups on centred values only."""
     return [
         option
-        for option, off in (("refine", None), ("standardize", True))
+        for option, off in (("refine", None), ("standardize", True), ("dominance", None))
         if getattr(params, option, off) != off
     ]
 

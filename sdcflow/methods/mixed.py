@@ -85,6 +85,7 @@ from sdcflow.methods.keys import (
     encode_keys,
 )
 from sdcflow.methods.microaggregation import (
+    combined_dominance_details,
     released_loss_details,
     stratified_bound_details,
 )
@@ -201,6 +202,7 @@ def _strata(
     cell_size = getattr(params, "cell_size", None)
     partial: list[tuple[np.ndarray, np.ndarray, Representatives | None]] = []
     whole: list[np.ndarray] = []  # strata without missing numbers
+    part_details: list[dict[str, Any]] = []
     for s in range(count):
         rows = order[bounds[s] : bounds[s + 1]]
         X = enc.numeric[rows]
@@ -213,6 +215,7 @@ def _strata(
             part = mask(X, enc.numeric_names, params, rng, constraints)
         released[rows] = part.points
         whole.append(rows)
+        part_details.append(part.details)
         if "lower_bound" in part.details:
             bounded.append(rows)
     if partial:
@@ -280,6 +283,9 @@ def _strata(
     if gaps:  # how those strata were grouped: not by the spec's method
         details["missing_numbers"] = _partial_strategy(getattr(params, "cell_size", None))
         details.update(_moved(moved, constraints))
+    dominance = combined_dominance_details(part_details)
+    if dominance is not None:  # counts over the strata, each repaired inside
+        details["dominance"] = dominance
     if bounded and len(bounded) == int(labels.max()) + 1:  # crisp in every stratum
         details.update(stratified_bound_details(enc.numeric, released, bounded, k))
     return EncodedRelease(

@@ -46,6 +46,17 @@ def weights(spec: ReleaseSpec, frame: pd.DataFrame) -> np.ndarray | None:
     return frame[spec.weight_column].to_numpy(dtype=np.float64)
 
 
+def households(spec: ReleaseSpec, frame: pd.DataFrame) -> np.ndarray | None:
+    """The household of every record as integer codes, or None without
+    ``household_column``; a record without a household id is a household of its own."""
+    if spec.household_column is None:
+        return None
+    codes = pd.factorize(frame[spec.household_column], use_na_sentinel=True)[0].astype(np.int64)
+    alone = codes < 0
+    codes[alone] = codes.max(initial=-1) + 1 + np.arange(int(alone.sum()))
+    return codes
+
+
 def keep_columns(spec: ReleaseSpec, frame: pd.DataFrame) -> pd.DataFrame | None:
     """The ``keep`` columns as counted, or None: as published (unchanged), a nested value
     (a list, array or mapping, which cannot be hashed) by a canonical text of it, so that

@@ -158,6 +158,9 @@ def test_a_release_whose_groups_mirror_the_file_is_published(tmp_path):
     assert code == 0
     (check,) = [c for c in manifest["checks"] if c["check"] == TCLOSE]
     assert check["figure"] == 0 and check["verdict"] == "pass"
+    # no age is unique after MDAV: no special unique, figures only in the summary
+    suda = manifest["method_details"]["disclosure"]["suda"]
+    assert suda == {"max_dis_score": 0.0, "records_with_dis_score": 0, "dis_fraction": 0.01}
 
 
 def test_the_household_column_reaches_the_gate_of_a_release(tmp_path):

@@ -93,6 +93,29 @@ def dis_figures(released: pd.DataFrame, dis_fraction: float) -> DisFigures:
     )
 
 
+#: Keys above which the manifest's disclosure summary leaves the DIS figures out when some
+#: record is unique: SUDA2 may search every subset of the keys (2^m of them); the gate
+#: ``max_suda_dis`` computes them whatever the number of keys when a spec asks for it.
+SUMMARY_MAX_KEYS = 12
+
+
+def summary_dis_figures(released: pd.DataFrame, options: object) -> dict[str, object]:
+    """The DIS figures of the manifest's disclosure summary (:class:`DisFigures`), at the
+    spec's ``measures:`` fraction; with more than :data:`SUMMARY_MAX_KEYS` keys and a record
+    unique on them, a note in place of the figures."""
+    value = getattr(options, SUDA_DIS_FRACTION.key, None)
+    fraction = float(SUDA_DIS_FRACTION.default if value is None else value)
+    codes = key_codes(released)
+    _, counts = np.unique(codes, axis=0, return_counts=True)
+    if codes.shape[1] > SUMMARY_MAX_KEYS and counts.size and counts.min() == 1:
+        return {
+            "dis_fraction": fraction,
+            "note": f"not computed for {codes.shape[1]} keys (more than {SUMMARY_MAX_KEYS}); "
+            "gate max_suda_dis computes it",
+        }
+    return dis_figures(released, fraction).as_dict()
+
+
 def _dis(ctx: GateContext) -> np.ndarray:
     return ctx.cached(
         "dis_scores",

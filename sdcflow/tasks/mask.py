@@ -22,6 +22,7 @@ from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.core.measures.risk import risk_summary
 from sdcflow.expectations.rules import Rule
+from sdcflow.gates.uniqueness import summary_dis_figures
 from sdcflow.methods import MaskResult
 from sdcflow.methods.keys import Key, SuppressionSettings
 from sdcflow.methods.mixed import mask_keys
@@ -130,6 +131,8 @@ def disclosure_summary(
             "expected_reidentifications_after": loose.expected_reidentifications,
         },
     }
+    # special uniques (SUDA2): the largest DIS score and the records scored, never a score
+    out["suda"] = summary_dis_figures(released, spec.measures)
     keep = keep_columns(spec, frame)
     if keep is not None:
         joint = pd.concat([released, keep], axis=1)

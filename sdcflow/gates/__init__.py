@@ -2,7 +2,7 @@
 unit, the ``measures:`` option it reads and the spec fields it needs.
 
 Adding a gate is one :class:`~sdcflow.gates.base.Gate` entry in the module of its
-family (``anonymity``, ``loss``, ``risk``, ``box``, ``edits``), with its
+family (``anonymity``, ``loss``, ``risk``, ``box``, ``edits``, ``uniqueness``), with its
 :class:`~sdcflow.gates.base.GateOption` beside it when it has a setting: the spec's
 ``measures:`` block is assembled from those declarations (:func:`options_model`).
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from sdcflow.gates import anonymity, box, edits, loss, risk
+from sdcflow.gates import anonymity, box, edits, loss, risk, uniqueness
 from sdcflow.gates.anonymity import RecordRisk, record_risk
 from sdcflow.gates.base import Gate, GateContext, GateOption, GateOutcome
 from sdcflow.gates.loss import information_loss_figures
@@ -23,7 +23,7 @@ from sdcflow.methods import MethodParams, get_method
 from sdcflow.spec_model import SpecModel
 
 GATES: dict[str, Gate] = {
-    g.key: g for module in (anonymity, loss, risk, box, edits) for g in module.GATES
+    g.key: g for module in (anonymity, loss, risk, box, edits, uniqueness) for g in module.GATES
 }
 
 # Gates every release with error rules gets even when the spec does not name them, with this

@@ -62,6 +62,9 @@ class GateContext:
         The ``keep`` columns, released unchanged (an intruder may know them too).
     weights : ndarray of shape (n,) or None
         Sampling weights (``weight_column:``), for the risk per record.
+    households : ndarray of shape (n,) or None
+        The household (cluster) of every record (``household_column:``), for the household
+        risk.
     unchecked_rules : tuple of str
         Error rules that could not be evaluated on the released records (their columns are
         not released).
@@ -83,6 +86,7 @@ class GateContext:
     raw: np.ndarray | None = None
     keep: pd.DataFrame | None = None
     weights: np.ndarray | None = None
+    households: np.ndarray | None = None
     unchecked_rules: tuple[str, ...] = ()
     accepted_unchecked: frozenset[str] = frozenset()
     accept_looser: frozenset[str] = frozenset()

@@ -158,6 +158,8 @@ def plan_release(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
         named.append(spec.id_column)
     if spec.weight_column and spec.weight_column not in named:
         named.append(spec.weight_column)
+    if spec.household_column and spec.household_column not in named:
+        named.append(spec.household_column)
     # an ambiguous date column is refused only if the release uses it (a rule may use any)
     used = None if spec.edits or spec.rules_file is not None else named
     # kept and sensitive columns are published as the file writes them; not a key (masked

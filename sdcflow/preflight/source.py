@@ -53,6 +53,8 @@ def check_columns(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table | No
         named.append(spec.id_column)
     if spec.weight_column:
         named.append(spec.weight_column)
+    if spec.household_column:
+        named.append(spec.household_column)
     types, src = profile.types, spec.source
     absent = [c for c in named if c not in types]
     if absent:

@@ -573,6 +573,16 @@ def keys_sections(details: Mapping[str, Any]) -> list[Section]:
         rows.append(
             (f"k if the intruder also knew the keep columns {keep['columns']}", keep["k_with_keep"])
         )
+    suda = disclosure.get("suda")
+    if suda and "max_dis_score" in suda:
+        rows += [
+            (
+                f"largest DIS-SUDA score (special uniques, sampling fraction "
+                f"{suda['dis_fraction']:g})",
+                suda["max_dis_score"],
+            ),
+            ("records with a DIS-SUDA score above 0", suda["records_with_dis_score"]),
+        ]
     risk = disclosure["risk"]
     for when in ("before", "after"):
         r = risk[when]

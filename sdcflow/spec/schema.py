@@ -31,6 +31,9 @@ from sdcflow.methods.fuzzy_mapping import FuzzyMapParams
 from sdcflow.spec_model import SpecModel
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+# How a spec field a gate requires is written, for the message refusing a check without it
+# (a list of columns unless said here).
+_FIELD_VALUE = {"household_column": "<column>"}
 
 
 # --- mixed keys: declarations, missing values, recoding, suppression ---------------------
@@ -264,6 +267,11 @@ class ReleaseSpec(SpecModel):
     weight_column: str | None = Field(
         None, description="sampling weights (positive), published unchanged unless a key"
     )
+    household_column: str | None = Field(
+        None,
+        description="household (cluster) id of every record, for the household risk "
+        "(check max_household_risk); read, not published unless also in keep",
+    )
     recode: dict[str, RecodeSpec] = Field(
         default_factory=dict, description="global recoding per key, applied before masking"
     )
@@ -405,7 +413,8 @@ class ReleaseSpec(SpecModel):
             if missing:
                 raise ValueError(
                     f"check {key} needs `{missing[0]}:` (the columns it is computed on); add "
-                    f"`{missing[0]}: [column, ...]` or remove the check"
+                    f"`{missing[0]}: {_FIELD_VALUE.get(missing[0], '[column, ...]')}` or "
+                    "remove the check"
                 )
         _check_fuzzy_map_roles(self)
         self._check_mixed_keys()

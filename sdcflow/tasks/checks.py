@@ -19,7 +19,7 @@ from sdcflow.gates import (
 from sdcflow.methods import MaskResult
 from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks import STEP
-from sdcflow.tasks.mask import keep_columns, weights
+from sdcflow.tasks.mask import households, keep_columns, weights
 
 
 def gate_context(
@@ -45,6 +45,7 @@ def gate_context(
         rng=rng,
         keep=keep_columns(spec, frame),
         weights=weights(spec, frame),
+        households=households(spec, frame),
         raw=(raw[columns].to_numpy(dtype=np.float64, na_value=np.nan) if raw is not None else None),
         unchecked_rules=tuple(unchecked_rules),
         accepted_unchecked=frozenset(spec.accept.unchecked_rules),

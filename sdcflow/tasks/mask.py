@@ -22,6 +22,7 @@ from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.core.measures.risk import risk_summary
 from sdcflow.expectations.rules import Rule
+from sdcflow.gates.uniqueness import summary_dis_figures
 from sdcflow.methods import MaskResult
 from sdcflow.methods.keys import Key, SuppressionSettings
 from sdcflow.methods.mixed import mask_keys
@@ -44,6 +45,17 @@ def weights(spec: ReleaseSpec, frame: pd.DataFrame) -> np.ndarray | None:
     if spec.weight_column is None:
         return None
     return frame[spec.weight_column].to_numpy(dtype=np.float64)
+
+
+def households(spec: ReleaseSpec, frame: pd.DataFrame) -> np.ndarray | None:
+    """The household of every record as integer codes, or None without
+    ``household_column``; a record without a household id is a household of its own."""
+    if spec.household_column is None:
+        return None
+    codes = pd.factorize(frame[spec.household_column], use_na_sentinel=True)[0].astype(np.int64)
+    alone = codes < 0
+    codes[alone] = codes.max(initial=-1) + 1 + np.arange(int(alone.sum()))
+    return codes
 
 
 def keep_columns(spec: ReleaseSpec, frame: pd.DataFrame) -> pd.DataFrame | None:
@@ -119,6 +131,8 @@ def disclosure_summary(
             "expected_reidentifications_after": loose.expected_reidentifications,
         },
     }
+    # special uniques (SUDA2): the largest DIS score and the records scored, never a score
+    out["suda"] = summary_dis_figures(released, spec.measures)
     keep = keep_columns(spec, frame)
     if keep is not None:
         joint = pd.concat([released, keep], axis=1)

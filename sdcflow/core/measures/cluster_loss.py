@@ -17,7 +17,7 @@ The alignment is optimal (Hungarian assignment of the centre-distance matrix,
 [1]_: the greedy matching depends on the order of the clusters and can pair two centres that
 a global matching would not.
 
-Clustering is the project's fuzzy c-means (:func:`sdcflow.core.fuzzy.fcm.fuzzy_c_means`,
+Clustering is the project's fuzzy c-means (``sdcflow.core.fuzzy.fcm.fuzzy_c_means``,
 [6]_) with the settings of [1]_ (:func:`fuzzy_cmeans`), on the quasi-identifiers standardized
 with the *original* file's mean and population standard deviation, for both files, so that d1
 is in units of the original standard deviations and noise in the protected file shows as
@@ -73,7 +73,7 @@ def fuzzy_cmeans(
     max_iter: int = 500,
     random_state: int | np.random.Generator | None = 0,
 ) -> FCMResult:
-    """The clustering of [1] section 3.1: :func:`~sdcflow.core.fuzzy.fcm.fuzzy_c_means`,
+    """The clustering of [1] section 3.1: ``fuzzy_c_means``,
     best of ``restarts`` random starts by objective value, full (never truncated), with the
     membership matrix the comparison needs.
 

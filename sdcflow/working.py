@@ -14,7 +14,7 @@ the pipeline, with the same figures.
 >>> sdc.to_spec(release="survey", source="data.csv")             # doctest: +SKIP
 
 **One implementation.** The object has no masking, risk or loss code of its own: a release
-is what :func:`sdcflow.methods.mixed.mask_keys` (the pipeline's mask step) returns for the
+is what ``sdcflow.methods.mixed.mask_keys`` (the pipeline's mask step) returns for the
 keys, their recodings and the method, and every figure is the gate's
 (:func:`sdcflow.gates.measure` on the same :class:`~sdcflow.gates.GateContext` the
 pipeline's checks build), so k counts identical released rows, a missing or suppressed
@@ -22,16 +22,18 @@ value being a value of its own (sdcMicro's count, where a blank matches any valu
 reported beside it).
 
 **What a step changes.** A release spec holds global recodings and one method, and so does
-the object: :meth:`recode` adds a key's recoding, :meth:`suppress` and :meth:`mask` set the
-method (a later one replaces the earlier: trying MDAV after PS is another try, not PS then
-MDAV). Every step recomputes the release from the original records, as the pipeline does, so
-that what is measured is what :meth:`to_spec` releases. With categorical keys, a numeric
-method masks within the classes of identical categorical rows (local suppression first
-brings each class to k records): sdcMicro's ``strataVar``. A stratum column is published,
-so it is a key an intruder may know; ``strata=`` declares it a nominal key.
+the object: :meth:`~SdcFrame.recode` adds a key's recoding, :meth:`~SdcFrame.suppress` and
+:meth:`~SdcFrame.mask` set the method (a later one replaces the earlier: trying MDAV after PS
+is another try, not PS then MDAV). Every step recomputes the release from the original
+records, as the pipeline does, so that what is measured is what :meth:`~SdcFrame.to_spec`
+releases. With categorical keys, a numeric method masks within the classes of identical
+categorical rows (local suppression first brings each class to k records): sdcMicro's
+``strataVar``. A stratum column is published, so it is a key an intruder may know;
+``strata=`` declares it a nominal key.
 
 **Confidentiality.** Figures only: nothing the object displays (``_repr_html_``,
-:meth:`report`, messages) holds a value of a record; :attr:`released` is the data.
+:meth:`~SdcFrame.report`, messages) holds a value of a record; :attr:`~SdcFrame.released` is
+the data.
 
 References
 ----------

@@ -3,9 +3,11 @@
 On ``config-inited`` this writes Markdown fragments into ``docs/_generated/`` (not committed),
 which the reference pages include:
 
-``api.md``
-    an ``automodule`` section for each module named in ``sdcflow_api_modules`` (conf.py): a
-    module joins the Python reference by one line there.
+``api.md`` and ``api/<module>.md``
+    a page with the ``automodule`` of each module named in ``sdcflow_api_modules`` (conf.py),
+    and the toctree of those pages that the reference page includes: a module joins the Python
+    reference by one line there. One page a module, because a module docstring's numpydoc
+    sections (``References``) become sections whose ids would clash on a shared page.
 ``cli.md``
     ``sdcflow --help`` and each subcommand's ``--help``, from the parser the program builds.
 ``reasons.md``
@@ -60,12 +62,50 @@ def _cell(text: str) -> str:
 # --- the Python API -------------------------------------------------------------------------
 
 
-def api_markdown(modules: list[str]) -> str:
-    parts = []
-    for name in modules:
-        # autodoc writes reStructuredText: parsed as such, not as the page's Markdown
-        parts.append(f"## `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n```\n")
-    return "\n".join(parts)
+def api_toctree(modules: list[str]) -> str:
+    """The toctree of the module pages, included by ``reference/api.md``."""
+    entries = "".join(f"../_generated/api/{name}\n" for name in modules)
+    return f"```{{toctree}}\n:maxdepth: 1\n\n{entries}```\n"
+
+
+def api_module_markdown(name: str) -> str:
+    # autodoc writes reStructuredText: parsed as such, not as the page's Markdown
+    return f"# `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}\n   :members:\n```\n"
+
+
+_SECTION = re.compile(r"^-{3,}$")
+
+
+def module_sections_as_rubrics(
+    app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """Render a module docstring's numpydoc headings (``References``, ``Notes``) as rubrics.
+
+    numpydoc rewrites the sections of functions and classes into rubrics but leaves a module's
+    docstring alone, so its headings would be reStructuredText sections: labels that clash
+    between modules (``references``) and headings in the page's table of contents.
+    """
+    if what != "module":
+        return
+    for i in range(len(lines) - 1):
+        title, underline = lines[i].strip(), lines[i + 1].strip()
+        if title and _SECTION.match(underline) and len(underline) == len(title):
+            lines[i], lines[i + 1] = f".. rubric:: {title}", ""
+
+
+def skip_foreign_member(
+    app: Sphinx, what: str, name: str, obj: Any, skip: bool, options: Any
+) -> bool | None:
+    """Leave out a module's members imported from outside sdcflow (``cKDTree``, ``dataclass``).
+
+    autodoc would leave them out too, but only after formatting their signature, which fails
+    for some compiled classes; a module's own members and those sdcflow re-exports stay.
+    """
+    if what == "module" and (inspect.isclass(obj) or inspect.isroutine(obj)):
+        module = getattr(obj, "__module__", None) or ""
+        if module.split(".")[0] != "sdcflow":
+            return True
+    return None
 
 
 # --- the command line -----------------------------------------------------------------------
@@ -191,7 +231,13 @@ def _write(name: str, text: str) -> None:
 
 
 def generate(app: Sphinx, config: Config) -> None:
-    _write("api.md", api_markdown(list(config.sdcflow_api_modules)))
+    modules = list(config.sdcflow_api_modules)
+    _write("api.md", api_toctree(modules))
+    for name in modules:
+        _write(f"api/{name}.md", api_module_markdown(name))
+    for stale in (OUT / "api").glob("*.md"):  # a module dropped from the list: no orphan page
+        if stale.stem not in modules:
+            stale.unlink()
     _write("cli.md", cli_markdown())
     _write("reasons.md", reasons_markdown())
     generator = _schema_generator()
@@ -210,4 +256,6 @@ def generate(app: Sphinx, config: Config) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("sdcflow_api_modules", [], "env")
     app.connect("config-inited", generate)  # before html_extra_path is checked (priority 800)
+    app.connect("autodoc-skip-member", skip_foreign_member)
+    app.connect("autodoc-process-docstring", module_sections_as_rubrics)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

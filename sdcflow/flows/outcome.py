@@ -20,9 +20,9 @@ class ReleaseOutcome:
     ----------
     run_id : the run's id (the Prefect flow run id, hex).
     release : the release name.
-    status : ``published``; ``checked`` (every check passed, nothing published: ``sdcflow
-        check``); ``refused`` (a check or, under ``on_violation: fail``, an edit rule failed;
-        nothing published); ``unchanged`` (the live release was published from the same
+    status : ``published``; ``checked`` (every check passed, nothing published:
+        ``sdcflow check``); ``refused`` (a check or, under ``on_violation: fail``, an edit
+        rule failed; nothing published); ``unchanged`` (the live release was published from the same
         input and spec by ``previous_run``; nothing new published, ``--force`` publishes
         again). A run that could not complete raises instead.
     message : the decision in one line.

@@ -47,6 +47,7 @@ from sdcflow.methods.perturbation import (
 )
 from sdcflow.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
 
+#: Every method by its spec name; :func:`register_method` adds one.
 METHODS: dict[str, Method] = {
     method.name: method
     for method in (

@@ -117,7 +117,7 @@ class MaskResult:
         quasi-identifiers (every key numeric).
     promises : dict or None
         The gates this release guarantees when they differ from the method's own (a
-        composition of methods, :mod:`sdcflow.methods.mixed`); None: the method's.
+        composition of methods, ``sdcflow.methods.mixed``); None: the method's.
     """
 
     masked: pd.DataFrame
@@ -249,7 +249,7 @@ class Method:
         fix; the preflight refuses the spec on the first (exit 2) before any work.
     mask_keys : for methods that mask numeric and categorical keys together:
         ``mask_keys(encoded keys, params, rng, suppression settings, constraints,
-        conditional) -> EncodedRelease`` (:mod:`sdcflow.methods.mixed`), whose numeric
+        conditional) -> EncodedRelease`` (``sdcflow.methods.mixed``), whose numeric
         values keep the linear rules and the conditional ones' consequents; None: the method
         masks numeric keys, and categorical ones are handled around it (strata).
     scale_out : how the Dask runner spreads the method's work: ``"cells"`` (its grouping

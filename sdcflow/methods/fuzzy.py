@@ -71,7 +71,7 @@ class FuzzyParams(MethodParams):
     """Parameters of fuzzy microaggregation ([1] Algorithm 1).
 
     Without ``m1``/``m2`` and ``lambda1``/``lambda2``, fuzzy c-means with
-    ``m1 = m2 = 1.1`` (:data:`DEFAULT_FUZZINESS`); a spec that gives one of ``m1``, ``m2``
+    ``m1 = m2 = 1.1`` (``DEFAULT_FUZZINESS``); a spec that gives one of ``m1``, ``m2``
     gets the other from there. Keep ``m2`` close to ``m1``: with c = n/k centres the
     membership mass a record puts on far centres is summable only for m < 1 + 2/d, and
     heavy-tailed data need less (figures in docs/benchmarks/).
@@ -118,7 +118,7 @@ class FuzzyParams(MethodParams):
     @model_validator(mode="before")
     @classmethod
     def _default_fuzziness(cls, data: Any) -> Any:
-        """Fuzzy c-means with ``m1`` / ``m2`` of :data:`DEFAULT_FUZZINESS` where the spec
+        """Fuzzy c-means with ``m1`` / ``m2`` of ``DEFAULT_FUZZINESS`` where the spec
         names neither them nor the entropy family (one place for the defaults: a release
         and ``sdcflow compare`` read the same)."""
         if not isinstance(data, dict):

@@ -113,11 +113,11 @@ def _group_sum(ids: np.ndarray, values: np.ndarray | sparse.csr_matrix, groups: 
 #: The smallest patterns are pooled: the pool is matched against itself by direct comparison
 #: (at most ``POOL_MAX`` rows) and against each other pattern by one join, instead of one
 #: join per pair of patterns (M^2 of them). ``SMALL_PATTERN`` None pools the patterns that
-#: minimize the estimated cost (:func:`_pooled`); an int pools those of fewer rows.
+#: minimize the estimated cost (``_pooled``); an int pools those of fewer rows.
 SMALL_PATTERN: int | None = None
 POOL_MAX = 20_000
 #: Estimated seconds of one join of two patterns (Python and numpy overhead) and of one cell
-#: of the direct comparison, for :func:`_pooled`: a join costs far more than a cell, and
+#: of the direct comparison, for ``_pooled``: a join costs far more than a cell, and
 #: only their ratio matters, not the machine's speed.
 JOIN_SECONDS = 3.5e-4
 CELL_SECONDS = 5e-9
@@ -268,7 +268,7 @@ def _matching_sums_unique(
     selective (the group means of a microaggregation), a lookup of each row of one in a
     sorted index of the other (:func:`_index_join`), so that the largest pattern (the
     complete rows) is not sorted again for every other pattern. The smallest patterns (with
-    many keys, most of them) are pooled (:func:`_pooled`) and joined with each larger pattern
+    many keys, most of them) are pooled (``_pooled``) and joined with each larger pattern
     at once, and with one another by direct comparison. Every pair of rows is found by
     exactly one join; sums of :func:`exact_parts` are exact in any order, so the result does
     not depend on which join found a pair.

@@ -17,7 +17,7 @@ The alignment is optimal (Hungarian assignment of the centre-distance matrix,
 [1]_: the greedy matching depends on the order of the clusters and can pair two centres that
 a global matching would not.
 
-Clustering is the project's fuzzy c-means (:func:`sdcflow.core.fuzzy.fcm.fuzzy_c_means`,
+Clustering is the project's fuzzy c-means (``sdcflow.core.fuzzy.fcm.fuzzy_c_means``,
 [6]_) with the settings of [1]_ (:func:`fuzzy_cmeans`), on the quasi-identifiers standardized
 with the *original* file's mean and population standard deviation, for both files, so that d1
 is in units of the original standard deviations and noise in the protected file shows as
@@ -73,7 +73,7 @@ def fuzzy_cmeans(
     max_iter: int = 500,
     random_state: int | np.random.Generator | None = 0,
 ) -> FCMResult:
-    """The clustering of [1]_ section 3.1: :func:`~sdcflow.core.fuzzy.fcm.fuzzy_c_means`,
+    """The clustering of [1] section 3.1: ``fuzzy_c_means``,
     best of ``restarts`` random starts by objective value, full (never truncated), with the
     membership matrix the comparison needs.
 
@@ -84,9 +84,9 @@ def fuzzy_cmeans(
     c : int
         Number of clusters, ``2 <= c <= n``.
     m : float
-        Fuzziness, ``m > 1``; 1.5 reproduces the objectives of [1]_ (module docstring).
+        Fuzziness, ``m > 1``; 1.5 reproduces the objectives of [1] (module docstring).
     restarts : int
-        Random starts; the one with the lowest objective is kept ([1]_ uses 20).
+        Random starts; the one with the lowest objective is kept ([1] uses 20).
     tol : float
         A run stops when no centre moves more than ``tol`` times the root-mean standard
         deviation of ``Z`` (1 for the standardized original).
@@ -143,18 +143,18 @@ def align_clusters(centres: np.ndarray, other: np.ndarray) -> np.ndarray:
 
 
 def centre_distance(centres: np.ndarray, other: np.ndarray, perm: np.ndarray) -> float:
-    """d1 of [1]_: ``sum_i ||v_i - v'_perm(i)||``. Shapes: (c, d), (c, d), (c,) -> float."""
+    """d1 of [1]: ``sum_i ||v_i - v'_perm(i)||``. Shapes: (c, d), (c, d), (c,) -> float."""
     return float(np.sqrt(((centres - other[perm]) ** 2).sum(axis=1)).sum())  # [1] d1
 
 
 def membership_distance(
     U: np.ndarray, U_other: np.ndarray, perm: np.ndarray, *, squared: bool = False
 ) -> float:
-    """d2 of [1]_: ``sum_k ||u_k - u'_k||`` with ``U_other``'s columns aligned by ``perm``.
+    """d2 of [1]: ``sum_k ||u_k - u'_k||`` with ``U_other``'s columns aligned by ``perm``.
 
-    [1]_ does not name the per-record distance; it is Euclidean here, like d1, so each record
+    [1] does not name the per-record distance; it is Euclidean here, like d1, so each record
     contributes at most sqrt(2). ``squared=True`` sums squared distances instead (at most 2
-    per record): the ratio d2/d1 in [1]_ Table 3 grows with the noise as a squared distance
+    per record): the ratio d2/d1 in [1] Table 3 grows with the noise as a squared distance
     would, so :class:`ClusterLoss` reports both.
 
     Shapes: U (n, c), U_other (n, c), perm (c,) -> float.
@@ -164,7 +164,7 @@ def membership_distance(
 
 
 def alpha_cut(U: np.ndarray, alpha: float) -> np.ndarray:
-    """Crisp sets of the α-cut: record k is in set i when ``u_ik > alpha`` ([1]_ section 3.1).
+    """Crisp sets of the α-cut: record k is in set i when ``u_ik > alpha`` ([1] section 3.1).
 
     For α >= 0.5 a record is in at most one set (memberships sum to 1), possibly in none; for
     smaller α it may be in several, so an α-cut is in general not a partition.
@@ -231,13 +231,13 @@ def pair_counts(A: np.ndarray, B: np.ndarray, *, block: int = 2048) -> tuple[int
 
 
 def rand_index(a: int, b: int, c: int, d: int) -> float:
-    """Rand index [2]_: share of pairs on which the two families agree, ``(a + d) / N``."""
+    """Rand index [2]: share of pairs on which the two families agree, ``(a + d) / N``."""
     total = a + b + c + d
     return 1.0 if total == 0 else (a + d) / total
 
 
 def adjusted_rand_index(a: int, b: int, c: int, d: int) -> float:
-    """Adjusted Rand index [3]_ in the pair-counting form of [4]_ eq. 5,
+    """Adjusted Rand index [3] in the pair-counting form of [4] eq. 5,
     ``2(ad - bc) / ((a+b)(b+d) + (a+c)(c+d))``.
 
     1 for identical families; about 0 for independent ones. When the denominator is 0 the
@@ -249,7 +249,7 @@ def adjusted_rand_index(a: int, b: int, c: int, d: int) -> float:
 
 
 def jaccard_index(a: int, b: int, c: int, d: int) -> float:
-    """Jaccard index over pairs [5]_, ``a / (a + b + c)``; 1 when no pair is together in either."""
+    """Jaccard index over pairs [5], ``a / (a + b + c)``; 1 when no pair is together in either."""
     den = a + b + c
     return 1.0 if den == 0 else a / den
 
@@ -283,7 +283,7 @@ class ClusterLoss:
     Attributes
     ----------
     d1, d2 : float
-        Centre-based and membership-based distances of [1]_ (0 for identical clusterings).
+        Centre-based and membership-based distances of [1] (0 for identical clusterings).
     d2_squared : float
         d2 with squared per-record distances (see :func:`membership_distance`).
     alpha : dict float -> dict str -> float
@@ -353,7 +353,7 @@ def cluster_loss(
     max_iter: int = 500,
     random_state: int | np.random.Generator | None = 0,
 ) -> ClusterLoss:
-    """Cluster-specific information loss of ``X_masked`` with respect to ``X`` [1]_.
+    """Cluster-specific information loss of ``X_masked`` with respect to ``X`` [1].
 
     Both files are standardized with the original mean and population standard deviation
     (:func:`standardize_like`), clustered with :func:`fuzzy_cmeans` (best of ``restarts``),
@@ -366,7 +366,7 @@ def cluster_loss(
     c, m, restarts, tol, max_iter, random_state
         Passed to :func:`fuzzy_cmeans`; both files get generators from the same seed.
     alphas : sequence of float
-        α-cut levels, default (0.9, 0.5, 0.1) as in [1]_.
+        α-cut levels, default (0.9, 0.5, 0.1) as in [1].
 
     Returns
     -------

@@ -294,7 +294,7 @@ def probabilistic_loss_entries(
 
     ``pil(θ) = 100 * (2 Φ(|θ̂' - θ̂| / sd(θ̂)) - 1)`` [4], where ``θ̂`` is the
     statistic on the original file, ``θ̂'`` on the masked file and ``sd(θ̂)`` its sampling
-    standard error (see :func:`_sampling_sd`). A zero standard error (a degenerate
+    standard error (see ``_sampling_sd``). A zero standard error (a degenerate
     distribution) gives 0 when the statistic is unchanged and 100 otherwise.
 
     Shapes: X (n, d), X_masked (n, d) -> (e,) with e = d, d, d(d+1)/2, d(d-1)/2 live

@@ -21,11 +21,11 @@ three procedures are offered.
   of cost at most L: targets are opened in order of decreasing potential (records already
   released with the target plus the unassigned classes that reach it within L), each opening
   taking every class that reaches it, and every class left that reaches an open target joins
-  the cheapest; the rest go up a level (:func:`~sdcflow.core.suppression._kernels.\
-assign_levels`). When even the all-blank row is short of k, records of classes with more than
-  k give it their values (*donors*). A last pass gives back suppressed values, most important
-  keys first, by moving records between classes while every class keeps k
-  (:func:`restore`): a target that took more records than it needed splits.
+  the cheapest; the rest go up a level (``_kernels.assign_levels``). When even the all-blank
+  row is short of k, records of classes with more than k give it their values (*donors*). A
+  last pass gives back suppressed values, most important keys first, by moving records
+  between classes while every class keeps k (:func:`restore`): a target that took more
+  records than it needed splits.
 * ``algorithm="exact"`` — the fewest suppressions, as a 0-1 program: one variable per record
   and set of its keys to suppress (2^d per record), one per released row that is used, each
   used row released with at least k records (ties broken by importance). Solved by HiGHS

@@ -35,8 +35,8 @@ def test_the_package_carries_its_licence_and_its_typing_marker():
 
 def test_the_test_extra_installs_every_optional_dependency():
     extras = PYPROJECT["project"]["optional-dependencies"]
-    assert {"dask", "rules", "sklearn"} <= set(extras)
-    assert "sdcflow[dask,rules,sklearn]" in extras["test"]
+    assert {"dask", "rules", "sklearn", "stats"} <= set(extras)
+    assert "sdcflow[dask,rules,sklearn,stats]" in extras["test"]
     runtime = " ".join(PYPROJECT["project"]["dependencies"])
     assert "prefect-dask" not in runtime and "mlxtend" not in runtime
 

@@ -23,6 +23,7 @@ from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
 from sdcflow.flows.publications import Publications
 from sdcflow.flows.run_record import RunRecord
+from sdcflow.flows.ui import PUBLISHED, REFUSED, announce, flow_run_name, labelled, link_report
 from sdcflow.gates import GateOutcome
 from sdcflow.preflight.plan import ReleasePlan, binned_keys
 from sdcflow.spec.load import load_spec
@@ -107,6 +108,7 @@ def _refused(run: RunRecord, outcome: ReleaseOutcome) -> State:
     Failed and raises ChecksFailed in the caller, without logging a traceback for what is a
     decision, not a crash."""
     run.ends("refused", outcome.message)
+    announce(REFUSED, run.spec, outcome)
     names = ", ".join(f"{o.key} ({' vs '.join(o.shown)})" for o in outcome.failed)
     error = ChecksFailed(f"check(s) failed: {names}; nothing was published", outcome)
     return Failed(message=outcome.message, data=error)
@@ -125,7 +127,9 @@ STEPS = (
 )
 
 
-@flow(name="sdc-release", persist_result=False, log_prints=False)
+# The flow run is named after the release and the command (``business-survey-check``) and
+# tagged with the release and method (sdcflow.flows.ui), for the Prefect UI.
+@flow(name="sdc-release", flow_run_name=flow_run_name, persist_result=False, log_prints=False)
 def release(
     spec_path: str,
     publish: bool = True,
@@ -180,6 +184,7 @@ def release(
         publications = Publications()
     # the released keys are counted once for the disclosure figures, the gates and the report
     with (
+        labelled(plan.spec, kind),
         warehouse.lock(wait),
         counted_once(),
         RunRecord(plan, warehouse, kind, publish, publications) as run,
@@ -234,6 +239,7 @@ def _stages(
         with steps.step("publish"), deferred_signals():
             folder = publish_release(run, masked.released, outcome, rng, force)
             run.published_as(outcome, folder)
+            announce(PUBLISHED, spec, outcome)
     else:
         outcome.status = "checked"
         run.ends("checked")
@@ -309,6 +315,7 @@ def _report(
         evidence,
         fuzzy_map_steps.report_tables(masked.mapped),
     )
+    link_report(spec.release, run.run_id, outcome.report)
     run.reported()
 
 
@@ -342,6 +349,7 @@ def _refused_by_edit_rules(run: RunRecord, edits: _Edits) -> State:
         run.spec, run.report_dir, run.run_id, outcome.message, edits.refused, edits.summary,
         run.plan.rules, None, None, None,
     )  # fmt: skip
+    link_report(run.spec.release, run.run_id, outcome.report)
     run.reported()
     return _refused(run, outcome)
 

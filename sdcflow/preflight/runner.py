@@ -9,6 +9,7 @@ is then spread is :mod:`sdcflow.tasks.scale`.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from typing import Any, NoReturn
@@ -49,11 +50,20 @@ def check_runner(spec: ReleaseSpec) -> None:
     Raises
     ------
     ParameterError
-        Reason ``runner``: the method declares no way to spread its work (``scale_out``), or
-        the embedded cluster would have more than ``WORKERS_PER_CPU`` workers per CPU.
+        Reason ``runner``: prefect-dask is not installed (the ``dask`` extra), the method
+        declares no way to spread its work (``scale_out``), or the embedded cluster would
+        have more than ``WORKERS_PER_CPU`` workers per CPU.
     """
     if spec.runner != "dask":
         return
+    if importlib.util.find_spec("prefect_dask") is None:
+        # an optional dependency: found here, not by the flow run's task runner
+        raise ParameterError(
+            "runner: dask needs prefect-dask, which is not installed here: "
+            "pip install 'sdcflow[dask]', or use runner: local",
+            code=Reason.RUNNER,
+            field="runner",
+        )
     workers, cpus = spec.dask.workers, usable_cpus()
     if workers is not None and workers > WORKERS_PER_CPU * cpus:
         # each worker is a process of its own: far more workers than CPUs spend minutes

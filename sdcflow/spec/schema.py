@@ -247,7 +247,10 @@ class ReleaseSpec(SpecModel):
     # name is refused when the spec is read, not at publication after the whole release has
     # run, exit 3)
     release: str = Field(pattern=_NAME, max_length=100, description="name of the published release")
-    source: Path = Field(description="CSV or Parquet file, relative to the spec file")
+    source: Path = Field(
+        description="CSV, Parquet, SPSS (.sav), Stata (.dta) or SAS (.sas7bdat) file, relative "
+        "to the spec file"
+    )
     id_column: str | None = Field(None, description="record identifier, never published")
     quasi_identifiers: list[str] = Field(
         min_length=1,

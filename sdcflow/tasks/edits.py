@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
@@ -164,7 +164,14 @@ def rule_failures(report: RuleReport) -> list[GateOutcome]:
 # --- tasks -------------------------------------------------------------------------------------
 
 
-@task(name="validate-edits", **IO_RETRY, **STEP)
+def _validation_name(parameters: dict[str, Any]) -> str:
+    """``validate-edits-raw`` before masking, ``validate-edits-released`` after (the
+    ``masked`` table): the two task runs told apart in the Prefect UI."""
+    stage = parameters.get("stage")
+    return f"validate-edits-{'released' if stage == 'masked' else stage}"
+
+
+@task(name="validate-edits", task_run_name=_validation_name, **IO_RETRY, **STEP)
 def validate_edits(
     warehouse: Warehouse,
     run_id: str,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import sys
 import threading
 import time
 import warnings
@@ -46,9 +47,11 @@ from sdcflow.tasks.progress import Progress
 def on_dask() -> bool:
     """True inside a flow run whose task runner is prefect-dask's ``DaskTaskRunner``."""
     context = FlowRunContext.get()
-    if context is None:
+    if context is None or "prefect_dask" not in sys.modules:
+        # a DaskTaskRunner's module is imported before it runs anything; without it (the
+        # dask extra not installed, or a local run) this never imports distributed
         return False
-    from prefect_dask import DaskTaskRunner  # imports distributed: only when asked
+    from prefect_dask import DaskTaskRunner
 
     return isinstance(context.task_runner, DaskTaskRunner)
 

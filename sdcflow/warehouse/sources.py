@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from sdcflow.errors import InputError, Reason
 from sdcflow.limits import MAX_SOURCE_COLUMNS, check_count
 from sdcflow.warehouse.sql import quote_identifier
+from sdcflow.warehouse.statistical import FORMATS, read_statistical
 
 
 def read_source(
@@ -30,7 +31,9 @@ def read_source(
     columns: Collection[str] | None = None,
     as_written: Collection[str] = (),
 ) -> pa.Table:
-    """Read a CSV or Parquet file with DuckDB's readers, rejecting what cannot be trusted.
+    """Read a CSV or Parquet file with DuckDB's readers, or an SPSS, Stata or SAS file with
+    pyreadstat (:mod:`~sdcflow.warehouse.statistical`: value labels as the values),
+    rejecting what cannot be trusted.
 
     ``missing_values`` are tokens read as missing (NULL) in every column: for CSV before the
     column types are detected (so ``?`` in a column of numbers leaves it numeric), for
@@ -50,9 +53,10 @@ def read_source(
     source = Path(source)
     _check_is_file(source)
     suffix = source.suffix.lower()
-    if suffix not in {".csv", ".parquet", ".pq"}:
+    if suffix not in {".csv", ".parquet", ".pq", *FORMATS}:
         raise InputError(
-            f"source {source}: unsupported format {suffix!r}; use .csv or .parquet",
+            f"source {source}: unsupported format {suffix!r}; use .csv, .parquet, .sav, "
+            ".dta or .sas7bdat",
             code=Reason.SOURCE_FORMAT,
         )
     if source.stat().st_size == 0:
@@ -60,6 +64,8 @@ def read_source(
             f"source file {source} is empty; it needs a header and records",
             code=Reason.SOURCE_EMPTY,
         )
+    if suffix in FORMATS:
+        return _read_statistical(source, missing_values)
     header, delimiter = _header(source, suffix)
     # before DuckDB reads it: a file of a million columns would hold the run for hours
     check_count(len(header), MAX_SOURCE_COLUMNS, where=str(source), what="columns in the file")
@@ -158,6 +164,25 @@ def read_source(
 
 
 MAX_LINE_BYTES = 1 << 30  # a CSV line (one record) sdcflow reads: 1 GiB
+
+
+def _read_statistical(source: Path, missing_values: Sequence[str] | None) -> pa.Table:
+    """An SPSS, Stata or SAS file, under the checks a CSV or Parquet file gets: its column
+    count, names that differ only in case or spacing, ``missing_values`` in its text
+    columns (value labels included), and at least one record."""
+    data = read_statistical(source)
+    header = data.column_names
+    check_count(len(header), MAX_SOURCE_COLUMNS, where=str(source), what="columns in the file")
+    _refuse_names_alike(source, header)
+    if missing_values:
+        con = duckdb.connect(":memory:")
+        try:
+            data = _null_tokens(con, data, sorted({"", *missing_values}))
+        finally:
+            con.close()
+    if data.num_rows == 0:
+        raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
+    return data
 
 
 def _longest_line(source: Path) -> tuple[int, int]:
@@ -350,12 +375,13 @@ def _check_is_file(source: Path) -> None:
     except OSError as e:
         what = "a symbolic link loop" if e.errno == errno.ELOOP else f"unreadable ({e.strerror})"
         raise InputError(
-            f"source {source} is {what}; point `source:` at a CSV or Parquet file",
+            f"source {source} is {what}; point `source:` at a data file (CSV, Parquet, SPSS, "
+            "Stata or SAS)",
             code=Reason.SOURCE_NOT_FILE,
         ) from None
     if stat.S_ISDIR(info.st_mode):
         raise InputError(
-            f"source {source} is a folder; name a CSV or Parquet file",
+            f"source {source} is a folder; name a data file (CSV, Parquet, SPSS, Stata or SAS)",
             code=Reason.SOURCE_NOT_FILE,
         )
     if not stat.S_ISREG(info.st_mode):

@@ -5,7 +5,7 @@ numeric attributes into 4 bins: ``hours-per-week='(25.5-50]'`` is the second of 
 [1, 99], and the random-pick mapped age ``'(1.77055-2.5137]'`` the second of four of
 [1.0274, 4.0] (the mapped range under uniform sets k = 3 on [17, 90]). :func:`equal_width_bins`
 gives the same cut points and Weka's labels; :func:`mine_rules` runs a maintained Apriori
-(``mlxtend`` [2]_, an optional dependency) on the one-hot items; :func:`rule_counts` counts a
+(``mlxtend`` [2]_, the optional ``rules`` extra) on the one-hot items; :func:`rule_counts` counts a
 rule's records on any frame (the "LHS" and "RHS" columns of [1]_ Table 3: records that satisfy
 the antecedent, and the antecedent and consequent).
 
@@ -82,7 +82,7 @@ def mine_rules(
         from mlxtend.frequent_patterns import apriori, association_rules
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ParameterError(
-            "mining rules needs mlxtend: pip install mlxtend (it is in the test extra)"
+            "mining rules needs mlxtend, which is not installed here: pip install 'sdcflow[rules]'"
         ) from e
     frequent = apriori(items, min_support=min_support, use_colnames=True)
     if frequent.empty:

@@ -3,12 +3,12 @@ and cluster-specific loss (fuzzy partitions of the original and released files).
 
 Figures are computed on the numeric keys that went into masking (``ctx.original``) and their
 released point values (``ctx.result.points``), on the records that have every numeric key
-(:meth:`~sdcflow.gates.GateContext.numeric_pair`); percentages are in [0, 100]. The exception is IL, over
-every value present in both files (a record missing one key counts with its others), and
-gated against the records as ingested, before any repair (``as_ingested``), so that it
-is comparable across methods on one source
-(a repair moves records too); :func:`information_loss_figures` gives it beside the IL against
-the repaired records when a repair changed them.
+(:meth:`~sdcflow.gates.GateContext.numeric_pair`); percentages are in [0, 100]. The
+exception is IL, over every value present in both files (a record missing one key counts with
+its others), and gated against the records as ingested, before any repair (``as_ingested``),
+so that it is comparable across methods on one source (a repair moves records too);
+:func:`information_loss_figures` gives it beside the IL against the repaired records when a
+repair changed them.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import sys
 import typing
 from collections.abc import Sequence
 
-from sdcflow.cli import assess, check, compare, prune, release, remap, runs, serve
+from sdcflow.cli import assess, check, compare, init, prune, release, remap, runs, serve
 from sdcflow.cli.output import (
     EXIT_ERROR,
     EXIT_INPUT,
@@ -32,7 +32,7 @@ from sdcflow.cli.output import (
 from sdcflow.errors import InputError, WarehouseBusy, WarehouseDamaged
 
 # in the order `sdcflow --help` lists them
-COMMANDS = (assess, release, check, runs, prune, serve, compare, remap)
+COMMANDS = (init, assess, release, check, runs, prune, serve, compare, remap)
 
 
 class _Parser(argparse.ArgumentParser):

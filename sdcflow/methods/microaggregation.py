@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.information_loss import sse_sst_loss, sse_sst_loss_present
@@ -99,20 +99,12 @@ class CrispParams(MethodParams):
         "numeric key with its nearest group, until none fails",
     )
 
-    @field_validator("refine", mode="before")
+    @field_validator("refine", "dominance", mode="before")
     @classmethod
-    def _refine(cls, value: Any) -> Any:
+    def _switch(cls, value: Any, info: ValidationInfo) -> Any:
+        """``true`` takes the option's defaults, ``false`` turns it off."""
         if value is True:
-            return RefineOptions()
-        if value is False:
-            return None
-        return value
-
-    @field_validator("dominance", mode="before")
-    @classmethod
-    def _dominance(cls, value: Any) -> Any:
-        if value is True:
-            return DominanceOptions()
+            return {"refine": RefineOptions, "dominance": DominanceOptions}[info.field_name]()
         if value is False:
             return None
         return value

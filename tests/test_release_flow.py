@@ -75,7 +75,8 @@ def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
         assert manifest["files"][name]["sha256"] == digest
     assert manifest["rows"] == 400
     assert manifest["method"] == {
-        "name": "mdav", "k": 5, "standardize": True, "refine": None, "cell_size": None
+        "name": "mdav", "k": 5, "standardize": True, "refine": None, "dominance": None,
+        "cell_size": None,
     }  # fmt: skip
     details = manifest["method_details"]  # the loss, a bound below any partition's, the ratio
     assert 0 < details["information_loss_lower_bound"] <= details["information_loss"]

@@ -18,7 +18,7 @@ from sdcflow.gates.uniqueness import dis_figures
 from sdcflow.methods import MaskResult, MdavParams
 from sdcflow.spec.schema import ReleaseSpec
 
-SUDA, HOUSEHOLD, TCLOSE = "max_suda_dis", "max_household_risk", "t_closeness"
+SUDA, HOUSEHOLD, TCLOSE = "max_suda_dis", "max_household_risk", "max_t_closeness"
 
 # Released keys: region and sex categorical, one blank (a category of its own), age group.
 KEYS = pd.DataFrame(

@@ -11,7 +11,7 @@ DIS-SUDA score over the released keys, the largest household risk, and t-closene
   (:func:`sdcflow.core.risk.household_risk`; the risks of ``max_individual_risk``, weighted
   when the spec names a weight column); every member of the household carries it. The
   households come from ``household_column:``.
-* ``t_closeness``: the Earth Mover's Distance between a sensitive column's distribution in a
+* ``max_t_closeness``: the Earth Mover's Distance between a sensitive column's distribution in a
   class of identical released key rows and in the whole file
   (:func:`sdcflow.core.risk.t_closeness`), largest over the classes and the ``sensitive:``
   columns. A numeric column is measured with the ordered distance on the records that hold a
@@ -212,7 +212,7 @@ GATES = [
         upper=1.0,
     ),
     Gate(
-        "t_closeness",
+        "max_t_closeness",
         "max",
         _t_closeness,
         "largest Earth Mover's Distance between a sensitive column's distribution in a class "

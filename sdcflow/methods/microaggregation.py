@@ -97,6 +97,7 @@ class CrispParams(MethodParams):
         None,
         description="true or {p}: merge every group failing the p % rule on a non-negative "
         "numeric key with its nearest group, until none fails",
+        json_schema_extra={"added": True},
     )
 
     @field_validator("refine", "dominance", mode="before")

@@ -48,6 +48,7 @@ from pydantic import Field, field_validator
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.perturbation import add_noise, pram, rank_swap
+from sdcflow.core.validation import check_magnitude
 from sdcflow.errors import ParameterError
 from sdcflow.methods.base import MaskResult, Method, MethodParams, ReleaseView, refuse
 from sdcflow.methods.keys import EncodedKeys, EncodedRelease, Key, SuppressionSettings, masked_as
@@ -156,6 +157,9 @@ def _mask_noise(
     rng: np.random.Generator,
     constraints: LinearConstraints | None,
 ) -> MaskResult:
+    # the variances (and with correlated noise the covariances) square the values
+    limit = float(np.sqrt(np.finfo(np.float64).max / (16.0 * max(X.shape[0], 1))))
+    check_magnitude(X, limit, columns=columns, what="noise addition's variances")
     Z = add_noise(X, method=params.kind, noise=params.noise, rng=rng)
     return _points(
         columns,

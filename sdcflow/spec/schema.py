@@ -35,6 +35,12 @@ _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # (a list of columns unless said here).
 _FIELD_VALUE = {"household_column": "<column>"}
 
+#: Spec fields added after specs without them were released: left out of the spec hash when
+#: unset, so that an unchanged spec keeps its hash and a re-run is still "already published".
+ADDED_FIELDS = ("household_column",)
+#: ``measures:`` options added the same way (the gates' options declared after those specs).
+ADDED_MEASURES = ("dominance_p", "dominance_nk", "suda_dis_fraction")
+
 
 # --- mixed keys: declarations, missing values, recoding, suppression ---------------------
 
@@ -521,6 +527,15 @@ class ReleaseSpec(SpecModel):
         """:meth:`public_dict` without the fields ``skip`` names, and without the method's
         options added later that the spec does not give (MethodParams)."""
         public = {k: v for k, v in self.public_dict().items() if k not in skip}
+        # fields the spec gained after specs without them were released: unset, unhashed
+        for name in ADDED_FIELDS:
+            if public.get(name) is None:
+                public.pop(name, None)
+        measures = public.get("measures")
+        if isinstance(measures, dict):
+            for name in ADDED_MEASURES:
+                if measures.get(name) is None:
+                    measures.pop(name, None)
         public["method"] = {
             k: v for k, v in public["method"].items() if k not in self.method.unhashed_defaults()
         }

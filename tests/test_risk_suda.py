@@ -158,3 +158,117 @@ def test_validation_names_the_argument(kwargs: dict, error: type, field: str) ->
     with pytest.raises(error) as info:
         suda2(**kwargs)
     assert info.value.field == field
+
+
+def _levelwise_reference(x: np.ndarray, missing: float | None, max_size: int) -> tuple:
+    """The level-wise numpy search sdcflow used before its compiled kernels (kept as the
+    reference of the randomized test): MSU counts (n, M) and raw contributions (n, m)."""
+    n, m = x.shape
+    x = x.astype(float)
+    miss = np.isnan(x)
+    if missing is not None:
+        miss |= x == missing
+    vals = np.where(miss, np.inf, x)
+    codes = np.empty((n, m), np.int64)
+    card = np.empty(m, np.int64)
+    for j in range(m):
+        u, inv = np.unique(vals[:, j], return_inverse=True)
+        codes[:, j], card[j] = inv.reshape(-1), u.shape[0]
+    w = np.array([np.prod([m - j for j in range(k, max_size)]) for k in range(1, max_size + 1)])
+    msu = np.zeros((n, max_size), np.int64)
+    raw = np.zeros((n, m))
+    prev = {}
+    for j in range(m):
+        cnt = np.bincount(codes[:, j], minlength=card[j])
+        gid = np.where(cnt[codes[:, j]] >= 2, codes[:, j], -1)
+        prev[(j,)] = gid
+        new = np.flatnonzero((gid < 0) & ~miss[:, j])
+        msu[new, 0] += 1
+        raw[new, j] += w[0]
+    for k in range(2, max_size + 1):
+        cur = {}
+        for s in combinations(range(m), k):
+            gp, j = prev[s[:-1]], s[-1]
+            idx = np.flatnonzero(gp >= 0)
+            gid = np.full(n, -1, np.int64)
+            if idx.size:
+                _, inv, cnt = np.unique(
+                    gp[idx] * card[j] + codes[idx, j], return_inverse=True, return_counts=True
+                )
+                inv = inv.reshape(-1)
+                keep = cnt[inv] >= 2
+                gid[idx[keep]] = inv[keep]
+                cand = idx[~keep]
+                ok = ~miss[cand][:, list(s)].any(axis=1)
+                for drop in range(k - 1):
+                    ok &= prev[s[:drop] + s[drop + 1 :]][cand] >= 0
+                new = cand[ok]
+                msu[new, k - 1] += 1
+                raw[np.ix_(new, list(s))] += w[k - 1]
+            cur[s] = gid
+        prev = cur
+    return msu, raw, w
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_search_matches_the_levelwise_reference(seed: int) -> None:
+    # random files with missing values, duplicated rows, wide code ranges (the sorted
+    # fallback of the class tables) and float keys with NaN
+    rng = np.random.default_rng(1000 + seed)
+    n, m = int(rng.integers(1, 400)), int(rng.integers(1, 7))
+    cards = rng.integers(1, 8, size=m)
+    x = np.column_stack([rng.integers(0, c, size=n) for c in cards]).astype(np.int64)
+    x[rng.random((n, m)) < 0.05] = -1
+    if seed % 4 == 1:
+        x = x[rng.integers(0, n, size=n)]  # many identical rows
+    if seed % 4 == 2:
+        x[:, 0] = x[:, 0] * 10**9 + 7  # a range beyond the dense tables
+    missing: float | None = -1
+    if seed % 4 == 3:
+        x = x.astype(float)
+        x[x == -1] = np.nan
+        missing = None
+    max_size = int(rng.integers(1, m + 1)) if seed % 3 == 0 else m
+    r = suda2(x, missing=missing, max_size=max_size, dis_fraction=0.05)
+    msu, raw, w = _levelwise_reference(x, missing, max_size)
+    np.testing.assert_array_equal(r.msu_counts, msu)
+    score = msu @ w
+    np.testing.assert_array_equal(r.score, score)
+    expected = np.divide(raw, score[:, None], out=np.zeros_like(raw), where=score[:, None] > 0)
+    np.testing.assert_allclose(r.contribution, expected, rtol=1e-15)
+    total = score.sum()
+    np.testing.assert_allclose(
+        r.attribute_contribution, 100 * raw.sum(axis=0) / total if total else 0.0, rtol=1e-13
+    )
+    _, inv, cnt = np.unique(np.where(np.isnan(x), np.inf, x), axis=0, return_inverse=True,
+                            return_counts=True)  # fmt: skip
+    fk = cnt[inv.reshape(-1)]
+    assert (r.n_unique, r.n_pair) == ((fk == 1).sum(), (fk == 2).sum())
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_compiled_search_matches_the_definition_with_missing_values(seed: int) -> None:
+    rng = np.random.default_rng(2000 + seed)
+    n, m = int(rng.integers(2, 30)), int(rng.integers(2, 6))
+    x = rng.integers(-1, 3, size=(n, m))
+    x = x[rng.integers(0, n, size=n)] if seed % 2 else x
+    np.testing.assert_array_equal(suda2(x, missing=-1).msu_counts, _brute_msus(x, -1, m))
+
+
+def test_compiled_search_sorts_when_the_class_tables_are_too_small() -> None:
+    # key 0 with ~n/2 values times key 1 with 40 values outgrows the 8 n entries of the dense
+    # class tables: the pairs are grouped by sorting, the identical rows by np.unique
+    rng = np.random.default_rng(7)
+    n = 9000
+    x = np.column_stack(
+        [rng.integers(0, n // 2, n), rng.integers(0, 40, n), rng.integers(-1, 3, n)]
+    )
+    x[rng.random(n) < 0.02, 1] = -1
+    r = suda2(x, missing=-1)
+    msu, raw, w = _levelwise_reference(x, -1, 3)
+    np.testing.assert_array_equal(r.msu_counts, msu)
+    assert r.msu_counts[:, 1:].sum() > 0
+    score = msu @ w
+    np.testing.assert_allclose(
+        r.attribute_contribution, 100 * raw.sum(axis=0) / score.sum(), rtol=1e-13
+    )

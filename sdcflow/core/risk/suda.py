@@ -7,22 +7,26 @@ other record shares; it is *minimal* (an MSU) when no proper subset of S is uniq
 Search
 ------
 The MSUs are found level by level over the key subsets S of size 1..``max_size`` (the
-lattice SUDA2 searches, [1]_ section 4), with the pruning that makes the cost linear in the
-records still at stake rather than in all records:
+lattice SUDA2 searches, [1]_ section 4), in compiled (numba) kernels, with the pruning that
+makes the cost linear in the rows still at stake rather than in all records:
 
-* record i's class on S is the class on S' = S minus its last key, split by that key. A
-  record unique on S' stays unique on S, so only the records in non-unique classes of S' are
-  re-grouped (one integer sort of those records per S); uniqueness is monotone [1]_
-  (property 1), so the non-unique records shrink as S grows;
-* only records that *become* unique on S (unique on S, not on S') are candidates, and a
-  candidate is an MSU on S when it is unique on none of the |S| subsets S minus one key
-  ([1]_ property 2: checking the subsets one size down suffices);
+* identical rows share every class and every MSU, so the search runs on the D distinct rows,
+  each weighted by its count (a row of two records or more is never unique, yet it counts in
+  the classes of the others); the results are gathered back to the records at the end;
+* record i's class on S is its class on S' = S minus its last key, split by that key (a
+  dense table indexed by (class on S', code), or a sort when that table would outgrow 8 n
+  entries). Uniqueness is monotone [1]_ (property 1): a row unique on some (k-1)-subset of
+  S is unique on S and shares no class there, so only the rows shared on *every*
+  (k-1)-subset are grouped on S;
+* those rows that come out unique on S are exactly the candidates of [1]_ (property 2): they
+  are MSUs unless they lack one of S's keys;
 * the search stops at the first size where no class has two records left.
 
-The cost is O(sum over S of n_S log n_S) with n_S the records not unique on S', at most
-``sum_{k <= max_size} C(m, k)`` sorts; for the 5 to 10 keys of a disclosure scenario that
-is far below SUDA2's worst case and below naive per-record enumeration (O(n^2 2^m)). For
-many keys (m > 15), SUDA2's item-level recursion would prune more.
+The cost is O(sum over S of D_S) with D_S the distinct rows shared on every subset of S,
+at most ``sum_{k <= max_size} C(m, k)`` passes over the D rows; for the 5 to 10 keys of a
+disclosure scenario that is far below SUDA2's worst case and below naive per-record
+enumeration (O(n^2 2^m)). For many keys (m > 15), SUDA2's item-level recursion would prune
+more.
 
 Scores (sdcMicro ``suda2``, ``original_scores = TRUE`` [2]_)
 ---------------------------------------------------------------
@@ -80,6 +84,7 @@ import math
 from dataclasses import dataclass
 from itertools import combinations
 
+import numba as nb
 import numpy as np
 
 from sdcflow.core.risk._checks import as_2d, in_range
@@ -124,23 +129,281 @@ class Suda2Result:
     n_pair: int
 
 
+_DENSE_CAP_MIN = 1 << 16  # scratch entries for the dense class counts, at least
+
+
+@nb.njit(cache=True, nogil=True)
+def _dense_codes(
+    vals: np.ndarray, miss: np.ndarray, cap: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense per-key codes of integer keys by a presence table of each key's range.
+
+    ``vals`` (n, m) int64 and ``miss`` (n, m) bool; returns codes (m, n) int32 (0.. for the
+    observed values in increasing order, then one code shared by every missing cell),
+    cardinalities (m,) and ``ok`` (m,): False for a key whose range exceeds ``cap`` (its
+    codes are left for ``np.unique``).
+    """
+    n, m = vals.shape
+    codes = np.empty((m, n), np.int32)
+    card = np.zeros(m, np.int64)
+    ok = np.ones(m, np.bool_)
+    lo = np.zeros(m, np.int64)
+    hi = np.full(m, -1, np.int64)
+    seen = np.zeros(m, np.bool_)
+    any_missing = np.zeros(m, np.bool_)
+    for i in range(n):  # row by row: vals is C-ordered
+        for j in range(m):
+            if miss[i, j]:
+                any_missing[j] = True
+                continue
+            v = vals[i, j]
+            if not seen[j]:
+                lo[j] = v
+                hi[j] = v
+                seen[j] = True
+            elif v < lo[j]:
+                lo[j] = v
+            elif v > hi[j]:
+                hi[j] = v
+    for j in range(m):
+        if seen[j] and float(hi[j]) - float(lo[j]) >= cap:  # float: hi - lo may overflow
+            ok[j] = False
+            continue
+        span = hi[j] - lo[j] + 1 if seen[j] else 0
+        rank = np.zeros(span, np.int64)
+        for i in range(n):
+            if not miss[i, j]:
+                rank[vals[i, j] - lo[j]] = 1
+        c = 0
+        for t in range(span):
+            if rank[t]:
+                rank[t] = c
+                c += 1
+        for i in range(n):
+            codes[j, i] = c if miss[i, j] else rank[vals[i, j] - lo[j]]
+        card[j] = c + 1 if any_missing[j] else c
+    return codes, card, ok
+
+
 def _codes(keys: np.ndarray, missing: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Dense per-key codes (n, m), their cardinalities (m,) and the missing mask (n, m)."""
-    nan = np.isnan(keys) if np.issubdtype(keys.dtype, np.floating) else np.zeros(keys.shape, bool)
-    miss = nan.copy()
+    """Dense per-key codes (m, n) int32, their cardinalities (m,) and the missing mask (n, m).
+
+    Every missing cell of a key (NaN, or equal to ``missing``) gets one code of its own, as
+    sdcMicro's NA -> missing; only equality of codes matters to the search.
+    """
+    is_float = np.issubdtype(keys.dtype, np.floating)
+    nan = np.isnan(keys) if is_float else None
+    miss = nan.copy() if is_float else np.zeros(keys.shape, bool)
     if missing is not None:
         miss |= keys == missing
-    vals = np.where(nan, np.inf, keys)  # every NaN one value, as sdcMicro's NA -> missing
-    if missing is not None:
-        vals = np.where(miss, np.inf, vals)
     n, m = keys.shape
-    codes = np.empty((n, m), np.int64)
-    card = np.empty(m, np.int64)
-    for j in range(m):
-        u, inv = np.unique(vals[:, j], return_inverse=True)
-        codes[:, j] = inv.reshape(-1)
+    cap = max(8 * n, _DENSE_CAP_MIN)
+    # whole floats beyond 2^53 are not exact int64: np.unique takes those keys
+    exact = not is_float or not (np.abs(np.where(miss, 0.0, keys)) > 2.0**53).any()
+    if exact:
+        vals = np.where(miss, 0, keys) if is_float else keys
+        vals = np.ascontiguousarray(vals, dtype=np.int64)
+        codes, card, ok = _dense_codes(vals, miss, cap)
+    else:
+        codes, card, ok = np.empty((m, n), np.int32), np.zeros(m, np.int64), np.zeros(m, bool)
+    for j in np.flatnonzero(~ok):
+        col = np.where(miss[:, j], np.inf, keys[:, j].astype(np.float64))
+        u, inv = np.unique(col, return_inverse=True)
+        codes[j] = inv.reshape(-1)
         card[j] = u.shape[0]
     return codes, card, miss
+
+
+@nb.njit(cache=True, nogil=True)
+def _first_level(
+    codes: np.ndarray,
+    weight: np.ndarray,
+    card: np.ndarray,
+    miss: np.ndarray,
+    w1: float,
+    msu: np.ndarray,
+    contrib: np.ndarray,
+    gid: np.ndarray,
+) -> int:
+    """Classes of each single key: ``gid[j, i]`` = row i's code on key j, or -1 when row i
+    (of ``weight[i]`` records) is a record alone in its class; counts the 1-MSUs (unique, not
+    missing) into ``msu`` / ``contrib``. Returns the number of classes of two records or
+    more."""
+    m, n = codes.shape
+    shared = 0
+    for j in range(m):
+        cnt = np.zeros(card[j], np.int64)
+        for i in range(n):
+            cnt[codes[j, i]] += weight[i]
+        for c in range(card[j]):
+            if cnt[c] >= 2:
+                shared += 1
+        for i in range(n):
+            c = codes[j, i]
+            if cnt[c] >= 2:
+                gid[j, i] = c
+            else:
+                gid[j, i] = -1
+                if not miss[i, j]:
+                    msu[i, 0] += 1
+                    contrib[i, j] += w1
+    return shared
+
+
+@nb.njit(cache=True, nogil=True)
+def _msu(
+    r: int, s: int, subs: np.ndarray, miss: np.ndarray, w: float, msu: np.ndarray, c: np.ndarray
+) -> None:
+    """Record r, unique on subset s and on none of its subsets: an MSU unless it lacks a key."""
+    k = subs.shape[1]
+    for t in range(k):
+        if miss[r, subs[s, t]]:
+            return
+    msu[r, k - 1] += 1
+    for t in range(k):
+        c[r, subs[s, t]] += w
+
+
+@nb.njit(cache=True, nogil=True)
+def _next_level(
+    codes: np.ndarray,
+    weight: np.ndarray,
+    card: np.ndarray,
+    miss: np.ndarray,
+    prev: np.ndarray,
+    prev_groups: np.ndarray,
+    subs: np.ndarray,
+    drops: np.ndarray,
+    w_k: float,
+    msu: np.ndarray,
+    contrib: np.ndarray,
+    cur: np.ndarray,
+    cur_groups: np.ndarray,
+    cnt: np.ndarray,
+    ids: np.ndarray,
+    lst: np.ndarray,
+    kbuf: np.ndarray,
+) -> int:
+    """Classes and MSUs of the key subsets of one size k from those of size k - 1.
+
+    ``prev`` (P, n): class ids on the (k-1)-subsets, -1 for a record unique there;
+    ``prev_groups`` (P,): a bound on each subset's ids. ``subs`` (S, k): the k-subsets'
+    keys, ascending; ``drops[s, t]``: the row of ``prev`` holding ``subs[s]`` without its
+    t-th key (t = k - 1: the parent). Writes ``cur`` (S, n) and ``cur_groups`` (S,) as
+    ``prev`` one size up. ``cnt`` (zeros) and ``ids`` (-1) are scratch tables of equal size,
+    left as found; ``lst`` and ``kbuf`` (n,). Returns the number of classes of two records
+    or more over all k-subsets.
+    """
+    n = codes.shape[1]
+    n_sub, k = subs.shape
+    total = 0
+    for s in range(n_sub):
+        j = subs[s, k - 1]
+        par = drops[s, k - 1]
+        cj = card[j]
+        gp = prev[par]
+        row = cur[s]
+        # a record unique on some (k-1)-subset is unique on s and shares no class with any
+        # other record: only records shared on every (k-1)-subset are grouped, and those
+        # that come out unique are exactly the candidates of [1] (property 2)
+        a = 0
+        for r in range(n):
+            row[r] = -1
+            g = gp[r]
+            if g < 0:
+                continue
+            alive = True
+            for t in range(k - 1):
+                if prev[drops[s, t], r] < 0:
+                    alive = False
+                    break
+            if alive:
+                lst[a] = r
+                kbuf[a] = g * cj + codes[j, r]  # class on s = (class on parent, code on j)
+                a += 1
+        nid = 0
+        if a > 0 and prev_groups[par] * cj <= cnt.shape[0]:
+            for t in range(a):
+                cnt[kbuf[t]] += weight[lst[t]]
+            for t in range(a):
+                key = kbuf[t]
+                r = lst[t]
+                if cnt[key] >= 2:
+                    if ids[key] < 0:
+                        ids[key] = nid
+                        nid += 1
+                    row[r] = ids[key]
+                else:
+                    _msu(r, s, subs, miss, w_k, msu, contrib)
+            for t in range(a):
+                cnt[kbuf[t]] = 0
+                ids[kbuf[t]] = -1
+        elif a > 0:  # key space beyond the scratch tables: group by sorting
+            order = np.argsort(kbuf[:a], kind="mergesort")
+            t = 0
+            while t < a:
+                u = t + 1
+                size = weight[lst[order[t]]]
+                while u < a and kbuf[order[u]] == kbuf[order[t]]:
+                    size += weight[lst[order[u]]]
+                    u += 1
+                if size >= 2:
+                    for v in range(t, u):
+                        row[lst[order[v]]] = nid
+                    nid += 1
+                else:
+                    _msu(lst[order[t]], s, subs, miss, w_k, msu, contrib)
+                t = u
+        cur_groups[s] = nid
+        total += nid
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def _row_classes(
+    codes: np.ndarray, card: np.ndarray, ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each record's class of identical rows, ids 0..D-1 in order of first appearance.
+
+    Classes are refined one key at a time through the ``ids`` table (-1, left as found);
+    returns (class ids (n,), first record of each class (D,), D), or (_, _, -1) when a key
+    space outgrows the table."""
+    m, n = codes.shape
+    g = codes[0].astype(np.int64)
+    groups = card[0]
+    key = np.empty(n, np.int64)
+    for j in range(1, m):
+        cj = card[j]
+        if groups * cj > ids.shape[0]:
+            return g, g[:0], -1
+        nid = 0
+        for r in range(n):
+            key[r] = g[r] * cj + codes[j, r]
+            if ids[key[r]] < 0:
+                ids[key[r]] = nid
+                nid += 1
+            g[r] = ids[key[r]]
+        for r in range(n):
+            ids[key[r]] = -1
+        groups = nid
+    if m == 1:  # ids are the codes, some perhaps unused: renumber by first appearance
+        nid = 0
+        for r in range(n):
+            if ids[g[r]] < 0:
+                ids[g[r]] = nid
+                nid += 1
+            key[r] = g[r]
+            g[r] = ids[g[r]]
+        for r in range(n):
+            ids[key[r]] = -1
+        groups = nid
+    first = np.empty(groups, np.int64)
+    c = 0
+    for r in range(n):
+        if g[r] == c:  # ids count up from 0 in order of first appearance
+            first[c] = r
+            c += 1
+    return g, first, groups
 
 
 def _weights(m: int, max_size: int) -> np.ndarray:
@@ -186,8 +449,9 @@ def suda2(
     Notes
     -----
     See the module docstring for the search, the equations and the differences from
-    sdcMicro. Memory: the class codes of two consecutive subset sizes,
-    ``(C(m, k) + C(m, k + 1)) * n`` integers at the widest size k.
+    sdcMicro. Memory: the class ids of two consecutive subset sizes,
+    ``(C(m, k) + C(m, k + 1)) * D`` 32-bit integers at the widest size k (D distinct rows),
+    and two tables of ``8 n`` 32-bit integers.
 
     Examples
     --------
@@ -233,66 +497,74 @@ def suda2(
 
     codes, card, miss = _codes(keys, missing)
     w = _weights(m, max_size)
-    msu = np.zeros((n, max_size), np.int64)
-    raw_contrib = np.zeros((n, m))
+    cap = max(8 * n, _DENSE_CAP_MIN)
+    cnt = np.zeros(cap, np.int32)
+    ids = np.full(cap, -1, np.int32)
 
-    # level 1: class ids, -1 for a record alone in its class
-    prev: dict[tuple[int, ...], np.ndarray] = {}
-    for j in range(m):
-        cnt = np.bincount(codes[:, j], minlength=card[j])
-        gid = np.where(cnt[codes[:, j]] >= 2, codes[:, j], -1)
-        prev[(j,)] = gid
-        new = np.flatnonzero((gid < 0) & ~miss[:, j])  # 1-MSUs
-        msu[new, 0] += 1
-        raw_contrib[new, j] += w[0]
+    # Identical rows share every class and every MSU: the search runs on the D distinct rows,
+    # each weighted by its count f_k (a row of weight >= 2 is never unique, yet counts).
+    row, first, n_rows = _row_classes(codes, card, ids)
+    if n_rows < 0:
+        _, first, row, fk_rows = np.unique(
+            codes.T, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        row = row.reshape(-1)
+        n_rows = first.shape[0]
+    else:
+        fk_rows = np.bincount(row, minlength=n_rows)
+    dcodes = np.ascontiguousarray(codes[:, first])
+    dmiss = miss[first]
+    weight = fk_rows.astype(np.int64)
+    msu_rows = np.zeros((n_rows, max_size), np.int64)
+    contrib_rows = np.zeros((n_rows, m))
+    lst = np.empty(n_rows, np.int64)
+    kbuf = np.empty(n_rows, np.int64)
 
+    # size 1: class ids, -1 for a row alone in its class
+    prev = np.empty((m, n_rows), np.int32)
+    shared = _first_level(dcodes, weight, card, dmiss, float(w[0]), msu_rows, contrib_rows, prev)
+    prev_groups = card.copy()
+    index = {(j,): j for j in range(m)}
     for k in range(2, max_size + 1):
-        if all((g < 0).all() for g in prev.values()):
+        if shared == 0:
             break  # every record unique on every (k-1)-subset: no MSU of size >= k
-        cur: dict[tuple[int, ...], np.ndarray] = {}
-        for s in combinations(range(m), k):
-            parent, j = s[:-1], s[-1]
-            gp = prev[parent]
-            idx = np.flatnonzero(gp >= 0)
-            gid = np.full(n, -1, np.int64)
-            if idx.size:
-                comb = gp[idx] * card[j] + codes[idx, j]
-                _, inv, cnt = np.unique(comb, return_inverse=True, return_counts=True)
-                inv = inv.reshape(-1)
-                keep = cnt[inv] >= 2
-                gid[idx[keep]] = inv[keep]
-                cand = idx[~keep]  # unique on s, not on its parent
-                # an MSU holds no missing value and is unique on no (k-1)-subset [1] (prop. 2)
-                ok = ~miss[cand][:, list(s)].any(axis=1)
-                for drop in range(k - 1):
-                    sub = s[:drop] + s[drop + 1 :]
-                    ok &= prev[sub][cand] >= 0
-                new = cand[ok]
-                if new.size:
-                    msu[new, k - 1] += 1
-                    raw_contrib[np.ix_(new, list(s))] += w[k - 1]
-            cur[s] = gid
-        prev = cur
+        level = list(combinations(range(m), k))
+        subs = np.array(level, np.int64)
+        drops = np.array([[index[s[:t] + s[t + 1 :]] for t in range(k)] for s in level], np.int64)
+        cur = np.empty((len(level), n_rows), np.int32)
+        cur_groups = np.zeros(len(level), np.int64)
+        shared = _next_level(
+            dcodes, weight, card, dmiss, prev, prev_groups, subs, drops, float(w[k - 1]),
+            msu_rows, contrib_rows, cur, cur_groups, cnt, ids, lst, kbuf,
+        )  # fmt: skip
+        prev, prev_groups = cur, cur_groups
+        index = {s: i for i, s in enumerate(level)}
 
-    score = msu @ w  # s_i = sum_k (#MSU_k) w_k  [3]
-    contribution = np.divide(
-        raw_contrib, score[:, None], out=np.zeros_like(raw_contrib), where=score[:, None] > 0
+    # scores on the distinct rows, then one gather per result (every record its row's)
+    score_rows = msu_rows @ w  # s_i = sum_k (#MSU_k) w_k  [3]
+    contribution_rows = np.divide(
+        contrib_rows,
+        score_rows[:, None],
+        out=np.zeros_like(contrib_rows),
+        where=score_rows[:, None] > 0,
     )
-    total = score.sum()
-    attribute = 100.0 * raw_contrib.sum(axis=0) / total if total > 0 else np.zeros(m)
+    total = weight @ score_rows
+    attribute = 100.0 * (weight @ contrib_rows) / total if total > 0 else np.zeros(m)
 
     # DIS [4] eq. 8 on whole rows, a missing code a value of its own
-    _, row_inv, row_cnt = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    fk = row_cnt[row_inv.reshape(-1)]
-    n_unique = int((fk == 1).sum())
-    n_pair = int((fk == 2).sum())
+    n_unique = int((fk_rows == 1).sum())
+    n_pair = 2 * int((fk_rows == 2).sum())
     den = n_unique * f + n_pair * (1.0 - f)
     dis = n_unique * f / den if den > 0 else 0.0
     q = 1.0 + (8.0 - m) / 20.0  # sdcMicro Suda2.h
-    dis_score = np.zeros(n)
-    pos = score > 0
+    dis_rows = np.zeros(n_rows)
+    pos = score_rows > 0  # rows of weight 1 only: a row of several records is never unique
     if pos.any() and dis > 0:
-        sq = score[pos] ** q
+        sq = score_rows[pos] ** q
         adj = (1.0 / sq).sum()
-        dis_score[pos] = 1.0 / (1.0 + (n_unique / dis - n_unique) / (sq * adj))
+        dis_rows[pos] = 1.0 / (1.0 + (n_unique / dis - n_unique) / (sq * adj))
+    msu = np.take(msu_rows, row, axis=0)
+    score = np.take(score_rows, row)
+    dis_score = np.take(dis_rows, row)
+    contribution = np.take(contribution_rows, row, axis=0)
     return Suda2Result(msu, score, dis_score, contribution, attribute, float(dis), n_unique, n_pair)

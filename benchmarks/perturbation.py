@@ -3,15 +3,25 @@ table.
 
 Usage::
 
-    python benchmarks/perturbation.py [--n 100000] [--d 3] [--categories 10] [--p 15] [--seed 0]
+    python benchmarks/perturbation.py [--n 100000] [--d 3] [--categories 10] [--p 15]
+                                      [--seed 0] [--repeat 7]
 
 Data: ``d`` standard-normal columns with correlation 0.5 and one categorical column of
-``categories`` codes, ``n`` records (``numpy.random.default_rng(seed)``). Each sdcflow call is
-timed once after a warm-up call on 1 000 records (numba's compilation, or its cache, outside
-the clock); wall-clock seconds. sdcMicro runs through ``benchmarks/sdcmicro_perturbation.R``
-on the same data when ``Rscript`` is on the path and ``SDCMICRO_LIB`` names the R library
-sdcMicro is installed in; otherwise its column says why not. Rank swapping runs with
-sdcMicro's ``P = p / 100`` (its ``P`` is a fraction) and no top/bottom coding on both sides.
+``categories`` codes, ``n`` records (``numpy.random.default_rng(seed)``). Each sdcflow call
+(the core function alone, on the (n, d) float64 array) is timed ``repeat`` times after a
+warm-up call on 1 000 records (numba's compilation, or its cache, outside the clock); the
+median wall-clock seconds are printed. sdcMicro runs through
+``benchmarks/sdcmicro_perturbation.R`` on the same data when ``Rscript`` is on the path and
+``SDCMICRO_LIB`` names the R library sdcMicro is installed in; otherwise its column says why
+not. Its clock covers each sdcMicro call alone (``addNoise(num, ...)`` on the data frame of
+the d columns, ``pram``, ...; not reading the CSV), the median of ``repeat`` calls for the
+fast ones (``pram``, ``rankSwap``: one call). Rank swapping runs with sdcMicro's
+``P = p / 100`` (its ``P`` is a fraction) and no top/bottom coding on both sides.
+
+The row ``normal draw floor`` is the least any noise addition pays that draws n d normals:
+allocating the (d, n) float64 result and filling it with ``Generator.standard_normal``, timed
+in the same run. Additive noise cannot be faster than it; its ratio to sdcMicro's additive
+time is the bound on the speed-up of ``add_noise additive``.
 """
 
 from __future__ import annotations
@@ -52,14 +62,35 @@ def calls(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, Callable[[], 
     }
 
 
-def time_sdcflow(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, float]:
+def load_average() -> str:
+    """The 1-minute load average (timings on a shared machine are read beside it)."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "unknown"
+
+
+def draw_floor(n: int, d: int) -> None:
+    """What additive noise cannot avoid: a fresh (d, n) float64 array of standard normals."""
+    np.random.default_rng(1).standard_normal(out=np.empty((d, n)))
+
+
+def median_seconds(call: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def time_sdcflow(X: np.ndarray, codes: np.ndarray, p: float, repeat: int) -> dict[str, float]:
     for call in calls(X[:1000], codes[:1000], p).values():  # warm-up: numba compile or cache
         call()
     out = {}
     for name, call in calls(X, codes, p).items():
-        start = time.perf_counter()
-        call()
-        out[name] = time.perf_counter() - start
+        out[name] = median_seconds(call, 1 if name == "rank_swap" else repeat)
+    out["normal draw floor"] = median_seconds(lambda: draw_floor(*X.shape), repeat)
     return out
 
 
@@ -72,7 +103,7 @@ def sdcmicro_skip_reason() -> str | None:
     return None
 
 
-def time_sdcmicro(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, float]:
+def time_sdcmicro(X: np.ndarray, codes: np.ndarray, p: float, repeat: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "in.csv"
         header = ",".join([*(f"x{j + 1}" for j in range(X.shape[1])), "cat"])
@@ -81,7 +112,7 @@ def time_sdcmicro(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, float
         np.savetxt(src, table, delimiter=",", header=header, comments="", fmt=fmt)
         env = {**os.environ, "R_LIBS": os.environ["SDCMICRO_LIB"]}
         done = subprocess.run(
-            ["Rscript", "--vanilla", str(R_SCRIPT), str(src), repr(p / 100.0)],
+            ["Rscript", "--vanilla", str(R_SCRIPT), str(src), repr(p / 100.0), str(repeat)],
             env=env,
             capture_output=True,
             text=True,
@@ -104,12 +135,17 @@ def main() -> None:
     parser.add_argument("--categories", type=int, default=10)
     parser.add_argument("--p", type=float, default=15.0, help="rank range in percent")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=7, help="timed calls per method (median)")
     args = parser.parse_args()
     X, codes = make_data(args.n, args.d, args.categories, args.seed)
-    ours = time_sdcflow(X, codes, args.p)
+    ours = time_sdcflow(X, codes, args.p, args.repeat)
     reason = sdcmicro_skip_reason()
-    theirs = {} if reason else time_sdcmicro(X, codes, args.p)
-    print(f"n = {args.n}, d = {args.d}, categories = {args.categories}, p = {args.p:g} %")
+    theirs = {} if reason else time_sdcmicro(X, codes, args.p, args.repeat)
+    floor = ours.pop("normal draw floor")
+    print(
+        f"n = {args.n}, d = {args.d}, categories = {args.categories}, p = {args.p:g} %, "
+        f"median of {args.repeat} calls, load average {load_average()}"
+    )
     print(f"{'method':<22} {'sdcflow s':>10} {'sdcMicro s':>11} {'ratio':>7}")
     for name, seconds in ours.items():
         if name in theirs:
@@ -118,6 +154,13 @@ def main() -> None:
             print(f"{name:<22} {seconds:>10.4f} {r:>11.4f} {ratio:>7}")
         else:
             print(f"{name:<22} {seconds:>10.4f} {'-':>11} {'-':>7}")
+    bound = theirs.get("add_noise additive", 0.0) / floor
+    print(
+        f"normal draw floor (a fresh ({args.d}, {args.n}) array of standard normals): "
+        f"{floor:.4f} s; sdcMicro additive / floor = {bound:.1f}, the most additive noise "
+        "can gain"
+    )
+    print(f"load average after: {load_average()}")
     if reason:
         print(f"sdcMicro skipped: {reason}")
 

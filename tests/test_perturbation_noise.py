@@ -123,3 +123,34 @@ def test_bad_input_names_the_argument(X, kwargs, error, field):
     with pytest.raises(error) as info:
         add_noise(X, rng=0, **kwargs)
     assert info.value.field == field
+
+
+def test_additive_is_the_formula_on_the_seeds_draws():
+    # z_ij = x_ij + e_ij noise/100 s_j, e the (d, n) standard-normal draw, column after column
+    X = np.random.default_rng(6).normal(size=(300, 3)) * [1.0, 10.0, 0.1]
+    X[[4, 9], [1, 2]] = np.nan
+    kept = X.copy()
+    Z = add_noise(X, method="additive", noise=40, rng=np.random.default_rng(8))
+    E = np.random.default_rng(8).standard_normal((3, 300)).T
+    np.testing.assert_allclose(Z, X + E * 0.4 * np.nanstd(X, axis=0, ddof=1), rtol=1e-14)
+    np.testing.assert_array_equal(X, kept)  # X is read, never written
+
+
+def test_correlated_is_numpys_multivariate_normal_of_the_seed():
+    # mvrnorm(N, 0, noise/100 * cov(na.omit(x))): numpy's eigh factor of the same draws
+    X = np.random.default_rng(7).multivariate_normal([0.0, 5.0, 1.0], COV, size=400)
+    X[[3, 8], [0, 2]] = np.nan
+    complete = X[~np.isnan(X).any(axis=1)]
+    S = np.cov(complete, rowvar=False)
+    Z = add_noise(np.asfortranarray(X), method="correlated", noise=80, rng=11)
+    E = np.random.default_rng(11).multivariate_normal(np.zeros(3), 0.8 * S, size=400, method="eigh")
+    np.testing.assert_allclose(Z, X + E, rtol=1e-12, atol=1e-12)
+
+
+def test_integer_input_is_read_as_float():
+    X = np.arange(20).reshape(10, 2)
+    np.testing.assert_allclose(
+        add_noise(X, method="restricted", rng=0),
+        add_noise(X.astype(float), method="restricted", rng=0),
+        rtol=0,
+    )

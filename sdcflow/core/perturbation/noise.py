@@ -11,29 +11,174 @@ References
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 
 from sdcflow.errors import DataError, ParameterError
 
-from ._checks import as_generator, check_float_matrix, check_percent
+from ._checks import as_generator, check_percent
 
 __all__ = ["add_noise"]
 
 _METHODS = ("additive", "correlated", "restricted")
 
 
-def _column_sd(X: np.ndarray) -> np.ndarray:
+def _as_matrix(X: object) -> np.ndarray:
+    """``X`` as a float64 (n, d) array, without a copy when it is one already (``add_noise``
+    writes its result to a new array and never to ``X``)."""
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise DataError(
+            "X must be numeric; convert or drop non-numeric columns first", field="X"
+        ) from e
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise DataError(
+            f"X must be 1- or 2-dimensional (n records, d variables), got {arr.ndim}-D",
+            field="X",
+        )
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise DataError("X is empty; pass at least one record and one column", field="X")
+    return arr
+
+
+@nb.njit(cache=True, nogil=True)
+def _column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """One validating pass and one centred pass over X (n, d), row by row.
+
+    Returns each column's observed count (d,), mean (d,) and sum of squared deviations
+    (d,) over its non-NaN values, and the first column holding an infinity (-1: none).
+    """
+    n, d = X.shape
+    count = np.zeros(d, np.int64)
+    total = np.zeros(d)
+    bad = -1
+    for i in range(n):
+        for j in range(d):
+            v = X[i, j]
+            if v == v:  # not NaN
+                if np.isinf(v):
+                    if bad < 0 or j < bad:
+                        bad = j
+                    continue
+                count[j] += 1
+                total[j] += v
+    mean = np.zeros(d)
+    m2 = np.zeros(d)
+    if bad >= 0:
+        return count, mean, m2, bad
+    for j in range(d):
+        if count[j] > 0:
+            mean[j] = total[j] / count[j]
+    for i in range(n):  # centred: no cancellation of large means
+        for j in range(d):
+            v = X[i, j]
+            if v == v:
+                m2[j] += (v - mean[j]) * (v - mean[j])
+    return count, mean, m2, bad
+
+
+@nb.njit(cache=True, nogil=True)
+def _add_scaled_columns(X: np.ndarray, E: np.ndarray, scale: np.ndarray) -> None:
+    """``E[j, i] = X[i, j] + E[j, i] * scale[j]`` in place, E (d, n): NaN in X stays NaN."""
+    n, d = X.shape
+    for j in range(d):
+        s = scale[j]
+        for i in range(n):
+            E[j, i] = X[i, j] + E[j, i] * s
+
+
+@nb.njit(cache=True, nogil=True)
+def _add_mixed_rows(X: np.ndarray, E: np.ndarray, F: np.ndarray) -> None:
+    """``E[i] = X[i] + F @ E[i]`` in place, E (n, d) standard normals, F (d, d): each
+    record's noise is F times its own d draws."""
+    n, d = X.shape
+    e = np.empty(d)
+    for i in range(n):
+        for a in range(d):
+            e[a] = E[i, a]
+        for a in range(d):
+            acc = 0.0
+            for b in range(d):
+                acc += F[a, b] * e[b]
+            E[i, a] = X[i, a] + acc
+
+
+@nb.njit(cache=True, nogil=True)
+def _shrink_columns(X: np.ndarray, c: float, shift: np.ndarray) -> np.ndarray:
+    """``c * X[i, j] + shift[j]``, (n, d) in X's row order."""
+    n, d = X.shape
+    Z = np.empty((n, d))
+    for i in range(n):
+        for j in range(d):
+            Z[i, j] = c * X[i, j] + shift[j]
+    return Z
+
+
+@nb.njit(cache=True, nogil=True)
+def _complete_covariance(X: np.ndarray) -> tuple[np.ndarray, int]:
+    """Covariance (d, d), divisor r - 1, of the r records with no NaN (R's
+    ``cov(na.omit(x))``), centred on their means; returns (S, r)."""
+    n, d = X.shape
+    mean = np.zeros(d)
+    r = 0
+    for i in range(n):
+        complete = True
+        for j in range(d):
+            if X[i, j] != X[i, j]:
+                complete = False
+                break
+        if complete:
+            r += 1
+            for j in range(d):
+                mean[j] += X[i, j]
+    S = np.zeros((d, d))
+    if r < 2:
+        return S, r
+    mean /= r
+    for i in range(n):
+        complete = True
+        for j in range(d):
+            if X[i, j] != X[i, j]:
+                complete = False
+                break
+        if complete:
+            for a in range(d):
+                da = X[i, a] - mean[a]
+                for b in range(a + 1):
+                    S[a, b] += da * (X[i, b] - mean[b])
+    for a in range(d):
+        for b in range(a + 1):
+            S[a, b] /= r - 1
+            S[b, a] = S[a, b]
+    return S, r
+
+
+def _moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observed counts, means and squared deviations of X's columns; DataError for an
+    infinity."""
+    count, mean, m2, bad = _column_moments(X)
+    if bad >= 0:
+        raise DataError(
+            f"X has infinite values in column {bad}; replace them or mark them missing (NaN)",
+            field=f"column {bad}",
+        )
+    return count, mean, m2
+
+
+def _column_sd(count: np.ndarray, m2: np.ndarray) -> np.ndarray:
     """Each column's standard deviation over its observed values (R's ``sd(x, na.rm=TRUE)``,
     divisor n - 1)."""
-    observed = (~np.isnan(X)).sum(axis=0)
-    if (observed < 2).any():
-        j = int(np.flatnonzero(observed < 2)[0])
+    if (count < 2).any():
+        j = int(np.flatnonzero(count < 2)[0])
         raise DataError(
             f"column {j} of X has fewer than 2 observed values: its standard deviation, hence "
             "the noise, is undefined; drop the column or impute it",
             field=f"column {j}",
         )
-    return np.nanstd(X, axis=0, ddof=1)
+    return np.sqrt(m2 / (count - 1))
 
 
 def add_noise(
@@ -74,7 +219,9 @@ def add_noise(
     Returns
     -------
     Z : ndarray of shape (n, d), float64
-        The perturbed variables (a 1-D ``X`` gives shape (n, 1)); NaN where ``X`` is NaN.
+        The perturbed variables (a 1-D ``X`` gives shape (n, 1)); NaN where ``X`` is NaN. A
+        new array (``X`` is never written to); column-major for ``"additive"``, whose noise
+        is drawn column after column.
 
     Raises
     ------
@@ -109,13 +256,18 @@ def add_noise(
         )
     noise = check_percent(noise, "noise", upper=None)
     rng = as_generator(rng)
-    X = check_float_matrix(X, "X")
+    X = _as_matrix(X)
     n, d = X.shape
     w = noise / 100.0
+    count, mean, m2 = _moments(X)  # one pass validates, one centres
     if method == "additive":
-        sd = _column_sd(X)
-        # x + rnorm(N, 0, noise/100 * sd(x, na.rm = TRUE)), column by column  [2]
-        return X + rng.standard_normal((d, n)).T * (w * sd)
+        sd = _column_sd(count, m2)
+        # x + rnorm(N, 0, noise/100 * sd(x, na.rm = TRUE)), column by column  [2]: the
+        # (d, n) draw is filled in place and returned transposed (an F-ordered (n, d) array)
+        E = np.empty((d, n))
+        rng.standard_normal(out=E)
+        _add_scaled_columns(X, E, w * sd)
+        return E.T
     if method == "correlated":
         if d < 2:
             raise ParameterError(
@@ -123,16 +275,21 @@ def add_noise(
                 "for one column",
                 field="method",
             )
-        complete = X[~np.isnan(X).any(axis=1)]
-        if complete.shape[0] < 2:
+        S, complete = _complete_covariance(X)  # cov(na.omit(x))
+        if complete < 2:
             raise DataError(
                 "X has fewer than 2 complete records: the covariance matrix that shapes the "
                 "noise is undefined; impute missing values first",
                 field="X",
             )
-        S = np.cov(complete, rowvar=False)  # cov(na.omit(x))
-        # x + mvrnorm(N, 0, Sigma = noise/100 * S): cov(Z) = (1 + noise/100) S  [1]
-        return X + rng.multivariate_normal(np.zeros(d), w * S, size=n, method="eigh")
+        # x + mvrnorm(N, 0, Sigma = noise/100 * S): cov(Z) = (1 + noise/100) S  [1]; the
+        # draw and the factor are numpy's multivariate_normal(method="eigh"), so a seed
+        # gives its noise up to rounding: e_i = u sqrt(|s|) z_i with w S = u diag(s) u'
+        s, u = np.linalg.eigh(w * S)
+        E = np.empty((n, d))
+        rng.standard_normal(out=E)
+        _add_mixed_rows(X, E, u * np.sqrt(np.abs(s)))
+        return E
     # restricted ("restr")
     if n < 500:
         if w > n - 1:
@@ -144,7 +301,6 @@ def add_noise(
         c = np.sqrt((n - 1 - w) / ((n + 1) * (1 + w)))
     else:
         c = np.sqrt((n - 1) / (n + n * w - 1))
-    observed = ~np.isnan(X)
-    # colMeans(x, na.rm = TRUE); a column with no observed value stays all NaN
-    mean = np.where(observed, X, 0.0).sum(axis=0) / np.maximum(observed.sum(axis=0), 1)
-    return c * X + (1.0 - c) * mean  # cc * x + (1 - cc) * colMeans(x)  [2]
+    # colMeans(x, na.rm = TRUE) (a column with no observed value stays all NaN);
+    # cc * x + (1 - cc) * colMeans(x)  [2]
+    return _shrink_columns(X, c, (1.0 - c) * mean)

@@ -306,6 +306,7 @@ def _next_level(
         # a record unique on some (k-1)-subset is unique on s and shares no class with any
         # other record: only records shared on every (k-1)-subset are grouped, and those
         # that come out unique are exactly the candidates of [1] (property 2)
+        dense = prev_groups[par] * cj <= cnt.shape[0]
         a = 0
         for r in range(n):
             row[r] = -1
@@ -318,13 +319,14 @@ def _next_level(
                     alive = False
                     break
             if alive:
+                key = g * cj + codes[j, r]  # class on s = (class on parent, code on j)
                 lst[a] = r
-                kbuf[a] = g * cj + codes[j, r]  # class on s = (class on parent, code on j)
+                kbuf[a] = key
                 a += 1
+                if dense:
+                    cnt[key] += weight[r]
         nid = 0
-        if a > 0 and prev_groups[par] * cj <= cnt.shape[0]:
-            for t in range(a):
-                cnt[kbuf[t]] += weight[lst[t]]
+        if a > 0 and dense:
             for t in range(a):
                 key = kbuf[t]
                 r = lst[t]
@@ -563,8 +565,13 @@ def suda2(
         sq = score_rows[pos] ** q
         adj = (1.0 / sq).sum()
         dis_rows[pos] = 1.0 / (1.0 + (n_unique / dis - n_unique) / (sq * adj))
-    msu = np.take(msu_rows, row, axis=0)
+    # every record takes its row's results; only the few records with an MSU hold nonzero ones
     score = np.take(score_rows, row)
-    dis_score = np.take(dis_rows, row)
-    contribution = np.take(contribution_rows, row, axis=0)
+    held = np.flatnonzero(score > 0)
+    msu = np.zeros((n, max_size), np.int64)
+    msu[held] = msu_rows[row[held]]
+    contribution = np.zeros((n, m))
+    contribution[held] = contribution_rows[row[held]]
+    dis_score = np.zeros(n)
+    dis_score[held] = dis_rows[row[held]]
     return Suda2Result(msu, score, dis_score, contribution, attribute, float(dis), n_unique, n_pair)

@@ -86,6 +86,7 @@ from itertools import combinations
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from sdcflow.core.risk._checks import as_2d, in_range
 from sdcflow.errors import DataError, ParameterError
@@ -165,23 +166,31 @@ def _dense_codes(
                 lo[j] = v
             elif v > hi[j]:
                 hi[j] = v
+    offset = np.zeros(m + 1, np.int64)  # key j's presence table: offset[j]..offset[j + 1]
     for j in range(m):
         if seen[j] and float(hi[j]) - float(lo[j]) >= cap:  # float: hi - lo may overflow
             ok[j] = False
-            continue
-        span = hi[j] - lo[j] + 1 if seen[j] else 0
-        rank = np.zeros(span, np.int64)
-        for i in range(n):
-            if not miss[i, j]:
-                rank[vals[i, j] - lo[j]] = 1
+        span = hi[j] - lo[j] + 1 if seen[j] and ok[j] else 0
+        offset[j + 1] = offset[j] + span
+    rank = np.zeros(offset[m], np.int64)
+    for i in range(n):
+        for j in range(m):
+            if ok[j] and not miss[i, j]:
+                rank[offset[j] + vals[i, j] - lo[j]] = 1
+    for j in range(m):
         c = 0
-        for t in range(span):
+        for t in range(offset[j], offset[j + 1]):
             if rank[t]:
                 rank[t] = c
                 c += 1
-        for i in range(n):
-            codes[j, i] = c if miss[i, j] else rank[vals[i, j] - lo[j]]
         card[j] = c + 1 if any_missing[j] else c
+    for i in range(n):
+        for j in range(m):
+            if ok[j]:
+                if miss[i, j]:
+                    codes[j, i] = card[j] - 1
+                else:
+                    codes[j, i] = rank[offset[j] + vals[i, j] - lo[j]]
     return codes, card, ok
 
 
@@ -224,11 +233,12 @@ def _first_level(
     msu: np.ndarray,
     contrib: np.ndarray,
     gid: np.ndarray,
+    bits: np.ndarray,
 ) -> int:
-    """Classes of each single key: ``gid[j, i]`` = row i's code on key j, or -1 when row i
-    (of ``weight[i]`` records) is a record alone in its class; counts the 1-MSUs (unique, not
-    missing) into ``msu`` / ``contrib``. Returns the number of classes of two records or
-    more."""
+    """Classes of each single key: ``gid[j, i]`` = row i's code on key j; bit i of
+    ``bits[j]`` (zeros, (m, ceil(n / 64))) set when row i (of ``weight[i]`` records) shares
+    its class. Counts the 1-MSUs (unique, not missing) into ``msu`` / ``contrib``. Returns
+    the number of classes of two records or more."""
     m, n = codes.shape
     shared = 0
     for j in range(m):
@@ -240,13 +250,12 @@ def _first_level(
                 shared += 1
         for i in range(n):
             c = codes[j, i]
+            gid[j, i] = c
             if cnt[c] >= 2:
-                gid[j, i] = c
-            else:
-                gid[j, i] = -1
-                if not miss[i, j]:
-                    msu[i, 0] += 1
-                    contrib[i, j] += w1
+                bits[j, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            elif not miss[i, j]:
+                msu[i, 0] += 1
+                contrib[i, j] += w1
     return shared
 
 
@@ -271,6 +280,7 @@ def _next_level(
     card: np.ndarray,
     miss: np.ndarray,
     prev: np.ndarray,
+    prev_bits: np.ndarray,
     prev_groups: np.ndarray,
     subs: np.ndarray,
     drops: np.ndarray,
@@ -278,6 +288,7 @@ def _next_level(
     msu: np.ndarray,
     contrib: np.ndarray,
     cur: np.ndarray,
+    cur_bits: np.ndarray,
     cur_groups: np.ndarray,
     cnt: np.ndarray,
     ids: np.ndarray,
@@ -286,16 +297,17 @@ def _next_level(
 ) -> int:
     """Classes and MSUs of the key subsets of one size k from those of size k - 1.
 
-    ``prev`` (P, n): class ids on the (k-1)-subsets, -1 for a record unique there;
-    ``prev_groups`` (P,): a bound on each subset's ids. ``subs`` (S, k): the k-subsets'
-    keys, ascending; ``drops[s, t]``: the row of ``prev`` holding ``subs[s]`` without its
-    t-th key (t = k - 1: the parent). Writes ``cur`` (S, n) and ``cur_groups`` (S,) as
-    ``prev`` one size up. ``cnt`` (zeros) and ``ids`` (-1) are scratch tables of equal size,
-    left as found; ``lst`` and ``kbuf`` (n,). Returns the number of classes of two records
-    or more over all k-subsets.
+    ``prev`` (P, n): class ids on the (k-1)-subsets, valid where bit i of ``prev_bits[p]``
+    (P, ceil(n / 64)) says row i shares its class; ``prev_groups`` (P,): a bound on each
+    subset's ids. ``subs`` (S, k): the k-subsets' keys, ascending; ``drops[s, t]``: the row
+    of ``prev`` holding ``subs[s]`` without its t-th key (t = k - 1: the parent). Writes
+    ``cur``, ``cur_bits`` (zeros) and ``cur_groups`` as ``prev`` one size up. ``cnt``
+    (zeros) and ``ids`` (-1) are scratch tables of equal size, left as found; ``lst`` and
+    ``kbuf`` (n,). Returns the number of classes of two records or more over all k-subsets.
     """
-    n = codes.shape[1]
     n_sub, k = subs.shape
+    n_words = prev_bits.shape[1]
+    one = np.uint64(1)
     total = 0
     for s in range(n_sub):
         j = subs[s, k - 1]
@@ -303,23 +315,21 @@ def _next_level(
         cj = card[j]
         gp = prev[par]
         row = cur[s]
-        # a record unique on some (k-1)-subset is unique on s and shares no class with any
-        # other record: only records shared on every (k-1)-subset are grouped, and those
-        # that come out unique are exactly the candidates of [1] (property 2)
+        bits = cur_bits[s]
         dense = prev_groups[par] * cj <= cnt.shape[0]
+        # a record unique on some (k-1)-subset is unique on s and shares no class with any
+        # other record: only records shared on every (k-1)-subset are grouped (the AND of
+        # their bit sets, 64 rows a word), and those that come out unique are exactly the
+        # candidates of [1] (property 2)
         a = 0
-        for r in range(n):
-            row[r] = -1
-            g = gp[r]
-            if g < 0:
-                continue
-            alive = True
-            for t in range(k - 1):
-                if prev[drops[s, t], r] < 0:
-                    alive = False
-                    break
-            if alive:
-                key = g * cj + codes[j, r]  # class on s = (class on parent, code on j)
+        for wi in range(n_words):
+            word = prev_bits[drops[s, 0], wi]
+            for t in range(1, k):
+                word &= prev_bits[drops[s, t], wi]
+            while word != 0:
+                r = wi * 64 + np.int64(trailing_zeros(word))
+                word &= word - one
+                key = gp[r] * cj + codes[j, r]  # class on s = (class on parent, code on j)
                 lst[a] = r
                 kbuf[a] = key
                 a += 1
@@ -335,6 +345,7 @@ def _next_level(
                         ids[key] = nid
                         nid += 1
                     row[r] = ids[key]
+                    bits[r >> 6] |= one << np.uint64(r & 63)
                 else:
                     _msu(r, s, subs, miss, w_k, msu, contrib)
             for t in range(a):
@@ -351,7 +362,9 @@ def _next_level(
                     u += 1
                 if size >= 2:
                     for v in range(t, u):
-                        row[lst[order[v]]] = nid
+                        r = lst[order[v]]
+                        row[r] = nid
+                        bits[r >> 6] |= one << np.uint64(r & 63)
                     nid += 1
                 else:
                     _msu(lst[order[t]], s, subs, miss, w_k, msu, contrib)
@@ -364,23 +377,35 @@ def _next_level(
 @nb.njit(cache=True, nogil=True)
 def _row_classes(
     codes: np.ndarray, card: np.ndarray, ids: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, int]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Each record's class of identical rows, ids 0..D-1 in order of first appearance.
 
     Classes are refined one key at a time through the ``ids`` table (-1, left as found);
-    returns (class ids (n,), first record of each class (D,), D), or (_, _, -1) when a key
-    space outgrows the table."""
+    returns (class ids (n,), first record of each class (D,), class sizes (D,), D), or
+    (_, _, _, -1) when a key space outgrows the table."""
     m, n = codes.shape
-    g = codes[0].astype(np.int64)
-    groups = card[0]
+    size = ids.shape[0]
+    g = np.empty(n, np.int64)
     key = np.empty(n, np.int64)
-    for j in range(1, m):
-        cj = card[j]
-        if groups * cj > ids.shape[0]:
-            return g, g[:0], -1
+    groups = 1
+    j = 0
+    first_pass = True
+    while j < m:
+        # the keys j..stop-1 join the class in one pass while their key space fits the table
+        stop = j
+        space = groups
+        while stop < m and space * card[stop] <= size:
+            space *= card[stop]
+            stop += 1
+        if stop == j:
+            return g, g[:0], g[:0], -1
+        for r in range(n):
+            v = 0 if first_pass else g[r]
+            for t in range(j, stop):
+                v = v * card[t] + codes[t, r]
+            key[r] = v
         nid = 0
         for r in range(n):
-            key[r] = g[r] * cj + codes[j, r]
             if ids[key[r]] < 0:
                 ids[key[r]] = nid
                 nid += 1
@@ -388,24 +413,17 @@ def _row_classes(
         for r in range(n):
             ids[key[r]] = -1
         groups = nid
-    if m == 1:  # ids are the codes, some perhaps unused: renumber by first appearance
-        nid = 0
-        for r in range(n):
-            if ids[g[r]] < 0:
-                ids[g[r]] = nid
-                nid += 1
-            key[r] = g[r]
-            g[r] = ids[g[r]]
-        for r in range(n):
-            ids[key[r]] = -1
-        groups = nid
+        first_pass = False
+        j = stop
     first = np.empty(groups, np.int64)
+    count = np.zeros(groups, np.int64)
     c = 0
     for r in range(n):
         if g[r] == c:  # ids count up from 0 in order of first appearance
             first[c] = r
             c += 1
-    return g, first, groups
+        count[g[r]] += 1
+    return g, first, count, groups
 
 
 def _weights(m: int, max_size: int) -> np.ndarray:
@@ -499,21 +517,21 @@ def suda2(
 
     codes, card, miss = _codes(keys, missing)
     w = _weights(m, max_size)
-    cap = max(8 * n, _DENSE_CAP_MIN)
-    cnt = np.zeros(cap, np.int32)
-    ids = np.full(cap, -1, np.int32)
+    # the class tables index (class, code) pairs: no more entries than the key space, and
+    # 8 n at most (beyond, the kernels sort)
+    size = max(min(8 * n, math.prod(int(c) for c in card)), 1)
+    cnt = np.zeros(size, np.int32)
+    ids = np.full(size, -1, np.int32)
 
     # Identical rows share every class and every MSU: the search runs on the D distinct rows,
     # each weighted by its count f_k (a row of weight >= 2 is never unique, yet counts).
-    row, first, n_rows = _row_classes(codes, card, ids)
+    row, first, fk_rows, n_rows = _row_classes(codes, card, ids)
     if n_rows < 0:
         _, first, row, fk_rows = np.unique(
             codes.T, axis=0, return_index=True, return_inverse=True, return_counts=True
         )
         row = row.reshape(-1)
         n_rows = first.shape[0]
-    else:
-        fk_rows = np.bincount(row, minlength=n_rows)
     dcodes = np.ascontiguousarray(codes[:, first])
     dmiss = miss[first]
     weight = fk_rows.astype(np.int64)
@@ -522,9 +540,13 @@ def suda2(
     lst = np.empty(n_rows, np.int64)
     kbuf = np.empty(n_rows, np.int64)
 
-    # size 1: class ids, -1 for a row alone in its class
+    # size 1: class ids, and a bit set of the rows that share their class
+    n_words = (n_rows + 63) // 64
     prev = np.empty((m, n_rows), np.int32)
-    shared = _first_level(dcodes, weight, card, dmiss, float(w[0]), msu_rows, contrib_rows, prev)
+    prev_bits = np.zeros((m, n_words), np.uint64)
+    shared = _first_level(
+        dcodes, weight, card, dmiss, float(w[0]), msu_rows, contrib_rows, prev, prev_bits
+    )
     prev_groups = card.copy()
     index = {(j,): j for j in range(m)}
     for k in range(2, max_size + 1):
@@ -534,24 +556,30 @@ def suda2(
         subs = np.array(level, np.int64)
         drops = np.array([[index[s[:t] + s[t + 1 :]] for t in range(k)] for s in level], np.int64)
         cur = np.empty((len(level), n_rows), np.int32)
+        cur_bits = np.zeros((len(level), n_words), np.uint64)
         cur_groups = np.zeros(len(level), np.int64)
         shared = _next_level(
-            dcodes, weight, card, dmiss, prev, prev_groups, subs, drops, float(w[k - 1]),
-            msu_rows, contrib_rows, cur, cur_groups, cnt, ids, lst, kbuf,
+            dcodes, weight, card, dmiss, prev, prev_bits, prev_groups, subs, drops,
+            float(w[k - 1]), msu_rows, contrib_rows, cur, cur_bits, cur_groups, cnt, ids, lst,
+            kbuf,
         )  # fmt: skip
-        prev, prev_groups = cur, cur_groups
+        prev, prev_bits, prev_groups = cur, cur_bits, cur_groups
         index = {s: i for i, s in enumerate(level)}
 
     # scores on the distinct rows, then one gather per result (every record its row's)
-    score_rows = msu_rows @ w  # s_i = sum_k (#MSU_k) w_k  [3]
+    # sums of whole numbers, exact in any order; elementwise (a BLAS call for these small
+    # products costs more than the product)
+    score_rows = (msu_rows * w).sum(axis=1)  # s_i = sum_k (#MSU_k) w_k  [3]
     contribution_rows = np.divide(
         contrib_rows,
         score_rows[:, None],
         out=np.zeros_like(contrib_rows),
         where=score_rows[:, None] > 0,
     )
-    total = weight @ score_rows
-    attribute = 100.0 * (weight @ contrib_rows) / total if total > 0 else np.zeros(m)
+    total = (weight * score_rows).sum()
+    attribute = (
+        100.0 * (contrib_rows * weight[:, None]).sum(axis=0) / total if total > 0 else np.zeros(m)
+    )
 
     # DIS [4] eq. 8 on whole rows, a missing code a value of its own
     n_unique = int((fk_rows == 1).sum())

@@ -294,6 +294,7 @@ def _next_level(
     ids: np.ndarray,
     lst: np.ndarray,
     kbuf: np.ndarray,
+    compact: bool,
 ) -> int:
     """Classes and MSUs of the key subsets of one size k from those of size k - 1.
 
@@ -303,7 +304,9 @@ def _next_level(
     of ``prev`` holding ``subs[s]`` without its t-th key (t = k - 1: the parent). Writes
     ``cur``, ``cur_bits`` (zeros) and ``cur_groups`` as ``prev`` one size up. ``cnt``
     (zeros) and ``ids`` (-1) are scratch tables of equal size, left as found; ``lst`` and
-    ``kbuf`` (n,). Returns the number of classes of two records or more over all k-subsets.
+    ``kbuf`` (n,). ``compact``: every key space (the product of all cardinalities) fits
+    ``cnt``, so a class's key serves as its id and ``ids`` is not used. Returns a positive
+    number when some class of some k-subset holds two records or more, else 0.
     """
     n_sub, k = subs.shape
     n_words = prev_bits.shape[1]
@@ -336,7 +339,21 @@ def _next_level(
                 if dense:
                     cnt[key] += weight[r]
         nid = 0
-        if a > 0 and dense:
+        if a > 0 and compact:
+            # every key space fits the table: a class keeps its key (code on the parent's
+            # keys in mixed radix, then on j) as its id, no renumbering
+            for t in range(a):
+                key = kbuf[t]
+                r = lst[t]
+                if cnt[key] >= 2:
+                    row[r] = key
+                    bits[r >> 6] |= one << np.uint64(r & 63)
+                    nid = 1
+                else:
+                    _msu(r, s, subs, miss, w_k, msu, contrib)
+            for t in range(a):
+                cnt[kbuf[t]] = 0
+        elif a > 0 and dense:
             for t in range(a):
                 key = kbuf[t]
                 r = lst[t]
@@ -369,7 +386,7 @@ def _next_level(
                 else:
                     _msu(lst[order[t]], s, subs, miss, w_k, msu, contrib)
                 t = u
-        cur_groups[s] = nid
+        cur_groups[s] = prev_groups[par] * cj if compact else nid
         total += nid
     return total
 
@@ -519,7 +536,9 @@ def suda2(
     w = _weights(m, max_size)
     # the class tables index (class, code) pairs: no more entries than the key space, and
     # 8 n at most (beyond, the kernels sort)
-    size = max(min(8 * n, math.prod(int(c) for c in card)), 1)
+    space = math.prod(int(c) for c in card)
+    size = max(min(8 * n, space), 1)
+    compact = space <= size
     cnt = np.zeros(size, np.int32)
     ids = np.full(size, -1, np.int32)
 
@@ -561,7 +580,7 @@ def suda2(
         shared = _next_level(
             dcodes, weight, card, dmiss, prev, prev_bits, prev_groups, subs, drops,
             float(w[k - 1]), msu_rows, contrib_rows, cur, cur_bits, cur_groups, cnt, ids, lst,
-            kbuf,
+            kbuf, compact,
         )  # fmt: skip
         prev, prev_bits, prev_groups = cur, cur_bits, cur_groups
         index = {s: i for i, s in enumerate(level)}

@@ -45,11 +45,12 @@ def _as_matrix(X: object) -> np.ndarray:
 
 
 @nb.njit(cache=True, nogil=True)
-def _column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """One validating pass and one centred pass over X (n, d), row by row.
+def _column_moments(X: np.ndarray, centred: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """One validating pass over X (n, d), row by row, and a centred one when ``centred``.
 
     Returns each column's observed count (d,), mean (d,) and sum of squared deviations
-    (d,) over its non-NaN values, and the first column holding an infinity (-1: none).
+    (d,; zeros unless ``centred``) over its non-NaN values, and the first column holding an
+    infinity (-1: none).
     """
     n, d = X.shape
     count = np.zeros(d, np.int64)
@@ -72,6 +73,8 @@ def _column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     for j in range(d):
         if count[j] > 0:
             mean[j] = total[j] / count[j]
+    if not centred:
+        return count, mean, m2, bad
     for i in range(n):  # centred: no cancellation of large means
         for j in range(d):
             v = X[i, j]
@@ -156,10 +159,10 @@ def _complete_covariance(X: np.ndarray) -> tuple[np.ndarray, int]:
     return S, r
 
 
-def _moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observed counts, means and squared deviations of X's columns; DataError for an
-    infinity."""
-    count, mean, m2, bad = _column_moments(X)
+def _moments(X: np.ndarray, centred: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observed counts, means and (when ``centred``) squared deviations of X's columns;
+    DataError for an infinity."""
+    count, mean, m2, bad = _column_moments(X, centred)
     if bad >= 0:
         raise DataError(
             f"X has infinite values in column {bad}; replace them or mark them missing (NaN)",
@@ -259,7 +262,8 @@ def add_noise(
     X = _as_matrix(X)
     n, d = X.shape
     w = noise / 100.0
-    count, mean, m2 = _moments(X)  # one pass validates, one centres
+    # one pass validates (and sums); additive noise needs a second, centred, for the sd
+    count, mean, m2 = _moments(X, centred=method == "additive")
     if method == "additive":
         sd = _column_sd(count, m2)
         # x + rnorm(N, 0, noise/100 * sd(x, na.rm = TRUE)), column by column  [2]: the

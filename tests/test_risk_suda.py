@@ -218,7 +218,8 @@ def test_compiled_search_matches_the_levelwise_reference(seed: int) -> None:
     n, m = int(rng.integers(1, 400)), int(rng.integers(1, 7))
     cards = rng.integers(1, 8, size=m)
     x = np.column_stack([rng.integers(0, c, size=n) for c in cards]).astype(np.int64)
-    x[rng.random((n, m)) < 0.05] = -1
+    if seed % 5:  # one file in five has no missing cell
+        x[rng.random((n, m)) < 0.05] = -1
     if seed % 4 == 1:
         x = x[rng.integers(0, n, size=n)]  # many identical rows
     if seed % 4 == 2:

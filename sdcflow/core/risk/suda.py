@@ -135,14 +135,15 @@ _DENSE_CAP_MIN = 1 << 16  # scratch entries for the dense class counts, at least
 
 @nb.njit(cache=True, nogil=True)
 def _dense_codes(
-    vals: np.ndarray, miss: np.ndarray, cap: int
+    vals: np.ndarray, miss: np.ndarray, complete: bool, cap: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dense per-key codes of integer keys by a presence table of each key's range.
 
-    ``vals`` (n, m) int64 and ``miss`` (n, m) bool; returns codes (m, n) int32 (0.. for the
-    observed values in increasing order, then one code shared by every missing cell),
-    cardinalities (m,) and ``ok`` (m,): False for a key whose range exceeds ``cap`` (its
-    codes are left for ``np.unique``).
+    ``vals`` (n, m) int64 and ``miss`` (n, m) bool (``complete``: no cell is missing, and
+    the loops skip the mask); returns codes (m, n) int32 (0.. for the observed values in
+    increasing order, then one code shared by every missing cell), cardinalities (m,) and
+    ``ok`` (m,): False for a key whose range exceeds ``cap`` (its codes are left for
+    ``np.unique``).
     """
     n, m = vals.shape
     codes = np.empty((m, n), np.int32)
@@ -152,20 +153,33 @@ def _dense_codes(
     hi = np.full(m, -1, np.int64)
     seen = np.zeros(m, np.bool_)
     any_missing = np.zeros(m, np.bool_)
-    for i in range(n):  # row by row: vals is C-ordered
+    if complete:
         for j in range(m):
-            if miss[i, j]:
-                any_missing[j] = True
-                continue
-            v = vals[i, j]
-            if not seen[j]:
-                lo[j] = v
-                hi[j] = v
-                seen[j] = True
-            elif v < lo[j]:
-                lo[j] = v
-            elif v > hi[j]:
-                hi[j] = v
+            lo[j] = vals[0, j]
+            hi[j] = vals[0, j]
+            seen[j] = True
+        for i in range(n):  # row by row: vals is C-ordered
+            for j in range(m):
+                v = vals[i, j]
+                if v < lo[j]:
+                    lo[j] = v
+                elif v > hi[j]:
+                    hi[j] = v
+    else:
+        for i in range(n):
+            for j in range(m):
+                if miss[i, j]:
+                    any_missing[j] = True
+                    continue
+                v = vals[i, j]
+                if not seen[j]:
+                    lo[j] = v
+                    hi[j] = v
+                    seen[j] = True
+                elif v < lo[j]:
+                    lo[j] = v
+                elif v > hi[j]:
+                    hi[j] = v
     offset = np.zeros(m + 1, np.int64)  # key j's presence table: offset[j]..offset[j + 1]
     for j in range(m):
         if seen[j] and float(hi[j]) - float(lo[j]) >= cap:  # float: hi - lo may overflow
@@ -173,24 +187,29 @@ def _dense_codes(
         span = hi[j] - lo[j] + 1 if seen[j] and ok[j] else 0
         offset[j + 1] = offset[j] + span
     rank = np.zeros(offset[m], np.int64)
-    for i in range(n):
-        for j in range(m):
-            if ok[j] and not miss[i, j]:
-                rank[offset[j] + vals[i, j] - lo[j]] = 1
     for j in range(m):
+        if not ok[j]:
+            continue
+        base = offset[j] - lo[j]
+        if complete:
+            for i in range(n):
+                rank[base + vals[i, j]] = 1
+        else:
+            for i in range(n):
+                if not miss[i, j]:
+                    rank[base + vals[i, j]] = 1
         c = 0
         for t in range(offset[j], offset[j + 1]):
             if rank[t]:
                 rank[t] = c
                 c += 1
         card[j] = c + 1 if any_missing[j] else c
-    for i in range(n):
-        for j in range(m):
-            if ok[j]:
-                if miss[i, j]:
-                    codes[j, i] = card[j] - 1
-                else:
-                    codes[j, i] = rank[offset[j] + vals[i, j] - lo[j]]
+        if complete:
+            for i in range(n):
+                codes[j, i] = rank[base + vals[i, j]]
+        else:
+            for i in range(n):
+                codes[j, i] = c if miss[i, j] else rank[base + vals[i, j]]
     return codes, card, ok
 
 
@@ -212,7 +231,7 @@ def _codes(keys: np.ndarray, missing: float | None) -> tuple[np.ndarray, np.ndar
     if exact:
         vals = np.where(miss, 0, keys) if is_float else keys
         vals = np.ascontiguousarray(vals, dtype=np.int64)
-        codes, card, ok = _dense_codes(vals, miss, cap)
+        codes, card, ok = _dense_codes(vals, miss, not miss.any(), cap)
     else:
         codes, card, ok = np.empty((m, n), np.int32), np.zeros(m, np.int64), np.zeros(m, bool)
     for j in np.flatnonzero(~ok):

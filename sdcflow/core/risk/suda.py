@@ -507,7 +507,7 @@ def suda2(
     See the module docstring for the search, the equations and the differences from
     sdcMicro. Memory: the class ids of two consecutive subset sizes,
     ``(C(m, k) + C(m, k + 1)) * D`` 32-bit integers at the widest size k (D distinct rows),
-    and two tables of ``8 n`` 32-bit integers.
+    and two tables of at most ``8 n`` 32-bit integers.
 
     Examples
     --------

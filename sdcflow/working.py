@@ -59,7 +59,7 @@ from sdcflow.gates import GateContext, measure, run_gates
 from sdcflow.methods import METHODS, MaskResult, MethodParams, get_method, suppression
 from sdcflow.methods.keys import Key, SuppressionSettings, encode_keys
 from sdcflow.methods.mixed import mask_keys
-from sdcflow.methods.recoding import Recoding, recode
+from sdcflow.methods.recoding import NUMERIC_KINDS, Recoding, check_recoding, recode
 from sdcflow.spec.schema import _join_errors, error_field
 
 __all__ = ["SdcFrame", "Step"]
@@ -193,44 +193,85 @@ class SdcFrame:
         labels: Sequence[str] | None = None,
         closed: Literal["right", "left"] = "right",
         map: Mapping[str, str] | None = None,
+        top: float | None = None,
+        top_value: float | None = None,
+        bottom: float | None = None,
+        bottom_value: float | None = None,
     ) -> SdcFrame:
-        """Recode key ``column`` globally (sdcMicro's ``globalRecode``, the spec's
-        ``recode:``): ``bins`` edges of a numeric key (it becomes ordinal; ``closed`` as in
-        :mod:`sdcflow.methods.recoding`), or a ``map`` of a categorical key's levels. A
-        second recoding of the same key replaces the first. Returns the object."""
+        """Recode key ``column`` globally (sdcMicro's ``globalRecode`` and ``topBotCoding``,
+        the spec's ``recode:``): ``bins`` edges of a numeric key (it becomes ordinal;
+        ``closed`` as in :mod:`sdcflow.methods.recoding`), a ``map`` of a categorical key's
+        levels, or top and bottom coding of a numeric key (values above ``top`` become
+        ``top_value``, below ``bottom`` become ``bottom_value``, each by default the
+        threshold; the key stays numeric, masked by the method afterwards). A second
+        recoding of the same key replaces the first. Returns the object."""
         key = self._key(column)
-        if (bins is None) == (map is None):
+        coding = top is not None or bottom is not None
+        if (bins is not None) + (map is not None) + coding != 1:
             raise ParameterError(
-                f"recode({column!r}): give bins=[edges] for a numeric key or map={{level: new}} "
-                "for a categorical one",
+                f"recode({column!r}): give bins=[edges] or top=/bottom= for a numeric key, or "
+                "map={level: new} for a categorical one (one of them)",
                 field=column,
             )
-        rule = (
-            Recoding(
+        if bins is not None:
+            rule = Recoding(
                 "bins",
                 edges=tuple(float(e) for e in bins),
                 labels=tuple(labels) if labels is not None else None,
                 closed=closed,
             )
-            if bins is not None
-            else Recoding("map", mapping=dict(map or {}))
-        )
-        if (rule.kind == "bins") != (key.kind == "numeric"):
-            want = "numeric" if rule.kind == "bins" else "categorical"
+            what = f"bins {list(rule.edges)}"
+        elif coding:
+            rule = Recoding(
+                "top_bottom",
+                top=_number(top),
+                bottom=_number(bottom),
+                top_value=_number(top_value),
+                bottom_value=_number(bottom_value),
+            )
+            check_recoding(column, rule)  # the spec's messages, before any record is read
+            what = ", ".join(
+                f"{side} {value:g}"
+                for side, value in (("top", top), ("bottom", bottom))
+                if value is not None
+            )
+        else:
+            rule = Recoding("map", mapping=dict(map or {}))
+            what = f"map of {len(map or {})}"
+        numeric_rule = rule.kind in NUMERIC_KINDS
+        if numeric_rule != (key.kind == "numeric"):
+            want = "numeric" if numeric_rule else "categorical"
             raise DataError(
                 f"recode.{column}: {rule.kind} apply to {want} keys and {column} is {key.kind}; "
-                "use bins for numbers, map for categories",
+                "use bins or top/bottom for numbers, map for categories",
                 code=Reason.COLUMN_TYPE,
                 field=f"recode.{column}",
             )
         state = self._steps[-1]
-        what = f"bins {list(rule.edges)}" if rule.kind == "bins" else f"map of {len(map or {})}"
         return self._push(
             f"recode {column}: {what}",
             {**state.recodings, column: rule},
             state.method,
             state.suppression,
         )
+
+    def top_code(self, column: str, top: float, value: float | None = None) -> SdcFrame:
+        """Top-code numeric key ``column``: values above ``top`` become ``value`` (by default
+        ``top``), as sdcMicro's ``topBotCoding(kind = "top")``; kept with a bottom coding
+        of the same key already taken. Returns the object."""
+        rule = self._steps[-1].recodings.get(column)
+        bottom = rule.bottom if rule is not None and rule.kind == "top_bottom" else None
+        low = rule.bottom_value if bottom is not None and rule is not None else None
+        return self.recode(column, top=top, top_value=value, bottom=bottom, bottom_value=low)
+
+    def bottom_code(self, column: str, bottom: float, value: float | None = None) -> SdcFrame:
+        """Bottom-code numeric key ``column``: values below ``bottom`` become ``value`` (by
+        default ``bottom``), as sdcMicro's ``topBotCoding(kind = "bottom")``; kept with a
+        top coding of the same key already taken. Returns the object."""
+        rule = self._steps[-1].recodings.get(column)
+        top = rule.top if rule is not None and rule.kind == "top_bottom" else None
+        high = rule.top_value if top is not None and rule is not None else None
+        return self.recode(column, top=top, top_value=high, bottom=bottom, bottom_value=value)
 
     def suppress(
         self,
@@ -633,6 +674,7 @@ def _recoded_only(records: pd.DataFrame, keys: Sequence[Key]) -> MaskResult:
             details.setdefault("recoding", {})[key.name] = {
                 "kind": key.recoding.kind,
                 "records_changed": done.changed,
+                **done.coded,
             }
             if key.recoding.kind == "bins":
                 continue
@@ -663,7 +705,24 @@ def _recode_block(rule: Recoding) -> dict[str, Any]:
         if rule.closed != "right":
             block["closed"] = rule.closed
         return block
+    if rule.kind == "top_bottom":
+        sides = {
+            "top": rule.top,
+            "top_value": rule.top_value,
+            "bottom": rule.bottom,
+            "bottom_value": rule.bottom_value,
+        }
+        return {name: float(v) for name, v in sides.items() if v is not None}
     return {"map": dict(rule.mapping)}
+
+
+def _number(value: Any) -> float | None:
+    """A threshold or replacement as a float (None stays None); anything else refused."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"{value!r} is not a number; give thresholds as numbers")
+    return float(value)
 
 
 def _generator(random_state: Any) -> np.random.Generator:

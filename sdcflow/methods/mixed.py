@@ -3,7 +3,8 @@
 :func:`mask_keys` is what the mask step calls. It composes, in this order:
 
 1. **Global recoding** of the keys that declare one (:mod:`sdcflow.methods.recoding`): a binned
-   numeric key becomes ordinal.
+   numeric key becomes ordinal; a top- or bottom-coded one stays numeric, masked by the
+   method with its coded values.
 2. **Masking**, by the first case that applies:
 
    * the method masks all keys itself (``Method.mask_keys``: ``heterogeneous``,
@@ -104,7 +105,8 @@ def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, li
         summary[key.name] = {"kind": key.recoding.kind, "records_changed": done.changed}
         if key.recoding.kind == "bins":  # which end of a bin holds its edge
             summary[key.name]["closed"] = key.recoding.closed
-        if key.kind == "numeric":  # bins: the key becomes ordinal
+        summary[key.name].update(done.coded)  # top and bottom coding: values coded per side
+        if key.kind == "numeric" and key.recoding.kind == "bins":  # the key becomes ordinal
             resolved.append(replace(key, kind="ordinal", order=tuple(done.order or ())))
         else:
             resolved.append(key)

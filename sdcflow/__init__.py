@@ -51,6 +51,7 @@ _LAZY = {
     "Heterogeneous": "sdcflow.transformers",
     "Noise": "sdcflow.transformers",
     "RankSwap": "sdcflow.transformers",
+    "Shuffle": "sdcflow.transformers",
     "Pram": "sdcflow.transformers",
     "SdcFrame": "sdcflow.working",
     "measures": "sdcflow.measures",

@@ -80,6 +80,7 @@ __all__ = [
     "Pram",
     "RankSwap",
     "Recoding",
+    "Shuffle",
 ]
 
 SDCMICRO_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -565,6 +566,7 @@ ConstrainedFuzzy = _generated(fuzzy.CONSTRAINED_FUZZY.name, "ConstrainedFuzzy", 
 Box = _generated(box.BOX.name, "Box", MethodTransformer)
 Noise = _generated(perturbation.NOISE.name, "Noise", MethodTransformer)
 RankSwap = _generated(perturbation.RANK_SWAP.name, "RankSwap", MethodTransformer)
+Shuffle = _generated(perturbation.SHUFFLE.name, "Shuffle", MethodTransformer)
 
 
 class _KeysTransformer(MethodTransformer):

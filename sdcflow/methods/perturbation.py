@@ -1,25 +1,36 @@
-"""Methods ``noise``, ``rank_swap`` and ``pram``: perturbative masking, as sdcMicro offers it.
+"""Methods ``noise``, ``rank_swap``, ``shuffle`` and ``pram``: perturbative masking, as
+sdcMicro offers it.
 
 Spec::
 
     method: {name: noise, kind: additive, noise: 150}   # numeric keys
     method: {name: rank_swap, p: 15}                      # numeric keys
+    method: {name: shuffle}                               # numeric keys
     method: {name: pram, pd: 0.8, alpha: 0.5}             # categorical keys
 
 The numerical code is :mod:`sdcflow.core.perturbation` (sdcMicro 5.8.1's ``addNoise``,
-``rankSwap`` and ``pram``); the draws come from the release's generator (the spec's secret
-``seed``, never written to the manifest).
+``rankSwap``, ``shuffle(method = "ds")`` and ``pram``); the draws come from the release's
+generator (the spec's secret ``seed``, never written to the manifest).
 
-**No k-anonymity.** A perturbed record is not hidden in a group of identical ones: noise
-and swapping publish (almost) every record with its own values, PRAM publishes a category
+**No k-anonymity.** A perturbed record is not hidden in a group of identical ones: noise,
+swapping and shuffling publish (almost) every record with its own values, PRAM publishes a category
 that may be false. None of them promises k, so a spec gating k-anonymity in any form
 (:data:`K_GATES`) is refused at preflight with that reason; the disclosure risk of numeric
 perturbation is gated by distance-based record linkage instead (``max_record_linkage``, by
 default at :data:`RECORD_LINKAGE`\\ %: released records a nearest-neighbour intruder links to
 their own original).
 
-**Keys.** ``noise`` and ``rank_swap`` mask numeric keys only: they have no k to stratify
-categorical keys by, so a release with categorical keys is refused (PRAM them in their own
+**Shuffling** (Muralidhar and Sarathy 2006) replaces the numeric keys by their own values
+reordered by the ranks of a draw from their normal copula: every key keeps its values exactly
+(its marginal distribution), the keys their rank correlations in expectation. A release has
+no non-confidential predictors for it to condition on (the paper's ``S``: the keys are what
+an intruder knows), so the released keys are independent of the record they land on: the
+lowest linkage risk of the perturbative methods, and no relation left between the keys and
+the columns published beside them (``keep:``, ``sensitive:``). The core function
+(:func:`sdcflow.core.perturbation.shuffle`) takes predictors for use outside a release.
+
+**Keys.** ``noise``, ``rank_swap`` and ``shuffle`` mask numeric keys only: they have no k to
+stratify categorical keys by, so a release with categorical keys is refused (PRAM them in their own
 release, or choose a microaggregation method). ``pram`` masks categorical keys (nominal,
 ordinal, and numeric keys binned by ``recode:``); a numeric key is refused rather than
 published as it is. Numeric keys with missing values are refused too (sdcflow releases
@@ -47,11 +58,18 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from sdcflow.core.linear.constraints import LinearConstraints
-from sdcflow.core.perturbation import add_noise, pram, rank_swap
+from sdcflow.core.perturbation import add_noise, pram, rank_swap, shuffle
 from sdcflow.core.validation import check_magnitude
 from sdcflow.errors import ParameterError
 from sdcflow.methods.base import MaskResult, Method, MethodParams, ReleaseView, refuse
-from sdcflow.methods.keys import EncodedKeys, EncodedRelease, Key, SuppressionSettings, masked_as
+from sdcflow.methods.keys import (
+    EncodedKeys,
+    EncodedRelease,
+    Key,
+    SuppressionSettings,
+    key_numbers,
+    masked_as,
+)
 
 RECORD_LINKAGE = 10.0  # % of records linked to their own original: the default gate
 
@@ -103,6 +121,13 @@ class RankSwapParams(MethodParams):
         description="rank range in percent of the records: a value is swapped with one whose "
         "rank differs by less than p % (sdcMicro's P = p / 100)",
     )
+
+
+class ShuffleParams(MethodParams):
+    """Data shuffling has no parameter of its own in a release: the keys are the confidential
+    variables, and the release has no non-confidential predictors (the module docstring)."""
+
+    name: Literal["shuffle"] = "shuffle"
 
 
 class PramParams(MethodParams):
@@ -185,6 +210,45 @@ def _mask_rank_swap(
             "values_swapped": {c: int(v) for c, v in zip(columns, changed, strict=True)},
         },
     )
+
+
+def _mask_shuffle(
+    X: np.ndarray,
+    columns: list[str],
+    params: ShuffleParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    Z = shuffle(X, rng=rng)
+    moved = (Z != X).sum(axis=0)
+    return _points(
+        columns,
+        Z,
+        {
+            "strategy": "data shuffling (Muralidhar and Sarathy 2006, sdcMicro shuffle, "
+            "method ds) without predictors: each key's own values reordered by the ranks of "
+            "a draw from the keys' normal copula",
+            "values_moved": {c: int(v) for c, v in zip(columns, moved, strict=True)},
+        },
+    )
+
+
+def _check_data_shuffle(spec: ReleaseView, data: Any, keys: Sequence[Key]) -> None:
+    """A key with one value on every record has no ranks to shuffle by."""
+    numeric, _ = masked_as(keys)
+    if not numeric or data.num_rows < 3:
+        if numeric:
+            refuse("method shuffle ranks and correlates the records and needs at least 3")
+        return
+    X = key_numbers(data, numeric)
+    one_value = np.nanmax(X, axis=0) == np.nanmin(X, axis=0)  # not their difference: +-1e308
+    flat = [c for c, f in zip(numeric, one_value, strict=True) if f]
+    if flat:
+        refuse(
+            f"method shuffle ranks each key and {', '.join(flat)} hold one value on every "
+            "record (nothing to reorder, and no rank correlation); leave them out of "
+            "quasi_identifiers or publish them under keep:"
+        )
 
 
 def _check_numeric(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
@@ -288,6 +352,18 @@ RANK_SWAP = Method(
     key_kinds=frozenset({"numeric"}),
     blocks=False,
     check_spec=_check_numeric,
+)
+SHUFFLE = Method(
+    ShuffleParams,
+    _mask_shuffle,
+    promises=perturbation_promises,
+    conflicts=refuse_k_gates,
+    summary="data shuffling of numeric keys (Muralidhar and Sarathy 2006, as sdcMicro shuffle "
+    "with method ds): each key keeps its values, reordered",
+    key_kinds=frozenset({"numeric"}),
+    blocks=False,
+    check_spec=_check_numeric,
+    check_data=_check_data_shuffle,
 )
 PRAM = Method(
     PramParams,

@@ -59,6 +59,7 @@ from sdcflow.gates import GateContext, measure, run_gates
 from sdcflow.methods import METHODS, MaskResult, MethodParams, get_method, suppression
 from sdcflow.methods.keys import Key, SuppressionSettings, encode_keys
 from sdcflow.methods.mixed import mask_keys
+from sdcflow.methods.perturbation import PRAM_STEP, PramStepParams, check_pram_step
 from sdcflow.methods.recoding import NUMERIC_KINDS, Recoding, check_recoding, recode
 from sdcflow.spec.schema import _join_errors, error_field
 
@@ -90,6 +91,8 @@ class Step:
     suppression : SuppressionSettings
     result : MaskResult
         The keys as released (``masked``), the numeric ones as points.
+    pram : PramStepParams or None
+        PRAM on some categorical keys before the method (the spec's ``pram:``).
     """
 
     label: str
@@ -97,6 +100,7 @@ class Step:
     method: MethodParams | None
     suppression: SuppressionSettings
     result: MaskResult
+    pram: PramStepParams | None = None
     _figures: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -272,6 +276,28 @@ class SdcFrame:
         top = rule.top if rule is not None and rule.kind == "top_bottom" else None
         high = rule.top_value if top is not None and rule is not None else None
         return self.recode(column, top=top, top_value=high, bottom=bottom, bottom_value=value)
+
+    def pram(self, columns: Sequence[str], *, pd: float = 0.8, alpha: float = 0.5) -> SdcFrame:
+        """PRAM the categorical keys ``columns`` before the method (the spec's ``pram:``;
+        sdcMicro's ``pram`` with its invariant matrix): the method set by :meth:`mask` or
+        :meth:`suppress`, now or later, masks the keys with their perturbed values (a method
+        without k, ``noise``, ``rank_swap`` or ``shuffle``, masks the numeric keys and needs
+        every categorical key PRAMed). Without a method yet the step waits for one. A
+        second call replaces the first. Returns the object."""
+        try:
+            step = PramStepParams(columns=list(columns), pd=pd, alpha=alpha)
+        except ValidationError as e:
+            raise ParameterError(f"pram: {_join_errors(e)}", field=error_field(e)) from None
+        for column in step.columns:
+            self._key(column)
+        state = self._steps[-1]
+        return self._push(
+            f"pram {', '.join(step.columns)} (pd={pd:g}, alpha={alpha:g})",
+            state.recodings,
+            state.method,
+            state.suppression,
+            step,
+        )
 
     def suppress(
         self,
@@ -476,6 +502,8 @@ class SdcFrame:
             }
         if self.sensitive:
             spec["sensitive"] = list(self.sensitive)
+        if state.pram is not None:
+            spec[PRAM_STEP] = state.pram.model_dump(mode="json")
         spec["method"] = state.method.model_dump(mode="json", exclude_defaults=True) | {
             "name": state.method.name
         }
@@ -510,9 +538,11 @@ class SdcFrame:
         recodings: Mapping[str, Recoding],
         method: MethodParams | None,
         suppression: SuppressionSettings,
+        pram: PramStepParams | Literal["kept"] | None = "kept",
     ) -> SdcFrame:
         # computed before it is kept: a step that fails leaves the object as it was
-        self._steps.append(self._step(label, recodings, method, suppression))
+        step = self._steps[-1].pram if pram == "kept" else pram
+        self._steps.append(self._step(label, recodings, method, suppression, step))
         return self
 
     def _step(
@@ -521,14 +551,17 @@ class SdcFrame:
         recodings: Mapping[str, Recoding],
         method: MethodParams | None,
         suppression: SuppressionSettings,
+        pram: PramStepParams | None = None,
     ) -> Step:
         keys = [replace(k, recoding=recodings.get(k.name)) for k in self.keys]
         if method is None:
             result = _recoded_only(self._records, keys)
         else:
+            if pram is not None:  # the preflight's refusals, before any draw
+                check_pram_step(_View(method), keys, pram)
             rng = _generator(self.random_state)
-            result = mask_keys(self._records, keys, method, rng, suppression=suppression)
-        return Step(label, dict(recodings), method, suppression, result)
+            result = mask_keys(self._records, keys, method, rng, suppression=suppression, pram=pram)
+        return Step(label, dict(recodings), method, suppression, result, pram)
 
     def _context(self, state: Step) -> GateContext:
         result = state.result
@@ -590,6 +623,14 @@ class SdcFrame:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _View:
+    """What :func:`~sdcflow.methods.perturbation.check_pram_step` reads of a spec: its
+    method."""
+
+    method: MethodParams
 
 
 def _known(frame: pd.DataFrame, names: Sequence[str]) -> None:

@@ -146,3 +146,95 @@ def test_an_unchanged_spec_keeps_its_hash_without_top_coding(tmp_path):
     )
     public = load_spec(path).hashed_dict(skip=set())
     assert public["recode"]["employees"].keys().isdisjoint({"top", "bottom", "top_value"})
+
+
+# --- PRAM on categorical keys before the method ----------------------------------------------
+
+NUMBERS = ["employees", "turnover", "wages"]
+CATEGORIES = ["region", "sector"]
+
+
+def test_pram_before_mdav_keeps_k_on_the_released_rows_and_names_the_perturbed_keys(
+    tmp_path, prefect_api
+):
+    spec = write_release(
+        tmp_path,
+        rows=300,
+        quasi_identifiers=[*NUMBERS, *CATEGORIES],
+        method={"name": "mdav", "k": 3},
+        pram={"columns": CATEGORIES, "pd": 0.7},
+        seed=SEED,
+    )
+    released, manifest = _release(tmp_path, spec)
+    text = json.dumps(manifest)
+    assert str(SEED) not in text and "matrix" not in json.dumps(manifest["spec"]["pram"])
+    assert manifest["spec"]["pram"] == {"columns": CATEGORIES, "pd": 0.7, "alpha": 0.5}
+    step = manifest["method_details"]["pram"]
+    assert step["columns"] == CATEGORIES
+    assert set(step["invariance"]) == set(CATEGORIES)  # figures, never the matrix
+    assert step["invariance"]["region"]["largest_expected_frequency_change"] < 1e-6
+    assert step["values_changed"]["sector"] > 0
+    # k counts the released rows, PRAMed keys included, as always: it holds by construction
+    gates = {g["check"]: g for g in manifest["checks"]}
+    assert gates["k_anonymity"]["figure"] >= 3
+    original = pd.read_csv(tmp_path / "data.csv")
+    assert set(released["sector"].dropna()) <= set(original["sector"])
+    # the working object, with the same steps, releases the same rows and figures
+    frame = sdcflow.SdcFrame(original, keys=[*NUMBERS, *CATEGORIES], random_state=SEED)
+    frame.pram(CATEGORIES, pd=0.7).mask("mdav", k=3)
+    assert frame.report()["method_details"]["pram"] == step
+    np.testing.assert_array_equal(
+        _text_rows(frame.released[[*NUMBERS, *CATEGORIES]]),
+        _text_rows(released[[*NUMBERS, *CATEGORIES]]),
+    )
+    back = frame.to_spec(release="again", source="data.csv", id_column="respondent_id")
+    assert back["pram"] == manifest["spec"]["pram"]
+    outcome = sdcflow.release(back, publish=False, base_dir=tmp_path)
+    assert outcome.status == "checked", outcome.message
+    assert outcome.method_details["pram"] == step
+
+
+def test_pram_then_a_numeric_perturbation_releases_both_kinds_of_keys(tmp_path, prefect_api):
+    spec = write_release(
+        tmp_path,
+        rows=300,
+        quasi_identifiers=[*NUMBERS, "region"],
+        method={"name": "rank_swap", "p": 15},
+        pram={"columns": ["region"]},
+        seed=SEED,
+    )
+    released, manifest = _release(tmp_path, spec)
+    gates = {g["check"] for g in manifest["checks"]}
+    assert gates == {"max_record_linkage"}  # the method's gate; no k
+    assert manifest["method_details"]["pram"]["values_changed"]["region"] > 0
+    original = pd.read_csv(tmp_path / "data.csv")
+    for c in NUMBERS:  # rank swapping keeps each key's values
+        assert sorted(released[c]) == sorted(original[c])
+
+
+@pytest.mark.parametrize(
+    "method, keys, pram, named",
+    [
+        ({"name": "mdav", "k": 3}, [*NUMBERS, "region"], {"columns": ["turnover"]}, "are numeric"),
+        ({"name": "pram"}, CATEGORIES, {"columns": ["region"]}, "remove `pram:`"),
+        ({"name": "noise"}, [*NUMBERS, *CATEGORIES], {"columns": ["region"]}, "leaves out sector"),
+        ({"name": "mdav", "k": 3}, [*NUMBERS, "region"], {"columns": ["sector"]}, "not quasi"),
+        (
+            {"name": "mdav", "k": 3},
+            [*NUMBERS, "region"],
+            {"columns": ["region", "region"]},
+            "twice",
+        ),
+    ],
+)
+def test_a_pram_step_that_makes_no_sense_is_refused_with_the_reason(
+    tmp_path, method, keys, pram, named
+):
+    spec = write_release(tmp_path, rows=40, quasi_identifiers=keys, method=method, pram=pram)
+    with pytest.raises(InputError, match=named):
+        sdcflow.release(spec, publish=False)
+
+
+def _text_rows(frame: pd.DataFrame) -> list[tuple[str, ...]]:
+    """The rows as text, sorted: the same release whatever its order and dtypes."""
+    return sorted(tuple(str(v) for v in row) for row in frame.astype(object).to_numpy())

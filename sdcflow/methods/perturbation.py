@@ -42,6 +42,21 @@ observed ones (the invariance check of the transition matrix, 0 up to rounding),
 number of values changed. Never the transition matrix (with it an intruder computes the
 posterior of every record's true category), the drawn keep-probabilities, nor the noise.
 
+**PRAM as a step before the method** (``pram: {columns: [...], pd, alpha}`` in the spec,
+:class:`PramStepParams`): PRAM perturbs the categorical keys it names first, from the
+release's generator, and the method then masks the release's keys as it always does, the
+PRAMed keys with their perturbed values. A method with k (``mdav``, ``heterogeneous``,
+``local_suppression``...) takes them as categorical keys like any other: the strata of
+identical released categorical rows hold k records, so k counted on the released rows, as
+every k gate counts it, holds over every key, PRAMed or not; what PRAM adds is that a
+PRAMed key's released value may be false, which no k counts. A perturbative method for
+numeric keys (``noise``, ``rank_swap``, ``shuffle``), which has no k to stratify by, masks the
+numeric keys and leaves the categorical ones as PRAM released them: every categorical key
+must then be PRAMed (:func:`check_pram_step`), and the release is gated by record linkage
+as the method's. The manifest's ``method_details.pram`` names the PRAMed keys, the
+parameters (public, in the spec), per key the invariance check and the values PRAM
+changed; never the transition matrices or the draws.
+
 ``noise: {kind: restricted}`` (sdcMicro's ``restr``) is not offered: it adds no noise,
 only ``z = c x + (1 - c) mean(x)`` with ``c`` a function of the number of records and the
 ``noise`` parameter, both public, and the mean unchanged, so anyone holding the manifest
@@ -55,7 +70,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.perturbation import add_noise, pram, rank_swap, shuffle
@@ -70,8 +85,11 @@ from sdcflow.methods.keys import (
     key_numbers,
     masked_as,
 )
+from sdcflow.spec_model import SpecModel
 
 RECORD_LINKAGE = 10.0  # % of records linked to their own original: the default gate
+#: The spec's field of the PRAM step: named after the method it runs.
+PRAM_STEP = "pram"
 
 # Every gate that counts records sharing a released row (or an expected group): perturbation
 # promises none of them.
@@ -145,6 +163,124 @@ class PramParams(MethodParams):
         le=1,
         description="weight of the invariant transition matrix against the identity",
     )
+
+
+class PramStepParams(SpecModel):
+    """``pram:`` -- PRAM on some categorical keys, applied before the method (the module
+    docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    columns: list[str] = Field(
+        min_length=1, description="categorical quasi-identifiers PRAMed before the method"
+    )
+    pd: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="lower bound of the probability that a category is kept (as method pram)",
+    )
+    alpha: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="weight of the invariant transition matrix against the identity",
+    )
+
+    @field_validator("columns")
+    @classmethod
+    def _once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("a column is listed twice; list each PRAMed key once")
+        return value
+
+
+def _pram_codes(
+    enc: EncodedKeys, names: Sequence[str], pd: float, alpha: float, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """PRAM of the categorical keys ``names`` of ``enc``, each with its own invariant matrix:
+    the new codes (n, c) (other keys unchanged) and per key the invariance check, never
+    the matrix."""
+    codes = enc.codes.copy()
+    invariance: dict[str, Any] = {}
+    for j, name in enumerate(enc.categorical_names):
+        if name not in names:
+            continue
+        L = max(len(enc.levels[j]), 1)
+        codes[:, j], R = pram(enc.codes[:, j], pd=pd, alpha=alpha, n_categories=L, rng=rng)
+        observed = enc.codes[:, j][enc.codes[:, j] >= 0]
+        t = np.bincount(observed, minlength=L).astype(np.float64)
+        # the invariance check: expected frequencies after PRAM against the observed ones,
+        # largest difference in records (0 up to rounding); never the matrix itself
+        invariance[name] = {
+            "categories": int(L),
+            "largest_expected_frequency_change": float(np.abs(t @ R - t).max()),
+        }
+    return codes, invariance
+
+
+def pram_step(
+    enc: EncodedKeys, step: PramStepParams, rng: np.random.Generator
+) -> tuple[EncodedKeys, dict[str, Any]]:
+    """Apply the spec's ``pram:`` step to the encoded keys before the method: ``enc`` with
+    the PRAMed keys' codes replaced, and the manifest's ``method_details.pram``.
+
+    Raises ``ParameterError`` for a named key that is not categorical here (the preflight
+    refuses it before the run: :func:`check_pram_step`).
+    """
+    stray = [c for c in step.columns if c not in enc.categorical_names]
+    if stray:
+        raise ParameterError(
+            f"pram.columns: {', '.join(stray)} are not categorical keys; PRAM perturbs "
+            "categories (bin numeric keys with `recode:`, or leave them to the method)",
+            field="pram.columns",
+        )
+    codes, invariance = _pram_codes(enc, step.columns, step.pd, step.alpha, rng)
+    changed = (codes != enc.codes).sum(axis=0)
+    details = {
+        "columns": list(step.columns),
+        "strategy": "PRAM with sdcMicro's invariant transition matrix per key, before the "
+        f"method (pd {step.pd:g}, alpha {step.alpha:g}); the matrices are not recorded",
+        "invariance": invariance,
+        "values_changed": {
+            c: int(v)
+            for c, v in zip(enc.categorical_names, changed, strict=True)
+            if c in step.columns
+        },
+    }
+    out = EncodedKeys(enc.numeric, enc.numeric_keys, codes, enc.categorical_keys, enc.levels)
+    return out, details
+
+
+def check_pram_step(spec: ReleaseView, keys: Sequence[Key], step: PramStepParams | None) -> None:
+    """The preflight's refusals of a ``pram:`` step with these resolved keys (exit 2): a
+    named key that is numeric (published unmasked by PRAM, which perturbs categories), and
+    under a method without k, a categorical key left out (the method has nothing to mask
+    it with)."""
+    if step is None:
+        return
+    numeric, categorical = masked_as(keys)
+    named_numeric = [c for c in step.columns if c in numeric]
+    if named_numeric:
+        refuse(
+            f"pram.columns: {', '.join(named_numeric)} are numeric and PRAM perturbs "
+            "categories; bin them with `recode:` first, or leave them to the method",
+            field="pram.columns",
+        )
+    if spec.method.name == PRAM.name:
+        refuse(
+            "method pram already perturbs every categorical key; remove `pram:`, or choose a "
+            "method for the keys it does not name",
+            field="pram",
+        )
+    if getattr(spec.method, "k", None) is None:
+        left = [c for c in categorical if c not in step.columns]
+        if left:
+            refuse(
+                f"method {spec.method.name} has no k to stratify the categorical keys by, and "
+                f"pram.columns leaves out {', '.join(left)}; add them to pram.columns, or "
+                "choose a method with k (mdav) for them",
+                field="pram.columns",
+            )
 
 
 def perturbation_promises(params: Any) -> dict[str, float]:
@@ -255,11 +391,13 @@ def _check_numeric(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
     """Numeric keys only; correlated noise needs two of them."""
     numeric, categorical = masked_as(keys)
     name = spec.method.name
+    step = getattr(spec, PRAM_STEP, None)  # PRAMed keys are released as PRAM left them
+    categorical = [c for c in categorical if step is None or c not in step.columns]
     if categorical:
         refuse(
             f"method {name} perturbs numeric keys and has no k to stratify the categorical "
-            f"keys {', '.join(categorical)} by; release them with pram (in a release of their "
-            "own), or choose mdav for every key"
+            f"keys {', '.join(categorical)} by; PRAM them first (`pram: {{columns: [...]}}`), "
+            "or choose mdav for every key"
         )
     if getattr(spec.method, "kind", None) == "correlated" and len(numeric) < 2:
         refuse(
@@ -282,21 +420,7 @@ def _mask_pram_keys(
             "pram masks categorical keys only; perturb numeric keys with noise or rank_swap, "
             "or bin them with `recode:`"
         )
-    codes = enc.codes.copy()
-    invariance: dict[str, Any] = {}
-    for j, name in enumerate(enc.categorical_names):
-        L = max(len(enc.levels[j]), 1)
-        codes[:, j], R = pram(
-            enc.codes[:, j], pd=params.pd, alpha=params.alpha, n_categories=L, rng=rng
-        )
-        observed = enc.codes[:, j][enc.codes[:, j] >= 0]
-        t = np.bincount(observed, minlength=L).astype(np.float64)
-        # the invariance check: expected frequencies after PRAM against the observed ones,
-        # largest difference in records (0 up to rounding); never the matrix itself
-        invariance[name] = {
-            "categories": int(L),
-            "largest_expected_frequency_change": float(np.abs(t @ R - t).max()),
-        }
+    codes, invariance = _pram_codes(enc, enc.categorical_names, params.pd, params.alpha, rng)
     return EncodedRelease(
         numeric=enc.numeric,
         codes=codes,

@@ -28,6 +28,7 @@ from pydantic import (
 from sdcflow.gates import GATES, MeasureOptions
 from sdcflow.methods import METHODS, MethodParams
 from sdcflow.methods.fuzzy_mapping import FuzzyMapParams
+from sdcflow.methods.perturbation import PRAM_STEP, PramStepParams
 from sdcflow.spec_model import SpecModel
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -37,7 +38,7 @@ _FIELD_VALUE = {"household_column": "<column>"}
 
 #: Spec fields added after specs without them were released: left out of the spec hash when
 #: unset, so that an unchanged spec keeps its hash and a re-run is still "already published".
-ADDED_FIELDS = ("household_column",)
+ADDED_FIELDS = ("household_column", PRAM_STEP)
 #: ``recode:`` options added the same way (top and bottom coding): left out of each key's
 #: block when unset.
 ADDED_RECODE = ("top", "top_value", "bottom", "bottom_value")
@@ -325,6 +326,11 @@ class ReleaseSpec(SpecModel):
     suppression: SuppressionSpec = Field(
         default_factory=SuppressionSpec, description="local suppression of categorical keys"
     )
+    pram: PramStepParams | None = Field(
+        None,
+        description="PRAM on the categorical keys it names, before the method, which then "
+        "masks the keys as always (the PRAMed ones with their perturbed values)",
+    )
     keep: list[str] = Field(default_factory=list, description="columns published unchanged")
     sensitive: list[str] = Field(
         default_factory=list,
@@ -482,6 +488,7 @@ class ReleaseSpec(SpecModel):
             ("key_types", self.key_types),
             ("recode", self.recode),
             ("suppression.importance", self.suppression.importance),
+            (f"{PRAM_STEP}.columns", self.pram.columns if self.pram else []),
         ):
             stray = sorted(set(names) - qis)
             if stray:

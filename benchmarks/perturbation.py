@@ -12,6 +12,9 @@ the clock); wall-clock seconds. sdcMicro runs through ``benchmarks/sdcmicro_pert
 on the same data when ``Rscript`` is on the path and ``SDCMICRO_LIB`` names the R library
 sdcMicro is installed in; otherwise its column says why not. Rank swapping runs with
 sdcMicro's ``P = p / 100`` (its ``P`` is a fraction) and no top/bottom coding on both sides.
+Data shuffling shuffles ``x2..xd`` given ``x1`` (``method = "ds"``; sdcMicro's ``gadp = FALSE``,
+which skips the GADP fit it would add to the result and sdcflow does not compute); it needs
+``d >= 3`` (sdcMicro shuffles at least two variables).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sdcflow.core.perturbation import add_noise, pram, rank_swap, top_bottom_code
+from sdcflow.core.perturbation import add_noise, pram, rank_swap, shuffle, top_bottom_code
 
 R_SCRIPT = Path(__file__).with_name("sdcmicro_perturbation.R")
 
@@ -49,6 +52,7 @@ def calls(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, Callable[[], 
         "add_noise restricted": lambda: add_noise(X, method="restricted", rng=1),
         "rank_swap": lambda: rank_swap(X, p=p, rng=1),
         "top_bottom_code": lambda: top_bottom_code(X[:, 0], top=2.0, replacement=2.0),
+        "shuffle ds": lambda: shuffle(X[:, 1:], X[:, :1], rng=1),
     }
 
 

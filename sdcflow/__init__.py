@@ -52,6 +52,7 @@ _LAZY = {
     "Noise": "sdcflow.transformers",
     "RankSwap": "sdcflow.transformers",
     "Shuffle": "sdcflow.transformers",
+    "TopBottomCoding": "sdcflow.transformers",
     "Pram": "sdcflow.transformers",
     "SdcFrame": "sdcflow.working",
     "measures": "sdcflow.measures",

@@ -74,6 +74,11 @@ def _release(tmp_path, spec_path):
     outcome = sdcflow.release(spec_path)
     assert outcome.status == "published", outcome.message
     manifest = json.loads((outcome.published / "manifest.json").read_text())
+    report = outcome.report.read_text()  # the method's figures, flattened, as the manifest's
+    for name in manifest["method_details"].get("recoding", {}):
+        assert f"recoding.{name}.records_changed" in report
+    for name in manifest["method_details"].get("pram", {}).get("columns", []):
+        assert f"pram.values_changed.{name}" in report
     return pd.read_csv(outcome.published / "data.csv"), manifest
 
 
@@ -238,3 +243,13 @@ def test_a_pram_step_that_makes_no_sense_is_refused_with_the_reason(
 def _text_rows(frame: pd.DataFrame) -> list[tuple[str, ...]]:
     """The rows as text, sorted: the same release whatever its order and dtypes."""
     return sorted(tuple(str(v) for v in row) for row in frame.astype(object).to_numpy())
+
+
+def test_the_transformer_codes_with_the_same_function():
+    frame = pd.DataFrame({"x": X.fillna(0.0), "y": np.arange(7.0)})
+    out = sdcflow.TopBottomCoding(top={"x": 10}, bottom={"x": 5}, bottom_value={"x": 4})
+    coded = out.fit_transform(frame)
+    np.testing.assert_array_equal(coded["x"], [5, 10, 10, 10, 4, 10, 4])  # 0 is below 5
+    np.testing.assert_array_equal(coded["y"], frame["y"])  # not named: unchanged
+    with pytest.raises(InputError, match="swap them"):
+        sdcflow.TopBottomCoding(top=1, bottom=2).fit(frame)

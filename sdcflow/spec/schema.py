@@ -548,6 +548,10 @@ class ReleaseSpec(SpecModel):
         the fuzzy mappings, of which only the column names are public)."""
         data = self.model_dump(mode="json", exclude={"seed", "base_dir", "fuzzy_map"})
         data["method"] = self.method.model_dump(mode="json")
+        for block in data["recode"].values():  # top/bottom options only where given
+            for name in ADDED_RECODE:
+                if block.get(name) is None:
+                    block.pop(name, None)
         if self.fuzzy_map:
             data["fuzzy_mapped"] = sorted(self.fuzzy_map)
         return data

@@ -10,15 +10,18 @@ in expectation. sdcMicro 5.8.1's ``shuffleWORK``, ``method = "ds"``, step by ste
 
 1. normal scores of every column: ``qnorm((rank - 0.5) / n)``, ties at their average rank;
 2. the product-moment correlation of the scores from Spearman's rho of the data,
-   ``rho* = 2 sin(pi rho / 6)`` ([1], eq. (8), the normal copula's relation);
+   ``rho* = 2 sin(pi rho / 6)`` (the normal copula's relation between the two, [1]);
 3. the conditional mean ``Y*_1 = S_n (R_YS R_SS^-1)^T`` and covariance
-   ``Sigma = R_YY - R_YS R_SS^-1 R_SY`` ([1], eq. (5)-(6));
+   ``Sigma = R_YY - R_YS R_SS^-1 R_SY`` (the conditional normal of [1]);
 4. ``Y* = Y*_1 + e``, ``e ~ N(0, Sigma)``;
-5. ``reverseMap``: ``Y`` reordered by the ranks of ``Y*`` ([1], step 5).
+5. ``reverseMap``: ``Y`` reordered by the ranks of ``Y*`` ([1]).
 
 Without ``S`` the conditional distribution is the copula itself (``Y*_1 = 0``,
 ``Sigma = R_YY``): the released values keep the marginals and, in expectation, the rank
 correlations among ``Y``, and are independent of the record they land on.
+
+The paper is not among the project's papers: the steps are cited from sdcMicro's code,
+which the tests compare figure by figure, not from the paper's equation numbers.
 
 References
 ----------
@@ -53,8 +56,8 @@ def normal_scores(X: np.ndarray) -> np.ndarray:
 
 
 def _copula_correlation(M: np.ndarray) -> np.ndarray:
-    """``2 sin(pi rho / 6)`` of Spearman's rho between the columns of ``M`` (step 2; [1],
-    eq. (8)). Shapes: (n, d) -> (d, d)."""
+    """``2 sin(pi rho / 6)`` of Spearman's rho between the columns of ``M`` (step 2; [1]).
+    Shapes: (n, d) -> (d, d)."""
     ranks = rankdata(M, method="average", axis=0)
     rho = np.atleast_2d(np.corrcoef(ranks, rowvar=False))  # Spearman: Pearson of the ranks
     return 2.0 * np.sin(np.pi * rho / 6.0)
@@ -74,9 +77,9 @@ def ds_conditional(Y: np.ndarray, S: np.ndarray | None) -> tuple[np.ndarray, np.
     Returns
     -------
     mean : ndarray, shape (n, p)
-        ``S_n (R_YS R_SS^-1)^T`` ([1], eq. (5)); zeros without ``S``.
+        ``S_n (R_YS R_SS^-1)^T`` (step 3); zeros without ``S``.
     sigma : ndarray, shape (p, p)
-        ``R_YY - R_YS R_SS^-1 R_SY`` ([1], eq. (6)); ``R_YY`` without ``S``.
+        ``R_YY - R_YS R_SS^-1 R_SY`` (step 3); ``R_YY`` without ``S``.
     """
     n, p = Y.shape
     if S is None or S.shape[1] == 0:

@@ -23,6 +23,10 @@ allocating the (d, n) float64 result and filling it with ``Generator.standard_no
 in the same run. Additive noise cannot be faster than it; its ratio to sdcMicro's additive
 time (and to its correlated time: correlated noise draws as many) bounds the speed-up of
 ``add_noise``.
+
+Data shuffling shuffles ``x2..xd`` given ``x1`` (``method = "ds"``; sdcMicro's ``gadp = FALSE``,
+which skips the GADP fit it would add to the result and sdcflow does not compute); it needs
+``d >= 3`` (sdcMicro shuffles at least two variables).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sdcflow.core.perturbation import add_noise, pram, rank_swap, top_bottom_code
+from sdcflow.core.perturbation import add_noise, pram, rank_swap, shuffle, top_bottom_code
 
 R_SCRIPT = Path(__file__).with_name("sdcmicro_perturbation.R")
 
@@ -60,6 +64,7 @@ def calls(X: np.ndarray, codes: np.ndarray, p: float) -> dict[str, Callable[[], 
         "add_noise restricted": lambda: add_noise(X, method="restricted", rng=1),
         "rank_swap": lambda: rank_swap(X, p=p, rng=1),
         "top_bottom_code": lambda: top_bottom_code(X[:, 0], top=2.0, replacement=2.0),
+        "shuffle ds": lambda: shuffle(X[:, 1:], X[:, :1], rng=1),
     }
 
 

@@ -32,3 +32,7 @@ timed("add_noise restricted", addNoise(num, noise = 150, method = "restr"))
 timed("rank_swap", rankSwap(num, P = P, TopPercent = 0, BottomPercent = 0, R0 = NULL,
                             K0 = NULL, seed = 1), times = 1L)
 timed("top_bottom_code", topBotCoding(num[[1]], value = 2, replacement = 2, kind = "top"))
+if (ncol(num) >= 3) {
+  form <- as.formula(paste(paste(names(num)[-1], collapse = " + "), "~", names(num)[1]))
+  timed("shuffle ds", sdcMicro:::shuffleWORK(num, form, method = "ds", gadp = FALSE))
+}

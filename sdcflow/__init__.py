@@ -51,6 +51,8 @@ _LAZY = {
     "Heterogeneous": "sdcflow.transformers",
     "Noise": "sdcflow.transformers",
     "RankSwap": "sdcflow.transformers",
+    "Shuffle": "sdcflow.transformers",
+    "TopBottomCoding": "sdcflow.transformers",
     "Pram": "sdcflow.transformers",
     "SdcFrame": "sdcflow.working",
     "measures": "sdcflow.measures",

@@ -64,7 +64,7 @@ from sdcflow.methods.keys import Key, SuppressionSettings
 from sdcflow.methods.microaggregation import released_loss_details
 from sdcflow.methods.mixed import mask_keys
 from sdcflow.methods.recoding import Recoding as _Rule
-from sdcflow.methods.recoding import recode
+from sdcflow.methods.recoding import check_recoding, recode
 from sdcflow.spec.schema import _join_errors, error_field
 
 __all__ = [
@@ -80,6 +80,8 @@ __all__ = [
     "Pram",
     "RankSwap",
     "Recoding",
+    "Shuffle",
+    "TopBottomCoding",
 ]
 
 SDCMICRO_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -565,6 +567,7 @@ ConstrainedFuzzy = _generated(fuzzy.CONSTRAINED_FUZZY.name, "ConstrainedFuzzy", 
 Box = _generated(box.BOX.name, "Box", MethodTransformer)
 Noise = _generated(perturbation.NOISE.name, "Noise", MethodTransformer)
 RankSwap = _generated(perturbation.RANK_SWAP.name, "RankSwap", MethodTransformer)
+Shuffle = _generated(perturbation.SHUFFLE.name, "Shuffle", MethodTransformer)
 
 
 class _KeysTransformer(MethodTransformer):
@@ -839,6 +842,129 @@ class Recoding:
 
     def set_output(self, *, transform: str | None = None) -> Recoding:
         _check_output("Recoding", transform)
+        if transform is not None:
+            self._sklearn_output_config = {"transform": transform}
+        return self
+
+
+_CODING = ("top", "top_value", "bottom", "bottom_value")
+
+
+class TopBottomCoding:
+    """Top and bottom coding of numeric columns as a transformer (sdcMicro's
+    ``topBotCoding``, the spec's ``recode: {column: {top: ..., bottom: ...}}``): values
+    strictly above ``top`` become ``top_value``, strictly below ``bottom`` become
+    ``bottom_value`` (each by default its threshold), through the pipeline's function
+    (:func:`sdcflow.methods.recoding.recode`).
+
+    A function of each value, as :class:`Recoding`: ``transform`` codes any records.
+
+    Parameters
+    ----------
+    top, top_value, bottom, bottom_value : float or mapping column -> float, optional
+        One number for every column, or a mapping for the columns it names (the others pass
+        unchanged). At least one of ``top`` and ``bottom``.
+    """
+
+    def __init__(
+        self,
+        top: float | Mapping[str, float] | None = None,
+        *,
+        top_value: float | Mapping[str, float] | None = None,
+        bottom: float | Mapping[str, float] | None = None,
+        bottom_value: float | Mapping[str, float] | None = None,
+    ) -> None:
+        self.top = top
+        self.top_value = top_value
+        self.bottom = bottom
+        self.bottom_value = bottom_value
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _CODING}
+
+    def set_params(self, **params: Any) -> TopBottomCoding:
+        unknown = sorted(set(params) - set(_CODING))
+        if unknown:
+            raise ParameterError(
+                f"TopBottomCoding: unknown parameter(s) {unknown}; the parameters are "
+                f"{', '.join(_CODING)}",
+                field=unknown[0],
+            )
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        given = ", ".join(
+            f"{n}={getattr(self, n)!r}" for n in _CODING if getattr(self, n) is not None
+        )
+        return f"TopBottomCoding({given})"
+
+    def __sklearn_tags__(self) -> Any:
+        return MethodTransformer.__sklearn_tags__(self)
+
+    def _side(self, name: str, column: str) -> float | None:
+        value = getattr(self, name)
+        if isinstance(value, Mapping):
+            value = value.get(column)
+        return None if value is None else float(value)
+
+    def fit(self, X: Any, y: Any = None) -> TopBottomCoding:
+        """Check the thresholds against the columns of ``X`` (nothing is learnt from it)."""
+        frame = _as_frame(X)
+        columns = _column_names(frame)
+        _numeric_values(frame)
+        rules: dict[str, _Rule] = {}
+        for name in columns:
+            sides = {n: self._side(n, name) for n in _CODING}
+            if sides["top"] is None and sides["bottom"] is None:
+                continue
+            rule = _Rule("top_bottom", **sides)
+            check_recoding(name, rule)  # the spec's messages
+            rules[name] = rule
+        if not rules:
+            raise ParameterError(
+                "TopBottomCoding: give top and/or bottom (a number, or a mapping naming columns "
+                f"of X: {columns})",
+                field="top",
+            )
+        self.rules_ = rules
+        self.n_features_in_ = len(columns)
+        self.feature_names_in_ = np.asarray(columns, dtype=object)
+        return self
+
+    def transform(self, X: Any) -> Any:
+        """The records of ``X`` with the coded columns' values beyond the thresholds
+        replaced."""
+        if not hasattr(self, "rules_"):
+            raise ParameterError("TopBottomCoding is not fitted: call fit or fit_transform first")
+        frame = _as_frame(X)
+        columns = _column_names(frame)
+        if columns != list(self.feature_names_in_):
+            raise ParameterError(
+                f"TopBottomCoding: X has columns {columns}, fitted on "
+                f"{list(self.feature_names_in_)}",
+                field="X",
+            )
+        values = _numeric_values(frame).copy()
+        for j, name in enumerate(columns):
+            if name in self.rules_:
+                column = pd.Series(values[:, j])
+                values[:, j] = recode(name, column, self.rules_[name]).values.to_numpy()
+        if isinstance(X, pd.DataFrame) or _output_config(self) == "pandas":
+            return pd.DataFrame(values, columns=columns, index=frame.index)
+        return values
+
+    def fit_transform(self, X: Any, y: Any = None) -> Any:
+        return self.fit(X).transform(X)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        if not hasattr(self, "rules_"):
+            raise ParameterError("TopBottomCoding is not fitted: call fit or fit_transform first")
+        return np.asarray(self.feature_names_in_, dtype=object)
+
+    def set_output(self, *, transform: str | None = None) -> TopBottomCoding:
+        _check_output("TopBottomCoding", transform)
         if transform is not None:
             self._sklearn_output_config = {"transform": transform}
         return self

@@ -59,7 +59,8 @@ from sdcflow.gates import GateContext, measure, run_gates
 from sdcflow.methods import METHODS, MaskResult, MethodParams, get_method, suppression
 from sdcflow.methods.keys import Key, SuppressionSettings, encode_keys
 from sdcflow.methods.mixed import mask_keys
-from sdcflow.methods.recoding import Recoding, recode
+from sdcflow.methods.perturbation import PRAM_STEP, PramStepParams, check_pram_step
+from sdcflow.methods.recoding import NUMERIC_KINDS, Recoding, check_recoding, recode
 from sdcflow.spec.schema import _join_errors, error_field
 
 __all__ = ["SdcFrame", "Step"]
@@ -90,6 +91,8 @@ class Step:
     suppression : SuppressionSettings
     result : MaskResult
         The keys as released (``masked``), the numeric ones as points.
+    pram : PramStepParams or None
+        PRAM on some categorical keys before the method (the spec's ``pram:``).
     """
 
     label: str
@@ -97,6 +100,7 @@ class Step:
     method: MethodParams | None
     suppression: SuppressionSettings
     result: MaskResult
+    pram: PramStepParams | None = None
     _figures: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -193,43 +197,106 @@ class SdcFrame:
         labels: Sequence[str] | None = None,
         closed: Literal["right", "left"] = "right",
         map: Mapping[str, str] | None = None,
+        top: float | None = None,
+        top_value: float | None = None,
+        bottom: float | None = None,
+        bottom_value: float | None = None,
     ) -> SdcFrame:
-        """Recode key ``column`` globally (sdcMicro's ``globalRecode``, the spec's
-        ``recode:``): ``bins`` edges of a numeric key (it becomes ordinal; ``closed`` as in
-        :mod:`sdcflow.methods.recoding`), or a ``map`` of a categorical key's levels. A
-        second recoding of the same key replaces the first. Returns the object."""
+        """Recode key ``column`` globally (sdcMicro's ``globalRecode`` and ``topBotCoding``,
+        the spec's ``recode:``): ``bins`` edges of a numeric key (it becomes ordinal;
+        ``closed`` as in :mod:`sdcflow.methods.recoding`), a ``map`` of a categorical key's
+        levels, or top and bottom coding of a numeric key (values above ``top`` become
+        ``top_value``, below ``bottom`` become ``bottom_value``, each by default the
+        threshold; the key stays numeric, masked by the method afterwards). A second
+        recoding of the same key replaces the first. Returns the object."""
         key = self._key(column)
-        if (bins is None) == (map is None):
+        coding = top is not None or bottom is not None
+        if (bins is not None) + (map is not None) + coding != 1:
             raise ParameterError(
-                f"recode({column!r}): give bins=[edges] for a numeric key or map={{level: new}} "
-                "for a categorical one",
+                f"recode({column!r}): give bins=[edges] or top=/bottom= for a numeric key, or "
+                "map={level: new} for a categorical one (one of them)",
                 field=column,
             )
-        rule = (
-            Recoding(
+        if bins is not None:
+            rule = Recoding(
                 "bins",
                 edges=tuple(float(e) for e in bins),
                 labels=tuple(labels) if labels is not None else None,
                 closed=closed,
             )
-            if bins is not None
-            else Recoding("map", mapping=dict(map or {}))
-        )
-        if (rule.kind == "bins") != (key.kind == "numeric"):
-            want = "numeric" if rule.kind == "bins" else "categorical"
+            what = f"bins {list(rule.edges)}"
+        elif coding:
+            rule = Recoding(
+                "top_bottom",
+                top=_number(top),
+                bottom=_number(bottom),
+                top_value=_number(top_value),
+                bottom_value=_number(bottom_value),
+            )
+            check_recoding(column, rule)  # the spec's messages, before any record is read
+            what = ", ".join(
+                f"{side} {value:g}"
+                for side, value in (("top", top), ("bottom", bottom))
+                if value is not None
+            )
+        else:
+            rule = Recoding("map", mapping=dict(map or {}))
+            what = f"map of {len(map or {})}"
+        numeric_rule = rule.kind in NUMERIC_KINDS
+        if numeric_rule != (key.kind == "numeric"):
+            want = "numeric" if numeric_rule else "categorical"
             raise DataError(
                 f"recode.{column}: {rule.kind} apply to {want} keys and {column} is {key.kind}; "
-                "use bins for numbers, map for categories",
+                "use bins or top/bottom for numbers, map for categories",
                 code=Reason.COLUMN_TYPE,
                 field=f"recode.{column}",
             )
         state = self._steps[-1]
-        what = f"bins {list(rule.edges)}" if rule.kind == "bins" else f"map of {len(map or {})}"
         return self._push(
             f"recode {column}: {what}",
             {**state.recodings, column: rule},
             state.method,
             state.suppression,
+        )
+
+    def top_code(self, column: str, top: float, value: float | None = None) -> SdcFrame:
+        """Top-code numeric key ``column``: values above ``top`` become ``value`` (by default
+        ``top``), as sdcMicro's ``topBotCoding(kind = "top")``; kept with a bottom coding
+        of the same key already taken. Returns the object."""
+        rule = self._steps[-1].recodings.get(column)
+        bottom = rule.bottom if rule is not None and rule.kind == "top_bottom" else None
+        low = rule.bottom_value if bottom is not None and rule is not None else None
+        return self.recode(column, top=top, top_value=value, bottom=bottom, bottom_value=low)
+
+    def bottom_code(self, column: str, bottom: float, value: float | None = None) -> SdcFrame:
+        """Bottom-code numeric key ``column``: values below ``bottom`` become ``value`` (by
+        default ``bottom``), as sdcMicro's ``topBotCoding(kind = "bottom")``; kept with a
+        top coding of the same key already taken. Returns the object."""
+        rule = self._steps[-1].recodings.get(column)
+        top = rule.top if rule is not None and rule.kind == "top_bottom" else None
+        high = rule.top_value if top is not None and rule is not None else None
+        return self.recode(column, top=top, top_value=high, bottom=bottom, bottom_value=value)
+
+    def pram(self, columns: Sequence[str], *, pd: float = 0.8, alpha: float = 0.5) -> SdcFrame:
+        """PRAM the categorical keys ``columns`` before the method (the spec's ``pram:``;
+        sdcMicro's ``pram`` with its invariant matrix): the method set by :meth:`mask` or
+        :meth:`suppress`, now or later, masks the keys with their perturbed values (a method
+        without k, ``noise``, ``rank_swap`` or ``shuffle``, masks the numeric keys and needs
+        every categorical key PRAMed). Without a method yet the step waits for one. A
+        second call replaces the first. Returns the object."""
+        try:
+            step = PramStepParams(columns=list(columns), pd=pd, alpha=alpha)
+        except ValidationError as e:
+            raise ParameterError(f"pram: {_join_errors(e)}", field=error_field(e)) from None
+        for column in step.columns:
+            self._key(column)
+        state = self._steps[-1]
+        return self._push(
+            f"pram {', '.join(step.columns)} (pd={pd:g}, alpha={alpha:g})",
+            state.recodings,
+            state.method,
+            state.suppression,
+            step,
         )
 
     def suppress(
@@ -435,6 +502,8 @@ class SdcFrame:
             }
         if self.sensitive:
             spec["sensitive"] = list(self.sensitive)
+        if state.pram is not None:
+            spec[PRAM_STEP] = state.pram.model_dump(mode="json")
         spec["method"] = state.method.model_dump(mode="json", exclude_defaults=True) | {
             "name": state.method.name
         }
@@ -469,9 +538,11 @@ class SdcFrame:
         recodings: Mapping[str, Recoding],
         method: MethodParams | None,
         suppression: SuppressionSettings,
+        pram: PramStepParams | Literal["kept"] | None = "kept",
     ) -> SdcFrame:
         # computed before it is kept: a step that fails leaves the object as it was
-        self._steps.append(self._step(label, recodings, method, suppression))
+        step = self._steps[-1].pram if pram == "kept" else pram
+        self._steps.append(self._step(label, recodings, method, suppression, step))
         return self
 
     def _step(
@@ -480,14 +551,17 @@ class SdcFrame:
         recodings: Mapping[str, Recoding],
         method: MethodParams | None,
         suppression: SuppressionSettings,
+        pram: PramStepParams | None = None,
     ) -> Step:
         keys = [replace(k, recoding=recodings.get(k.name)) for k in self.keys]
         if method is None:
             result = _recoded_only(self._records, keys)
         else:
+            if pram is not None:  # the preflight's refusals, before any draw
+                check_pram_step(_View(method), keys, pram)
             rng = _generator(self.random_state)
-            result = mask_keys(self._records, keys, method, rng, suppression=suppression)
-        return Step(label, dict(recodings), method, suppression, result)
+            result = mask_keys(self._records, keys, method, rng, suppression=suppression, pram=pram)
+        return Step(label, dict(recodings), method, suppression, result, pram)
 
     def _context(self, state: Step) -> GateContext:
         result = state.result
@@ -549,6 +623,14 @@ class SdcFrame:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _View:
+    """What :func:`~sdcflow.methods.perturbation.check_pram_step` reads of a spec: its
+    method."""
+
+    method: MethodParams
 
 
 def _known(frame: pd.DataFrame, names: Sequence[str]) -> None:
@@ -633,6 +715,7 @@ def _recoded_only(records: pd.DataFrame, keys: Sequence[Key]) -> MaskResult:
             details.setdefault("recoding", {})[key.name] = {
                 "kind": key.recoding.kind,
                 "records_changed": done.changed,
+                **done.coded,
             }
             if key.recoding.kind == "bins":
                 continue
@@ -663,7 +746,24 @@ def _recode_block(rule: Recoding) -> dict[str, Any]:
         if rule.closed != "right":
             block["closed"] = rule.closed
         return block
+    if rule.kind == "top_bottom":
+        sides = {
+            "top": rule.top,
+            "top_value": rule.top_value,
+            "bottom": rule.bottom,
+            "bottom_value": rule.bottom_value,
+        }
+        return {name: float(v) for name, v in sides.items() if v is not None}
     return {"map": dict(rule.mapping)}
+
+
+def _number(value: Any) -> float | None:
+    """A threshold or replacement as a float (None stays None); anything else refused."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"{value!r} is not a number; give thresholds as numbers")
+    return float(value)
 
 
 def _generator(random_state: Any) -> np.random.Generator:

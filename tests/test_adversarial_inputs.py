@@ -364,6 +364,7 @@ PARAMS = {
     "local_suppression": {"k": 3},  # categorical keys only: refused on numbers
     "noise": {},
     "rank_swap": {},
+    "shuffle": {},
     "pram": {},  # categorical keys only
 }
 

@@ -41,9 +41,11 @@ from sdcflow.methods.perturbation import (
     NOISE,
     PRAM,
     RANK_SWAP,
+    SHUFFLE,
     NoiseParams,
     PramParams,
     RankSwapParams,
+    ShuffleParams,
 )
 from sdcflow.methods.suppression import LOCAL_SUPPRESSION, LocalSuppressionParams
 
@@ -61,6 +63,7 @@ METHODS: dict[str, Method] = {
         LOCAL_SUPPRESSION,
         NOISE,
         RANK_SWAP,
+        SHUFFLE,
         PRAM,
     )
 }
@@ -106,6 +109,7 @@ __all__ = [
     "PsParams",
     "RankSwapParams",
     "ReleaseView",
+    "ShuffleParams",
     "UnivariateParams",
     "get_method",
     "register_method",

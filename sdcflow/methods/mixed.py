@@ -3,7 +3,11 @@
 :func:`mask_keys` is what the mask step calls. It composes, in this order:
 
 1. **Global recoding** of the keys that declare one (:mod:`sdcflow.methods.recoding`): a binned
-   numeric key becomes ordinal.
+   numeric key becomes ordinal; a top- or bottom-coded one stays numeric, masked by the
+   method with its coded values.
+   The spec's ``pram:`` step then perturbs the categorical keys it names
+   (:func:`~sdcflow.methods.perturbation.pram_step`), and the method masks them with their
+   perturbed values.
 2. **Masking**, by the first case that applies:
 
    * the method masks all keys itself (``Method.mask_keys``: ``heterogeneous``,
@@ -14,6 +18,9 @@
      they have, group means use the values present, a missing value stays missing, and each
      group's values are moved onto the linear edit rules its records can be checked against
      (:mod:`sdcflow.core.linear.group_values`);
+   * categorical and numeric keys, every categorical key PRAMed, a method without k
+     (``noise``, ``rank_swap``, ``shuffle``): the method masks the numeric keys, the
+     categorical ones are released as PRAM left them;
    * categorical and numeric keys: **strata** (:func:`~sdcflow.core.suppression.local.\
 strata_suppression`): local suppression makes every class of identical released
      categorical rows (a blank equal only to a blank) hold at least k records, with the
@@ -89,6 +96,7 @@ from sdcflow.methods.microaggregation import (
     released_loss_details,
     stratified_bound_details,
 )
+from sdcflow.methods.perturbation import PRAM_STEP, PramStepParams, pram_step
 from sdcflow.methods.recoding import recode
 
 
@@ -104,7 +112,8 @@ def _recoded(frame: pd.DataFrame, keys: Sequence[Key]) -> tuple[pd.DataFrame, li
         summary[key.name] = {"kind": key.recoding.kind, "records_changed": done.changed}
         if key.recoding.kind == "bins":  # which end of a bin holds its edge
             summary[key.name]["closed"] = key.recoding.closed
-        if key.kind == "numeric":  # bins: the key becomes ordinal
+        summary[key.name].update(done.coded)  # top and bottom coding: values coded per side
+        if key.kind == "numeric" and key.recoding.kind == "bins":  # the key becomes ordinal
             resolved.append(replace(key, kind="ordinal", order=tuple(done.order or ())))
         else:
             resolved.append(key)
@@ -514,6 +523,7 @@ def mask_keys(
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
     tolerances: Mapping[str, float] | None = None,
     published: pd.DataFrame | None = None,
+    pram: PramStepParams | None = None,
 ) -> MaskResult:
     """Mask the release's keys (see the module docstring).
 
@@ -541,6 +551,11 @@ def mask_keys(
     published : DataFrame with n rows, optional
         Columns published as they are (``keep:``, ``sensitive:`` not fuzzy-mapped, the
         weights), for the relations a key with missing values may have with them.
+    pram : PramStepParams, optional
+        The spec's ``pram:`` step: PRAM on the categorical keys it names before the method
+        (:func:`~sdcflow.methods.perturbation.pram_step`), which then masks the keys with
+        their perturbed values; a method without k masks the numeric keys only, every
+        categorical key being PRAMed.
 
     Returns
     -------
@@ -559,6 +574,9 @@ def mask_keys(
     details: dict[str, Any] = {}
     if recode_summary:
         details["recoding"] = recode_summary
+    original_codes = enc.codes
+    if pram is not None:  # drawn before the method, from the same generator
+        enc, details[PRAM_STEP] = pram_step(enc, pram, rng)
     legacy: MaskResult | None = None
     if method.mask_keys is not None:
         rel = method.mask_keys(enc, params, rng, settings, constraints, conditional)
@@ -610,14 +628,24 @@ def mask_keys(
             raise ParameterError(
                 "blocks split numeric keys; with categorical keys remove `blocks:`"
             )
-        if k is None:
+        if k is None and (pram is None or set(enc.categorical_names) - set(pram.columns)):
             raise ParameterError(f"method {params.name} has no k to stratify by")
-        rel = _strata(enc, params, rng, constraints, settings, method.mask, conditional)
-        promises = {"k_anonymity": float(k)}
+        if k is None:  # every categorical key PRAMed: the method masks the numeric ones
+            done = mask_quasi_identifiers(
+                enc.numeric, enc.numeric_names, params, rng, constraints, None
+            )
+            rel = EncodedRelease(
+                np.asarray(done.points, dtype=np.float64), enc.codes, details=done.details
+            )
+            promises = method.promises(params)
+        else:
+            rel = _strata(enc, params, rng, constraints, settings, method.mask, conditional)
+            promises = {"k_anonymity": float(k)}
     details.update(rel.details)
     if enc.categorical_keys:
-        changed = (rel.codes != enc.codes).sum(axis=0)
-        suppressed = ((rel.codes < 0) & (enc.codes >= 0)).sum(axis=0)
+        # against the keys as read (after recoding): PRAM's changes count too
+        changed = (rel.codes != original_codes).sum(axis=0)
+        suppressed = ((rel.codes < 0) & (original_codes >= 0)).sum(axis=0)
         details["categorical_values_changed"] = {
             c: int(v) for c, v in zip(enc.categorical_names, changed, strict=True)
         }

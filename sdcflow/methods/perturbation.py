@@ -1,25 +1,36 @@
-"""Methods ``noise``, ``rank_swap`` and ``pram``: perturbative masking, as sdcMicro offers it.
+"""Methods ``noise``, ``rank_swap``, ``shuffle`` and ``pram``: perturbative masking, as
+sdcMicro offers it.
 
 Spec::
 
     method: {name: noise, kind: additive, noise: 150}   # numeric keys
     method: {name: rank_swap, p: 15}                      # numeric keys
+    method: {name: shuffle}                               # numeric keys
     method: {name: pram, pd: 0.8, alpha: 0.5}             # categorical keys
 
 The numerical code is :mod:`sdcflow.core.perturbation` (sdcMicro 5.8.1's ``addNoise``,
-``rankSwap`` and ``pram``); the draws come from the release's generator (the spec's secret
-``seed``, never written to the manifest).
+``rankSwap``, ``shuffle(method = "ds")`` and ``pram``); the draws come from the release's
+generator (the spec's secret ``seed``, never written to the manifest).
 
-**No k-anonymity.** A perturbed record is not hidden in a group of identical ones: noise
-and swapping publish (almost) every record with its own values, PRAM publishes a category
+**No k-anonymity.** A perturbed record is not hidden in a group of identical ones: noise,
+swapping and shuffling publish (almost) every record with its own values, PRAM publishes a category
 that may be false. None of them promises k, so a spec gating k-anonymity in any form
 (:data:`K_GATES`) is refused at preflight with that reason; the disclosure risk of numeric
 perturbation is gated by distance-based record linkage instead (``max_record_linkage``, by
 default at :data:`RECORD_LINKAGE`\\ %: released records a nearest-neighbour intruder links to
 their own original).
 
-**Keys.** ``noise`` and ``rank_swap`` mask numeric keys only: they have no k to stratify
-categorical keys by, so a release with categorical keys is refused (PRAM them in their own
+**Shuffling** (Muralidhar and Sarathy 2006) replaces the numeric keys by their own values
+reordered by the ranks of a draw from their normal copula: every key keeps its values exactly
+(its marginal distribution), the keys their rank correlations in expectation. A release has
+no non-confidential predictors for it to condition on (the paper's ``S``: the keys are what
+an intruder knows), so the released keys are independent of the record they land on: the
+lowest linkage risk of the perturbative methods, and no relation left between the keys and
+the columns published beside them (``keep:``, ``sensitive:``). The core function
+(:func:`sdcflow.core.perturbation.shuffle`) takes predictors for use outside a release.
+
+**Keys.** ``noise``, ``rank_swap`` and ``shuffle`` mask numeric keys only: they have no k to
+stratify categorical keys by, so a release with categorical keys is refused (PRAM them in their own
 release, or choose a microaggregation method). ``pram`` masks categorical keys (nominal,
 ordinal, and numeric keys binned by ``recode:``); a numeric key is refused rather than
 published as it is. Numeric keys with missing values are refused too (sdcflow releases
@@ -30,6 +41,21 @@ number of categories and how far the expected frequencies after PRAM stray from 
 observed ones (the invariance check of the transition matrix, 0 up to rounding), the
 number of values changed. Never the transition matrix (with it an intruder computes the
 posterior of every record's true category), the drawn keep-probabilities, nor the noise.
+
+**PRAM as a step before the method** (``pram: {columns: [...], pd, alpha}`` in the spec,
+:class:`PramStepParams`): PRAM perturbs the categorical keys it names first, from the
+release's generator, and the method then masks the release's keys as it always does, the
+PRAMed keys with their perturbed values. A method with k (``mdav``, ``heterogeneous``,
+``local_suppression``...) takes them as categorical keys like any other: the strata of
+identical released categorical rows hold k records, so k counted on the released rows, as
+every k gate counts it, holds over every key, PRAMed or not; what PRAM adds is that a
+PRAMed key's released value may be false, which no k counts. A perturbative method for
+numeric keys (``noise``, ``rank_swap``, ``shuffle``), which has no k to stratify by, masks the
+numeric keys and leaves the categorical ones as PRAM released them: every categorical key
+must then be PRAMed (:func:`check_pram_step`), and the release is gated by record linkage
+as the method's. The manifest's ``method_details.pram`` names the PRAMed keys, the
+parameters (public, in the spec), per key the invariance check and the values PRAM
+changed; never the transition matrices or the draws.
 
 ``noise: {kind: restricted}`` (sdcMicro's ``restr``) is not offered: it adds no noise,
 only ``z = c x + (1 - c) mean(x)`` with ``c`` a function of the number of records and the
@@ -44,16 +70,26 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from sdcflow.core.linear.constraints import LinearConstraints
-from sdcflow.core.perturbation import add_noise, pram, rank_swap
+from sdcflow.core.perturbation import add_noise, pram, rank_swap, shuffle
 from sdcflow.core.validation import check_magnitude
 from sdcflow.errors import ParameterError
 from sdcflow.methods.base import MaskResult, Method, MethodParams, ReleaseView, refuse
-from sdcflow.methods.keys import EncodedKeys, EncodedRelease, Key, SuppressionSettings, masked_as
+from sdcflow.methods.keys import (
+    EncodedKeys,
+    EncodedRelease,
+    Key,
+    SuppressionSettings,
+    key_numbers,
+    masked_as,
+)
+from sdcflow.spec_model import SpecModel
 
 RECORD_LINKAGE = 10.0  # % of records linked to their own original: the default gate
+#: The spec's field of the PRAM step: named after the method it runs.
+PRAM_STEP = "pram"
 
 # Every gate that counts records sharing a released row (or an expected group): perturbation
 # promises none of them.
@@ -105,6 +141,13 @@ class RankSwapParams(MethodParams):
     )
 
 
+class ShuffleParams(MethodParams):
+    """Data shuffling has no parameter of its own in a release: the keys are the confidential
+    variables, and the release has no non-confidential predictors (the module docstring)."""
+
+    name: Literal["shuffle"] = "shuffle"
+
+
 class PramParams(MethodParams):
     name: Literal["pram"] = "pram"
     pd: float = Field(
@@ -120,6 +163,124 @@ class PramParams(MethodParams):
         le=1,
         description="weight of the invariant transition matrix against the identity",
     )
+
+
+class PramStepParams(SpecModel):
+    """``pram:`` -- PRAM on some categorical keys, applied before the method (the module
+    docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    columns: list[str] = Field(
+        min_length=1, description="categorical quasi-identifiers PRAMed before the method"
+    )
+    pd: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="lower bound of the probability that a category is kept (as method pram)",
+    )
+    alpha: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="weight of the invariant transition matrix against the identity",
+    )
+
+    @field_validator("columns")
+    @classmethod
+    def _once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("a column is listed twice; list each PRAMed key once")
+        return value
+
+
+def _pram_codes(
+    enc: EncodedKeys, names: Sequence[str], pd: float, alpha: float, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """PRAM of the categorical keys ``names`` of ``enc``, each with its own invariant matrix:
+    the new codes (n, c) (other keys unchanged) and per key the invariance check, never
+    the matrix."""
+    codes = enc.codes.copy()
+    invariance: dict[str, Any] = {}
+    for j, name in enumerate(enc.categorical_names):
+        if name not in names:
+            continue
+        L = max(len(enc.levels[j]), 1)
+        codes[:, j], R = pram(enc.codes[:, j], pd=pd, alpha=alpha, n_categories=L, rng=rng)
+        observed = enc.codes[:, j][enc.codes[:, j] >= 0]
+        t = np.bincount(observed, minlength=L).astype(np.float64)
+        # the invariance check: expected frequencies after PRAM against the observed ones,
+        # largest difference in records (0 up to rounding); never the matrix itself
+        invariance[name] = {
+            "categories": int(L),
+            "largest_expected_frequency_change": float(np.abs(t @ R - t).max()),
+        }
+    return codes, invariance
+
+
+def pram_step(
+    enc: EncodedKeys, step: PramStepParams, rng: np.random.Generator
+) -> tuple[EncodedKeys, dict[str, Any]]:
+    """Apply the spec's ``pram:`` step to the encoded keys before the method: ``enc`` with
+    the PRAMed keys' codes replaced, and the manifest's ``method_details.pram``.
+
+    Raises ``ParameterError`` for a named key that is not categorical here (the preflight
+    refuses it before the run: :func:`check_pram_step`).
+    """
+    stray = [c for c in step.columns if c not in enc.categorical_names]
+    if stray:
+        raise ParameterError(
+            f"pram.columns: {', '.join(stray)} are not categorical keys; PRAM perturbs "
+            "categories (bin numeric keys with `recode:`, or leave them to the method)",
+            field="pram.columns",
+        )
+    codes, invariance = _pram_codes(enc, step.columns, step.pd, step.alpha, rng)
+    changed = (codes != enc.codes).sum(axis=0)
+    details = {
+        "columns": list(step.columns),
+        "strategy": "PRAM with sdcMicro's invariant transition matrix per key, before the "
+        f"method (pd {step.pd:g}, alpha {step.alpha:g}); the matrices are not recorded",
+        "invariance": invariance,
+        "values_changed": {
+            c: int(v)
+            for c, v in zip(enc.categorical_names, changed, strict=True)
+            if c in step.columns
+        },
+    }
+    out = EncodedKeys(enc.numeric, enc.numeric_keys, codes, enc.categorical_keys, enc.levels)
+    return out, details
+
+
+def check_pram_step(spec: ReleaseView, keys: Sequence[Key], step: PramStepParams | None) -> None:
+    """The preflight's refusals of a ``pram:`` step with these resolved keys (exit 2): a
+    named key that is numeric (published unmasked by PRAM, which perturbs categories), and
+    under a method without k, a categorical key left out (the method has nothing to mask
+    it with)."""
+    if step is None:
+        return
+    numeric, categorical = masked_as(keys)
+    named_numeric = [c for c in step.columns if c in numeric]
+    if named_numeric:
+        refuse(
+            f"pram.columns: {', '.join(named_numeric)} are numeric and PRAM perturbs "
+            "categories; bin them with `recode:` first, or leave them to the method",
+            field="pram.columns",
+        )
+    if spec.method.name == PRAM.name:
+        refuse(
+            "method pram already perturbs every categorical key; remove `pram:`, or choose a "
+            "method for the keys it does not name",
+            field="pram",
+        )
+    if getattr(spec.method, "k", None) is None:
+        left = [c for c in categorical if c not in step.columns]
+        if left:
+            refuse(
+                f"method {spec.method.name} has no k to stratify the categorical keys by, and "
+                f"pram.columns leaves out {', '.join(left)}; add them to pram.columns, or "
+                "choose a method with k (mdav) for them",
+                field="pram.columns",
+            )
 
 
 def perturbation_promises(params: Any) -> dict[str, float]:
@@ -187,15 +348,56 @@ def _mask_rank_swap(
     )
 
 
+def _mask_shuffle(
+    X: np.ndarray,
+    columns: list[str],
+    params: ShuffleParams,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None,
+) -> MaskResult:
+    Z = shuffle(X, rng=rng)
+    moved = (Z != X).sum(axis=0)
+    return _points(
+        columns,
+        Z,
+        {
+            "strategy": "data shuffling (Muralidhar and Sarathy 2006, sdcMicro shuffle, "
+            "method ds) without predictors: each key's own values reordered by the ranks of "
+            "a draw from the keys' normal copula",
+            "values_moved": {c: int(v) for c, v in zip(columns, moved, strict=True)},
+        },
+    )
+
+
+def _check_data_shuffle(spec: ReleaseView, data: Any, keys: Sequence[Key]) -> None:
+    """A key with one value on every record has no ranks to shuffle by."""
+    numeric, _ = masked_as(keys)
+    if not numeric or data.num_rows < 3:
+        if numeric:
+            refuse("method shuffle ranks and correlates the records and needs at least 3")
+        return
+    X = key_numbers(data, numeric)
+    one_value = np.nanmax(X, axis=0) == np.nanmin(X, axis=0)  # not their difference: +-1e308
+    flat = [c for c, f in zip(numeric, one_value, strict=True) if f]
+    if flat:
+        refuse(
+            f"method shuffle ranks each key and {', '.join(flat)} hold one value on every "
+            "record (nothing to reorder, and no rank correlation); leave them out of "
+            "quasi_identifiers or publish them under keep:"
+        )
+
+
 def _check_numeric(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
     """Numeric keys only; correlated noise needs two of them."""
     numeric, categorical = masked_as(keys)
     name = spec.method.name
+    step = getattr(spec, PRAM_STEP, None)  # PRAMed keys are released as PRAM left them
+    categorical = [c for c in categorical if step is None or c not in step.columns]
     if categorical:
         refuse(
             f"method {name} perturbs numeric keys and has no k to stratify the categorical "
-            f"keys {', '.join(categorical)} by; release them with pram (in a release of their "
-            "own), or choose mdav for every key"
+            f"keys {', '.join(categorical)} by; PRAM them first (`pram: {{columns: [...]}}`), "
+            "or choose mdav for every key"
         )
     if getattr(spec.method, "kind", None) == "correlated" and len(numeric) < 2:
         refuse(
@@ -218,21 +420,7 @@ def _mask_pram_keys(
             "pram masks categorical keys only; perturb numeric keys with noise or rank_swap, "
             "or bin them with `recode:`"
         )
-    codes = enc.codes.copy()
-    invariance: dict[str, Any] = {}
-    for j, name in enumerate(enc.categorical_names):
-        L = max(len(enc.levels[j]), 1)
-        codes[:, j], R = pram(
-            enc.codes[:, j], pd=params.pd, alpha=params.alpha, n_categories=L, rng=rng
-        )
-        observed = enc.codes[:, j][enc.codes[:, j] >= 0]
-        t = np.bincount(observed, minlength=L).astype(np.float64)
-        # the invariance check: expected frequencies after PRAM against the observed ones,
-        # largest difference in records (0 up to rounding); never the matrix itself
-        invariance[name] = {
-            "categories": int(L),
-            "largest_expected_frequency_change": float(np.abs(t @ R - t).max()),
-        }
+    codes, invariance = _pram_codes(enc, enc.categorical_names, params.pd, params.alpha, rng)
     return EncodedRelease(
         numeric=enc.numeric,
         codes=codes,
@@ -288,6 +476,18 @@ RANK_SWAP = Method(
     key_kinds=frozenset({"numeric"}),
     blocks=False,
     check_spec=_check_numeric,
+)
+SHUFFLE = Method(
+    ShuffleParams,
+    _mask_shuffle,
+    promises=perturbation_promises,
+    conflicts=refuse_k_gates,
+    summary="data shuffling of numeric keys (Muralidhar and Sarathy 2006, as sdcMicro shuffle "
+    "with method ds): each key keeps its values, reordered",
+    key_kinds=frozenset({"numeric"}),
+    blocks=False,
+    check_spec=_check_numeric,
+    check_data=_check_data_shuffle,
 )
 PRAM = Method(
     PramParams,

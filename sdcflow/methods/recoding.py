@@ -1,6 +1,7 @@
 """Global recoding: coarser categories for a whole key column, applied before masking.
 
-Three kinds, after sdcMicro's ``globalRecode`` and ARX's generalization hierarchies [1], [2]:
+Four kinds, after sdcMicro's ``globalRecode`` and ``topBotCoding`` and ARX's generalization
+hierarchies [1], [2]:
 
 * **bins** of a numeric key: ``edges`` e_0 < e_1 < ... < e_m give m intervals, each
   published under its label; ``-.inf`` / ``.inf`` as outer edges top- and bottom-code. The
@@ -10,6 +11,11 @@ Three kinds, after sdcMicro's ``globalRecode`` and ARX's generalization hierarch
   the first is closed on the left too (``cut(include.lowest = TRUE)``), where ``cut`` makes a
   value equal to e_0 missing. ``closed="left"`` gives [e_0, e_1), ..., [e_{m-1}, e_m], the
   last one closed. A present value outside [e_0, e_m] is refused, never dropped.
+* **top and bottom coding** of a numeric key (sdcMicro's ``topBotCoding`` [1]): values
+  strictly above ``top`` are published as ``top_value``, values strictly below ``bottom`` as
+  ``bottom_value`` (by default the threshold itself), as ``x[x > value] <- replacement``
+  in sdcMicro's ``topBotCodingWORK``. The key stays numeric and is masked by the method
+  afterwards (top-coding before microaggregation keeps an outlier out of its group's mean).
 * **map** of a categorical key: each listed level is replaced by its target; levels not
   listed stay as they are. A listed level that the column does not hold is an error (the spec
   names a level the data do not have: a typo, or a recoding meant for another file).
@@ -47,10 +53,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from sdcflow.core.perturbation.topbottom import top_bottom_code
 from sdcflow.errors import InputError, Reason
 from sdcflow.limits import MAX_RULES_FILE_BYTES, read_bounded
 
-Kind = Literal["bins", "map", "hierarchy"]
+Kind = Literal["bins", "map", "hierarchy", "top_bottom"]
+#: The recodings of numeric keys: ``bins`` makes them ordinal, ``top_bottom`` keeps them
+#: numeric.
+NUMERIC_KINDS = ("bins", "top_bottom")
 Closed = Literal["right", "left"]
 
 
@@ -60,7 +70,7 @@ class Recoding:
 
     Attributes
     ----------
-    kind : {"bins", "map", "hierarchy"}
+    kind : {"bins", "map", "hierarchy", "top_bottom"}
     edges : tuple of float
         ``bins``: strictly increasing, at least two.
     labels : tuple of str or None
@@ -74,6 +84,10 @@ class Recoding:
     closed : {"right", "left"}
         ``bins``: which end of an interval holds its edge; "right" as sdcMicro's
         ``globalRecode`` (see the module docstring).
+    top, bottom : float or None
+        ``top_bottom``: values strictly above ``top`` (below ``bottom``) are replaced.
+    top_value, bottom_value : float or None
+        ``top_bottom``: what replaces them; None is the threshold itself.
     """
 
     kind: Kind
@@ -83,6 +97,10 @@ class Recoding:
     hierarchy: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     level: int = 1
     closed: Closed = "right"
+    top: float | None = None
+    bottom: float | None = None
+    top_value: float | None = None
+    bottom_value: float | None = None
 
 
 @dataclass(frozen=True)
@@ -97,11 +115,15 @@ class Recoded:
         The levels in order when the recoding defines one (bins), else None.
     changed : int
         Records whose value changed.
+    coded : mapping str -> int
+        ``top_bottom``: the values above ``top`` (``"top_coded"``) and below ``bottom``
+        (``"bottom_coded"``), for each side the spec gives; empty for other kinds.
     """
 
     values: pd.Series
     order: list[str] | None
     changed: int
+    coded: Mapping[str, int] = field(default_factory=dict)
 
 
 def _bin_labels(edges: Sequence[float], closed: Closed = "right") -> list[str]:
@@ -144,6 +166,35 @@ def check_recoding(column: str, rule: Recoding) -> None:
             raise InputError(f"{where}.labels: labels must differ", code=Reason.SPEC_FIELD)
     elif rule.kind == "hierarchy" and rule.level < 1:
         raise InputError(f"{where}.level must be >= 1", code=Reason.SPEC_FIELD)
+    elif rule.kind == "top_bottom":
+        _check_top_bottom(where, rule)
+
+
+def _check_top_bottom(where: str, rule: Recoding) -> None:
+    """Thresholds and replacements finite, at least one side, bottom not above top."""
+    sides = {"top": rule.top, "bottom": rule.bottom}
+    values = {"top_value": rule.top_value, "bottom_value": rule.bottom_value}
+    for name, value in {**sides, **values}.items():
+        if value is not None and not np.isfinite(value):
+            raise InputError(
+                f"{where}.{name} must be a finite number; give the value in the key's unit",
+                code=Reason.SPEC_FIELD,
+            )
+    if rule.top is None and rule.bottom is None:
+        raise InputError(
+            f"{where}: top and bottom coding needs `top`, `bottom` or both", code=Reason.SPEC_FIELD
+        )
+    for side in ("top", "bottom"):
+        if values[f"{side}_value"] is not None and sides[side] is None:
+            raise InputError(
+                f"{where}.{side}_value replaces the values beyond `{side}`; give `{side}` too",
+                code=Reason.SPEC_FIELD,
+            )
+    if rule.top is not None and rule.bottom is not None and rule.bottom > rule.top:
+        raise InputError(
+            f"{where}: bottom ({rule.bottom:g}) is above top ({rule.top:g}); swap them",
+            code=Reason.SPEC_FIELD,
+        )
 
 
 def load_hierarchy(path: str | Path) -> dict[str, tuple[str, ...]]:
@@ -233,6 +284,8 @@ def recode(column: str, values: pd.Series, rule: Recoding) -> Recoded:
     check_recoding(column, rule)
     where = f"recode.{column}"
     missing = values.isna().to_numpy()
+    if rule.kind == "top_bottom":
+        return _top_bottom(column, values, missing, rule)
     if rule.kind == "bins":
         x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
         if np.any(np.isnan(x) & ~missing):
@@ -299,6 +352,34 @@ def recode(column: str, values: pd.Series, rule: Recoding) -> Recoded:
     return Recoded(mapped, None, changed)
 
 
+def _top_bottom(column: str, values: pd.Series, missing: np.ndarray, rule: Recoding) -> Recoded:
+    """Top and bottom coding of a numeric key: the core's ``top_bottom_code`` (sdcMicro's
+    ``topBotCodingWORK``: ``x[x > value] <- replacement``, ``x[x < value] <- replacement``),
+    the replacement the threshold itself unless the rule gives one."""
+    x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+    if np.any(np.isnan(x) & ~missing):
+        raise InputError(
+            f"recode.{column}: top and bottom coding apply to numeric keys and column "
+            f"{column} is not numeric; map or generalize categorical keys",
+            code=Reason.COLUMN_TYPE,
+        )
+    high = rule.top if rule.top_value is None else rule.top_value
+    low = rule.bottom if rule.bottom_value is None else rule.bottom_value
+    replacement: Any = (
+        (low, high)
+        if rule.top is not None and rule.bottom is not None
+        else (high if rule.top is not None else low)
+    )
+    coded = top_bottom_code(x, top=rule.top, bottom=rule.bottom, replacement=replacement)
+    counts: dict[str, int] = {}
+    if rule.top is not None:
+        counts["top_coded"] = int((x > rule.top).sum())  # NaN compares False
+    if rule.bottom is not None:
+        counts["bottom_coded"] = int((x < rule.bottom).sum())
+    changed = int((~missing & (coded != x)).sum())
+    return Recoded(pd.Series(coded, index=values.index), None, changed, counts)
+
+
 def _objects(values: pd.Series, fn: Any) -> pd.Series:
     """``fn`` of every present value, None where missing (an object Series)."""
     out = np.empty(len(values), dtype=object)
@@ -313,4 +394,6 @@ def recoded_levels(rule: Recoding) -> set[str]:
         return set(rule.labels or _bin_labels(rule.edges, rule.closed))
     if rule.kind == "map":
         return set(rule.mapping) | set(rule.mapping.values())
+    if rule.kind == "top_bottom":
+        return set()  # numbers stay numbers: no level to clash with a token
     return set(rule.hierarchy) | {a for anc in rule.hierarchy.values() for a in anc}

@@ -11,6 +11,7 @@ import pyarrow as pa
 from sdcflow.errors import InputError, Reason
 from sdcflow.methods.keys import Key, as_text
 from sdcflow.methods.recoding import (
+    NUMERIC_KINDS,
     Recoding,
     hierarchy_from_rows,
     load_hierarchy,
@@ -63,6 +64,14 @@ def _core_recoding(spec: ReleaseSpec, name: str, rule: RecodeSpec) -> Recoding:
         return Recoding("bins", edges=tuple(rule.bins), labels=labels, closed=rule.closed)
     if rule.map is not None:
         return Recoding("map", mapping=dict(rule.map))
+    if rule.top is not None or rule.bottom is not None:
+        return Recoding(
+            "top_bottom",
+            top=rule.top,
+            bottom=rule.bottom,
+            top_value=rule.top_value,
+            bottom_value=rule.bottom_value,
+        )
     if isinstance(rule.hierarchy, list):
         table = hierarchy_from_rows(rule.hierarchy, f"recode.{name}.hierarchy")
     else:
@@ -148,11 +157,12 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
         rule = spec.recode.get(name)
         recoding = _core_recoding(spec, name, rule) if rule is not None else None
         if recoding is not None:
-            if (recoding.kind == "bins") != (kind == "numeric"):
-                want = "numeric" if recoding.kind == "bins" else "categorical"
+            if (recoding.kind in NUMERIC_KINDS) != (kind == "numeric"):
+                want = "numeric" if recoding.kind in NUMERIC_KINDS else "categorical"
                 raise InputError(
                     f"recode.{name}: {recoding.kind} apply to {want} keys and {name} is {kind}; "
-                    f"use bins for numbers, map or hierarchy for categories (or declare its type)",
+                    "use bins or top/bottom for numbers, map or hierarchy for categories (or "
+                    "declare its type)",
                     code=Reason.COLUMN_TYPE,
                     field=f"recode.{name}",
                 )

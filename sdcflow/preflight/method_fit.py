@@ -15,6 +15,7 @@ from sdcflow.errors import InputError, Reason
 from sdcflow.gates import contradictions, numeric_key_gates
 from sdcflow.methods import get_method
 from sdcflow.methods.keys import Key, binned, masked_as
+from sdcflow.methods.perturbation import check_pram_step
 from sdcflow.spec.schema import ReleaseSpec
 
 
@@ -46,9 +47,15 @@ def check_keys_fit_method(spec: ReleaseSpec, keys: Sequence[Key], rows: int = 0)
             f"every key is categorical and method {name} masks numeric keys; use "
             "`method: {name: local_suppression, k: ...}` (or heterogeneous)"
         )
+    check_pram_step(spec, keys, spec.pram)
     method.check_spec(spec, keys, rows)
     kinds = {k.name: ("ordinal" if k.name in bins else k.kind) for k in keys}
-    unaccepted = [key for key, kind in kinds.items() if kind not in method.key_kinds]
+    # keys PRAMed before the method reach it as categories it stratifies by, or, without k,
+    # are released as PRAM left them
+    pramed = set(spec.pram.columns) if spec.pram else set()
+    unaccepted = [
+        key for key, kind in kinds.items() if kind not in method.key_kinds and key not in pramed
+    ]
     if unaccepted:
         refuse(
             f"method {name} masks {' and '.join(sorted(method.key_kinds))} keys, and "

@@ -28,6 +28,7 @@ from pydantic import (
 from sdcflow.gates import GATES, MeasureOptions
 from sdcflow.methods import METHODS, MethodParams
 from sdcflow.methods.fuzzy_mapping import FuzzyMapParams
+from sdcflow.methods.perturbation import PRAM_STEP, PramStepParams
 from sdcflow.spec_model import SpecModel
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -37,7 +38,10 @@ _FIELD_VALUE = {"household_column": "<column>"}
 
 #: Spec fields added after specs without them were released: left out of the spec hash when
 #: unset, so that an unchanged spec keeps its hash and a re-run is still "already published".
-ADDED_FIELDS = ("household_column",)
+ADDED_FIELDS = ("household_column", PRAM_STEP)
+#: ``recode:`` options added the same way (top and bottom coding): left out of each key's
+#: block when unset.
+ADDED_RECODE = ("top", "top_value", "bottom", "bottom_value")
 #: ``measures:`` options added the same way (the gates' options declared after those specs).
 ADDED_MEASURES = ("dominance_p", "dominance_nk", "suda_dis_fraction")
 
@@ -74,7 +78,8 @@ class KeyDeclaration(SpecModel):
 
 class RecodeSpec(SpecModel):
     """Global recoding of one key (``recode: {column: ...}``): exactly one of ``bins``,
-    ``map`` or ``hierarchy``."""
+    ``map``, ``hierarchy``, or top and bottom coding (``top`` and/or ``bottom``, with their
+    replacements ``top_value`` and ``bottom_value``; sdcMicro's ``topBotCoding``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     bins: list[float] | None = Field(None, min_length=2, description="increasing edges")
@@ -89,13 +94,47 @@ class RecodeSpec(SpecModel):
         None, description="CSV file (leaf;level 1;...) or the same rows inline"
     )
     level: int = Field(1, ge=1, description="hierarchy level to publish")
+    top: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="top coding of a numeric key: values above it are replaced by top_value "
+        "(sdcMicro's topBotCoding, kind top)",
+    )
+    top_value: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="what replaces the values above top (default: top itself)",
+    )
+    bottom: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="bottom coding of a numeric key: values below it are replaced by "
+        "bottom_value (sdcMicro's topBotCoding, kind bottom)",
+    )
+    bottom_value: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="what replaces the values below bottom (default: bottom itself)",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> RecodeSpec:
-        given = [k for k in ("bins", "map", "hierarchy") if getattr(self, k) is not None]
-        if len(given) != 1:
+        for side in ("top", "bottom"):
+            if getattr(self, f"{side}_value") is not None and getattr(self, side) is None:
+                raise ValueError(
+                    f"`{side}_value` replaces the values beyond `{side}`; give `{side}` too"
+                )
+        if self.top is not None and self.bottom is not None and self.bottom > self.top:
             raise ValueError(
-                "give exactly one of `bins` (numeric), `map` or `hierarchy` (categorical)"
+                f"bottom ({self.bottom:g}) is above top ({self.top:g}): nothing would be left "
+                "between them; swap them"
+            )
+        coded = self.top is not None or self.bottom is not None
+        given = [k for k in ("bins", "map", "hierarchy") if getattr(self, k) is not None]
+        if len(given) + coded != 1:
+            raise ValueError(
+                "give exactly one of `bins` (numeric), `map` or `hierarchy` (categorical), or "
+                "`top` and/or `bottom` (top and bottom coding of a numeric key)"
             )
         if self.labels is not None and self.bins is None:
             raise ValueError("`labels` name bins; give `bins` too")
@@ -287,6 +326,11 @@ class ReleaseSpec(SpecModel):
     suppression: SuppressionSpec = Field(
         default_factory=SuppressionSpec, description="local suppression of categorical keys"
     )
+    pram: PramStepParams | None = Field(
+        None,
+        description="PRAM on the categorical keys it names, before the method, which then "
+        "masks the keys as always (the PRAMed ones with their perturbed values)",
+    )
     keep: list[str] = Field(default_factory=list, description="columns published unchanged")
     sensitive: list[str] = Field(
         default_factory=list,
@@ -444,6 +488,7 @@ class ReleaseSpec(SpecModel):
             ("key_types", self.key_types),
             ("recode", self.recode),
             ("suppression.importance", self.suppression.importance),
+            (f"{PRAM_STEP}.columns", self.pram.columns if self.pram else []),
         ):
             stray = sorted(set(names) - qis)
             if stray:
@@ -503,6 +548,10 @@ class ReleaseSpec(SpecModel):
         the fuzzy mappings, of which only the column names are public)."""
         data = self.model_dump(mode="json", exclude={"seed", "base_dir", "fuzzy_map"})
         data["method"] = self.method.model_dump(mode="json")
+        for block in data["recode"].values():  # top/bottom options only where given
+            for name in ADDED_RECODE:
+                if block.get(name) is None:
+                    block.pop(name, None)
         if self.fuzzy_map:
             data["fuzzy_mapped"] = sorted(self.fuzzy_map)
         return data
@@ -531,6 +580,10 @@ class ReleaseSpec(SpecModel):
         for name in ADDED_FIELDS:
             if public.get(name) is None:
                 public.pop(name, None)
+        for block in (public.get("recode") or {}).values():
+            for name in ADDED_RECODE:
+                if isinstance(block, dict) and block.get(name) is None:
+                    block.pop(name, None)
         measures = public.get("measures")
         if isinstance(measures, dict):
             for name in ADDED_MEASURES:

@@ -200,6 +200,7 @@ def mask(
             ),
             {rule.name: rule.tolerance for rule in rules},
             frame[_published_as_is(spec, frame)].reset_index(drop=True),
+            pram=spec.pram,  # PRAM on the keys it names, before the method
         )
     with phases.step(MASK_PHASES[1]):
         disclosure = disclosure_summary(spec, frame.reset_index(drop=True), resolved, result)

@@ -4,6 +4,7 @@ data shuffling and top/bottom coding. Each takes an explicit random generator ``
 from .noise import add_noise
 from .pram import invariant_transition, pram, pram_transition
 from .rankswap import rank_swap
+from .shuffle import shuffle
 from .topbottom import top_bottom_code
 
 __all__ = [
@@ -12,5 +13,6 @@ __all__ = [
     "pram",
     "pram_transition",
     "rank_swap",
+    "shuffle",
     "top_bottom_code",
 ]

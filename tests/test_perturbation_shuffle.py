@@ -1,0 +1,162 @@
+"""Data shuffling (Muralidhar and Sarathy 2006) against sdcMicro 5.8.1's ``shuffle``
+(``method = "ds"``), and as the ``shuffle`` method of a release (issue 44, item 1)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+from survey import EXAMPLE, QIS, write_release
+
+import sdcflow
+from sdcflow.core.perturbation.shuffle import ds_conditional, reverse_map, shuffle
+from sdcflow.errors import DataError, InputError
+
+# The file and figures of sdcMicro 5.8.1 (R 4.2.2):
+#   d <- data.frame(y1 = Y[, 1], y2 = Y[, 2], s = S)
+#   set.seed(7); r <- sdcMicro:::shuffleWORK(d, y1 + y2 ~ s, method = "ds", gadp = FALSE)
+# r$perturbed is Y* (its random part drawn by R), r$shuffled the released values; MEAN and
+# SIGMA are the lines of shuffleWORK before the draw (Ystar1, Sigma), printed from R.
+Y = np.array(
+    [
+        [12, 5.5], [7, 2.0], [30, 9.1], [18, 4.4], [25, 8.0],
+        [3, 1.2], [14, 6.3], [9, 2.9], [21, 7.7], [16, 3.8],
+    ]
+)  # fmt: skip
+S = np.array([40, 22, 61, 38, 57, 15, 33, 25, 52, 47.0])[:, None]
+PERTURBED = np.array(
+    [
+        [0.53815923712096, 1.11408444603546],
+        [-1.90299287844976, -1.0827364752452],
+        [0.846405051157383, 1.482918599721],
+        [-0.288544136573784, -0.243544970033858],
+        [0.304088093381273, 0.770685561780052],
+        [-1.8767197307582, -1.81498106450437],
+        [0.0184716253624297, -0.149084886113807],
+        [-0.588387638051679, -0.695049778584491],
+        [0.672032199165072, 0.669825562600728],
+        [0.60873759662472, 1.38817643191006],
+    ]
+)
+SHUFFLED = np.array(
+    [[18, 7.7], [3, 2], [30, 9.1], [12, 3.8], [16, 6.3],
+     [7, 1.2], [14, 4.4], [9, 2.9], [25, 5.5], [21, 8]]
+)  # fmt: skip
+MEAN_HEAD = np.array(
+    [
+        [0.118692438673257, 0.113030921684268],
+        [-0.978955021573053, -0.932259793569948],
+        [1.55363358048823, 1.47952672912585],
+    ]
+)
+SIGMA = np.array([[0.107840127732221, 0.0612026187240021], [0.0612026187240021, 0.190920648905376]])
+
+
+def test_the_conditional_mean_and_covariance_are_sdcmicros():
+    mean, sigma = ds_conditional(Y, S)
+    np.testing.assert_allclose(mean[:3], MEAN_HEAD, rtol=1e-12)
+    np.testing.assert_allclose(mean[3:6], -MEAN_HEAD, rtol=1e-12)  # symmetric ranks of S
+    np.testing.assert_allclose(sigma, SIGMA, rtol=1e-12)
+
+
+def test_the_values_are_given_back_in_the_order_of_the_draw_as_sdcmicros_reverse_map():
+    released = np.column_stack([reverse_map(Y[:, j], PERTURBED[:, j]) for j in range(2)])
+    np.testing.assert_array_equal(released, SHUFFLED)
+
+
+def test_by_hand_the_smallest_draw_gets_the_smallest_value():
+    np.testing.assert_array_equal(
+        reverse_map(np.array([5.0, 1, 3]), np.array([0.2, 0.9, -1])), [3, 5, 1]
+    )
+
+
+def test_each_column_is_a_permutation_reproducible_with_a_seed():
+    gen = np.random.default_rng(3)
+    n = 2000
+    s = gen.normal(size=(n, 1))
+    y = np.column_stack([np.exp(s[:, 0] + gen.normal(size=n)), s[:, 0] ** 3 + gen.normal(size=n)])
+    out = shuffle(y, s, rng=11)
+    for j in range(2):
+        np.testing.assert_array_equal(np.sort(out[:, j]), np.sort(y[:, j]))  # marginal kept
+    np.testing.assert_array_equal(out, shuffle(y, s, rng=11))
+    assert not np.array_equal(out, shuffle(y, s, rng=12))
+    # ranks follow the regression's prediction (Y*_1), and the rank correlation with S holds
+    mean, _ = ds_conditional(y, s)
+    for j in range(2):
+        assert spearmanr(out[:, j], mean[:, j])[0] > 0.5
+        assert spearmanr(out[:, j], s[:, 0])[0] == pytest.approx(
+            spearmanr(y[:, j], s[:, 0])[0], abs=0.05
+        )
+    # without predictors the keys' rank correlation is kept in expectation, not the records
+    alone = shuffle(y, rng=5)
+    rho = spearmanr(y[:, 0], y[:, 1])[0]
+    assert spearmanr(alone[:, 0], alone[:, 1])[0] == pytest.approx(rho, abs=0.05)
+    assert abs(spearmanr(alone[:, 0], y[:, 0])[0]) < 0.1  # independent of its own record
+
+
+@pytest.mark.parametrize(
+    "y, named",
+    [
+        (np.array([[1.0], [np.nan], [3.0]]), "missing"),
+        (np.array([[1.0], [2.0]]), "at least 3"),
+        (np.array([[1.0], [1.0], [1.0]]), "one value on every record"),
+    ],
+)
+def test_what_cannot_be_shuffled_is_refused_with_the_fix(y, named):
+    with pytest.raises(DataError, match=named):
+        shuffle(y, rng=0)
+
+
+SEED = 13572468
+
+
+def test_shuffle_releases_numeric_keys_gated_by_record_linkage(tmp_path, prefect_api):
+    spec = write_release(
+        tmp_path, rows=300, quasi_identifiers=QIS, method={"name": "shuffle"}, seed=SEED
+    )
+    outcome = sdcflow.release(spec)
+    assert outcome.status == "published", outcome.message
+    text = (outcome.published / "manifest.json").read_text()
+    manifest = json.loads(text)
+    assert manifest["method"] == {"name": "shuffle"} and str(SEED) not in text
+    gates = {g["check"]: g for g in manifest["checks"]}
+    assert gates["max_record_linkage"]["threshold"] == 10.0
+    assert gates["max_record_linkage"]["figure"] < 10.0 and "k_anonymity" not in gates
+    released = pd.read_csv(outcome.published / "data.csv")
+    original = pd.read_csv(tmp_path / "data.csv")
+    for c in QIS:  # every key keeps its values
+        assert sorted(released[c]) == sorted(original[c])
+    assert set(manifest["method_details"]["values_moved"]) == set(QIS)
+
+
+def test_a_k_gate_or_a_categorical_key_under_shuffle_is_refused(tmp_path):
+    spec = write_release(
+        tmp_path,
+        rows=40,
+        quasi_identifiers=QIS,
+        method={"name": "shuffle"},
+        checks={"k_anonymity": 3},
+    )
+    with pytest.raises(InputError, match="gives no k-anonymity"):
+        sdcflow.release(spec, publish=False)
+    spec = write_release(
+        tmp_path, rows=40, quasi_identifiers=[*QIS, "region"], method={"name": "shuffle"}
+    )
+    with pytest.raises(InputError, match="no k to stratify"):
+        sdcflow.release(spec, publish=False)
+
+
+def test_the_transformer_and_the_working_object_call_the_registry_method():
+    from sdcflow import SdcFrame, Shuffle
+
+    X = pd.DataFrame(np.random.default_rng(1).normal(size=(200, 3)), columns=["a", "b", "c"])
+    out = Shuffle(random_state=0).fit_transform(X)
+    assert all(sorted(out[c]) == sorted(X[c]) for c in X)
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(300)
+    shuffled = SdcFrame(frame, keys=QIS, random_state=0).mask("shuffle")
+    gates = shuffled.check().set_index("check")
+    assert list(gates.index) == ["max_record_linkage"]
+    assert all(sorted(shuffled.released[c]) == sorted(frame[c]) for c in QIS)

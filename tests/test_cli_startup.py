@@ -23,11 +23,16 @@ HEAVY = (
 )
 
 
-def _imported_after(code: str) -> list[str]:
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
     probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def _imported_after(code: str) -> list[str]:
+    loaded = _modules_after(code)
     return [name for name in HEAVY if name in loaded]
 
 
@@ -42,3 +47,11 @@ def test_parsing_a_check_imports_no_heavy_library() -> None:
         "assert args.command == 'check'"
     )
     assert _imported_after(code) == []
+
+
+def test_the_release_flow_loads_neither_great_expectations_nor_scipy_stats() -> None:
+    # a spec without edit rules or fuzzy mapping never needs them: GE loads for edit rules
+    # (sdcflow.cli.release._import_flow), scipy.stats in the fuzzy mapping's rank figures
+    loaded = _modules_after("import sdcflow.flows.release, sdcflow.preflight.plan")
+    assert "prefect" in loaded
+    assert "great_expectations" not in loaded and "scipy.stats" not in loaded

@@ -103,6 +103,7 @@ for who, which in (("command", resource.RUSAGE_SELF), ("api_server", resource.RU
     cpu[who] = round(usage.ru_utime + usage.ru_stime, 2)
 import json
 print("TIMELINE " + json.dumps({"code": code, "marks": marks, "cpu": cpu}), flush=True)
+main._end_process(code)  # as the command ends: exit hooks, then os._exit
 """
 
 # the flow's own steps (its "Flow run" lines; a task's sub-steps are inside them)
@@ -205,7 +206,7 @@ def breakdown() -> dict:
         "breakdown": "one cold run, seconds per phase in order",
         "process_wall_seconds": round(wall, 2),
         "phases": phases,
-        "interpreter_start_and_exit": round(wall - last, 2),
+        "interpreter_start_and_end": round(wall - last, 2),
         "cpu_seconds": timeline.get("cpu"),
         "flow_steps": steps,
         "flow_steps_total": round(sum(steps.values()), 2),

@@ -7,14 +7,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from sdcflow.cli.output import EXIT_OK, Aftermath, say
-from sdcflow.core.measures.anonymity import key_codes
-from sdcflow.core.risk.assessment import Assessment, assess
 from sdcflow.errors import InputError, Reason
+
+if TYPE_CHECKING:
+    # numpy, pandas and scipy load in the command that runs: `sdcflow check` imports this
+    # module to build the parser, and every import here delays its Prefect API's start
+    import numpy as np
+
+    from sdcflow.core.risk.assessment import Assessment
 
 _AFTERMATH = Aftermath(
     busy="nothing was written", interrupted="interrupted; nothing was written",
@@ -61,6 +64,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _weights(table: Any, column: str) -> np.ndarray:
+    import numpy as np
+
     values = table.column(column).to_pandas()
     numbers = np.asarray(values, dtype=object)
     try:
@@ -81,6 +86,7 @@ def _weights(table: Any, column: str) -> np.ndarray:
 
 def read_keys(args: argparse.Namespace) -> tuple[list[str], np.ndarray, np.ndarray | None]:
     """The key codes (n, d) and weights (n,) of ``args.source``, read as a release reads it."""
+    from sdcflow.core.measures.anonymity import key_codes
     from sdcflow.warehouse.sources import read_source
 
     keys = list(dict.fromkeys(args.keys))
@@ -126,6 +132,8 @@ def _text(a: Assessment, weight: str | None) -> list[str]:
 
 
 def command(args: argparse.Namespace) -> int:
+    from sdcflow.core.risk.assessment import assess
+
     keys, codes, weights = read_keys(args)
     found = assess(
         codes, keys, weights=weights, ks=tuple(args.k), max_combination=args.max_combination

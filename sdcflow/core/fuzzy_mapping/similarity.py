@@ -39,7 +39,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from sdcflow.errors import DataError
 
@@ -138,6 +137,10 @@ def rank_figures(p: object, q: object) -> dict[str, float]:
         weighted by group size, groups with fewer than two distinct values left out (1: inside
         a set the order is kept or exactly reversed; NaN when no group qualifies).
     """
+    # scipy.stats loads here, for a release that maps a sensitive column: imported with the
+    # release flow, it delayed every run without edit rules (Great Expectations imports it)
+    from scipy import stats
+
     P, Q = _pair(p, q)
     out = {"spearman": float(stats.spearmanr(P, Q).statistic)}
     groups = np.floor(Q)

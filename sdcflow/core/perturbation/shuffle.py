@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import rankdata
 
 from sdcflow.errors import DataError
 
@@ -50,6 +49,8 @@ def normal_scores(X: np.ndarray) -> np.ndarray:
 
     Shapes: (n, d) -> (n, d).
     """
+    from scipy.stats import rankdata  # here: scipy.stats costs the release flow 0.5 s to import
+
     n = X.shape[0]
     ranks = rankdata(X, method="average", axis=0)
     return ndtri((ranks - 0.5) / n)
@@ -58,6 +59,8 @@ def normal_scores(X: np.ndarray) -> np.ndarray:
 def _copula_correlation(M: np.ndarray) -> np.ndarray:
     """``2 sin(pi rho / 6)`` of Spearman's rho between the columns of ``M`` (step 2; [1]).
     Shapes: (n, d) -> (d, d)."""
+    from scipy.stats import rankdata
+
     ranks = rankdata(M, method="average", axis=0)
     rho = np.atleast_2d(np.corrcoef(ranks, rowvar=False))  # Spearman: Pearson of the ranks
     return 2.0 * np.sin(np.pi * rho / 6.0)

@@ -425,6 +425,7 @@ MDAV = Method(
     MdavParams,
     _mask_mdav,
     summary="MDAV-generic microaggregation",
+    groups="means",
     scale_out="cells",
     missing_numbers=_options_lost_to_missing_numbers,
     cells=True,
@@ -433,6 +434,7 @@ PS = Method(
     PsParams,
     _mask_ps,
     summary="pairwise systematic microaggregation",
+    groups="means",
     scale_out="cells",
     cells=True,
 )
@@ -440,6 +442,7 @@ UNIVARIATE = Method(
     UnivariateParams,
     _mask_univariate,
     summary="optimal univariate microaggregation",
+    groups="means",
     scale_out="one pass",
     check_spec=_check_univariate,
 )

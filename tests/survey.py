@@ -25,10 +25,11 @@ def write_release(
     """Write the first ``rows`` records of ``examples/business_survey/<data>`` to
     ``tmp/<write_to>`` and a spec to ``tmp/<spec_name>``; return the spec path.
 
-    The spec reads ``write_to`` with MDAV (k = 5) over the survey's numeric quasi-identifiers
-    and region, a categorical key (an intruder may know a firm's region, so it cannot be a
-    ``keep`` column: k would not hold for him); ``spec`` overrides any field (a ``source``
-    override leaves the slice unread).
+    The spec reads ``write_to`` with MDAV (k = 5, groups formed so that no firm dominates,
+    as the example release: its turnover and wages are magnitudes, which get the p % rule gate
+    by default) over the survey's numeric quasi-identifiers and region, a categorical key (an
+    intruder may know a firm's region, so it cannot be a ``keep`` column: k would not hold
+    for him); ``spec`` overrides any field (a ``source`` override leaves the slice unread).
     """
     pd.read_csv(EXAMPLE / data).head(rows).to_csv(tmp / write_to, index=False)
     body = {
@@ -36,7 +37,7 @@ def write_release(
         "source": write_to,
         "id_column": "respondent_id",
         "quasi_identifiers": [*QIS, "region"],
-        "method": {"name": "mdav", "k": 5},
+        "method": {"name": "mdav", "k": 5, "dominance": True},
         **spec,
     }
     path = tmp / spec_name

@@ -65,6 +65,13 @@ def release_frame(
         "output": "published/",
         "warehouse": "warehouse.duckdb",
     }
+    names = [q["name"] if isinstance(q, dict) else q for q in spec["quasi_identifiers"]]
+    numbers = frame[names].select_dtypes("number")
+    if (numbers.min() >= 0).any():
+        # hand-made groups whose values the tests compute: a group of magnitudes dominated
+        # by one record is accepted explicitly rather than merged (the p % rule's default)
+        spec["checks"]["max_p_dominated_groups"] = len(frame)
+        spec["accept"] = {"looser_checks": ["max_p_dominated_groups"]}
     (tmp / "release.yaml").write_text(json.dumps(spec))
     assert main(["release", str(tmp / "release.yaml")]) == 0
     return tmp / "published" / "complete"

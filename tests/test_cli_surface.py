@@ -159,7 +159,7 @@ def test_python_release_returns_outcomes_and_raises_input_errors(tmp_path, prefe
     write_release(tmp_path, rows=120)
     body = {
         "release": "survey", "source": "data.csv", "id_column": "respondent_id",
-        "quasi_identifiers": QIS, "method": {"name": "mdav", "k": 3},
+        "quasi_identifiers": QIS, "method": {"name": "mdav", "k": 3, "dominance": True},
         "seed": 1, "checks": {"max_information_loss": 100},
     }  # fmt: skip
     checked = sdcflow.release(body, publish=False, base_dir=tmp_path)

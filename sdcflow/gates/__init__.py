@@ -94,7 +94,7 @@ def default_gates(
     magnitudes: bool = False,
 ) -> dict[str, float]:
     """The gates a release gets without asking: the edit-rule gate when it has error rules,
-    the magnitude dominance gate (:data:`OF_MAGNITUDES`) when the method releases group
+    the magnitude dominance gate (``OF_MAGNITUDES``) when the method releases group
     means (``Method.groups``) and a numeric key it aggregates is a non-negative magnitude in
     the source (``magnitudes``; the gate judges those keys), and what its method (or the
     composition that masked it, ``MaskResult.promises``) promises: with blocks, the joint k

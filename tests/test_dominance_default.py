@@ -84,6 +84,14 @@ def test_group_means_of_magnitudes_get_the_p_percent_gate_at_zero_by_default():
     assert "unmasked" not in out.note
 
 
+def test_a_method_without_the_remedy_is_told_which_methods_have_it():
+    from sdcflow.methods import HeterogeneousParams
+
+    (out,) = [o for o in run_gates(_ctx(HeterogeneousParams(k=3)), {}) if o.key == P_GATE]
+    assert out.threshold == 0 and not out.passed  # heterogeneous releases numeric means
+    assert "a crisp microaggregation method with `dominance: true`" in out.note
+
+
 def test_the_default_needs_a_non_negative_key_and_group_means():
     signed = X.copy()
     signed[:, 0] -= 100  # every key signed: none is a contribution

@@ -233,8 +233,9 @@ def run_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> list[GateOut
         figure = float(gate.compute(ctx))
         passed = gate.passes(figure, float(threshold))
         note = notes.get(key, "")
-        if not passed and gate.remedy:
-            note = f"{note}; {gate.remedy}" if note else gate.remedy
+        if not passed and gate.remedy is not None:
+            remedy = gate.remedy(ctx)
+            note = f"{note}; {remedy}" if note else remedy
         outcomes.append(
             GateOutcome(
                 key,

@@ -186,7 +186,7 @@ class Gate:
         ``"means"``) whose numeric keys are all non-negative magnitudes in the source gets
         this gate at (None: only when asked).
     remedy : what to change in the spec when the gate fails, one clause the outcome's note
-        carries (empty: the figure and threshold say it).
+        carries, from the release's context (None: the figure and threshold say it).
     """
 
     key: str
@@ -205,7 +205,7 @@ class Gate:
     with_edit_rules: float | None = None
     on_groups: bool = False
     with_group_means: float | None = None
-    remedy: str = ""
+    remedy: Callable[[GateContext], str] | None = None
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):

@@ -127,12 +127,20 @@ def _nk_dominated(ctx: GateContext) -> float:
     return float(done.nk_rule) if done is not None else float("nan")
 
 
-# Never "publish the key unmasked": the remedies keep it masked.
-DOMINANCE_REMEDY = (
-    "remedy: `dominance: true` on the method (its groups merged until no record dominates), "
-    "or top-coding of the dominating key before grouping; keys that are not contributions "
-    "take a threshold under accept.looser_checks"
-)
+def _remedy(ctx: GateContext) -> str:
+    """What to change when a release fails a dominance rule. Never "publish the key
+    unmasked": every remedy keeps it masked."""
+    fixable = ctx.method is not None and "dominance" in type(ctx.method).model_fields
+    groups = (
+        "`dominance: true` on the method (its groups merged until no record dominates)"
+        if fixable
+        else "a crisp microaggregation method with `dominance: true` (groups merged until no "
+        "record dominates)"
+    )
+    return (
+        f"remedy: {groups}, or top-coding of the dominating key before grouping; keys that "
+        "are not contributions take a threshold under accept.looser_checks"
+    )
 
 
 def _record_linkage(ctx: GateContext) -> float:
@@ -197,7 +205,7 @@ GATES = [
         measures="numeric_keys",
         on_groups=True,
         with_group_means=0.0,
-        remedy=DOMINANCE_REMEDY,
+        remedy=_remedy,
     ),
     Gate(
         "max_nk_dominated_groups",
@@ -210,7 +218,7 @@ GATES = [
         not_checked=_no_magnitude,
         measures="numeric_keys",
         on_groups=True,
-        remedy=DOMINANCE_REMEDY,
+        remedy=_remedy,
     ),
     Gate(
         "max_individual_risk",

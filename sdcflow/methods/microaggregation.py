@@ -83,8 +83,20 @@ class DominanceOptions(SpecModel):
     )
 
 
+def _boolean_switches(schema: dict[str, Any]) -> None:
+    """``refine`` and ``dominance`` also take ``true`` / ``false`` (the validator below reads
+    them), which their annotations do not say: the JSON Schema lists a boolean beside the
+    mapping, so editors do not flag ``dominance: true``."""
+    for name in ("refine", "dominance"):
+        options = schema.get("properties", {}).get(name, {}).get("anyOf")
+        if options is not None and {"type": "boolean"} not in options:
+            options.insert(1, {"type": "boolean"})
+
+
 class CrispParams(MethodParams):
     """Parameters shared by the crisp microaggregation methods."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_boolean_switches)
 
     k: int = Field(ge=2, description="minimum group size")
     standardize: bool = Field(

@@ -183,8 +183,8 @@ class Gate:
         preflight refuses the gate under a method that releases records rather than group
         aggregates, and its figure is "not applicable" there.
     with_group_means : the threshold every release of group means (``Method.groups`` is
-        ``"means"``) whose numeric keys are all non-negative magnitudes in the source gets
-        this gate at (None: only when asked).
+        ``"means"``) with a numeric key that is never negative in the source (a magnitude)
+        gets this gate at (None: only when asked).
     remedy : what to change in the spec when the gate fails, one clause the outcome's note
         carries, from the release's context (None: the figure and threshold say it).
     """

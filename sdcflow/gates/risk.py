@@ -6,9 +6,9 @@ released groups (the p % and (n, k) rules of tabular protection, :mod:`sdcflow.c
 dominance`): a group mean published beside knowledge of the group's other members gives its
 largest contribution away when that contribution dominates the total. The dominance gates
 judge released groups only (``Method.groups``): under a method that releases records they are
-refused at preflight. A release of group means whose numeric keys are all non-negative in the
-source (magnitudes such as turnover) gets the p % rule gate at 0 groups, p = 10, by default
-(``Gate.with_group_means``)."""
+refused at preflight. A release of group means with a numeric key that is never negative in
+the source (a magnitude such as turnover) gets the p % rule gate at 0 groups, p = 10, by
+default (``Gate.with_group_means``); signed keys (a profit) are left out of the rules."""
 
 from __future__ import annotations
 

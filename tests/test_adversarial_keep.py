@@ -226,6 +226,7 @@ def _survey_with_email(tmp: Path, **fields) -> Path:
         quasi_identifiers=qis,
         keep=["email"],
         seed=1,
+        method={"name": "mdav", "k": 5, "dominance": True},  # as the example release
         **fields,
     )
 

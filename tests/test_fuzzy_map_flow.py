@@ -44,7 +44,7 @@ def write_spec(tmp: Path, rows: int = 300, **overrides) -> Path:
                 "combiner": "random_pick",
             }
         },
-        "method": {"name": "mdav", "k": 5},
+        "method": {"name": "mdav", "k": 5, "dominance": True},  # as the example release
         "checks": {"k_anonymity": 5},
         "seed": 3,
         **overrides,

@@ -17,7 +17,8 @@ def test_the_example_survey_gives_a_spec_check_runs_and_passes(tmp_path, prefect
     spec = yaml.safe_load((tmp_path / "release.yaml").read_text())
     assert spec["id_column"] == "respondent_id"
     assert "turnover" in spec["quasi_identifiers"] and "region" in spec["quasi_identifiers"]
-    assert spec["method"] == {"name": "mdav", "k": 5}
+    # turnover, wages... are magnitudes: groups where no firm dominates (the p % rule gate)
+    assert spec["method"] == {"name": "mdav", "k": 5, "dominance": True}
     capsys.readouterr()
     assert main(["check", str(tmp_path / "release.yaml")]) == 0
     assert not (tmp_path / "published").exists()

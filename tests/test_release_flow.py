@@ -75,7 +75,7 @@ def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
         assert manifest["files"][name]["sha256"] == digest
     assert manifest["rows"] == 400
     assert manifest["method"] == {
-        "name": "mdav", "k": 5, "standardize": True, "refine": None, "dominance": None,
+        "name": "mdav", "k": 5, "standardize": True, "refine": None, "dominance": {"p": 10.0},
         "cell_size": None,
     }  # fmt: skip
     details = manifest["method_details"]  # the loss, a bound below any partition's, the ratio
@@ -83,6 +83,7 @@ def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
     assert "seed" not in manifest["spec"]  # the seed is a secret
     assert {c["check"]: c["verdict"] for c in manifest["checks"]} == {
         "max_edit_violations": "pass",
+        "max_p_dominated_groups": "pass",  # turnover, wages...: magnitudes, gated by default
         "k_anonymity": "pass",
         "max_information_loss": "pass",
     }
@@ -104,7 +105,7 @@ def test_release_publishes_with_manifest(tmp_path, prefect_api, capsys):
         r[0] for r in con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()
     }
     con.close()
-    assert status == "published" and sha == manifest["spec_sha256"] and n_checks == 3
+    assert status == "published" and sha == manifest["spec_sha256"] and n_checks == 4
     assert {"raw", "edited", "masked", "published", "audit"} <= schemas
     assert main(["runs", str(spec)]) == 0
     assert "published" in capsys.readouterr().out
@@ -158,7 +159,7 @@ def test_failed_publication_leaves_previous_release_intact(
     before = tree_bytes(out)
 
     # Second run with another k; the publish step dies after the data files are written.
-    make_release(tmp_path, method={"name": "mdav", "k": 6})
+    make_release(tmp_path, method={"name": "mdav", "k": 6, "dominance": True})
     real_fsync = publish_mod._fsync_path
 
     def dying_fsync(path: Path) -> None:

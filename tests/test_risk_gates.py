@@ -124,7 +124,9 @@ def _release(tmp_path, diagnosis: list[str], **more) -> tuple[int, dict | None]:
     from sdcflow.cli.main import main
 
     n = len(diagnosis)
-    frame = pd.DataFrame({"id": range(n), "age": range(n), "diagnosis": diagnosis})
+    # adults' ages: a group of ages 0, 1, 2 would fail the p % rule (0 < 10 % of 2), which a
+    # release of group means of a non-negative key gets by default
+    frame = pd.DataFrame({"id": range(n), "age": range(20, 20 + n), "diagnosis": diagnosis})
     frame["household"] = frame["id"] // 2
     frame.to_csv(tmp_path / "data.csv", index=False)
     spec = {

@@ -149,8 +149,20 @@ def draft(source: Path, target: Path) -> tuple[str, dict[str, Any]]:
             + " (free text or an identifier, or a date: add a date as {name: ..., type: "
             "ordinal} if an intruder knows it)"
         )
+    # A key never negative is a magnitude (turnover): a group mean of it is gated by the p %
+    # rule by default, and groups formed so that no record dominates pass it. MDAV-generic,
+    # which groups keys with missing values, does not apply that option.
+    magnitudes = [c for c in numeric if (profile[c].get("min") or 0) >= 0]
+    remedy = bool(magnitudes) and all(profile[c]["present"] == n for c in numeric)
+    if magnitudes:
+        lines += [
+            f"# never negative, magnitudes: {', '.join(magnitudes)}; no released group mean may",
+            "# give its largest contributor away (p % rule, checked by default)"
+            + ("; dominance: true forms groups where no record dominates" if remedy else ""),
+        ]
+    option = ", dominance: true" if remedy else ""
     lines += [
-        f"method: {{name: {method}, k: {DEFAULT_K}}}",
+        f"method: {{name: {method}, k: {DEFAULT_K}{option}}}",
         "checks:",
         f"  k_anonymity: {DEFAULT_K}",
     ]

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from sdcflow.gates import anonymity, box, edits, loss, risk, uniqueness
@@ -30,6 +31,12 @@ GATES: dict[str, Gate] = {
 # threshold (``Gate.with_edit_rules``).
 ALWAYS: dict[str, float] = {
     key: gate.with_edit_rules for key, gate in GATES.items() if gate.with_edit_rules is not None
+}
+
+# Gates every release of group means over non-negative magnitudes gets, with this threshold
+# (``Gate.with_group_means``).
+OF_MAGNITUDES: dict[str, float] = {
+    key: gate.with_group_means for key, gate in GATES.items() if gate.with_group_means is not None
 }
 
 
@@ -84,14 +91,17 @@ def default_gates(
     edit_rules: bool,
     promises: Mapping[str, float] | None = None,
     keep: bool = False,
+    magnitudes: bool = False,
 ) -> dict[str, float]:
     """The gates a release gets without asking: the edit-rule gate when it has error rules,
-    and what its method (or the composition that masked it, ``MaskResult.promises``)
-    promises: with blocks, the joint k over every quasi-identifier and k per block (and so
-    for the expected group sizes of a random draw, ``probabilistic_k_anonymity`` over the
-    released tuples of block groups and ``block_probabilistic_k_anonymity``). With
-    ``keep`` columns, ``keep_k_anonymity`` (k if the intruder also knew them) at the
-    promised k.
+    the magnitude dominance gate (``OF_MAGNITUDES``) when the method releases group
+    means (``Method.groups``) and a numeric key it aggregates is a non-negative magnitude in
+    the source (``magnitudes``; the gate judges those keys), and what its method (or the
+    composition that masked it, ``MaskResult.promises``) promises: with blocks, the joint k
+    over every quasi-identifier and k per block (and so for the expected group sizes of a
+    random draw, ``probabilistic_k_anonymity`` over the released tuples of block groups and
+    ``block_probabilistic_k_anonymity``). With ``keep`` columns, ``keep_k_anonymity`` (k if
+    the intruder also knew them) at the promised k.
     """
     if promises is not None:
         promised = dict(promises)
@@ -117,7 +127,21 @@ def default_gates(
             if key in promised and gate.per_block is not None:
                 promised[gate.per_block] = promised[key]
     defaults = dict(ALWAYS) if edit_rules else {}
+    # A group mean beside what the group's other members know of themselves gives a dominant
+    # contribution away (the p % rule): a release of means of magnitudes is gated on it.
+    if magnitudes and method is not None and get_method(method.name).groups == "means":
+        defaults.update(OF_MAGNITUDES)
     return {**defaults, **promised}
+
+
+def any_magnitude(X: np.ndarray) -> bool:
+    """Whether some numeric key of ``X`` (n, d) is a non-negative magnitude: present somewhere
+    and never negative (a missing value is NaN). A signed key (a profit) is no contribution
+    and is left out of the rules; the others are judged."""
+    if X.ndim != 2 or X.shape[1] == 0:
+        return False
+    present = ~np.isnan(X)
+    return bool(np.any(present.any(axis=0) & ~(X < 0).any(axis=0)))
 
 
 def _defaults(ctx: GateContext) -> dict[str, float]:
@@ -127,6 +151,7 @@ def _defaults(ctx: GateContext) -> dict[str, float]:
         edit_rules=ctx.edit_violations is not None or bool(ctx.unchecked_rules),
         promises=ctx.result.promises,
         keep=ctx.keep is not None and ctx.keep.shape[1] > 0,
+        magnitudes=any_magnitude(np.asarray(ctx.as_ingested, dtype=np.float64)),
     )
 
 
@@ -206,16 +231,21 @@ def run_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> list[GateOut
             )
             continue
         figure = float(gate.compute(ctx))
+        passed = gate.passes(figure, float(threshold))
+        note = notes.get(key, "")
+        if not passed and gate.remedy is not None:
+            remedy = gate.remedy(ctx)
+            note = f"{note}; {remedy}" if note else remedy
         outcomes.append(
             GateOutcome(
                 key,
                 figure,
                 float(threshold),
                 gate.direction,
-                gate.passes(figure, float(threshold)),
+                passed,
                 gate.description,
                 gate.unit,
-                note=notes.get(key, ""),
+                note=note,
             )
         )
     return outcomes
@@ -234,10 +264,20 @@ def measure(ctx: GateContext, keys: list[str]) -> dict[str, float]:
 
 def contradictions(method: MethodParams, checks: Mapping[str, float]) -> list[str]:
     """The spec's gates that its method cannot meet by construction, one line each with the
-    fix: gates for other methods' releases (``Gate.only_for``), and what the method itself
-    declares (``Method.conflicts``). The preflight refuses the first, before any work."""
+    fix: gates for other methods' releases (``Gate.only_for``), gates on released groups
+    under a method releasing records (``Gate.on_groups``, ``Method.groups``), and what the
+    method itself declares (``Method.conflicts``). The preflight refuses the first, before
+    any work."""
     out = []
+    releases = get_method(method.name).groups
     for key in checks:
+        if GATES[key].on_groups and releases is None:
+            out.append(
+                f"checks.{key} measures released groups and method {method.name} releases "
+                "records, not group aggregates; remove it, or choose a microaggregation "
+                "method for a release of group means"
+            )
+            continue
         allowed = GATES[key].only_for
         if allowed and not isinstance(method, allowed):
             names = " or ".join(sorted(t.model_fields["name"].default for t in allowed))
@@ -276,6 +316,7 @@ def gather_evidence(ctx: GateContext) -> Evidence:
 __all__ = [
     "ALWAYS",
     "GATES",
+    "OF_MAGNITUDES",
     "OPTIONS",
     "Evidence",
     "Gate",
@@ -284,6 +325,7 @@ __all__ = [
     "GateOutcome",
     "MeasureOptions",
     "RecordRisk",
+    "any_magnitude",
     "contradictions",
     "default_gates",
     "gather_evidence",

@@ -179,6 +179,14 @@ class Gate:
         the intruder, which a release with ``keep`` columns gets at this gate's threshold.
     with_edit_rules : the threshold every release with error rules gets this gate at
         (None: only when promised or asked).
+    on_groups : the figure is measured on the released groups (``Method.groups``): the
+        preflight refuses the gate under a method that releases records rather than group
+        aggregates, and its figure is "not applicable" there.
+    with_group_means : the threshold every release of group means (``Method.groups`` is
+        ``"means"``) with a numeric key that is never negative in the source (a magnitude)
+        gets this gate at (None: only when asked).
+    remedy : what to change in the spec when the gate fails, one clause the outcome's note
+        carries, from the release's context (None: the figure and threshold say it).
     """
 
     key: str
@@ -195,6 +203,9 @@ class Gate:
     per_block: str | None = None
     with_keep: str | None = None
     with_edit_rules: float | None = None
+    on_groups: bool = False
+    with_group_means: float | None = None
+    remedy: Callable[[GateContext], str] | None = None
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):

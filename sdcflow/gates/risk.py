@@ -4,10 +4,15 @@ record from key frequencies and sampling weights (individual and global risk, as
 ``measure_risk``; :mod:`sdcflow.core.measures.risk`), and the magnitude dominance of the
 released groups (the p % and (n, k) rules of tabular protection, :mod:`sdcflow.core.risk.\
 dominance`): a group mean published beside knowledge of the group's other members gives its
-largest contribution away when that contribution dominates the total."""
+largest contribution away when that contribution dominates the total. The dominance gates
+judge released groups only (``Method.groups``): under a method that releases records they are
+refused at preflight. A release of group means with a numeric key that is never negative in
+the source (a magnitude such as turnover) gets the p % rule gate at 0 groups, p = 10, by
+default (``Gate.with_group_means``); signed keys (a profit) are left out of the rules."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 import numpy as np
@@ -15,9 +20,10 @@ from pydantic import Field
 
 from sdcflow.core.measures.disclosure_risk import interval_disclosure, record_linkage
 from sdcflow.core.measures.risk import RiskSummary, risk_summary
-from sdcflow.core.risk.dominance import DominanceResult, dominance
+from sdcflow.core.risk.dominance import dominance
 from sdcflow.gates.anonymity import TRANSPARENCY, reidentification
 from sdcflow.gates.base import Gate, GateContext, GateOption, no_complete_record
+from sdcflow.methods import get_method
 
 INTERVAL_P = GateOption(
     "interval_disclosure_p",
@@ -43,34 +49,69 @@ DOMINANCE_NK = GateOption(
 )
 
 
-def _dominance(ctx: GateContext) -> DominanceResult | None:
-    """The rules over the released groups on the non-negative numeric keys, records holding
-    every numeric key; None when no key is a non-negative magnitude."""
+@dataclass(frozen=True)
+class _Dominated:
+    """Released groups failing each rule, summed over the blocks masked apart."""
 
-    def compute() -> DominanceResult | None:
+    p_rule: int
+    nk_rule: int
+
+
+def _releases_groups(ctx: GateContext) -> bool:
+    """Whether the method releases group aggregates (``Method.groups``)."""
+    return ctx.method is not None and get_method(ctx.method.name).groups is not None
+
+
+def _dominance(ctx: GateContext) -> _Dominated | None:
+    """The rules over the released groups on every non-negative numeric key, each key on the
+    records that hold it; None when no key is a non-negative magnitude."""
+
+    def compute() -> _Dominated | None:
         X = np.asarray(ctx.original, dtype=np.float64)
-        complete = ~np.isnan(X).any(axis=1)
-        X = X[complete]
-        magnitudes = (X >= 0).all(axis=0)
-        if not complete.any() or not magnitudes.any():
-            return None
-        n, k = ctx.option(DOMINANCE_NK)
-        return dominance(
-            ctx.result.group_labels()[complete],
-            X[:, magnitudes],
-            n=int(n),
-            k=float(k),
-            p=float(ctx.option(DOMINANCE_P)),
+        # Blocks masked apart release their own groups: each key is judged in its block's.
+        parts = (
+            [(list(range(X.shape[1])), ctx.result)]
+            if not ctx.result.blocks
+            else [
+                ([ctx.columns.index(c) for c in b.columns if c in ctx.columns], b.result)
+                for b in ctx.result.blocks
+            ]
         )
+        n, k = ctx.option(DOMINANCE_NK)
+        p = float(ctx.option(DOMINANCE_P))
+        p_fail = nk_fail = 0
+        measured = False
+        for idx, part in parts:
+            labels = part.group_labels()
+            p_groups: set[int] = set()
+            nk_groups: set[int] = set()
+            for j in idx:
+                have = ~np.isnan(X[:, j])
+                if not have.any() or (X[have, j] < 0).any():
+                    continue  # a signed key is no contribution
+                done = dominance(labels[have], X[have, j : j + 1], n=int(n), k=float(k), p=p)
+                p_groups.update(done.groups[done.p_fail[:, 0]].tolist())
+                nk_groups.update(done.groups[done.nk_fail[:, 0]].tolist())
+                measured = True
+            p_fail += len(p_groups)
+            nk_fail += len(nk_groups)
+        return _Dominated(p_fail, nk_fail) if measured else None
 
     return ctx.cached("dominance", compute)
 
 
 def _no_magnitude(ctx: GateContext) -> tuple[str, bool] | None:
+    if not _releases_groups(ctx):
+        name = ctx.method.name if ctx.method is not None else "none"
+        return (
+            f"not applicable: method {name} releases records, not group aggregates (the "
+            "dominance rules measure what a released group's total gives away)",
+            False,
+        )
     if _dominance(ctx) is None:
         return (
-            "no numeric key holds non-negative magnitudes on the records that have every "
-            "numeric key (the dominance rules apply to contributions such as turnover)",
+            "no numeric key holds non-negative magnitudes (the dominance rules apply to "
+            "contributions such as turnover)",
             False,
         )
     return None
@@ -78,12 +119,28 @@ def _no_magnitude(ctx: GateContext) -> tuple[str, bool] | None:
 
 def _p_dominated(ctx: GateContext) -> float:
     done = _dominance(ctx)
-    return float(done.n_groups_p_fail) if done is not None else float("nan")
+    return float(done.p_rule) if done is not None else float("nan")
 
 
 def _nk_dominated(ctx: GateContext) -> float:
     done = _dominance(ctx)
-    return float(done.nk_fail.any(axis=1).sum()) if done is not None else float("nan")
+    return float(done.nk_rule) if done is not None else float("nan")
+
+
+def _remedy(ctx: GateContext) -> str:
+    """What to change when a release fails a dominance rule. Never "publish the key
+    unmasked": every remedy keeps it masked."""
+    fixable = ctx.method is not None and "dominance" in type(ctx.method).model_fields
+    groups = (
+        "`dominance: true` on the method (its groups merged until no record dominates)"
+        if fixable
+        else "a crisp microaggregation method with `dominance: true` (groups merged until no "
+        "record dominates)"
+    )
+    return (
+        f"remedy: {groups}, or top-coding of the dominating key before grouping; keys that "
+        "are not contributions take a threshold under accept.looser_checks"
+    )
 
 
 def _record_linkage(ctx: GateContext) -> float:
@@ -146,6 +203,9 @@ GATES = [
         option=DOMINANCE_P,
         not_checked=_no_magnitude,
         measures="numeric_keys",
+        on_groups=True,
+        with_group_means=0.0,
+        remedy=_remedy,
     ),
     Gate(
         "max_nk_dominated_groups",
@@ -157,6 +217,8 @@ GATES = [
         option=DOMINANCE_NK,
         not_checked=_no_magnitude,
         measures="numeric_keys",
+        on_groups=True,
+        remedy=_remedy,
     ),
     Gate(
         "max_individual_risk",

@@ -197,6 +197,7 @@ def no_conflicts(params: Any, checks: Mapping[str, float]) -> list[str]:
 
 ScaleOut = Literal["cells", "one pass"]
 Output = Literal["points", "boxes"]
+GroupRelease = Literal["means", "centres", "boxes"]
 
 
 class ReleaseView(Protocol):
@@ -269,6 +270,14 @@ class Method:
     cells : whether the parameters have ``cell_size`` (cells cut along the ordered keys).
     output : ``"points"`` (a released value per key) or ``"boxes"`` (an interval per key,
         its centre as the point).
+    groups : what the release publishes of groups of records, for the gates measured on
+        released groups (the magnitude dominance of each group's total): ``"means"`` (each
+        numeric key released as its group's mean: microaggregation; a release of
+        non-negative magnitudes gets the p % rule gate by default), ``"centres"`` (a centre
+        drawn for every record, the records drawn to one centre its group: fuzzy
+        microaggregation), ``"boxes"`` (an interval per key spanning its group), or None: the
+        method releases records, not group aggregates (noise, swapping, PRAM, suppression),
+        and a gate on released groups is refused at preflight.
     check_spec : ``check_spec(spec, keys, rows)``: the method's own refusals of a spec with
         these resolved keys and ``rows`` records (``InputError``, exit 2), run at preflight
         and for every variant of ``compare``.
@@ -290,6 +299,7 @@ class Method:
     missing_numbers: bool | Callable[[Any], list[str]] = False
     cells: bool = False
     output: Output = "points"
+    groups: GroupRelease | None = None
     check_spec: Callable[[ReleaseView, Sequence[Key], int], None] = no_spec_check
     check_data: Callable[[ReleaseView, Any, Sequence[Key]], None] = no_data_check
 

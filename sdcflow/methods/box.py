@@ -396,6 +396,7 @@ BOX = Method(
     key_kinds=frozenset({"numeric"}),
     blocks=False,
     output="boxes",
+    groups="boxes",
     check_spec=_check_spec,
     check_data=_check_data,
 )

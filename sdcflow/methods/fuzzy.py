@@ -403,6 +403,7 @@ FUZZY = Method(
     summary="fuzzy microaggregation (FCM / entropy FCM, random draw of centres)",
     scale_out=_scale_out,
     cells=True,
+    groups="centres",
     check_spec=_check_spec,
     check_data=_check_data,
 )
@@ -415,6 +416,7 @@ CONSTRAINED_FUZZY = Method(
     summary="constrained fuzzy microaggregation: centres satisfy the linear edit rules",
     scale_out=_scale_out,
     cells=True,
+    groups="centres",
     check_spec=_check_spec,
     check_data=_check_data,
 )

@@ -167,6 +167,7 @@ HETEROGENEOUS = Method(
     HeterogeneousParams,
     _mask,
     summary="heterogeneous microaggregation: numeric means, ordinal medians, nominal modes",
+    groups="means",
     mask_keys=_mask_keys,
     scale_out=_scale_out,
     missing_numbers=True,  # grouped on the values each record has

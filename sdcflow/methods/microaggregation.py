@@ -83,8 +83,20 @@ class DominanceOptions(SpecModel):
     )
 
 
+def _boolean_switches(schema: dict[str, Any]) -> None:
+    """``refine`` and ``dominance`` also take ``true`` / ``false`` (the validator below reads
+    them), which their annotations do not say: the JSON Schema lists a boolean beside the
+    mapping, so editors do not flag ``dominance: true``."""
+    for name in ("refine", "dominance"):
+        options = schema.get("properties", {}).get(name, {}).get("anyOf")
+        if options is not None and {"type": "boolean"} not in options:
+            options.insert(1, {"type": "boolean"})
+
+
 class CrispParams(MethodParams):
     """Parameters shared by the crisp microaggregation methods."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_boolean_switches)
 
     k: int = Field(ge=2, description="minimum group size")
     standardize: bool = Field(
@@ -425,6 +437,7 @@ MDAV = Method(
     MdavParams,
     _mask_mdav,
     summary="MDAV-generic microaggregation",
+    groups="means",
     scale_out="cells",
     missing_numbers=_options_lost_to_missing_numbers,
     cells=True,
@@ -433,6 +446,7 @@ PS = Method(
     PsParams,
     _mask_ps,
     summary="pairwise systematic microaggregation",
+    groups="means",
     scale_out="cells",
     cells=True,
 )
@@ -440,6 +454,7 @@ UNIVARIATE = Method(
     UnivariateParams,
     _mask_univariate,
     summary="optimal univariate microaggregation",
+    groups="means",
     scale_out="one pass",
     check_spec=_check_univariate,
 )

@@ -39,7 +39,7 @@ def test_k_by_group_by_is_the_cores_k_with_missing_values_as_values(tmp_path):
     figures = wh.k_figures("masked", RUN, keys, k=5)
     codes = frame[keys].astype(object).where(frame[keys].notna(), "<missing>")
     sizes = codes.groupby(keys, dropna=False).size()
-    assert figures["k_anonymity"] == k_anonymity(frame[keys]) == sizes.min()
+    assert figures["k"] == k_anonymity(frame[keys]) == sizes.min()
     assert figures["classes"] == len(sizes)
     assert figures["records_below_k"] == int(sizes[sizes < 5].sum()) > 0
     assert "records_below_k" not in wh.k_figures("masked", RUN, keys)
@@ -49,7 +49,7 @@ def test_k_of_an_empty_release_is_zero(tmp_path):
     frame = pd.DataFrame({"x": np.zeros(0), ROW_ID: np.zeros(0, dtype=np.int64)})
     wh = _warehouse(tmp_path, masked=frame)
     assert wh.k_figures("masked", RUN, ["x"], k=3) == {
-        "k_anonymity": 0,
+        "k": 0,
         "classes": 0,
         "records_below_k": 0,
     }

@@ -632,11 +632,12 @@ class Warehouse:
         self, schema: str, run_id: str, keys: Sequence[str], k: int | None = None
     ) -> dict[str, int]:
         """k-anonymity of the ``schema`` table of ``run_id`` over the columns ``keys``,
-        counted by DuckDB: the smallest class of identical rows (``GROUP BY`` the keys, a
-        missing value a value of its own: DuckDB groups NULLs together), the classes, and
-        with ``k`` the records in classes smaller than ``k``. The release's convention
-        ("identical", :func:`~sdcflow.core.measures.anonymity.k_anonymity`), without the
-        table leaving DuckDB. An empty table: k 0, no classes."""
+        counted by DuckDB: ``k``, the smallest class of identical rows (``GROUP BY`` the
+        keys, a missing value a value of its own: DuckDB groups NULLs together), ``classes``,
+        and with ``k`` given ``records_below_k``, the records in classes smaller than it.
+        The release's convention ("identical",
+        :func:`~sdcflow.core.measures.anonymity.k_anonymity`), without the table leaving
+        DuckDB. An empty table: k 0, no classes."""
         names = ", ".join(_quoted(c) for c in keys)
         below = f"coalesce(sum(f) FILTER (WHERE f < {int(k)}), 0)" if k is not None else "NULL"
         query = (
@@ -645,7 +646,7 @@ class Warehouse:
         )
         with self.connect(read_only=True) as con:
             smallest, classes, small = con.execute(query).fetchone()
-        out = {"k_anonymity": int(smallest), "classes": int(classes)}
+        out = {"k": int(smallest), "classes": int(classes)}
         if k is not None:
             out["records_below_k"] = int(small)
         return out

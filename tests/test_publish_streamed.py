@@ -132,3 +132,33 @@ def test_an_empty_release_is_one_empty_chunk_with_its_columns(tmp_path):
     out = write_release(tmp_path / "out", "r", Chunked(lambda: iter(chunks)), {"run_id": RUN})
     assert (out / "data.csv").read_text() == "x,region\n"
     assert pq.read_table(out / "data.parquet").num_rows == 0
+
+
+def test_a_column_missing_throughout_the_first_chunk_but_not_later_is_refused(tmp_path):
+    """Its Parquet type is unknown when the file starts (Arrow's null type): refused, never
+    written with a type the whole frame would not have had; missing throughout, it is
+    written as the whole frame writes it."""
+    first = pd.DataFrame({"x": [1.0, 2.0], "s": pd.Series([None, None], dtype=object)})
+    later = pd.DataFrame({"x": [3.0], "s": pd.Series(["a"], dtype=object)})
+    with pytest.raises(ValueError, match="missing throughout the release's first chunk"):
+        _write_data(iter([first, later]), tmp_path / "a.parquet", tmp_path / "a.csv")
+    empty = pd.DataFrame({"x": [3.0], "s": pd.Series([None], dtype=object)})
+    _write_data(iter([first, empty]), tmp_path / "b.parquet", tmp_path / "b.csv")
+    whole = pd.concat([first, empty], ignore_index=True)
+    table = pa.Table.from_pandas(whole, preserve_index=False)
+    pq.write_table(table, tmp_path / "w.parquet", row_group_size=2)  # a group per chunk
+    assert _sha(tmp_path / "b.parquet") == _sha(tmp_path / "w.parquet")
+
+
+def test_a_memory_limit_that_is_not_an_amount_is_refused(tmp_path, monkeypatch):
+    from sdcflow.errors import InputError
+
+    monkeypatch.setenv("SDCFLOW_DUCKDB_MEMORY_LIMIT", "lots")
+    with pytest.raises(InputError, match="amount of memory such as 2GB"):
+        Warehouse(tmp_path / "w.duckdb").initialize()
+    monkeypatch.setenv("SDCFLOW_DUCKDB_MEMORY_LIMIT", "256MiB")
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    with wh.connect() as con:
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    assert limit.replace(" ", "") == "256.0MiB"

@@ -547,8 +547,9 @@ def _write_data(chunks: Iterator[pd.DataFrame], parquet: Path, csv: Path) -> tup
 
     The Parquet schema (with pandas' metadata) is the first chunk's, as ``pq.write_table``
     of the whole frame takes it from the whole frame: the same bytes whenever the first chunk
-    has the types of the rest (a text column missing throughout the first 1 Mi records is
-    given DuckDB's text type instead of none). Each chunk of ``CHUNK_ROWS`` records is one
+    has the types of the rest (a column missing throughout the first chunk, Arrow's null
+    type there, that holds values later is refused by :func:`_as_table`, never written with
+    a type the whole frame would not have had). Each chunk of ``CHUNK_ROWS`` records is one
     row group, as ``write_table`` cuts the whole table. The CSV is :func:`write_csv`'s,
     chunk after chunk under one header: every value is written on its own, so the bytes are
     those of the whole frame."""
@@ -574,8 +575,9 @@ def _as_table(chunk: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     if any(pa.types.is_null(f.type) and not pa.types.is_null(table.schema.field(i).type)
            for i, f in enumerate(schema)):  # fmt: skip
         raise ValueError(
-            "a column missing throughout the release's first chunk holds values later; "
-            "publish it from a frame (the in-memory path) or give the column a type"
+            "a column missing throughout the release's first chunk of records holds values "
+            "later, so its type is unknown when the files start; publish the release from "
+            "a frame (write_release with a DataFrame), whose type is the whole column's"
         )
     return table.replace_schema_metadata(schema.metadata).cast(schema)
 

@@ -77,3 +77,54 @@ def test_il_by_sums_is_the_cores_sse_over_sst(tmp_path, missing):
     assert il == pytest.approx(sse_sst_loss_present(X, P), rel=1e-11)
     assert 0.0 < il < 100.0
     assert wh.information_loss("raw", "masked", RUN, []) == 0.0
+
+
+def _inside(X: np.ndarray, ids: np.ndarray, cuts, columns) -> np.ndarray:
+    """Which records satisfy every cut ``(column, value, row id, upper)``."""
+    mask = np.ones(len(ids), dtype=bool)
+    for column, value, row, upper in cuts:
+        x = X[:, columns.index(column)]
+        above = (x > value) | ((x == value) & (ids >= row))
+        mask &= above if upper else ~above
+    return mask
+
+
+@pytest.mark.parametrize(("n", "size"), [(5000, 300), (4097, 1000), (10, 20)])
+def test_median_cells_in_duckdb_cut_as_spatial_cells_does(tmp_path, n, size):
+    """The cells found by queries (the flow holds the cuts, never the table) are a partition
+    of the records into the cell sizes of ``spatial_cells`` in its order, each cut at the
+    median rank (the lower half ``count // 2`` records) along the column of largest
+    variance on the working scale. Not the same records as ``spatial_cells``: on the
+    standardized scale the first cut's variances are all 1 up to rounding, and which column
+    wins is the rounding's choice in either implementation."""
+    from sdcflow.core.microaggregation.neighbours import spatial_cells
+    from sdcflow.core.microaggregation.scaling import working_scale
+    from sdcflow.warehouse.warehouse import cell_condition
+
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 3)) * [1.0, 50.0, 0.01] + [0.0, 1e4, 3.0]
+    X[:, 2] += 0.008 * X[:, 0]  # correlated keys: the variances differ inside the cells
+    columns = ["a", "b", "c"]
+    ids = np.arange(n)
+    frame = pd.DataFrame(X, columns=columns).assign(**{ROW_ID: ids})
+    wh = _warehouse(tmp_path, raw=frame.iloc[rng.permutation(n)])
+    cells = wh.median_cells("raw", RUN, columns, size)
+    found = []
+    with wh.connect(read_only=True) as con:
+        for cuts in cells:
+            where, params = cell_condition(cuts)
+            rows = con.execute(f'SELECT {ROW_ID} FROM raw."run_{RUN}" WHERE {where}', params)
+            found.append({int(r[0]) for r in rows.fetchall()})
+    assert sum(map(len, found)) == n and len(set().union(*found)) == n  # a partition
+    _, bounds = spatial_cells(working_scale(X, True), size)
+    assert [len(c) for c in found] == np.diff(bounds).tolist()
+    for cuts, cell in zip(cells, found, strict=True):
+        assert np.flatnonzero(_inside(X, ids, cuts, columns)).tolist() == sorted(cell)
+    Z = working_scale(X, True)
+    for cuts in cells:
+        for i, (column, _, _, _) in enumerate(cuts):
+            node = _inside(X, ids, cuts[:i], columns)
+            lower = node & _inside(X, ids, [(*cuts[i][:3], False)], columns)
+            assert lower.sum() == node.sum() // 2
+            var = Z[node].var(axis=0)
+            assert var[columns.index(column)] >= var.max() * (1 - 1e-9)

@@ -651,6 +651,60 @@ class Warehouse:
             out["records_below_k"] = int(small)
         return out
 
+    def median_cells(
+        self, schema: str, run_id: str, columns: Sequence[str], size: int
+    ) -> list[list[tuple[str, float, int, bool]]]:
+        """Cells cut as :func:`~sdcflow.core.microaggregation.neighbours.spatial_cells` cuts
+        them, on the standardized ``columns`` (:func:`~sdcflow.core.microaggregation.\
+scaling.working_scale`) of the ``schema`` table of ``run_id``, found by DuckDB queries:
+        the table never leaves DuckDB, the caller holds the cuts. The same cell sizes in the
+        same order; not always the same records, since on the standardized scale the first
+        cut's variances are all 1 up to rounding, which decides the column in either.
+
+        A cell holding more than ``size`` records is cut at its median rank along the column
+        of largest variance on the working scale (the population variance over the scale
+        squared, the scale the column's population sd over the table, 1 if constant), the
+        record of rank ``count // 2`` (by value, then row id) opening the upper half: the
+        lower half holds its ``count // 2`` smallest records, as ``argpartition`` puts them.
+        Two queries a cut (the variances; the median record), each a scan of the cell.
+
+        Returns the cells in the tree's order (lower half first, as ``spatial_cells``), each
+        the list of its cuts ``(column, value, row id, upper)``: a record is in the cell when
+        for every cut ``(x, row id) >= (value, row id)`` if ``upper``, else ``<``
+        (:func:`cell_condition`). Complete numeric keys only (a missing value has no rank).
+        """
+        table = table_name(schema, run_id)
+        names = [_quoted(c) for c in columns]
+        with self.connect(read_only=True) as con:
+            sds = con.execute(
+                "SELECT " + ", ".join(f"stddev_pop({q})" for q in names) + f" FROM {table}"
+            ).fetchall()[0]
+            scale = np.array([float(v) if v else 1.0 for v in sds])
+            n = int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+            todo: list[tuple[list[tuple[str, float, int, bool]], int]] = [([], n)]
+            done: list[list[tuple[str, float, int, bool]]] = []
+            while todo:
+                path, count = todo.pop()
+                if count <= size:
+                    done.append(path)
+                    continue
+                where, params = cell_condition(path)
+                variances = con.execute(
+                    "SELECT " + ", ".join(f"var_pop({q})" for q in names)
+                    + f" FROM {table} WHERE {where}",
+                    params,
+                ).fetchall()[0]  # fmt: skip
+                j = int(np.argmax(np.array(variances, dtype=np.float64) / scale**2))
+                mid = count // 2
+                value, row = con.execute(
+                    f"SELECT {names[j]}, {ROW_ID} FROM {table} WHERE {where} "
+                    f"ORDER BY {names[j]}, {ROW_ID} LIMIT 1 OFFSET {mid}",
+                    params,
+                ).fetchall()[0]
+                cut = (columns[j], float(value), int(row))
+                todo += [([*path, (*cut, True)], count - mid), ([*path, (*cut, False)], mid)]
+        return done
+
     def information_loss(
         self, original: str, released: str, run_id: str, columns: Sequence[str]
     ) -> float:
@@ -937,6 +991,21 @@ def _shuffled_query(table: str) -> str:
         f"SELECT t.* EXCLUDE ({ROW_ID}) FROM {table} t "
         f"JOIN positions p ON t.{ROW_ID} = p.j ORDER BY p.sdc_pos"
     )
+
+
+def cell_condition(cuts: Sequence[tuple[str, float, int, bool]]) -> tuple[str, list[Any]]:
+    """The SQL condition (and its parameters) of a cell of :meth:`Warehouse.median_cells`:
+    every cut ``(column, value, row id, upper)`` holds, ``(x, sdc_row_id) >= (value, row
+    id)`` when ``upper``, else ``<``."""
+    terms, params = ["TRUE"], []
+    for column, value, row, upper in cuts:
+        q = _quoted(column)
+        if upper:
+            terms.append(f"({q} > ? OR ({q} = ? AND {ROW_ID} >= ?))")
+        else:
+            terms.append(f"({q} < ? OR ({q} = ? AND {ROW_ID} < ?))")
+        params += [value, value, row]
+    return " AND ".join(terms), params
 
 
 def _quoted(name: str) -> str:

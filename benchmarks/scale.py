@@ -449,6 +449,12 @@ def main(argv: list[str] | None = None) -> int:
         help="only the lever, in this process: IL of MDAV in cells of each size over "
         "unpartitioned MDAV, before and after the border search (no release)",
     )
+    p.add_argument(
+        "--cells-in-duckdb",
+        action="store_true",
+        help="only the spatial cells cut by DuckDB queries (Warehouse.median_cells) beside "
+        "spatial_cells in this process (no release)",
+    )
     p.add_argument("--json", type=Path, help="also write every figure here")
     p.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
     args = p.parse_args(argv)
@@ -465,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="sdcflow-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
+        if args.cells_in_duckdb:
+            return cells_in_duckdb(args, work)
         if args.census:
             _, X = make_census(work, args.n, args.d, args.seed)
         else:
@@ -517,6 +525,53 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def cells_in_duckdb(args: argparse.Namespace, work: Path) -> int:
+    """``--cells-in-duckdb``: the spatial cells cut by DuckDB queries
+    (``Warehouse.median_cells``; the table never leaves DuckDB) beside ``spatial_cells`` on
+    the whole key matrix in this process (the anchor, skipped above 3M records: the matrix
+    and its scaled copy), on the same standard-normal keys, one run each."""
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    rng = np.random.default_rng(args.seed)
+    size = args.cell_size or MDAV_CELL_SIZE
+    wh = Warehouse(work / "cells.duckdb")
+    wh.initialize()
+    run = "d" * 32
+    names = [f"x{j}" for j in range(args.d)]
+    with wh.connect() as con:
+        con.execute("SET enable_progress_bar = false")
+        first = True
+        for start in range(0, args.n, 1_000_000):  # written a million records at a time
+            m = min(1_000_000, args.n - start)
+            part = pd.DataFrame(rng.standard_normal((m, args.d)), columns=names)
+            part.insert(0, "sdc_row_id", np.arange(start, start + m))
+            con.register("part", part)
+            into = f'CREATE TABLE raw."run_{run}" AS' if first else f'INSERT INTO raw."run_{run}"'
+            con.execute(f"{into} SELECT * FROM part")
+            con.unregister("part")
+            first = False
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    t, c = time.perf_counter(), time.process_time()
+    cells = wh.median_cells("raw", run, names, size)
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    print(
+        f"n={args.n} d={args.d} cell_size={size} (load {' '.join(load)}, DuckDB memory limit "
+        f"{os.environ.get('SDCFLOW_DUCKDB_MEMORY_LIMIT', 'its default')}): median_cells "
+        f"{len(cells)} cells in {wall:.1f} s wall, {cpu:.1f} CPU s of this process"
+    )
+    if args.n <= 3_000_000:
+        with wh.connect(read_only=True) as con:
+            X = con.execute(f'SELECT {", ".join(names)} FROM raw."run_{run}" ORDER BY sdc_row_id')
+            X = np.column_stack(list(X.fetchnumpy().values()))
+        t, c = time.perf_counter(), time.process_time()
+        _, bounds = spatial_cells(working_scale(X, True), size)
+        print(
+            f"anchor: spatial_cells on the whole matrix {len(bounds) - 1} cells in "
+            f"{time.perf_counter() - t:.1f} s wall, {time.process_time() - c:.1f} CPU s"
+        )
+    return 0
 
 
 def lever(args: argparse.Namespace) -> int:

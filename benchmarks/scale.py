@@ -109,6 +109,34 @@ def make_data(
     return path, X
 
 
+# --census: the categorical keys (name, levels); numeric keys as above
+CENSUS_CATEGORICAL = (("sex", 2), ("region", 12), ("activity", 8))
+CENSUS_MISSING = 0.01  # each numeric key value missing with this probability
+CENSUS_MISSING_CATEGORICAL = 0.002  # each categorical key value missing
+
+
+def make_census(folder: Path, n: int, d: int, seed: int) -> tuple[Path, np.ndarray]:
+    """A census-like file: ``d`` standard-normal numeric keys ``x0..`` (each value missing
+    with probability ``CENSUS_MISSING``), three categorical keys (``CENSUS_CATEGORICAL``,
+    uniform levels ``<name>_<j>``, each missing with probability
+    ``CENSUS_MISSING_CATEGORICAL``) and an ``id`` column, written as Parquet in row groups so
+    that the file is never held whole here either. Returns the path and the numeric keys
+    (n x d, NaN where missing) for the baseline."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < CENSUS_MISSING] = np.nan
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(d)])
+    for name, levels in CENSUS_CATEGORICAL:
+        codes = rng.integers(0, levels, n)
+        values = np.array([f"{name}_{j}" for j in range(levels)], dtype=object)[codes]
+        values[rng.random(n) < CENSUS_MISSING_CATEGORICAL] = None
+        frame[name] = values
+    frame.insert(0, "id", np.arange(n))
+    path = folder / "data.parquet"
+    frame.to_parquet(path, index=False, row_group_size=250_000)
+    return path, X
+
+
 def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
     method: dict = {"name": args.method, "k": args.k}
     if args.method in ("mdav", "ps"):
@@ -123,11 +151,12 @@ def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
         "release": "scale",
         "source": "data.parquet",
         "id_column": "id",
-        "quasi_identifiers": [f"x{j}" for j in range(args.d)],
+        "quasi_identifiers": [f"x{j}" for j in range(args.d)]
+        + ([c for c, _ in CENSUS_CATEGORICAL] if args.census else []),
         "edits": ["x0 >= -1000"],
         "method": method,
         "checks": {"k_anonymity": args.k, "max_information_loss": 100},
-        **({"missing_values": [""]} if args.missing else {}),
+        **({"missing_values": [""]} if args.missing or args.census else {}),
         "output": f"published-{name}",
         "warehouse": f"warehouse-{name}.duckdb",
         "reports": f"reports-{name}",
@@ -146,6 +175,18 @@ def _tree_rss(proc: psutil.Process) -> int:
         except psutil.Error:
             pass
     return total
+
+
+def _role_rss(proc: psutil.Process) -> dict[str, int]:
+    """The RSS (bytes) of the tree's processes summed by role (:func:`_role`)."""
+    out: dict[str, int] = {}
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            role = _role(p, proc)
+            out[role] = out.get(role, 0) + p.memory_info().rss
+        except psutil.Error:
+            pass
+    return out
 
 
 def _role(p: psutil.Process, root: psutil.Process) -> str:
@@ -173,7 +214,30 @@ def _tree_cpu(proc: psutil.Process, seen: dict[tuple[int, float], tuple[str, flo
 
 def step_seconds(log: str) -> dict[str, float]:
     """Seconds of each flow step from the console log (see the module docstring)."""
-    steps: dict[str, float] = {}
+    return {name: round(b - a, 2) for name, (a, b) in _step_spans(log).items()}
+
+
+def step_peaks(log: str, samples: list[tuple[float, int]]) -> dict[str, float]:
+    """The flow process's peak RSS (MB) during each step: the largest sample of
+    ``samples`` ((seconds since midnight, RSS bytes) of the flow's process alone) within the
+    step's span from the log (a step that runs twice, its largest)."""
+    out: dict[str, float] = {}
+    for name, spans in _step_spans(log, keep_spans=True).items():
+        peak = max((rss for a, b in spans for t, rss in samples if a <= t <= b + 0.2), default=0)
+        out[name] = round(peak / 2**20, 1)
+    return out
+
+
+def _seconds_of_day(stamp: datetime) -> float:
+    return stamp.hour * 3600 + stamp.minute * 60 + stamp.second + stamp.microsecond / 1e6
+
+
+def _step_spans(log: str, keep_spans: bool = False) -> dict:
+    """Each flow step's span (seconds of the day, start, end) from the console log: the
+    time from the end of the step before (the flow's start for the first) to the step's
+    end. ``keep_spans``: every span of a step that ran more than once, else its summed
+    seconds as one span (0, total)."""
+    steps: dict = {}
     last: datetime | None = None
     for line in log.splitlines():
         m = _LOG.match(line.strip())
@@ -184,8 +248,13 @@ def step_seconds(log: str) -> dict[str, float]:
             last = stamp
         t = _TASK.search(m.group(2))
         if t and last is not None and not t.group(1).startswith("mask-"):
-            seconds = (stamp - last).total_seconds() % 86400
-            steps[t.group(1)] = steps.get(t.group(1), 0.0) + round(seconds, 2)
+            if keep_spans:
+                span = (_seconds_of_day(last), _seconds_of_day(stamp))
+                steps.setdefault(t.group(1), []).append(span)
+            else:
+                seconds = round((stamp - last).total_seconds() % 86400, 2)
+                total = steps.get(t.group(1), (0.0, 0.0))[1] + seconds
+                steps[t.group(1)] = (0.0, total)
             last = stamp
     return steps
 
@@ -235,6 +304,8 @@ def run_release(spec: Path, workers: int | None) -> dict:
         cmd, cwd=spec.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     peak = [0]
+    roles: dict[str, int] = {}
+    flow_rss: list[tuple[float, int]] = []  # (seconds of the day, the flow process's RSS)
     cpu: dict[tuple[int, float], tuple[str, float]] = {}
     done = threading.Event()
 
@@ -243,6 +314,9 @@ def run_release(spec: Path, workers: int | None) -> dict:
         while not done.is_set():
             try:
                 peak[0] = max(peak[0], _tree_rss(ps))
+                for role, rss in _role_rss(ps).items():
+                    roles[role] = max(roles.get(role, 0), rss)
+                flow_rss.append((_seconds_of_day(datetime.now()), ps.memory_info().rss))
                 _tree_cpu(ps, cpu)
             except psutil.Error:
                 break
@@ -267,6 +341,9 @@ def run_release(spec: Path, workers: int | None) -> dict:
         "steps": step_seconds(err + out),
         "pieces": piece_seconds(err + out),
         "peak_rss_mb": round(peak[0] / 2**20, 1),
+        # each role's own peak: the flow's process, the API, the workers summed
+        "peak_rss_mb_by_role": {r: round(v / 2**20, 1) for r, v in sorted(roles.items())},
+        "flow_peak_rss_mb_by_step": step_peaks(err + out, flow_rss),
         "cpu_seconds": round(total, 1),
         "cpu_seconds_by_role": {
             role: round(sum(c for r, c in cpu.values() if r == role), 1)
@@ -356,6 +433,12 @@ def main(argv: list[str] | None = None) -> int:
         "distances in the cells; no unpartitioned baseline, one pass is O(n^2))",
     )
     p.add_argument(
+        "--census",
+        action="store_true",
+        help="a census-like file: the numeric keys with missing values plus three "
+        "categorical keys (sex, region, activity) with missing values (mdav)",
+    )
+    p.add_argument(
         "--border", action="store_true", help="also split MDAV in cells: cells / border search"
     )
     p.add_argument(
@@ -365,6 +448,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="CELL_SIZE",
         help="only the lever, in this process: IL of MDAV in cells of each size over "
         "unpartitioned MDAV, before and after the border search (no release)",
+    )
+    p.add_argument(
+        "--cells-in-duckdb",
+        action="store_true",
+        help="only the spatial cells cut by DuckDB queries (Warehouse.median_cells) beside "
+        "spatial_cells in this process (no release)",
     )
     p.add_argument("--json", type=Path, help="also write every figure here")
     p.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
@@ -382,7 +471,12 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="sdcflow-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        _, X = make_data(work, args.n, args.d, args.seed, args.missing)
+        if args.cells_in_duckdb:
+            return cells_in_duckdb(args, work)
+        if args.census:
+            _, X = make_census(work, args.n, args.d, args.seed)
+        else:
+            _, X = make_data(work, args.n, args.d, args.seed, args.missing)
         load_before = Path("/proc/loadavg").read_text().split()[:3]
         runs = []
         plans = [None] if runner == "local" else args.workers
@@ -390,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
             name = "local" if workers is None else f"dask{workers}"
             runs.append(run_release(write_spec(work, args, name), workers))
         load_after = Path("/proc/loadavg").read_text().split()[:3]
-        skip = args.no_baseline or bool(args.missing)  # one pass with gaps: O(n^2)
+        # one pass with gaps: O(n^2); categorical keys: strata, no one-pass baseline
+        skip = args.no_baseline or bool(args.missing) or args.census
         il0, cpu0 = (None, None) if skip else unpartitioned(X, args.k)
         border = border_split(X, args.k, args.cell_size or MDAV_CELL_SIZE) if args.border else None
         del X
@@ -408,7 +503,14 @@ def main(argv: list[str] | None = None) -> int:
             else args.cell_size,
             "restarts": args.restarts if args.method == "constrained_fuzzy" else None,
             "data": "standard normal, independent keys"
-            + (f", each value missing with probability {args.missing}" if args.missing else ""),
+            + (f", each value missing with probability {args.missing}" if args.missing else "")
+            + (
+                f", census-like: categorical keys {dict(CENSUS_CATEGORICAL)}, numeric values "
+                f"missing with probability {CENSUS_MISSING}, categorical "
+                f"{CENSUS_MISSING_CATEGORICAL}"
+                if args.census
+                else ""
+            ),
             "load": {"before": load_before, "after": load_after, "cpus": os.cpu_count()},
             "il_unpartitioned": il0,
             "unpartitioned_cpu_seconds": round(cpu0, 2) if cpu0 is not None else None,
@@ -423,6 +525,53 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def cells_in_duckdb(args: argparse.Namespace, work: Path) -> int:
+    """``--cells-in-duckdb``: the spatial cells cut by DuckDB queries
+    (``Warehouse.median_cells``; the table never leaves DuckDB) beside ``spatial_cells`` on
+    the whole key matrix in this process (the anchor, skipped above 3M records: the matrix
+    and its scaled copy), on the same standard-normal keys, one run each."""
+    from sdcflow.warehouse.warehouse import Warehouse
+
+    rng = np.random.default_rng(args.seed)
+    size = args.cell_size or MDAV_CELL_SIZE
+    wh = Warehouse(work / "cells.duckdb")
+    wh.initialize()
+    run = "d" * 32
+    names = [f"x{j}" for j in range(args.d)]
+    with wh.connect() as con:
+        con.execute("SET enable_progress_bar = false")
+        first = True
+        for start in range(0, args.n, 1_000_000):  # written a million records at a time
+            m = min(1_000_000, args.n - start)
+            part = pd.DataFrame(rng.standard_normal((m, args.d)), columns=names)
+            part.insert(0, "sdc_row_id", np.arange(start, start + m))
+            con.register("part", part)
+            into = f'CREATE TABLE raw."run_{run}" AS' if first else f'INSERT INTO raw."run_{run}"'
+            con.execute(f"{into} SELECT * FROM part")
+            con.unregister("part")
+            first = False
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    t, c = time.perf_counter(), time.process_time()
+    cells = wh.median_cells("raw", run, names, size)
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    print(
+        f"n={args.n} d={args.d} cell_size={size} (load {' '.join(load)}, DuckDB memory limit "
+        f"{os.environ.get('SDCFLOW_DUCKDB_MEMORY_LIMIT', 'its default')}): median_cells "
+        f"{len(cells)} cells in {wall:.1f} s wall, {cpu:.1f} CPU s of this process"
+    )
+    if args.n <= 3_000_000:
+        with wh.connect(read_only=True) as con:
+            X = con.execute(f'SELECT {", ".join(names)} FROM raw."run_{run}" ORDER BY sdc_row_id')
+            X = np.column_stack(list(X.fetchnumpy().values()))
+        t, c = time.perf_counter(), time.process_time()
+        _, bounds = spatial_cells(working_scale(X, True), size)
+        print(
+            f"anchor: spatial_cells on the whole matrix {len(bounds) - 1} cells in "
+            f"{time.perf_counter() - t:.1f} s wall, {time.process_time() - c:.1f} CPU s"
+        )
+    return 0
 
 
 def lever(args: argparse.Namespace) -> int:
@@ -584,6 +733,10 @@ def report(result: dict) -> None:
             f"{run['exit_code']}), IL {run['il']}, k {run['k']}; {run['cpu_seconds']} CPU s, "
             f"{run['cores_busy']} cores busy on average (CPU s by process: "
             f"{run['cpu_seconds_by_role']}); steps (s): {steps}"
+        )
+        print(
+            f"  peak RSS MB by process: {run['peak_rss_mb_by_role']}; the flow process's "
+            f"peak by step: {run['flow_peak_rss_mb_by_step']}"
         )
         if run.get("pieces"):
             pc = run["pieces"]

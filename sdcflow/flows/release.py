@@ -38,7 +38,7 @@ from sdcflow.tasks.report import report_artifacts, run_report
 from sdcflow.tasks.scale import scaled_out, warm_up
 from sdcflow.warehouse.ownership import deferred_signals
 from sdcflow.warehouse.publish import files_intact, published_run
-from sdcflow.warehouse.warehouse import Warehouse
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
 
 @dataclass
@@ -237,7 +237,7 @@ def _stages(
     if publish:
         # The swap and its audit record happen together: an interrupt waits for both.
         with steps.step("publish"), deferred_signals():
-            folder = publish_release(run, masked.released, outcome, rng, force)
+            folder = publish_release(run, outcome, rng, masked.released.dtypes, force)
             run.published_as(outcome, folder)
             announce(PUBLISHED, spec, outcome)
     else:
@@ -400,13 +400,14 @@ def _same_path(a: Path, b: Path) -> bool:
 
 def publish_release(
     run: RunRecord,
-    released: pd.DataFrame,
     outcome: ReleaseOutcome,
     rng: np.random.Generator,
+    dtypes: pd.Series | None = None,
     force: bool = False,
 ) -> Path:
-    """Publish the released records with their manifest (and the report when the spec says
-    so); ``run`` learns of the swap the moment the release is live."""
+    """Publish the released records (the run's ``masked`` table, read from the warehouse in
+    chunks) with their manifest (and the report when the spec says so); ``run`` learns of the
+    swap the moment the release is live. ``dtypes``: the released frame's column types."""
     spec = run.spec
     record = manifest(
         spec,
@@ -423,9 +424,9 @@ def publish_release(
         spec,
         run.warehouse,
         run.run_id,
-        released,
         record,
         rng,
+        None if dtypes is None else dtypes.drop(ROW_ID, errors="ignore").to_dict(),
         report,
         force=force,
         after_swap=run.swapped,

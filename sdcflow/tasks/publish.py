@@ -4,7 +4,7 @@ write of the release."""
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -17,8 +17,8 @@ from prefect import get_run_logger, task
 from sdcflow.gates import GateOutcome
 from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks import STEP
-from sdcflow.warehouse.publish import write_release
-from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
+from sdcflow.warehouse.publish import CHUNK_ROWS, Chunked, write_release
+from sdcflow.warehouse.warehouse import Warehouse
 
 SOFTWARE = (
     "sdcflow",
@@ -87,9 +87,9 @@ def publish(
     spec: ReleaseSpec,
     warehouse: Warehouse,
     run_id: str,
-    released: pd.DataFrame,
     manifest: dict[str, Any],
     rng: np.random.Generator,
+    dtypes: Mapping[str, Any] | None = None,
     report: Path | None = None,
     force: bool = False,
     after_swap: Callable[[Path], None] | None = None,
@@ -98,15 +98,30 @@ def publish(
     write the release atomically; also keep a copy in the warehouse's ``published`` schema.
     ``force`` (``--force``): a previous release whose files were edited is replaced too.
     ``after_swap``: called with the release folder the moment it is live
-    (:func:`~sdcflow.warehouse.publish.write_release`)."""
-    order = rng.permutation(len(released))
-    public = released.drop(columns=[ROW_ID]).iloc[order].reset_index(drop=True)
+    (:func:`~sdcflow.warehouse.publish.write_release`). ``dtypes``: the pandas types of the
+    released columns as masked (column -> dtype, without the row id), which DuckDB does not
+    keep (a nullable ``Int64`` reads back as ``int64``): each chunk is given them, so that the
+    files are those of the released frame.
+
+    The released records are read from the run's ``masked`` table in the warehouse, a chunk
+    at a time in the shuffled order (one query per chunk, its row ids joined): the process
+    holds the permutation (8 bytes a record) and one chunk, never the release; the
+    ``published`` copy is made inside DuckDB. The files are those of the whole shuffled
+    frame written at once."""
+
+    def _typed(chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        # a categorical type carries all its categories: every chunk has the whole frame's
+        for chunk in chunks:
+            yield chunk.astype(dict(dtypes)) if dtypes else chunk
+
+    n = warehouse.count_rows("masked", run_id)
+    order = rng.permutation(n)
     manifest = {**manifest, "rows_shuffled": True, "published_at": datetime.now(UTC).isoformat()}
     extra = {"report.html": report.read_bytes()} if report is not None else None
     path = write_release(
         spec.output_dir,
         spec.release,
-        public,
+        Chunked(lambda: _typed(warehouse.shuffled_chunks("masked", run_id, order, CHUNK_ROWS))),
         manifest,
         extra_files=extra,
         force=force,
@@ -114,7 +129,7 @@ def publish(
     )
     logger = get_run_logger()
     try:
-        warehouse.write_frame("published", run_id, public)
+        warehouse.copy_shuffled("masked", "published", run_id, order)
     except Exception as e:  # the release is live: a missing warehouse copy must not hide that
         logger.warning(
             "published, but its copy in the warehouse's published schema could not be stored "
@@ -122,5 +137,5 @@ def publish(
             type(e).__name__,
             str(e).splitlines()[0][:200] if str(e) else "",
         )
-    logger.info("published %d records to %s", len(public), path)
+    logger.info("published %d records to %s", n, path)
     return path

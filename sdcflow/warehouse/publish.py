@@ -30,13 +30,15 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
+import itertools
 import json
 import os
 import re
 import shutil
 import stat
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,31 @@ from sdcflow.warehouse.writable import cannot_create_in
 DATA_FILES = ("data.parquet", "data.csv")
 MARKER = ".sdcflow-release"
 MANIFEST = "manifest.json"
+
+# Records per chunk a release is written in: pyarrow's default row group (``write_table``
+# cuts a table into groups of 1 Mi rows), so that a file written chunk by chunk has the row
+# groups, and so the bytes, of one written whole.
+CHUNK_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Chunked:
+    """A release's records read when written, as consecutive frames in published order.
+
+    ``read()`` yields the frames (each ``CHUNK_ROWS`` records but the last, which may hold
+    fewer; at least one frame, empty for an empty release, which carries the columns). The
+    publication holds one frame at a time, never the release (:func:`write_release`).
+    """
+
+    read: Callable[[], Iterator[pd.DataFrame]]
+
+
+def frame_chunks(frame: pd.DataFrame) -> Iterator[pd.DataFrame]:
+    """``frame`` as :class:`Chunked` frames: slices of ``CHUNK_ROWS`` records (views)."""
+    yield frame.iloc[:CHUNK_ROWS]
+    for start in range(CHUNK_ROWS, len(frame), CHUNK_ROWS):
+        yield frame.iloc[start : start + CHUNK_ROWS]
+
 
 _TEMP = re.compile(r"^\.(?P<release>.+)\.(?P<kind>tmp|old)-(?P<pid>\d+)-(?P<key>[0-9a-f]{32})$")
 
@@ -383,7 +410,7 @@ def recover(output: Path, release: str | None = None) -> list[Path]:
 def write_release(
     output: Path,
     release: str,
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | Chunked,
     manifest: dict[str, Any],
     *,
     before_swap: Callable[[Path], None] | None = None,
@@ -392,6 +419,11 @@ def write_release(
     force: bool = False,
 ) -> Path:
     """Publish ``frame`` and ``manifest`` as ``output/release`` atomically; return its path.
+
+    ``frame``: the records, or a :class:`Chunked` reader of them (a warehouse table read in
+    chunks: the process holds one chunk, never the release). Both are written chunk by
+    chunk, with the same bytes as the whole frame written at once (``pq.write_table``,
+    :func:`write_csv`).
 
     ``extra_files`` (name -> bytes, e.g. the run report) are published beside the data and
     hashed in the manifest like them.
@@ -481,23 +513,23 @@ def _refuse_foreign(target: Path, release: str, force: bool = False) -> None:
 
 def _write_files(
     tmp: Path,
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | Chunked,
     manifest: dict[str, Any],
     extra_files: dict[str, bytes] | None,
 ) -> None:
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp / "data.parquet")
-    write_csv(frame, tmp / "data.csv")
     extra = dict(extra_files or {})
     reserved = {*DATA_FILES, MANIFEST, MARKER, f"{MARKER}.part"}
     if set(extra) & reserved or any("/" in n or n.startswith(".") for n in extra):
         raise ValueError(f"extra file names {sorted(extra)} clash with the release files")
+    chunks = frame.read() if isinstance(frame, Chunked) else frame_chunks(frame)
+    rows, columns = _write_data(chunks, tmp / "data.parquet", tmp / "data.csv")
     for name, blob in extra.items():
         (tmp / name).write_bytes(blob)
     files = (*DATA_FILES, *extra)
     full = {
         **manifest,
-        "rows": len(frame),
-        "columns": list(map(str, frame.columns)),
+        "rows": rows,
+        "columns": columns,
         "files": {
             name: {"sha256": _sha256(tmp / name), "bytes": (tmp / name).stat().st_size}
             for name in files
@@ -507,6 +539,66 @@ def _write_files(
     (tmp / MANIFEST).write_text(jsontext.dumps(full, indent=2, default=str) + "\n")
     for name in (*files, MANIFEST):
         _fsync_path(tmp / name)
+
+
+def _write_data(chunks: Iterator[pd.DataFrame], parquet: Path, csv: Path) -> tuple[int, list[str]]:
+    """Write the chunks to ``parquet`` and ``csv`` one at a time; return the records and the
+    column names.
+
+    The Parquet schema (with pandas' metadata) is the first chunk's, as ``pq.write_table``
+    of the whole frame takes it from the whole frame: the same bytes whenever the first chunk
+    has the types of the rest (a column missing throughout the first chunk, Arrow's null
+    type there, that holds values later is refused by :func:`_as_table`, never written with
+    a type the whole frame would not have had). Each chunk of ``CHUNK_ROWS`` records is one
+    row group, as ``write_table`` cuts the whole table. The CSV is :func:`write_csv`'s,
+    chunk after chunk under one header: every value is written on its own, so the bytes are
+    those of the whole frame."""
+    first = next(chunks)
+    schema = pa.Schema.from_pandas(first, preserve_index=False)
+    columns = list(map(str, first.columns))
+    rows = 0
+    with pq.ParquetWriter(parquet, schema) as writer, open(csv, "wb") as out:
+        out.write(first.iloc[:0].to_csv(index=False).encode())
+        for chunk in itertools.chain([first], chunks):
+            writer.write_table(_as_table(chunk, schema))
+            _append_csv(chunk, out, csv)
+            rows += len(chunk)
+    return rows, columns
+
+
+def _as_table(chunk: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """``chunk`` as Arrow with the first chunk's ``schema`` (a column missing throughout that
+    chunk has Arrow's null type there: it is the chunk's own type then, for that column)."""
+    if all(not pa.types.is_null(f.type) for f in schema):
+        return pa.Table.from_pandas(chunk, schema=schema, preserve_index=False)
+    table = pa.Table.from_pandas(chunk, preserve_index=False)
+    if any(pa.types.is_null(f.type) and not pa.types.is_null(table.schema.field(i).type)
+           for i, f in enumerate(schema)):  # fmt: skip
+        raise ValueError(
+            "a column missing throughout the release's first chunk of records holds values "
+            "later, so its type is unknown when the files start; publish the release from "
+            "a frame (write_release with a DataFrame), whose type is the whole column's"
+        )
+    return table.replace_schema_metadata(schema.metadata).cast(schema)
+
+
+def _append_csv(chunk: pd.DataFrame, out: Any, path: Path) -> None:
+    """Append the rows of ``chunk`` (no header) to ``out``: DuckDB's COPY for float64 and
+    int64 columns, pandas' writer otherwise (:func:`write_csv`)."""
+    if not len(chunk):
+        return
+    numeric = chunk.shape[1] >= 2 and all(
+        dtype in (np.dtype("float64"), np.dtype("int64")) for dtype in chunk.dtypes
+    )
+    body = path.with_name(path.name + ".body")
+    if numeric and _copy_body(chunk, body):
+        try:
+            with open(body, "rb") as rows:
+                shutil.copyfileobj(rows, out, 1 << 20)
+        finally:
+            body.unlink(missing_ok=True)
+        return
+    out.write(chunk.to_csv(index=False, header=False).encode())
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:

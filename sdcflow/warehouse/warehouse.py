@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -49,6 +50,11 @@ _MAGIC = b"DUCK"  # bytes 8..11 of every DuckDB database file
 # How long a release waits for another one to let go of the warehouse (``--wait``), and how
 # long any connection retries while another process has the file open (a reader, briefly).
 LOCK_WAIT_ENV, CONNECT_RETRY_ENV = "SDCFLOW_LOCK_WAIT", "SDCFLOW_CONNECT_RETRY"
+# DuckDB's memory limit for the warehouse's connections (DuckDB's own default, 80 % of the
+# machine's memory, when unset): past it DuckDB's sorts and joins spill to disk beside the
+# warehouse, so a release of a large file stays within what the process is given.
+MEMORY_LIMIT_ENV = "SDCFLOW_DUCKDB_MEMORY_LIMIT"
+_MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
 DEFAULT_LOCK_WAIT, DEFAULT_CONNECT_RETRY = 60.0, 30.0
 
 __all__ = [
@@ -61,6 +67,21 @@ __all__ = [
     "process_alive",
     "table_name",
 ]
+
+
+def env_memory_limit() -> str | None:
+    """DuckDB's ``memory_limit`` from ``$SDCFLOW_DUCKDB_MEMORY_LIMIT`` (``2GB``, ``512MiB``),
+    None when unset or blank; ``InputError`` for anything else."""
+    value = os.environ.get(MEMORY_LIMIT_ENV)
+    if value is None or value.strip() == "":
+        return None
+    if not _MEMORY.match(value):
+        raise InputError(
+            f"environment variable {MEMORY_LIMIT_ENV} must be an amount of memory such as "
+            f"2GB or 512MiB, got {value!r}",
+            code=Reason.PARAMETER,
+        )
+    return value.strip()
 
 
 def env_seconds(env: str, default: float) -> float:
@@ -474,6 +495,9 @@ class Warehouse:
                 time.sleep(delay)
                 delay = min(0.25, delay * 2)
         try:
+            limit = env_memory_limit()
+            if limit is not None:
+                con.execute(f"SET memory_limit = '{limit}'")
             yield con
         finally:
             con.close()
@@ -538,6 +562,189 @@ class Warehouse:
         retention, :mod:`sdcflow.warehouse.retention`, drops)."""
         con.execute(_RUN_TABLES_DDL)
         con.execute(_RECORD_TABLE, [run_id, schema, datetime.now(UTC)])
+
+    def count_rows(self, schema: str, run_id: str) -> int:
+        """The records of the ``schema`` table of ``run_id`` (counted by DuckDB)."""
+        with self.connect(read_only=True) as con:
+            return int(
+                con.execute(f"SELECT count(*) FROM {table_name(schema, run_id)}").fetchone()[0]
+            )
+
+    def shuffled_chunks(
+        self, schema: str, run_id: str, order: np.ndarray, rows: int
+    ) -> Iterator[pd.DataFrame]:
+        """The ``schema`` table of ``run_id`` without its row id, record ``order[i]`` (in row
+        id order) at position ``i``, read in frames of ``rows`` records (the last may hold
+        fewer; one empty frame for an empty table), each as :meth:`read_frame` would give
+        it.
+
+        Each frame is one query: the table joined with that frame's positions (``rows`` row
+        ids), so that DuckDB holds a frame's worth and this process one frame and ``order``
+        (n / rows scans of the table: a sort of the whole shuffled table would need it in
+        DuckDB's memory or spilled). ``order`` (n,) int64: a permutation of ``range(n)``."""
+        table = table_name(schema, run_id)
+        with self.connect() as con:
+            ids = _row_ids(con, table, order)
+            query = _shuffled_query(table)
+            rel = con.sql(f"SELECT * EXCLUDE ({ROW_ID}) FROM {table} LIMIT 0")
+            columns, types = rel.columns, rel.types
+            for start in range(0, max(len(ids), 1), rows):
+                con.register("positions", _positions(ids[start : start + rows]))
+                try:
+                    chunk = con.execute(query).df()
+                finally:
+                    con.unregister("positions")
+                if len(chunk) != len(ids[start : start + rows]):  # ids that repeat or lack
+                    raise ValueError(f"the {schema} table of run {run_id} has no row id order")
+                yield _dates_as_dates(chunk, columns, types)
+
+    def copy_shuffled(
+        self, source: str, target: str, run_id: str, order: np.ndarray, rows: int = 1 << 20
+    ) -> str:
+        """Create the ``target`` table of ``run_id`` as :meth:`shuffled_chunks` reads the
+        ``source`` table, inside DuckDB (nothing passes through this process but
+        ``order``), ``rows`` records at a time; return its name."""
+        table = table_name(target, run_id)
+        source_table = table_name(source, run_id)
+        with self.connect() as con:
+            ids = _row_ids(con, source_table, order)
+            query = _shuffled_query(source_table)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for start in range(0, max(len(ids), 1), rows):
+                    con.register("positions", _positions(ids[start : start + rows]))
+                    into = (
+                        f"CREATE OR REPLACE TABLE {table} AS"
+                        if start == 0
+                        else f"INSERT INTO {table}"
+                    )
+                    con.execute(f"{into} {query}")
+                    con.unregister("positions")
+                self._record_table(con, target, run_id)
+                con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                raise
+        return table
+
+    def k_figures(
+        self, schema: str, run_id: str, keys: Sequence[str], k: int | None = None
+    ) -> dict[str, int]:
+        """k-anonymity of the ``schema`` table of ``run_id`` over the columns ``keys``,
+        counted by DuckDB: ``k``, the smallest class of identical rows (``GROUP BY`` the
+        keys, a missing value a value of its own: DuckDB groups NULLs together), ``classes``,
+        and with ``k`` given ``records_below_k``, the records in classes smaller than it.
+        The release's convention ("identical",
+        :func:`~sdcflow.core.measures.anonymity.k_anonymity`), without the table leaving
+        DuckDB. An empty table: k 0, no classes."""
+        names = ", ".join(_quoted(c) for c in keys)
+        below = f"coalesce(sum(f) FILTER (WHERE f < {int(k)}), 0)" if k is not None else "NULL"
+        query = (
+            f"SELECT coalesce(min(f), 0), count(*), {below} FROM (SELECT count(*) AS f "
+            f"FROM {table_name(schema, run_id)} GROUP BY {names})"
+        )
+        with self.connect(read_only=True) as con:
+            smallest, classes, small = con.execute(query).fetchone()
+        out = {"k": int(smallest), "classes": int(classes)}
+        if k is not None:
+            out["records_below_k"] = int(small)
+        return out
+
+    def median_cells(
+        self, schema: str, run_id: str, columns: Sequence[str], size: int
+    ) -> list[list[tuple[str, float, int, bool]]]:
+        """Cells cut as :func:`~sdcflow.core.microaggregation.neighbours.spatial_cells` cuts
+        them, on the standardized ``columns`` (:func:`~sdcflow.core.microaggregation.\
+scaling.working_scale`) of the ``schema`` table of ``run_id``, found by DuckDB queries:
+        the table never leaves DuckDB, the caller holds the cuts. The same cell sizes in the
+        same order; not always the same records, since on the standardized scale the first
+        cut's variances are all 1 up to rounding, which decides the column in either.
+
+        A cell holding more than ``size`` records is cut at its median rank along the column
+        of largest variance on the working scale (the population variance over the scale
+        squared, the scale the column's population sd over the table, 1 if constant), the
+        record of rank ``count // 2`` (by value, then row id) opening the upper half: the
+        lower half holds its ``count // 2`` smallest records, as ``argpartition`` puts them.
+        Two queries a cut (the variances; the median record), each a scan of the cell.
+
+        Returns the cells in the tree's order (lower half first, as ``spatial_cells``), each
+        the list of its cuts ``(column, value, row id, upper)``: a record is in the cell when
+        for every cut ``(x, row id) >= (value, row id)`` if ``upper``, else ``<``
+        (:func:`cell_condition`). Complete numeric keys only (a missing value has no rank).
+        """
+        table = table_name(schema, run_id)
+        names = [_quoted(c) for c in columns]
+        with self.connect(read_only=True) as con:
+            sds = con.execute(
+                "SELECT " + ", ".join(f"stddev_pop({q})" for q in names) + f" FROM {table}"
+            ).fetchall()[0]
+            scale = np.array([float(v) if v else 1.0 for v in sds])
+            n = int(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+            todo: list[tuple[list[tuple[str, float, int, bool]], int]] = [([], n)]
+            done: list[list[tuple[str, float, int, bool]]] = []
+            while todo:
+                path, count = todo.pop()
+                if count <= size:
+                    done.append(path)
+                    continue
+                where, params = cell_condition(path)
+                variances = con.execute(
+                    "SELECT " + ", ".join(f"var_pop({q})" for q in names)
+                    + f" FROM {table} WHERE {where}",
+                    params,
+                ).fetchall()[0]  # fmt: skip
+                j = int(np.argmax(np.array(variances, dtype=np.float64) / scale**2))
+                mid = count // 2
+                value, row = con.execute(
+                    f"SELECT {names[j]}, {ROW_ID} FROM {table} WHERE {where} "
+                    f"ORDER BY {names[j]}, {ROW_ID} LIMIT 1 OFFSET {mid}",
+                    params,
+                ).fetchall()[0]
+                cut = (columns[j], float(value), int(row))
+                todo += [([*path, (*cut, True)], count - mid), ([*path, (*cut, False)], mid)]
+        return done
+
+    def information_loss(
+        self, original: str, released: str, run_id: str, columns: Sequence[str]
+    ) -> float:
+        """IL = 100 SSE / SST between the ``original`` and ``released`` tables of ``run_id``
+        over the numeric ``columns``, as
+        :func:`~sdcflow.core.measures.information_loss.sse_sst_loss_present` gives it, by
+        sums in DuckDB over the two tables joined on the row id.
+
+        Per column j, over the records with a value in both tables (n_j of them, original
+        values x, released x'), standardized with that column's own mean and population
+        variance v_j there: SSE_j = sum (x - x')^2 / v_j ([7] eq. 2), SST_j = n_j ([7] eq. 3,
+        after standardization); IL = 100 sum_j SSE_j / sum_j SST_j ([1], [7] eq. 1), columns
+        constant there contributing nothing. Sums of squares of raw values: exact to about
+        1e-12 relative beside the core's, not near the float limits the core rescales for."""
+        parts = []
+        for c in columns:
+            q = _quoted(c)
+            both = f"o.{q} IS NOT NULL AND r.{q} IS NOT NULL AND NOT isnan(o.{q}) " + (
+                f"AND NOT isnan(r.{q})"
+            )
+            parts.append(
+                f"count(*) FILTER (WHERE {both}), var_pop(o.{q}) FILTER (WHERE {both}), "
+                f"sum((o.{q} - r.{q}) ^ 2) FILTER (WHERE {both})"
+            )
+        if not parts:
+            return 0.0
+        query = (
+            f"SELECT {', '.join(parts)} FROM {table_name(original, run_id)} o "
+            f"JOIN {table_name(released, run_id)} r USING ({ROW_ID})"
+        )
+        with self.connect(read_only=True) as con:
+            row = con.execute(query).fetchone()
+        sse = sst = 0.0
+        for j in range(len(columns)):
+            n, var, ssd = row[3 * j : 3 * j + 3]
+            if not n or not var or var <= 0.0:  # nothing present, or constant: no SST
+                continue
+            sse += float(ssd) / float(var)
+            sst += float(n)
+        return 100.0 * sse / sst if sst else 0.0
 
     def read_frame(self, schema: str, run_id: str) -> pd.DataFrame:
         """The ``schema`` table of ``run_id``, ordered by ``sdc_row_id``.
@@ -757,6 +964,60 @@ class Warehouse:
         if status is not None:
             frame = frame[frame["status"] == status].head(limit).reset_index(drop=True)
         return frame.drop(columns=["host", "pid", "target"])
+
+
+def _row_ids(con: duckdb.DuckDBPyConnection, table: str, order: np.ndarray) -> np.ndarray:
+    """The row ids of ``table``'s records ``order`` (ranks in row id order). Row ids
+    ``0..n-1``, as ingest numbers them and every copy of the run keeps, are their own ranks
+    (told by their count, least, greatest and sum: a count of distinct ids would hold them
+    all in DuckDB's memory); other ids are read (8 bytes a record)."""
+    order = np.asarray(order, dtype=np.int64)
+    n, low, high, total = con.execute(
+        f"SELECT count(*), min({ROW_ID}), max({ROW_ID}), sum({ROW_ID}::HUGEINT) FROM {table}"
+    ).fetchall()[0]
+    if len(order) != n:
+        raise ValueError(f"order holds {len(order)} positions for {n} records")
+    if n == 0 or (low == 0 and high == n - 1 and int(total) == n * (n - 1) // 2):
+        return order
+    ids = con.execute(f"SELECT {ROW_ID} FROM {table} ORDER BY {ROW_ID}").fetchnumpy()[ROW_ID]
+    return np.asarray(ids, dtype=np.int64)[order]
+
+
+def _shuffled_query(table: str) -> str:
+    """The records of ``table`` without the row id whose ids the registered ``positions``
+    table names (``j``), in its order (``sdc_pos``, a column: an unordered scan keeps no
+    row order)."""
+    return (
+        f"SELECT t.* EXCLUDE ({ROW_ID}) FROM {table} t "
+        f"JOIN positions p ON t.{ROW_ID} = p.j ORDER BY p.sdc_pos"
+    )
+
+
+def cell_condition(cuts: Sequence[tuple[str, float, int, bool]]) -> tuple[str, list[Any]]:
+    """The SQL condition (and its parameters) of a cell of :meth:`Warehouse.median_cells`:
+    every cut ``(column, value, row id, upper)`` holds, ``(x, sdc_row_id) >= (value, row
+    id)`` when ``upper``, else ``<``."""
+    terms, params = ["TRUE"], []
+    for column, value, row, upper in cuts:
+        q = _quoted(column)
+        if upper:
+            terms.append(f"({q} > ? OR ({q} = ? AND {ROW_ID} >= ?))")
+        else:
+            terms.append(f"({q} < ? OR ({q} = ? AND {ROW_ID} < ?))")
+        params += [value, value, row]
+    return " AND ".join(terms), params
+
+
+def _quoted(name: str) -> str:
+    """``name`` as a DuckDB identifier (double quotes, inner quotes doubled)."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _positions(ids: np.ndarray) -> pa.Table:
+    """``ids`` as a table of (``j``, ``sdc_pos``): the record of row id ``ids[i]`` to
+    position ``i``."""
+    ids = np.asarray(ids, dtype=np.int64)
+    return pa.table({"j": ids, "sdc_pos": np.arange(len(ids), dtype=np.int64)})
 
 
 def _dates_as_dates(

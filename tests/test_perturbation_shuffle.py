@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 from survey import EXAMPLE, QIS, write_release
 
 import sdcflow
-from sdcflow.core.perturbation.shuffle import ds_conditional, reverse_map, shuffle
+from sdcflow.core.perturbation.shuffle import average_ranks, ds_conditional, reverse_map, shuffle
 from sdcflow.errors import DataError, InputError
 
 # The file and figures of sdcMicro 5.8.1 (R 4.2.2):
@@ -70,6 +70,14 @@ def test_the_values_are_given_back_in_the_order_of_the_draw_as_sdcmicros_reverse
 def test_by_hand_the_smallest_draw_gets_the_smallest_value():
     np.testing.assert_array_equal(
         reverse_map(np.array([5.0, 1, 3]), np.array([0.2, 0.9, -1])), [3, 5, 1]
+    )
+
+
+def test_tied_draws_give_the_values_in_the_records_order():
+    # records 0, 2 and 3 draw the same value: they take the 1st-3rd smallest in their order
+    y_star = np.array([0.5, 2.0, 0.5, 0.5, -1.0])
+    np.testing.assert_array_equal(
+        reverse_map(np.array([10.0, 40, 20, 30, 50]), y_star), [20, 50, 30, 40, 10]
     )
 
 
@@ -160,3 +168,17 @@ def test_the_transformer_and_the_working_object_call_the_registry_method():
     gates = shuffled.check().set_index("check")
     assert list(gates.index) == ["max_record_linkage"]
     assert all(sorted(shuffled.released[c]) == sorted(frame[c]) for c in QIS)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_average_ranks_are_scipys_rankdata_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    columns = [
+        rng.standard_normal(n),  # no ties
+        rng.integers(0, 5, n).astype(float),  # many ties
+        np.repeat(rng.standard_normal(1), n),  # one value
+        np.where(rng.random(n) < 0.5, -0.0, 0.0) + rng.integers(0, 2, n),  # -0.0 ties 0.0
+    ]
+    M = np.column_stack(columns)
+    np.testing.assert_array_equal(average_ranks(M), rankdata(M, method="average", axis=0))

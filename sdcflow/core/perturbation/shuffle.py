@@ -41,7 +41,33 @@ from sdcflow.errors import DataError
 
 from ._checks import as_generator, check_float_matrix
 
-__all__ = ["ds_conditional", "normal_scores", "reverse_map", "shuffle"]
+__all__ = ["average_ranks", "ds_conditional", "normal_scores", "reverse_map", "shuffle"]
+
+
+def average_ranks(M: np.ndarray) -> np.ndarray:
+    """The 1-based ranks of every column, ties at their average rank (R's ``rank``, SciPy's
+    ``rankdata(method="average")``); one unstable sort per column, which average ranks do not
+    depend on.
+
+    Shapes: (n, d) -> (n, d), float64.
+    """
+    n, d = M.shape
+    ranks = np.empty((n, d))
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    for j in range(d):
+        order = np.argsort(M[:, j])
+        ordered = M[order, j]
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        ends = np.append(starts[1:], n) - 1
+        ranks[order, j] = ((starts + ends) / 2.0 + 1.0)[np.cumsum(new) - 1]
+    return ranks
+
+
+def _scores(ranks: np.ndarray) -> np.ndarray:
+    """``qnorm((rank - 0.5) / n)`` of ranks of shape (n, d)."""
+    return ndtri((ranks - 0.5) / ranks.shape[0])
 
 
 def normal_scores(X: np.ndarray) -> np.ndarray:
@@ -49,19 +75,12 @@ def normal_scores(X: np.ndarray) -> np.ndarray:
 
     Shapes: (n, d) -> (n, d).
     """
-    from scipy.stats import rankdata  # here: scipy.stats costs the release flow 0.5 s to import
-
-    n = X.shape[0]
-    ranks = rankdata(X, method="average", axis=0)
-    return ndtri((ranks - 0.5) / n)
+    return _scores(average_ranks(X))
 
 
-def _copula_correlation(M: np.ndarray) -> np.ndarray:
-    """``2 sin(pi rho / 6)`` of Spearman's rho between the columns of ``M`` (step 2; [1]).
-    Shapes: (n, d) -> (d, d)."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(M, method="average", axis=0)
+def _copula_correlation(ranks: np.ndarray) -> np.ndarray:
+    """``2 sin(pi rho / 6)`` of Spearman's rho between the columns whose ``ranks`` are given
+    (step 2; [1]). Shapes: (n, d) -> (d, d)."""
     rho = np.atleast_2d(np.corrcoef(ranks, rowvar=False))  # Spearman: Pearson of the ranks
     return 2.0 * np.sin(np.pi * rho / 6.0)
 
@@ -86,8 +105,9 @@ def ds_conditional(Y: np.ndarray, S: np.ndarray | None) -> tuple[np.ndarray, np.
     """
     n, p = Y.shape
     if S is None or S.shape[1] == 0:
-        return np.zeros((n, p)), _copula_correlation(Y)
-    R = _copula_correlation(np.hstack([Y, S]))
+        return np.zeros((n, p)), _copula_correlation(average_ranks(Y))
+    ranks = average_ranks(np.hstack([Y, S]))  # S's ranks serve its normal scores too
+    R = _copula_correlation(ranks)
     r_yy, r_ys, r_ss = R[:p, :p], R[:p, p:], R[p:, p:]
     try:
         beta = np.linalg.solve(r_ss, r_ys.T).T  # R_YS R_SS^-1 (R_SS symmetric)
@@ -97,7 +117,7 @@ def ds_conditional(Y: np.ndarray, S: np.ndarray | None) -> tuple[np.ndarray, np.
             "drop the redundant predictor",
             field="S",
         ) from None
-    mean = normal_scores(S) @ beta.T  # Ystar1 <- predictors1 %*% t(pxs %*% pssinv)
+    mean = _scores(ranks[:, p:]) @ beta.T  # Ystar1 <- predictors1 %*% t(pxs %*% pssinv)
     sigma = r_yy - beta @ r_ys.T  # Sigma <- pxx - pxs %*% pssinv %*% psx
     return mean, sigma
 
@@ -109,8 +129,12 @@ def reverse_map(y: np.ndarray, y_star: np.ndarray) -> np.ndarray:
 
     Shapes: (n,), (n,) -> (n,).
     """
+    order = np.argsort(y_star)
+    ranked = y_star[order]
+    if (ranked[1:] == ranked[:-1]).any():  # a tie: only a stable sort keeps the records' order
+        order = np.argsort(y_star, kind="stable")
     out = np.empty_like(y)
-    out[np.argsort(y_star, kind="stable")] = np.sort(y, kind="stable")
+    out[order] = np.sort(y)
     return out
 
 

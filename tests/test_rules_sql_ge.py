@@ -204,3 +204,38 @@ def test_evaluation_error_names_the_rule_not_the_value(warehouse) -> None:
             step(warehouse, "raw", run_id, compiled)
         assert info.value.code is Reason.RULE_EVALUATION and info.value.field == "R2"
         assert "SECRET" not in str(info.value)
+
+
+def test_sql_only_validation_counts_what_great_expectations_counts(warehouse) -> None:
+    """The release whose table stays in the warehouse counts its rules in SQL alone: the same
+    violating and undetermined records per rule as Great Expectations, of every rule kind
+    (linear with a missing value, set, not-null, conditional, text), and no Data Docs."""
+    from sdcflow.tasks.edits import _ge_report, _sql_report
+
+    frame = pd.DataFrame(
+        {
+            "a": [1.0, 2.0, np.nan, -3.0, 5.0, 0.0],
+            "b": [2.0, np.nan, 1.0, 1.0, -1.0, 0.0],
+            "c": [0.0, 1.0, 2.0, 3.0, 4.0, np.nan],
+            "r": ["N", "S", None, "E", "N", "S"],
+        }
+    )
+    run_id = store(warehouse, frame)
+    texts = [
+        "a + b >= 0",
+        "a < 4",
+        'r in ["N", "S"]',
+        "c is not null",
+        'if r == "N" then b >= 0',
+        "2 * a == c",
+    ]
+    compiled = [compile_rule(r) for r in parse_rules(texts, known_columns=[*COLS, "r"])]
+    sql = _sql_report(warehouse, "raw", run_id, compiled)
+    ge = _ge_report(warehouse, "raw", run_id, compiled, None)
+    got = [(o.name, o.violations, o.undetermined) for o in sql.outcomes]
+    assert got == [(o.name, o.violations, o.undetermined) for o in ge.outcomes]
+    assert sql.records == ge.records == len(frame)
+    assert sql.success == ge.success and sql.docs_path is None
+    # hand counts: a + b >= 0 -> row 3 violates (-2), rows 1, 2 undetermined
+    assert got[0][1:] == (1, 2)
+    assert any(v for _, v, _ in got[1:])

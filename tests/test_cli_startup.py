@@ -55,3 +55,43 @@ def test_the_release_flow_loads_neither_great_expectations_nor_scipy_stats() -> 
     loaded = _modules_after("import sdcflow.flows.release, sdcflow.preflight.plan")
     assert "prefect" in loaded
     assert "great_expectations" not in loaded and "scipy.stats" not in loaded
+
+
+def test_check_counts_edit_rules_without_great_expectations_and_with_the_same_counts(
+    tmp_path,
+) -> None:
+    """``sdcflow check`` counts the edit rules by DuckDB's SQL and never loads Great
+    Expectations (seconds of its start-up); ``--data-docs`` validates them with GE and writes
+    its Data Docs, as ``sdcflow release`` does. The rules' counts and the decision are the
+    same either way."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "examples" / "business_survey"
+    for name in ("release.yaml", "data.csv", "rules.yaml"):
+        if (root / name).exists():
+            shutil.copy(root / name, tmp_path / name)
+    probe = (
+        "import json, sys\n"
+        "from sdcflow.cli.main import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "print(json.dumps([rc, 'great_expectations' in sys.modules]))"
+    )
+    runs = {}
+    for extra in ([], ["--data-docs"]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, "check", "release.yaml", *extra],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        rc, ge_loaded = json.loads(done.stdout.splitlines()[-1])
+        counts = [line for line in done.stderr.splitlines() + done.stdout.splitlines()
+                  if "violating" in line and "edit rule" in line]  # fmt: skip
+        runs[bool(extra)] = (rc, ge_loaded, sorted(c.split("edit rule", 1)[1] for c in counts))
+    assert runs[False][:2] == (0, False)
+    assert runs[True][:2] == (0, True)
+    assert runs[False][2] and runs[False][2] == runs[True][2]
+    docs = list(tmp_path.rglob("data-docs"))
+    assert docs, "check --data-docs wrote no Data Docs"

@@ -69,8 +69,11 @@ def run_release(
     wait: float | None,
     runner: dict[str, Any] | None = None,
     force: bool = False,
+    data_docs: bool = True,
 ) -> int:
     """Run the release (``publish``) or the check of ``spec_path``; return the exit code.
+    ``data_docs``: Great Expectations validates the edit rules and writes its Data Docs
+    (else DuckDB's SQL counts them alone).
 
     A refusal is exit 1 with every figure and one line; an error or a signal after the
     release went live is exit 0, saying so; any other error propagates to the caller."""
@@ -78,7 +81,7 @@ def run_release(
 
     publications = Publications()
     try:
-        outcome = _run(spec_path, publish, wait, runner, force, publications)
+        outcome = _run(spec_path, publish, wait, runner, force, publications, data_docs)
         print_outcome(outcome, publish)
         from sdcflow.warehouse.ownership import take_pending_signals
 
@@ -108,6 +111,7 @@ def _run(
     runner: dict[str, Any] | None,
     force: bool,
     publications: Publications,
+    data_docs: bool = True,
 ) -> Any:
     from sdcflow.flows.server import owned_prefect_api
 
@@ -134,7 +138,7 @@ def _run(
                 "that path and the permissions of its folders",
                 code=Reason.SPEC_FIELD,
             ) from None
-        _import_flow(planned[0])
+        _import_flow(planned[0], data_docs)
 
     with owned_prefect_api(meanwhile=preflight):
         from sdcflow.flows.progress_bar import terminal_progress
@@ -154,19 +158,20 @@ def _run(
                 wait=wait,
                 force=force,
                 publications=publications,
+                data_docs=data_docs,
             )
 
 
 _PATH_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG}
 
 
-def _import_flow(plan: ReleasePlan) -> None:
+def _import_flow(plan: ReleasePlan, data_docs: bool) -> None:
     """Import the release flow (Prefect, the steps, the methods' kernels) and, when the spec
-    has edit rules, Great Expectations: slow imports that overlap the temporary API server's
-    start, after the preflight has accepted the input."""
+    has edit rules that Great Expectations validates, GE: slow imports that overlap the
+    temporary API server's start, after the preflight has accepted the input."""
     import sdcflow.flows.release
 
-    if plan.rules:
+    if plan.rules and data_docs:
         import sdcflow.expectations.suite  # noqa: F401
 
 

@@ -51,15 +51,17 @@ class _Edits:
 
 
 def _edit_raw(
-    plan: ReleasePlan, warehouse: Warehouse, run_id: str, frame: pd.DataFrame, docs: Path
+    plan: ReleasePlan, warehouse: Warehouse, run_id: str, frame: pd.DataFrame, docs: Path | None
 ) -> _Edits:
-    """Validate the raw records against the edit rules; refuse (``fail``) or repair them."""
+    """Validate the raw records against the edit rules; refuse (``fail``) or repair them.
+    ``docs``: where Great Expectations writes its Data Docs; None counts by SQL alone."""
     spec = plan.spec
     if not plan.rules:
         return _Edits(frame)
     pre = edit_steps.validate_edits(
-        warehouse, run_id, "raw", plan.rules, docs / "raw", spec.release
-    )
+        warehouse, run_id, "raw", plan.rules, docs and docs / "raw", spec.release,
+        sql_only=docs is None,
+    )  # fmt: skip
     summary: dict[str, Any] = {"raw": pre.counts(None), "repaired_records": 0}
     summary["raw_undetermined"] = {o.name: o.undetermined for o in pre.outcomes}
     if spec.on_violation == "fail" and not pre.success:
@@ -77,7 +79,7 @@ def _edit_masked(
     run_id: str,
     edits: _Edits,
     released: pd.DataFrame,
-    docs: Path,
+    docs: Path | None,
 ) -> tuple[dict[str, int] | None, list[str]]:
     """Validate the released records against the rules they carry: per-rule counts of the
     error rules (None when none could be checked), and the error rules that could not be."""
@@ -87,8 +89,9 @@ def _edit_masked(
     columns = [c for c in released.columns if c not in plan.spec.fuzzy_map]
     checkable, skipped = edit_steps.released_rules(plan.rules, columns, binned_keys(plan.spec))
     post = edit_steps.validate_edits(
-        warehouse, run_id, "masked", checkable, docs / "masked", plan.spec.release, skipped
-    )
+        warehouse, run_id, "masked", checkable, docs and docs / "masked", plan.spec.release,
+        skipped, sql_only=docs is None,
+    )  # fmt: skip
     edits.summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
     edits.summary["masked_undetermined"] = {o.name: o.undetermined for o in post.outcomes}
     errors = {r.name for r in plan.rules if r.severity == "error"}
@@ -141,6 +144,7 @@ def release(
     kind: str | None = None,
     force: bool = False,
     publications: Publications | None = None,
+    data_docs: bool = True,
 ) -> ReleaseOutcome | State:
     """Release the file described by the spec at ``spec_path``.
 
@@ -164,6 +168,11 @@ def release(
         holds the run from the moment its release is live: a caller that an error or a
         signal reaches after the swap (in the flow, in Prefect's engine or in its own code)
         learns from it that the release was published.
+    data_docs : validate the edit rules with Great Expectations and write its Data Docs
+        into the report folder (``sdcflow release``); False counts them by DuckDB's SQL
+        alone, the same counts (Great Expectations' are held against them), without the
+        seconds Great Expectations takes to load (``sdcflow check`` without
+        ``--data-docs``).
 
     Returns the :class:`ReleaseOutcome`. When a check or, under ``on_violation: fail``, an
     edit rule fails, the flow run ends Failed and the call raises ``ChecksFailed`` carrying
@@ -189,7 +198,7 @@ def release(
         counted_once(),
         RunRecord(plan, warehouse, kind, publish, publications) as run,
     ):
-        return _stages(run, publish, figures or [], force)
+        return _stages(run, publish, figures or [], force, data_docs)
 
 
 # ``sdcflow serve`` hands the flow to its runs' process pickled (cloudpickle): the module's
@@ -202,7 +211,7 @@ release.fn.__annotations__ = typing.get_type_hints(release.fn)
 
 
 def _stages(
-    run: RunRecord, publish: bool, figures: list[str], force: bool
+    run: RunRecord, publish: bool, figures: list[str], force: bool, data_docs: bool = True
 ) -> ReleaseOutcome | State:
     """The release: ingest, edit rules, mask, edit rules again, checks, report, publish."""
     plan, spec, warehouse, run_id = run.plan, run.spec, run.warehouse, run.run_id
@@ -210,21 +219,20 @@ def _stages(
     if previous is not None:
         return _unchanged(run, previous)
     rng = check_random_state(spec.seed)
+    docs = run.docs if data_docs else None
     # runner: dask -- the workers load the mask's code meanwhile
     steps = run.begin(STEPS[: len(STEPS) - (not publish)], warm_up(spec))
     with steps.step("ingest"):
         frame = ingest(plan, warehouse, run_id)
     run.n_rows = len(frame)
     with steps.step("edit rules on the raw records"):
-        edits = _edit_raw(plan, warehouse, run_id, frame, run.docs)
+        edits = _edit_raw(plan, warehouse, run_id, frame, docs)
     if edits.refused:
         return _refused_by_edit_rules(run, edits)
     with steps.step("mask"):
         masked = _mask(run, edits, rng)
     with steps.step("edit rules on the released records"):
-        violations, unchecked = _edit_masked(
-            plan, warehouse, run_id, edits, masked.released, run.docs
-        )
+        violations, unchecked = _edit_masked(plan, warehouse, run_id, edits, masked.released, docs)
     with steps.step("checks"):
         checks, computed, evidence = check_steps.check_release(
             spec, edits.frame, masked.result, violations, rng, figures, frame, unchecked

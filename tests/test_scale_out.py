@@ -190,6 +190,26 @@ def test_runner_options(tmp_path):
     assert e.value.code == Reason.SPEC_FIELD
 
 
+def test_a_worker_memory_limit_reaches_the_embedded_cluster_and_is_refused_elsewhere(tmp_path):
+    limited = load_spec(
+        write_release(
+            tmp_path, rows=20, runner="dask", dask={"workers": 2, "memory_limit": "3GB"}
+        )
+    )
+    assert cluster_kwargs(limited.dask)["memory_limit"] == "3GB"
+    # --dask-workers resizes the embedded cluster; the spec's limit stays
+    assert cluster_kwargs(with_cli_options(limited, workers=1).dask)["memory_limit"] == "3GB"
+    assert "memory_limit" not in cluster_kwargs(load_spec(write_release(tmp_path, rows=20)).dask)
+    for dask, words in (
+        ({"address": "tcp://x:1", "memory_limit": "3GB"}, "drop memory_limit or address"),
+        ({"memory_limit": "lots"}, "not an amount of memory"),
+    ):
+        bad = write_release(tmp_path, rows=20, spec_name="bad.yaml", runner="dask", dask=dask)
+        with pytest.raises(InputError) as e:
+            load_spec(bad)
+        assert e.value.code == Reason.SPEC_FIELD and words in str(e.value)
+
+
 def test_an_embedded_cluster_is_sized_to_the_machine(tmp_path, monkeypatch, capsys):
     # --dask-workers past the spec's limit of 1024 is bad input in one line, not exit 3
     # with a pydantic traceback line; far more worker processes than CPUs would start for

@@ -43,7 +43,9 @@ def with_cli_options(
         )
     if workers is not None or address is not None:
         try:
-            dask = DaskSettings(workers=workers, address=address)
+            # the spec's worker limit stays for the embedded cluster --dask-workers sizes
+            limit = spec.dask.memory_limit if address is None else None
+            dask = DaskSettings(workers=workers, address=address, memory_limit=limit)
         except ValidationError as e:
             first = e.errors()[0]
             option = "--dask-address" if "address" in map(str, first["loc"]) else "--dask-workers"
@@ -62,11 +64,13 @@ def cluster_kwargs(settings: DaskSettings) -> dict[str, Any]:
     """Arguments of the embedded ``LocalCluster``: one single-threaded process per worker
     (the cells' grouping is numba code holding one core), no dashboard."""
     workers = settings.workers or os.cpu_count() or 1
+    limit = {"memory_limit": settings.memory_limit} if settings.memory_limit else {}
     return {
         "n_workers": workers,
         "threads_per_worker": 1,
         "processes": True,
         "dashboard_address": None,
+        **limit,
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -225,6 +226,32 @@ class DaskSettings(SpecModel):
         description="scheduler of an existing Dask cluster, e.g. tcp://10.0.0.5:8786 "
         "(instead of an embedded LocalCluster)",
     )
+    memory_limit: str | None = Field(
+        None,
+        description="memory each worker of the embedded LocalCluster may use, e.g. 3GB or "
+        "3GiB (Dask pauses a worker near it and restarts one past it); default: the "
+        "machine's memory shared among the workers",
+    )
+
+    @model_validator(mode="after")
+    def _limit_of_embedded_workers(self) -> DaskSettings:
+        if self.memory_limit is not None and self.address is not None:
+            raise ValueError(
+                "memory_limit sets the workers of the embedded LocalCluster; the workers of "
+                f"the cluster at {self.address} keep the limit they were started with "
+                "(dask worker --memory-limit): drop memory_limit or address"
+            )
+        return self
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _bytes(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*", value):
+            raise ValueError(
+                f"{value!r} is not an amount of memory; give a number and a unit, as 3GB, "
+                "2.5GiB or 512MB"
+            )
+        return value
 
     @field_validator("address")
     @classmethod

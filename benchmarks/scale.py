@@ -157,6 +157,7 @@ def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
         "method": method,
         "checks": {"k_anonymity": args.k, "max_information_loss": 100},
         **({"missing_values": [""]} if args.missing or args.census else {}),
+        **({"dask": {"memory_limit": args.worker_memory}} if args.worker_memory else {}),
         "output": f"published-{name}",
         "warehouse": f"warehouse-{name}.duckdb",
         "reports": f"reports-{name}",
@@ -294,11 +295,23 @@ def piece_seconds(log: str) -> dict[str, float] | None:
     }
 
 
-def run_release(spec: Path, workers: int | None) -> dict:
+def release_env(args: argparse.Namespace) -> dict[str, str]:
+    """The release command's environment for ``--path`` and ``--duckdb-memory``."""
+    env: dict[str, str] = {}
+    if args.path == "streamed":
+        env["SDCFLOW_STREAMED_ROWS"] = "0"
+    elif args.path == "in-memory":
+        env["SDCFLOW_STREAMED_ROWS"] = str(args.n + 1)
+    if args.duckdb_memory:
+        env["SDCFLOW_DUCKDB_MEMORY_LIMIT"] = args.duckdb_memory
+    return env
+
+
+def run_release(spec: Path, workers: int | None, extra_env: dict[str, str] | None = None) -> dict:
     cmd = [sys.executable, "-m", "sdcflow.cli", "release", str(spec)]
     if workers is not None:
         cmd += ["--runner", "dask", "--dask-workers", str(workers)]
-    env = {**os.environ, "PREFECT_LOGGING_LEVEL": "INFO", "COLUMNS": "200"}
+    env = {**os.environ, "PREFECT_LOGGING_LEVEL": "INFO", "COLUMNS": "200", **(extra_env or {})}
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, cwd=spec.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -351,6 +364,7 @@ def run_release(spec: Path, workers: int | None) -> dict:
         },
         "cores_busy": round(total / wall, 2),
         "il": checks.get("max_information_loss"),
+        "path": (manifest.get("method_details") or {}).get("path", "in memory"),
         "k": checks.get("k_anonymity"),
         "stderr_tail": err[-1500:] if proc.returncode else "",
     }
@@ -455,6 +469,23 @@ def main(argv: list[str] | None = None) -> int:
         help="only the spatial cells cut by DuckDB queries (Warehouse.median_cells) beside "
         "spatial_cells in this process (no release)",
     )
+    p.add_argument(
+        "--path",
+        choices=["auto", "streamed", "in-memory"],
+        default="auto",
+        help="the release's path: the preflight's choice (auto), or forced through "
+        "SDCFLOW_STREAMED_ROWS (streamed: 0; in-memory: more than the file's records)",
+    )
+    p.add_argument(
+        "--worker-memory",
+        metavar="BYTES",
+        help="dask: {memory_limit: ...} of each embedded worker, e.g. 3GB",
+    )
+    p.add_argument(
+        "--duckdb-memory",
+        metavar="BYTES",
+        help="SDCFLOW_DUCKDB_MEMORY_LIMIT of the release's warehouse connections, e.g. 2GB",
+    )
     p.add_argument("--json", type=Path, help="also write every figure here")
     p.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
     args = p.parse_args(argv)
@@ -482,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         plans = [None] if runner == "local" else args.workers
         for workers in plans:
             name = "local" if workers is None else f"dask{workers}"
-            runs.append(run_release(write_spec(work, args, name), workers))
+            runs.append(run_release(write_spec(work, args, name), workers, release_env(args)))
         load_after = Path("/proc/loadavg").read_text().split()[:3]
         # one pass with gaps: O(n^2); categorical keys: strata, no one-pass baseline
         skip = args.no_baseline or bool(args.missing) or args.census

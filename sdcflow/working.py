@@ -670,7 +670,7 @@ class SdcFrame:
 @dataclass(frozen=True)
 class _Spec:
     """The release spec :meth:`SdcFrame.to_spec` writes, as a method's checks read it
-    (:class:`~sdcflow.methods.base.ReleaseView`)."""
+    (``sdcflow.methods.base.ReleaseView``)."""
 
     quasi_identifiers: list[str]
     keep: list[str]

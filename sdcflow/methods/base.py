@@ -181,7 +181,7 @@ class BlockResult:
 
 MaskFn = Callable[..., MaskResult]
 """``mask(X, columns, params, rng, constraints) -> MaskResult``; a method that declares
-further columns (:attr:`Method.further_columns`) also takes ``further=`` (a DataFrame)."""
+further columns (``Method.further_columns``) also takes ``further=`` (a DataFrame)."""
 
 
 def k_gate(params: Any) -> dict[str, float]:
@@ -292,7 +292,7 @@ class Method:
     further_columns : ``further_columns(params) -> column names``: the columns beside the
         keys that the mask reads under ``params`` (``shuffle``'s ``predictors``), none by
         default. The mask then gets them as ``further=``, a DataFrame of those columns, one
-        row per record of ``X`` (:meth:`apply`); its ``check_spec`` and ``check_data`` say
+        row per record of ``X`` (``apply``); its ``check_spec`` and ``check_data`` say
         which columns may serve.
     """
 
@@ -329,7 +329,7 @@ class Method:
         further: pd.DataFrame | None = None,
     ) -> MaskResult:
         """``mask`` on the keys ``X`` (n, d), with ``further=`` the columns it declares
-        (:attr:`further_columns`) taken from ``further`` (n rows) when it declares any.
+        (``further_columns``) taken from ``further`` (n rows) when it declares any.
 
         Raises ``ParameterError`` when a declared column is not in ``further``."""
         names = list(self.further_columns(params))

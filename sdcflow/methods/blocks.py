@@ -26,7 +26,7 @@ def mask_quasi_identifiers(
 ) -> MaskResult:
     """Mask ``X`` (n, d) with the method ``params.name``; by blocks of columns if given.
     ``further`` (n rows) holds the columns beside the keys the method reads, if it declares
-    any (:attr:`~sdcflow.methods.base.Method.further_columns`).
+    any (``Method.further_columns``).
 
     With blocks, each block is masked independently (its own groups) with the constraints
     restricted to its columns; the caller must make sure no rule spans two blocks. The merged

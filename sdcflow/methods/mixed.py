@@ -561,7 +561,7 @@ def mask_keys(
         categorical key being PRAMed.
     further : DataFrame with n rows, optional
         The columns beside the keys the method reads
-        (:attr:`~sdcflow.methods.base.Method.further_columns`: ``shuffle``'s predictors),
+        (``Method.further_columns``: ``shuffle``'s predictors),
         as published.
 
     Returns

@@ -5,7 +5,7 @@ Spec::
 
     method: {name: noise, kind: additive, noise: 150}   # numeric keys
     method: {name: rank_swap, p: 15}                      # numeric keys
-    method: {name: shuffle}                               # numeric keys
+    method: {name: shuffle, predictors: [employees]}     # numeric keys
     method: {name: pram, pd: 0.8, alpha: 0.5}             # categorical keys
 
 The numerical code is :mod:`sdcflow.core.perturbation` (sdcMicro 5.8.1's ``addNoise``,
@@ -22,12 +22,16 @@ their own original).
 
 **Shuffling** (Muralidhar and Sarathy 2006) replaces the numeric keys by their own values
 reordered by the ranks of a draw from their normal copula: every key keeps its values exactly
-(its marginal distribution), the keys their rank correlations in expectation. A release has
-no non-confidential predictors for it to condition on (the paper's ``S``: the keys are what
-an intruder knows), so the released keys are independent of the record they land on: the
-lowest linkage risk of the perturbative methods, and no relation left between the keys and
-the columns published beside them (``keep:``, ``sensitive:``). The core function
-(:func:`sdcflow.core.perturbation.shuffle`) takes predictors for use outside a release.
+(its marginal distribution), the keys their rank correlations in expectation. Without
+``predictors`` the released keys are independent of the record they land on: the lowest
+linkage risk of the perturbative methods, and no relation left between the keys and the
+columns published beside them. ``predictors`` (the paper's non-confidential ``S``, sdcMicro's
+``form = y ~ s``) are drawn conditionally on: numeric columns published unchanged
+(``keep:``, ``sensitive:`` not fuzzy-mapped), complete, of more than one value
+(``predictor_problem`` says why each other column is refused at preflight: it would
+carry a withheld value, or a key's original one, into the release). The mask reads them as
+the registry's further columns (``Method.further_columns``); record linkage measures what
+they cost.
 
 **Keys.** ``noise``, ``rank_swap`` and ``shuffle`` mask numeric keys only: they have no k to
 stratify categorical keys by, so a release with categorical keys is refused (PRAM them in their own
@@ -373,7 +377,7 @@ def predictor_numbers(frame: pd.DataFrame) -> np.ndarray:
     as the file writes it (``1.50``) is read as text by the source reader and parsed here.
 
     Raises ``ParameterError`` naming a column that holds text or booleans (use
-    :func:`predictor_problem` first for the message of the preflight)."""
+    ``predictor_problem`` first for the message of the preflight)."""
     parts = []
     for name in frame.columns:
         values = _numbers(frame[name])

@@ -151,8 +151,9 @@ class ShuffleParams(MethodParams):
     module docstring says which columns may serve)."""
 
     name: Literal["shuffle"] = "shuffle"
-    predictors: list[str] = Field(
-        [],
+    # a tuple, not a list: an immutable default, as scikit-learn asks of the transformer's
+    predictors: tuple[str, ...] = Field(
+        (),
         description="numeric columns published unchanged (keep: or sensitive:) that the "
         "shuffled keys are drawn conditionally on (the paper's S, the right-hand side of "
         "sdcMicro's form); none: the keys are drawn independently of the record",
@@ -161,7 +162,7 @@ class ShuffleParams(MethodParams):
 
     @field_validator("predictors")
     @classmethod
-    def _once(cls, value: list[str]) -> list[str]:
+    def _once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if len(set(value)) != len(value):
             raise ValueError("a column is listed twice; list each predictor once")
         return value
@@ -463,7 +464,7 @@ def _mask_shuffle(
     constraints: LinearConstraints | None,
     further: pd.DataFrame | None = None,
 ) -> MaskResult:
-    S = None if further is None else predictor_numbers(further[params.predictors])
+    S = None if further is None else predictor_numbers(further[list(params.predictors)])
     Z = shuffle(X, S, rng=rng)
     moved = (Z != X).sum(axis=0)
     given = (

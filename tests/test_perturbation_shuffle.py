@@ -366,3 +366,32 @@ def test_the_transformer_and_the_working_object_take_predictors():
     ):
         with pytest.raises(InputError, match=named):
             SdcFrame(frame, keys=KEYS).mask("shuffle", predictors=bad)
+
+
+def test_a_predictor_read_as_text_is_published_as_written_and_conditioned_on_as_numbers(
+    tmp_path, prefect_api
+):
+    # `28.00` is not how data.csv writes 28.0: the reader keeps the kept column as text, so
+    # that it is published as the file writes it; the shuffle parses it
+    spec = write_release(
+        tmp_path,
+        rows=120,
+        quasi_identifiers=KEYS,
+        keep=["employees"],
+        method={"name": "shuffle", "predictors": ["employees"]},
+        seed=5,
+    )
+    original = pd.read_csv(tmp_path / "data.csv")
+    written = original.assign(employees=[f"{v:.2f}" for v in original["employees"]])
+    written.to_csv(tmp_path / "data.csv", index=False)
+    outcome = sdcflow.release(spec)
+    assert outcome.status == "published", outcome.message
+    released = pd.read_csv(outcome.published / "data.csv", dtype={"employees": str})
+    assert sorted(released["employees"]) == sorted(written["employees"])
+    expected = original[[*KEYS, "employees"]].astype(float)
+    expected[KEYS] = shuffle(
+        original[KEYS].to_numpy(dtype=float),
+        original[["employees"]].to_numpy(dtype=float),
+        rng=np.random.default_rng(5),
+    )
+    assert _rows(released[[*KEYS, "employees"]]) == _rows(expected)

@@ -208,6 +208,9 @@ class MethodTransformer:
 
     def _mask(self, frame: pd.DataFrame, columns: list[str]) -> tuple[MaskResult, pd.DataFrame]:
         params = self.method_params()
+        further = list(METHODS[self.method].further_columns(params))
+        if further:  # columns of X the method reads beside the keys (Shuffle's predictors)
+            return self._mask_beside(frame, columns, params, further)
         values = _numeric_values(frame)
         rng = _generator(self.random_state)
         constraints = self._constraints(columns)
@@ -216,6 +219,38 @@ class MethodTransformer:
         released = result.masked.set_axis(frame.index, axis=0)
         if list(released.columns) == columns:  # point methods: the caller's own labels back
             released = released.set_axis(frame.columns, axis=1)
+        return result, released
+
+    def _mask_beside(
+        self, frame: pd.DataFrame, columns: list[str], params: MethodParams, further: list[str]
+    ) -> tuple[MaskResult, pd.DataFrame]:
+        """Mask the columns of X but ``further`` (the method reads those beside the keys and
+        they are released unchanged, as a release publishes its ``keep:`` columns)."""
+        absent = [c for c in further if c not in columns]
+        if absent:
+            raise ParameterError(
+                f"{type(self).__name__}: {', '.join(absent)} are not columns of X; X holds the "
+                "keys to mask and the columns the method reads beside them",
+                field=absent[0],
+            )
+        at = [j for j, c in enumerate(columns) if c not in further]
+        if not at:
+            raise ParameterError(
+                f"{type(self).__name__}: every column of X is among {', '.join(further)}; X "
+                "also holds the keys to mask",
+                field=further[0],
+            )
+        keys = frame.iloc[:, at]
+        names = [columns[j] for j in at]
+        values = _numeric_values(keys)
+        beside = frame.set_axis(columns, axis=1)[further].reset_index(drop=True)
+        rng = _generator(self.random_state)
+        constraints = self._constraints(names)
+        result = mask_quasi_identifiers(values, names, params, rng, constraints, None, beside)
+        result = _integers(keys, values, names, result, constraints)
+        released = frame.copy()
+        for j, name in zip(at, names, strict=True):
+            released.isetitem(j, result.masked[name].to_numpy())
         return result, released
 
     def transform(self, X: Any) -> Any:

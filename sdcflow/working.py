@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pydantic import ValidationError
 
 from sdcflow.core.measures.risk import risk_summary
@@ -513,6 +514,11 @@ class SdcFrame:
         if checks:
             spec["checks"] = dict(checks)
         spec.update(fields)
+        # the columns the method reads beside the keys are published unchanged (keep:)
+        further = get_method(state.method.name).further_columns(state.method)
+        kept = [c for c in further if c not in self.sensitive]
+        if kept:
+            spec["keep"] = list(dict.fromkeys([*spec.get("keep", []), *kept]))
         return spec
 
     # -- internals --------------------------------------------------------------------------
@@ -559,9 +565,45 @@ class SdcFrame:
         else:
             if pram is not None:  # the preflight's refusals, before any draw
                 check_pram_step(_View(method), keys, pram)
+            further = list(get_method(method.name).further_columns(method))
+            if further:  # columns beside the keys (shuffle's predictors): the preflight's
+                self._check_further(method, keys, further, pram)
+            beside = self.frame[further].reset_index(drop=True) if further else None
             rng = _generator(self.random_state)
-            result = mask_keys(self._records, keys, method, rng, suppression=suppression, pram=pram)
+            result = mask_keys(
+                self._records,
+                keys,
+                method,
+                rng,
+                suppression=suppression,
+                pram=pram,
+                further=beside,
+            )
         return Step(label, dict(recodings), method, suppression, result, pram)
+
+    def _check_further(
+        self,
+        method: MethodParams,
+        keys: Sequence[Key],
+        further: Sequence[str],
+        pram: PramStepParams | None,
+    ) -> None:
+        """The method's own preflight refusals (``check_spec``, ``check_data``) of the
+        columns it reads beside the keys: the frame's other columns are those
+        :meth:`to_spec` publishes unchanged (``keep:``, or ``sensitive:``)."""
+        names = [k.name for k in keys]
+        view = _Spec(
+            quasi_identifiers=names,
+            keep=[str(c) for c in self.frame.columns if c not in names + self.sensitive],
+            sensitive=self.sensitive,
+            weight_column=self.weight,
+            method=method,
+            pram=pram,
+        )
+        entry = get_method(method.name)
+        entry.check_spec(view, keys, len(self.frame))
+        present = [c for c in dict.fromkeys([*names, *further]) if c in self.frame.columns]
+        entry.check_data(view, _arrow(self.frame[present]), keys)
 
     def _context(self, state: Step) -> GateContext:
         result = state.result
@@ -623,6 +665,34 @@ class SdcFrame:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """The release spec :meth:`SdcFrame.to_spec` writes, as a method's checks read it
+    (``sdcflow.methods.base.ReleaseView``)."""
+
+    quasi_identifiers: list[str]
+    keep: list[str]
+    sensitive: list[str]
+    weight_column: str | None
+    method: MethodParams
+    pram: PramStepParams | None
+    blocks: tuple[()] = ()
+    checks: Mapping[str, float] = field(default_factory=dict)
+    suppression: Any = None
+
+
+def _arrow(frame: pd.DataFrame) -> pa.Table:
+    """``frame`` as the source reader gives it to a method's ``check_data`` (Arrow); a
+    column of mixed objects as text."""
+    columns = {}
+    for name in frame.columns:
+        try:
+            columns[str(name)] = pa.array(frame[name], from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            columns[str(name)] = pa.array(frame[name].astype(str))
+    return pa.table(columns)
 
 
 @dataclass(frozen=True)

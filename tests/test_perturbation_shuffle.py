@@ -129,7 +129,8 @@ def test_shuffle_releases_numeric_keys_gated_by_record_linkage(tmp_path, prefect
     assert outcome.status == "published", outcome.message
     text = (outcome.published / "manifest.json").read_text()
     manifest = json.loads(text)
-    assert manifest["method"] == {"name": "shuffle"} and str(SEED) not in text
+    # every option at its value, as for every method (predictors: none)
+    assert manifest["method"] == {"name": "shuffle", "predictors": []} and str(SEED) not in text
     gates = {g["check"]: g for g in manifest["checks"]}
     assert gates["max_record_linkage"]["threshold"] == 10.0
     assert gates["max_record_linkage"]["figure"] < 10.0 and "k_anonymity" not in gates
@@ -182,3 +183,215 @@ def test_average_ranks_are_scipys_rankdata_with_ties(seed):
     ]
     M = np.column_stack(columns)
     np.testing.assert_array_equal(average_ranks(M), rankdata(M, method="average", axis=0))
+
+
+# -- predictors in a release (issue 44) ---------------------------------------------------------
+
+# sdcMicro 5.8.1 on the survey's first 300 records, the lines of shuffleWORK before the draw
+# (traced: `trace(shuffleWORK, at = <after Sigma>)`, printed with digits = 15):
+#   shuffleWORK(d, turnover + wages ~ employees + other_costs, method = "ds", gadp = FALSE)
+SURVEY_MEAN_HEAD = np.array(
+    [
+        [-0.564012684171602, -0.546072535545489],
+        [0.361808393951676, 0.522635996583277],
+        [0.712888148292390, 1.095443655023617],
+        [-0.555357766597297, -0.720866610668798],
+    ]
+)
+SURVEY_MEAN_SQUARES = np.array([279.872084304145, 271.807741827796])  # colSums(Ystar1^2)
+SURVEY_SIGMA = np.array(
+    [[0.0353732453471993, 0.0194438008881255], [0.0194438008881259, 0.0490909995366178]]
+)
+KEYS, PREDICTORS = ["turnover", "wages"], ["employees", "other_costs"]
+
+
+def test_the_survey_conditional_mean_and_covariance_are_sdcmicros():
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(300)
+    mean, sigma = ds_conditional(
+        frame[KEYS].to_numpy(dtype=float), frame[PREDICTORS].to_numpy(dtype=float)
+    )
+    np.testing.assert_allclose(mean[:4], SURVEY_MEAN_HEAD, rtol=1e-12)
+    np.testing.assert_allclose((mean**2).sum(axis=0), SURVEY_MEAN_SQUARES, rtol=1e-12)
+    np.testing.assert_allclose(sigma, SURVEY_SIGMA, rtol=1e-12)
+
+
+def _rows(frame: pd.DataFrame) -> list[tuple]:
+    """The records as a sorted list of tuples: the published file's rows are in another
+    order."""
+    return sorted(map(tuple, frame.to_numpy(dtype=float).tolist()))
+
+
+def test_a_release_with_predictors_publishes_the_core_functions_values(tmp_path, prefect_api):
+    spec = write_release(
+        tmp_path,
+        rows=300,
+        quasi_identifiers=KEYS,
+        keep=["employees"],
+        sensitive=["other_costs"],
+        method={"name": "shuffle", "predictors": PREDICTORS},
+        seed=SEED,
+    )
+    outcome = sdcflow.release(spec)
+    assert outcome.status == "published", outcome.message
+    manifest = json.loads((outcome.published / "manifest.json").read_text())
+    assert manifest["method"] == {"name": "shuffle", "predictors": PREDICTORS}
+    assert (
+        "conditioned on the predictors employees, other_costs"
+        in (manifest["method_details"]["strategy"])
+    )
+    original = pd.read_csv(tmp_path / "data.csv")
+    # the release's generator is the seed's, and nothing is drawn before the mask step
+    expected = original[KEYS + PREDICTORS].copy()
+    expected[KEYS] = shuffle(
+        original[KEYS].to_numpy(dtype=float),
+        original[PREDICTORS].to_numpy(dtype=float),
+        rng=np.random.default_rng(SEED),
+    )
+    released = pd.read_csv(outcome.published / "data.csv")
+    assert _rows(released[KEYS + PREDICTORS]) == _rows(expected)
+    # conditioning on the firm's size keeps the keys' rank correlation with it
+    for key in KEYS:
+        rho = spearmanr(original[key], original["employees"])[0]
+        assert spearmanr(released[key], released["employees"])[0] == pytest.approx(rho, abs=0.1)
+
+
+def test_the_predictors_option_unset_keeps_the_spec_hash_of_before():
+    from pathlib import Path
+
+    from sdcflow.spec.load import spec_from_dict
+
+    def sha256(**method):
+        body = {
+            "release": "r",
+            "source": "data.csv",
+            "quasi_identifiers": ["a", "b"],
+            "method": {"name": "shuffle", **method},
+            "seed": 7,
+        }
+        return spec_from_dict(body, base_dir=Path(".")).sha256()
+
+    before = "d48190acdf9b6b15ff211263a07a0853c5c4241008da36c01f4950d7a531d65a"  # at 3085798
+    assert sha256() == before and sha256(predictors=[]) == before
+    assert sha256(predictors=["c"]) != before
+
+
+FUZZY_MAP = {
+    "ranges": [[0, 60], [40, 600], [500, 1e6]],
+    "domain": [0, 1e6],
+    "membership": "triangular",
+    "combiner": "random_pick",
+}
+
+
+@pytest.mark.parametrize(
+    "spec, named",
+    [
+        ({"keep": ["region"], "predictors": ["region"]}, "region holds text or booleans"),
+        ({"predictors": ["nowhere"]}, "nowhere is not a column of the source"),
+        ({"predictors": ["wages"]}, "wages is a quasi-identifier"),
+        ({"predictors": ["employees"]}, "employees is not published unchanged"),
+        (
+            {
+                "sensitive": ["employees"],
+                "fuzzy_map": {"employees": FUZZY_MAP},  # published mapped, not as it is
+                "predictors": ["employees"],
+            },
+            "employees is not published unchanged",
+        ),
+    ],
+)
+def test_a_bad_predictor_is_refused_at_preflight_with_its_line(tmp_path, capsys, spec, named):
+    from errorline import cli_error
+
+    from sdcflow.cli.main import main
+
+    predictors = spec.pop("predictors")
+    path = write_release(
+        tmp_path,
+        rows=40,
+        quasi_identifiers=KEYS,
+        method={"name": "shuffle", "predictors": predictors},
+        **spec,
+    )
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert named in err and err.count("\n") == 1, err
+    assert cli_error(err)[1] == "method.predictors"
+
+
+def test_a_predictor_with_missing_values_is_refused(tmp_path, capsys):
+    from sdcflow.cli.main import main
+
+    path = write_release(
+        tmp_path,
+        rows=40,
+        quasi_identifiers=KEYS,
+        keep=["employees"],
+        method={"name": "shuffle", "predictors": ["employees"]},
+        missing_values=[""],
+    )
+    frame = pd.read_csv(tmp_path / "data.csv")
+    frame.loc[[3, 9], "employees"] = np.nan
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    assert main(["check", str(path)]) == 2
+    assert "employees has 2 missing value(s)" in capsys.readouterr().err
+
+
+def test_the_transformer_and_the_working_object_take_predictors():
+    from sdcflow import SdcFrame, Shuffle
+
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(300)
+    expected = shuffle(
+        frame[KEYS].to_numpy(dtype=float),
+        frame[PREDICTORS].to_numpy(dtype=float),
+        rng=np.random.default_rng(4),
+    )
+    # the transformer: X holds the keys and the predictors, released unchanged beside them
+    X = frame[[KEYS[0], *PREDICTORS, KEYS[1]]]
+    out = Shuffle(predictors=PREDICTORS, random_state=4).fit_transform(X)
+    assert list(out.columns) == list(X.columns)
+    np.testing.assert_array_equal(out[KEYS].to_numpy(dtype=float), expected)
+    pd.testing.assert_frame_equal(out[PREDICTORS], X[PREDICTORS])
+    with pytest.raises(InputError, match="nowhere are not columns of X"):
+        Shuffle(predictors=["nowhere"]).fit(X)
+    # the working object: the predictors are columns of the frame, kept by to_spec
+    sdc = SdcFrame(frame, keys=KEYS, random_state=4).mask("shuffle", predictors=PREDICTORS)
+    np.testing.assert_array_equal(sdc.released[KEYS].to_numpy(dtype=float), expected)
+    spec = sdc.to_spec()
+    assert spec["method"]["predictors"] == PREDICTORS and spec["keep"] == PREDICTORS
+    for bad, named in (
+        (["region"], "region holds text"),
+        (["wages"], "wages is a quasi-identifier"),
+        (["nowhere"], "nowhere is not a column"),
+    ):
+        with pytest.raises(InputError, match=named):
+            SdcFrame(frame, keys=KEYS).mask("shuffle", predictors=bad)
+
+
+def test_a_predictor_read_as_text_is_published_as_written_and_conditioned_on_as_numbers(
+    tmp_path, prefect_api
+):
+    # `28.00` is not how data.csv writes 28.0: the reader keeps the kept column as text, so
+    # that it is published as the file writes it; the shuffle parses it
+    spec = write_release(
+        tmp_path,
+        rows=120,
+        quasi_identifiers=KEYS,
+        keep=["employees"],
+        method={"name": "shuffle", "predictors": ["employees"]},
+        seed=5,
+    )
+    original = pd.read_csv(tmp_path / "data.csv")
+    written = original.assign(employees=[f"{v:.2f}" for v in original["employees"]])
+    written.to_csv(tmp_path / "data.csv", index=False)
+    outcome = sdcflow.release(spec)
+    assert outcome.status == "published", outcome.message
+    released = pd.read_csv(outcome.published / "data.csv", dtype={"employees": str})
+    assert sorted(released["employees"]) == sorted(written["employees"])
+    expected = original[[*KEYS, "employees"]].astype(float)
+    expected[KEYS] = shuffle(
+        original[KEYS].to_numpy(dtype=float),
+        original[["employees"]].to_numpy(dtype=float),
+        rng=np.random.default_rng(5),
+    )
+    assert _rows(released[[*KEYS, "employees"]]) == _rows(expected)

@@ -18,7 +18,7 @@ from pydantic import ConfigDict
 from scipy import sparse
 
 from sdcflow.core.linear.constraints import LinearConstraints
-from sdcflow.errors import InputError, Reason
+from sdcflow.errors import InputError, ParameterError, Reason
 from sdcflow.methods.keys import Key, KeyKind
 from sdcflow.spec_model import SpecModel
 
@@ -179,9 +179,9 @@ class BlockResult:
         return self.result.identifying or list(self.result.masked.columns)
 
 
-MaskFn = Callable[
-    [np.ndarray, list[str], Any, np.random.Generator, LinearConstraints | None], MaskResult
-]
+MaskFn = Callable[..., MaskResult]
+"""``mask(X, columns, params, rng, constraints) -> MaskResult``; a method that declares
+further columns (``Method.further_columns``) also takes ``further=`` (a DataFrame)."""
 
 
 def k_gate(params: Any) -> dict[str, float]:
@@ -229,6 +229,11 @@ def no_spec_check(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
 
 def no_data_check(spec: ReleaseView, data: Any, keys: Sequence[Key]) -> None:
     """A method that can release any values its keys' kinds allow."""
+
+
+def no_further_columns(params: Any) -> tuple[str, ...]:
+    """A method whose mask reads the keys only."""
+    return ()
 
 
 @dataclass(frozen=True)
@@ -284,6 +289,11 @@ class Method:
     check_data : ``check_data(spec, data, keys)``: the method's own refusals of the source's
         values (an Arrow table; :func:`~sdcflow.methods.keys.key_numbers`), at preflight,
         before the run starts rather than in the mask step.
+    further_columns : ``further_columns(params) -> column names``: the columns beside the
+        keys that the mask reads under ``params`` (``shuffle``'s ``predictors``), none by
+        default. The mask then gets them as ``further=``, a DataFrame of those columns, one
+        row per record of ``X`` (``apply``); its ``check_spec`` and ``check_data`` say
+        which columns may serve.
     """
 
     params: type[MethodParams]
@@ -302,11 +312,45 @@ class Method:
     groups: GroupRelease | None = None
     check_spec: Callable[[ReleaseView, Sequence[Key], int], None] = no_spec_check
     check_data: Callable[[ReleaseView, Any, Sequence[Key]], None] = no_data_check
+    further_columns: Callable[[Any], Sequence[str]] = no_further_columns
 
     @property
     def name(self) -> str:
         """The method's name in the spec (``method: {name: ...}``)."""
         return str(self.params.model_fields["name"].default)
+
+    def apply(
+        self,
+        X: np.ndarray,
+        columns: list[str],
+        params: Any,
+        rng: np.random.Generator,
+        constraints: LinearConstraints | None = None,
+        further: pd.DataFrame | None = None,
+    ) -> MaskResult:
+        """``mask`` on the keys ``X`` (n, d), with ``further=`` the columns it declares
+        (``further_columns``) taken from ``further`` (n rows) when it declares any.
+
+        Raises ``ParameterError`` when a declared column is not in ``further``."""
+        names = list(self.further_columns(params))
+        if not names:
+            return self.mask(X, columns, params, rng, constraints)
+        absent = [c for c in names if further is None or c not in further.columns]
+        if absent:
+            raise ParameterError(
+                f"method {self.name} reads {', '.join(absent)} beside the keys and was not "
+                "given them; pass the records with those columns",
+                field=absent[0],
+            )
+        assert further is not None
+        if len(further) != X.shape[0]:
+            raise ParameterError(
+                f"method {self.name}: {len(further)} rows of {', '.join(names)} for "
+                f"{X.shape[0]} records; give one row per record",
+                field=names[0],
+            )
+        given = further[names].reset_index(drop=True)
+        return self.mask(X, columns, params, rng, constraints, further=given)
 
     def scaling(self, params: Any) -> ScaleOut | None:
         """How the Dask runner spreads this method's work under ``params`` (``scale_out``)."""

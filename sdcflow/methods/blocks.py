@@ -22,8 +22,11 @@ def mask_quasi_identifiers(
     rng: np.random.Generator,
     constraints: LinearConstraints | None = None,
     blocks: Sequence[Sequence[str]] | None = None,
+    further: pd.DataFrame | None = None,
 ) -> MaskResult:
     """Mask ``X`` (n, d) with the method ``params.name``; by blocks of columns if given.
+    ``further`` (n rows) holds the columns beside the keys the method reads, if it declares
+    any (``Method.further_columns``).
 
     With blocks, each block is masked independently (its own groups) with the constraints
     restricted to its columns; the caller must make sure no rule spans two blocks. The merged
@@ -34,13 +37,15 @@ def mask_quasi_identifiers(
     X = check_matrix(X, columns=columns)
     method = get_method(params.name)
     if not blocks or len(blocks) == 1:
-        return method.mask(X, columns, params, rng, constraints)
+        return method.apply(X, columns, params, rng, constraints, further)
     parts: list[BlockResult] = []
     for block in blocks:
         idx = [columns.index(c) for c in block]
         sub = constraints.restrict(list(block)) if constraints is not None else None
         parts.append(
-            BlockResult(list(block), method.mask(X[:, idx], list(block), params, rng, sub))
+            BlockResult(
+                list(block), method.apply(X[:, idx], list(block), params, rng, sub, further)
+            )
         )
     points = np.empty_like(X)
     for part in parts:

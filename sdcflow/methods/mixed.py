@@ -193,6 +193,7 @@ def _strata(
     settings: SuppressionSettings,
     mask: Callable[..., MaskResult],
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
+    further: pd.DataFrame | None = None,
 ) -> EncodedRelease:
     k = check_k(params.k, enc.n)  # type: ignore[attr-defined]
     names = enc.categorical_names
@@ -221,7 +222,8 @@ def _strata(
                     (rows, *_partial_groups(X, k, cell_size, enc.numeric_names, complete=False))
                 )
                 continue
-            part = mask(X, enc.numeric_names, params, rng, constraints)
+            beside = None if further is None else further.iloc[rows]  # the stratum's rows
+            part = mask(X, enc.numeric_names, params, rng, constraints, beside)
         released[rows] = part.points
         whole.append(rows)
         part_details.append(part.details)
@@ -524,6 +526,7 @@ def mask_keys(
     tolerances: Mapping[str, float] | None = None,
     published: pd.DataFrame | None = None,
     pram: PramStepParams | None = None,
+    further: pd.DataFrame | None = None,
 ) -> MaskResult:
     """Mask the release's keys (see the module docstring).
 
@@ -556,6 +559,10 @@ def mask_keys(
         (:func:`~sdcflow.methods.perturbation.pram_step`), which then masks the keys with
         their perturbed values; a method without k masks the numeric keys only, every
         categorical key being PRAMed.
+    further : DataFrame with n rows, optional
+        The columns beside the keys the method reads
+        (``Method.further_columns``: ``shuffle``'s predictors),
+        as published.
 
     Returns
     -------
@@ -614,7 +621,7 @@ def mask_keys(
             promises = {"k_anonymity": float(k)}
         else:
             legacy = mask_quasi_identifiers(
-                enc.numeric, enc.numeric_names, params, rng, constraints, blocks
+                enc.numeric, enc.numeric_names, params, rng, constraints, blocks, further
             )
             rel = EncodedRelease(np.asarray(legacy.points, dtype=np.float64), enc.codes)
             promises = {}
@@ -632,14 +639,16 @@ def mask_keys(
             raise ParameterError(f"method {params.name} has no k to stratify by")
         if k is None:  # every categorical key PRAMed: the method masks the numeric ones
             done = mask_quasi_identifiers(
-                enc.numeric, enc.numeric_names, params, rng, constraints, None
+                enc.numeric, enc.numeric_names, params, rng, constraints, None, further
             )
             rel = EncodedRelease(
                 np.asarray(done.points, dtype=np.float64), enc.codes, details=done.details
             )
             promises = method.promises(params)
         else:
-            rel = _strata(enc, params, rng, constraints, settings, method.mask, conditional)
+            rel = _strata(
+                enc, params, rng, constraints, settings, method.apply, conditional, further
+            )
             promises = {"k_anonymity": float(k)}
     details.update(rel.details)
     if enc.categorical_keys:

@@ -5,7 +5,7 @@ Spec::
 
     method: {name: noise, kind: additive, noise: 150}   # numeric keys
     method: {name: rank_swap, p: 15}                      # numeric keys
-    method: {name: shuffle}                               # numeric keys
+    method: {name: shuffle, predictors: [employees]}     # numeric keys
     method: {name: pram, pd: 0.8, alpha: 0.5}             # categorical keys
 
 The numerical code is :mod:`sdcflow.core.perturbation` (sdcMicro 5.8.1's ``addNoise``,
@@ -22,12 +22,16 @@ their own original).
 
 **Shuffling** (Muralidhar and Sarathy 2006) replaces the numeric keys by their own values
 reordered by the ranks of a draw from their normal copula: every key keeps its values exactly
-(its marginal distribution), the keys their rank correlations in expectation. A release has
-no non-confidential predictors for it to condition on (the paper's ``S``: the keys are what
-an intruder knows), so the released keys are independent of the record they land on: the
-lowest linkage risk of the perturbative methods, and no relation left between the keys and
-the columns published beside them (``keep:``, ``sensitive:``). The core function
-(:func:`sdcflow.core.perturbation.shuffle`) takes predictors for use outside a release.
+(its marginal distribution), the keys their rank correlations in expectation. Without
+``predictors`` the released keys are independent of the record they land on: the lowest
+linkage risk of the perturbative methods, and no relation left between the keys and the
+columns published beside them. ``predictors`` (the paper's non-confidential ``S``, sdcMicro's
+``form = y ~ s``) are drawn conditionally on: numeric columns published unchanged
+(``keep:``, ``sensitive:`` not fuzzy-mapped), complete, of more than one value
+(``predictor_problem`` says why each other column is refused at preflight: it would
+carry a withheld value, or a key's original one, into the release). The mask reads them as
+the registry's further columns (``Method.further_columns``); record linkage measures what
+they cost.
 
 **Keys.** ``noise``, ``rank_swap`` and ``shuffle`` mask numeric keys only: they have no k to
 stratify categorical keys by, so a release with categorical keys is refused (PRAM them in their own
@@ -142,10 +146,26 @@ class RankSwapParams(MethodParams):
 
 
 class ShuffleParams(MethodParams):
-    """Data shuffling has no parameter of its own in a release: the keys are the confidential
-    variables, and the release has no non-confidential predictors (the module docstring)."""
+    """Data shuffling: the keys are the confidential variables (the paper's ``Y``), the
+    ``predictors`` the non-confidential ones they are drawn conditionally on (``S``; the
+    module docstring says which columns may serve)."""
 
     name: Literal["shuffle"] = "shuffle"
+    # a tuple, not a list: an immutable default, as scikit-learn asks of the transformer's
+    predictors: tuple[str, ...] = Field(
+        (),
+        description="numeric columns published unchanged (keep: or sensitive:) that the "
+        "shuffled keys are drawn conditionally on (the paper's S, the right-hand side of "
+        "sdcMicro's form); none: the keys are drawn independently of the record",
+        json_schema_extra={"added": True},  # unset, not in the spec hash (MethodParams)
+    )
+
+    @field_validator("predictors")
+    @classmethod
+    def _once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("a column is listed twice; list each predictor once")
+        return value
 
 
 class PramParams(MethodParams):
@@ -348,29 +368,144 @@ def _mask_rank_swap(
     )
 
 
+def _shuffle_predictors(params: ShuffleParams) -> list[str]:
+    """The columns beside the keys that shuffling reads: its predictors."""
+    return list(params.predictors)
+
+
+def predictor_numbers(frame: pd.DataFrame) -> np.ndarray:
+    """The predictor columns ``frame`` (n, q) as floats, missing as NaN. A column published
+    as the file writes it (``1.50``) is read as text by the source reader and parsed here.
+
+    Raises ``ParameterError`` naming a column that holds text or booleans (use
+    ``predictor_problem`` first for the message of the preflight)."""
+    parts = []
+    for name in frame.columns:
+        values = _numbers(frame[name])
+        if values is None:
+            raise ParameterError(
+                f"predictor {name} is not numeric; name numeric columns as predictors",
+                field="predictors",
+            )
+        parts.append(values)
+    return np.column_stack(parts) if parts else np.zeros((len(frame), 0))
+
+
+def _numbers(column: pd.Series) -> np.ndarray | None:
+    """``column`` as floats (missing as NaN), or None when it holds text or booleans."""
+    if pd.api.types.is_bool_dtype(column.dtype):
+        return None
+    if column.dtype == object and column.map(lambda v: isinstance(v, bool | np.bool_)).any():
+        return None
+    numbers = pd.to_numeric(column, errors="coerce")
+    if (numbers.isna() & column.notna()).any():  # a value that does not read as a number
+        return None
+    return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def predictor_problem(
+    predictors: Sequence[str],
+    keys: Sequence[str],
+    published: Sequence[str],
+    columns: Mapping[str, pd.Series],
+) -> str | None:
+    """The first reason ``predictors`` cannot condition a shuffle, as one line naming the
+    fix, or None. ``keys``: the quasi-identifiers (all masked); ``published``: the columns
+    published unchanged (``keep:``, ``sensitive:`` not fuzzy-mapped); ``columns``: the
+    file's columns by name (only the predictors' values are read).
+
+    Sound predictors are numeric columns published unchanged, complete, with more than one
+    value: the conditional relation is kept with a column the user sees; conditioning on a
+    column withheld or published changed would write its values into the released keys, and
+    conditioning on a key (masked) would give its original values back (a shuffled key
+    drawn on itself lands near its own record)."""
+    fix = "name a numeric column published unchanged (keep: or sensitive:), or remove it"
+    for c in predictors:
+        if c in keys:
+            return (
+                f"method.predictors: {c} is a quasi-identifier, masked by the release, and "
+                "keys drawn conditionally on its original values would give them away (a "
+                f"shuffled key on itself lands near its own record); {fix}"
+            )
+        if c not in columns:
+            return f"method.predictors: {c} is not a column of the source; {fix}"
+        if c not in published:
+            return (
+                f"method.predictors: {c} is not published unchanged, and the shuffled keys "
+                "would carry its values into the release; list it under keep: (or "
+                f"sensitive:), or remove it from predictors"
+            )
+    for c in predictors:
+        values = _numbers(columns[c])
+        if values is None:
+            return (
+                f"method.predictors: {c} holds text or booleans, and the shuffle conditions "
+                f"on the ranks of numbers; {fix}"
+            )
+        missing = int(np.isnan(values).sum())
+        if missing:
+            return (
+                f"method.predictors: {c} has {missing} missing value(s), and the shuffle "
+                f"conditions every record on its predictors; {fix} (or fill them)"
+            )
+        if values.size and values.max() == values.min():  # not their difference: +-1e308
+            return (
+                f"method.predictors: {c} holds one value on every record and has no ranks "
+                "to condition on; remove it from predictors"
+            )
+    return None
+
+
 def _mask_shuffle(
     X: np.ndarray,
     columns: list[str],
     params: ShuffleParams,
     rng: np.random.Generator,
     constraints: LinearConstraints | None,
+    further: pd.DataFrame | None = None,
 ) -> MaskResult:
-    Z = shuffle(X, rng=rng)
+    S = None if further is None else predictor_numbers(further[list(params.predictors)])
+    Z = shuffle(X, S, rng=rng)
     moved = (Z != X).sum(axis=0)
+    given = (
+        f"conditioned on the predictors {', '.join(params.predictors)} (the conditional "
+        "mean and covariance of the normal scores given theirs)"
+        if S is not None
+        else "without predictors"
+    )
     return _points(
         columns,
         Z,
         {
             "strategy": "data shuffling (Muralidhar and Sarathy 2006, sdcMicro shuffle, "
-            "method ds) without predictors: each key's own values reordered by the ranks of "
-            "a draw from the keys' normal copula",
+            f"method ds) {given}: each key's own values reordered by the ranks of a draw "
+            "from the keys' normal copula",
             "values_moved": {c: int(v) for c, v in zip(columns, moved, strict=True)},
         },
     )
 
 
+def published_unchanged(spec: ReleaseView) -> list[str]:
+    """The columns a release publishes as they are: ``keep:``, and ``sensitive:`` but those
+    ``fuzzy_map:`` changes."""
+    mapped = getattr(spec, "fuzzy_map", None) or {}
+    return [*spec.keep, *(c for c in spec.sensitive if c not in mapped)]
+
+
+def _check_shuffle(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
+    """Numeric keys only, and no key among the predictors."""
+    _check_numeric(spec, keys, rows)
+    names = {k.name for k in keys}
+    problem = predictor_problem(
+        [c for c in spec.method.predictors if c in names], list(names), [], {}
+    )
+    if problem:
+        refuse(problem, field="method.predictors")
+
+
 def _check_data_shuffle(spec: ReleaseView, data: Any, keys: Sequence[Key]) -> None:
-    """A key with one value on every record has no ranks to shuffle by."""
+    """A key with one value on every record has no ranks to shuffle by; the predictors are
+    numeric columns published unchanged, complete, of more than one value."""
     numeric, _ = masked_as(keys)
     if not numeric or data.num_rows < 3:
         if numeric:
@@ -385,6 +520,13 @@ def _check_data_shuffle(spec: ReleaseView, data: Any, keys: Sequence[Key]) -> No
             "record (nothing to reorder, and no rank correlation); leave them out of "
             "quasi_identifiers or publish them under keep:"
         )
+    predictors = spec.method.predictors
+    present = {c: data.column(c).to_pandas() for c in predictors if c in data.column_names}
+    problem = predictor_problem(
+        predictors, [k.name for k in keys], published_unchanged(spec), present
+    )
+    if problem:
+        refuse(problem, field="method.predictors")
 
 
 def _check_numeric(spec: ReleaseView, keys: Sequence[Key], rows: int) -> None:
@@ -486,8 +628,9 @@ SHUFFLE = Method(
     "with method ds): each key keeps its values, reordered",
     key_kinds=frozenset({"numeric"}),
     blocks=False,
-    check_spec=_check_numeric,
+    check_spec=_check_shuffle,
     check_data=_check_data_shuffle,
+    further_columns=_shuffle_predictors,
 )
 PRAM = Method(
     PramParams,

@@ -23,7 +23,7 @@ from sdcflow.core.measures.anonymity import k_anonymity
 from sdcflow.core.measures.risk import risk_summary
 from sdcflow.expectations.rules import Rule
 from sdcflow.gates.uniqueness import summary_dis_figures
-from sdcflow.methods import MaskResult
+from sdcflow.methods import MaskResult, get_method
 from sdcflow.methods.keys import Key, SuppressionSettings
 from sdcflow.methods.mixed import mask_keys
 from sdcflow.spec.schema import ReleaseSpec
@@ -182,6 +182,8 @@ def mask(
     resolved = spec_keys(spec, keys)
     names = [k.name for k in resolved]
     settings = SuppressionSettings(tuple(spec.suppression.importance), spec.suppression.algorithm)
+    # the columns beside the keys the method reads (shuffle's predictors), as published
+    further = list(get_method(spec.method.name).further_columns(spec.method))
     phases = Progress(spec.release, "mask", MASK_PHASES)
     with phases.step(MASK_PHASES[0]):
         result = mask_keys(
@@ -201,6 +203,7 @@ def mask(
             {rule.name: rule.tolerance for rule in rules},
             frame[_published_as_is(spec, frame)].reset_index(drop=True),
             pram=spec.pram,  # PRAM on the keys it names, before the method
+            further=frame[further].reset_index(drop=True) if further else None,
         )
     with phases.step(MASK_PHASES[1]):
         disclosure = disclosure_summary(spec, frame.reset_index(drop=True), resolved, result)

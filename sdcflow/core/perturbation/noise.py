@@ -121,6 +121,16 @@ def _shrink_columns(X: np.ndarray, c: float, shift: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(cache=True, nogil=True)
+def _complete_row(X: np.ndarray, i: int) -> bool:
+    """Whether record ``i`` of ``X`` (n, d) has no NaN (NaN is the one value unequal to
+    itself)."""
+    for j in range(X.shape[1]):
+        if X[i, j] != X[i, j]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
 def _complete_covariance(X: np.ndarray) -> tuple[np.ndarray, int]:
     """Covariance (d, d), divisor r - 1, of the r records with no NaN (R's
     ``cov(na.omit(x))``), centred on their means; returns (S, r)."""
@@ -128,12 +138,7 @@ def _complete_covariance(X: np.ndarray) -> tuple[np.ndarray, int]:
     mean = np.zeros(d)
     r = 0
     for i in range(n):
-        complete = True
-        for j in range(d):
-            if X[i, j] != X[i, j]:
-                complete = False
-                break
-        if complete:
+        if _complete_row(X, i):
             r += 1
             for j in range(d):
                 mean[j] += X[i, j]
@@ -142,12 +147,7 @@ def _complete_covariance(X: np.ndarray) -> tuple[np.ndarray, int]:
         return S, r
     mean /= r
     for i in range(n):
-        complete = True
-        for j in range(d):
-            if X[i, j] != X[i, j]:
-                complete = False
-                break
-        if complete:
+        if _complete_row(X, i):
             for a in range(d):
                 da = X[i, a] - mean[a]
                 for b in range(a + 1):

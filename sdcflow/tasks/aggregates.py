@@ -471,31 +471,41 @@ class _LooseRisk(ClassRisk):
         self.weights = self.records_of[::-1]
 
 
-def _safe_bins(figures: _Figures, column: str, min_count: int, max_bins: int = 12) -> Bins | None:
-    """:func:`~sdcflow.report.plots.safe_bins` from aggregates: the same quantiles
-    (``quantile_cont`` is numpy's linear quantile), the same rounding, and the merging of
-    adjacent bins on the counts of the first edges (dropping an edge adds the two counts:
-    the counts a recount would give)."""
-    profile = figures.raw_profiles()[column]
-    present = profile.present
-    bins = min(max_bins, present // max(1, min_count))
-    if bins < 2:
-        return None
-    probs = [*(np.arange(1, bins) / bins), 1 / bins, 1 - 1 / bins]
-    q = sql.quantiles(figures.warehouse, "raw", figures.run_id, column, probs)
-    quantiles, low, high = q[: bins - 1], q[bins - 1], q[bins]
-    spread = float(high - low)
-    if spread <= 0:
-        spread = float(profile.maximum - profile.minimum)
-    step = _nice_step(spread, bins)
-    if step <= 0:
-        return None
-    edges = np.unique(np.round(quantiles / step) * step)
-    edges = edges[edges > float(profile.minimum)]  # an edge at the minimum would show it
-    if edges.size == 0:
-        return None
-    x = sql.bin_counts(figures.warehouse, "raw", figures.run_id, column, edges)
-    y = sql.bin_counts(figures.warehouse, "masked", figures.run_id, column, edges)
+def safe_bins(figures: _Figures, min_count: int, max_bins: int = 12) -> dict[str, Bins | None]:
+    """:func:`~sdcflow.report.plots.safe_bins` of every numeric key from aggregates, three
+    scans in all: the same quantiles (``quantile_cont`` is numpy's linear quantile) and
+    rounding, then the counts of the first edges in both tables, and the merging of adjacent
+    bins on those counts (dropping an edge adds the two bins' counts: what a recount gives)."""
+    profiles = figures.raw_profiles()
+    wanted: dict[str, list[float]] = {}
+    for column in figures.numeric:
+        bins = min(max_bins, profiles[column].present // max(1, min_count))
+        if bins >= 2:
+            wanted[column] = [*(np.arange(1, bins) / bins), 1 / bins, 1 - 1 / bins]
+    quantiles = sql.quantiles(figures.warehouse, "raw", figures.run_id, wanted)
+    edges: dict[str, np.ndarray] = {}
+    for column, q in quantiles.items():
+        profile, bins = profiles[column], len(wanted[column]) - 1
+        spread = float(q[bins] - q[bins - 1])
+        if spread <= 0:
+            spread = float(profile.maximum - profile.minimum)
+        step = _nice_step(spread, bins)
+        if step <= 0:
+            continue
+        cuts = np.unique(np.round(q[: bins - 1] / step) * step)
+        cuts = cuts[cuts > float(profile.minimum)]  # an edge at the minimum would show it
+        if cuts.size:
+            edges[column] = cuts
+    raw = sql.bin_counts(figures.warehouse, "raw", figures.run_id, edges)
+    released = sql.bin_counts(figures.warehouse, "masked", figures.run_id, edges)
+    out: dict[str, Bins | None] = dict.fromkeys(figures.numeric)
+    for column, cuts in edges.items():
+        out[column] = _merged(cuts, raw[column], released[column], min_count)
+    return out
+
+
+def _merged(edges: np.ndarray, x: np.ndarray, y: np.ndarray, min_count: int) -> Bins | None:
+    """The merging loop of :func:`~sdcflow.report.plots.safe_bins` on counts."""
     while True:
         if x.min() >= min_count:
             return Bins(edges, x, y)
@@ -549,7 +559,7 @@ def report_streamed(
             c: (raw[c].mean, masked[c].mean, raw[c].variance, masked[c].variance)
             for c in agg.numeric
         },
-        bins={c: _safe_bins(agg, c, min_count) for c in agg.numeric},
+        bins=safe_bins(agg, min_count),
         complete_records=kept,
         correlations=(corr_raw, corr_released),
         class_sizes=agg.sizes(),

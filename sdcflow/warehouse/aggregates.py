@@ -12,7 +12,7 @@ either table (pandas' NaN becomes NULL, Parquet keeps NaN): both read as missing
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -214,31 +214,49 @@ def dominated_groups(
 
 
 def quantiles(
-    warehouse: Warehouse, schema: str, run_id: str, column: str, probabilities: Sequence[float]
-) -> np.ndarray:
-    """numpy's default (linear) quantiles of a numeric column over its values present
-    (DuckDB's ``quantile_cont``). Shape (len(probabilities),)."""
-    probs = ", ".join(repr(float(q)) for q in probabilities)
-    v = value(column, True)
-    query = f"SELECT quantile_cont({v}, [{probs}]) FROM {table_name(schema, run_id)}"
+    warehouse: Warehouse, schema: str, run_id: str, probabilities: Mapping[str, Sequence[float]]
+) -> dict[str, np.ndarray]:
+    """numpy's default (linear) quantiles of numeric columns over their values present
+    (DuckDB's ``quantile_cont``), every column in one scan: column -> shape
+    (len(probabilities[column]),)."""
+    if not probabilities:
+        return {}
+    parts = []
+    for column, probs in probabilities.items():
+        listed = ", ".join(repr(float(q)) for q in probs)
+        parts.append(f"quantile_cont({value(column, True)}, [{listed}])")
+    query = f"SELECT {', '.join(parts)} FROM {table_name(schema, run_id)}"
     with warehouse.connect(read_only=True) as con:
-        (row,) = con.execute(query).fetchone()
-    return np.array([float(x) for x in row], dtype=np.float64)
+        row = con.execute(query).fetchone()
+    return {
+        c: np.array([float(x) for x in r], dtype=np.float64)
+        for c, r in zip(probabilities, row, strict=True)
+    }
 
 
 def bin_counts(
-    warehouse: Warehouse, schema: str, run_id: str, column: str, edges: Sequence[float]
-) -> np.ndarray:
-    """Values present per bin of interior ``edges`` (sorted): bin 0 ``(-inf, e_0]``, bin i
-    ``(e_{i-1}, e_i]``, the last ``(e_-1, inf)`` (``np.searchsorted(edges, x, "left")``, as
-    :func:`~sdcflow.report.plots.safe_bins` counts). Shape (len(edges) + 1,)."""
-    v = value(column, True)
-    cum = ", ".join(f"count(*) FILTER (WHERE {v} <= {float(e)!r})" for e in edges)
-    query = f"SELECT count({v}){', ' + cum if cum else ''} FROM {table_name(schema, run_id)}"
+    warehouse: Warehouse, schema: str, run_id: str, edges: Mapping[str, Sequence[float]]
+) -> dict[str, np.ndarray]:
+    """Values present per bin of each column's interior ``edges`` (sorted), every column in
+    one scan: bin 0 ``(-inf, e_0]``, bin i ``(e_{i-1}, e_i]``, the last ``(e_-1, inf)``
+    (``np.searchsorted(edges, x, "left")``, as :func:`~sdcflow.report.plots.safe_bins`
+    counts): column -> shape (len(edges[column]) + 1,), from the cumulative counts."""
+    if not edges:
+        return {}
+    parts, sizes = [], []
+    for column, cuts in edges.items():
+        v = value(column, True)
+        parts += [f"count(*) FILTER (WHERE {v} <= {float(e)!r})" for e in cuts]
+        parts.append(f"count({v})")
+        sizes.append(len(cuts) + 1)
+    query = f"SELECT {', '.join(parts)} FROM {table_name(schema, run_id)}"
     with warehouse.connect(read_only=True) as con:
-        total, *below = con.execute(query).fetchone()
-    cumulative = np.array([*below, total], dtype=np.int64)
-    return np.diff(cumulative, prepend=0)
+        row = con.execute(query).fetchone()
+    out, at = {}, 0
+    for column, size in zip(edges, sizes, strict=True):
+        out[column] = np.diff(np.array(row[at : at + size], dtype=np.int64), prepend=0)
+        at += size
+    return out
 
 
 def complete_correlations(

@@ -239,23 +239,25 @@ def bin_counts(
 ) -> dict[str, np.ndarray]:
     """Values present per bin of each column's interior ``edges`` (sorted), every column in
     one scan: bin 0 ``(-inf, e_0]``, bin i ``(e_{i-1}, e_i]``, the last ``(e_-1, inf)``
-    (``np.searchsorted(edges, x, "left")``, as :func:`~sdcflow.report.plots.safe_bins`
-    counts): column -> shape (len(edges[column]) + 1,), from the cumulative counts."""
+    (``np.searchsorted(edges, x, "left")``, the edges below x, as
+    :func:`~sdcflow.report.plots.safe_bins` counts): column -> shape (len(edges[column]) + 1,).
+    One ``histogram`` of the bin number per column (a missing value has none: NULL)."""
     if not edges:
         return {}
-    parts, sizes = [], []
+    parts = []
     for column, cuts in edges.items():
         v = value(column, True)
-        parts += [f"count(*) FILTER (WHERE {v} <= {float(e)!r})" for e in cuts]
-        parts.append(f"count({v})")
-        sizes.append(len(cuts) + 1)
+        below = " + ".join(f"({v} > {float(e)!r})::INTEGER" for e in cuts) or f"{v} * 0"
+        parts.append(f"histogram({below})")
     query = f"SELECT {', '.join(parts)} FROM {table_name(schema, run_id)}"
     with warehouse.connect(read_only=True) as con:
         row = con.execute(query).fetchone()
-    out, at = {}, 0
-    for column, size in zip(edges, sizes, strict=True):
-        out[column] = np.diff(np.array(row[at : at + size], dtype=np.int64), prepend=0)
-        at += size
+    out = {}
+    for (column, cuts), counts in zip(edges.items(), row, strict=True):
+        bins = np.zeros(len(cuts) + 1, dtype=np.int64)
+        for b, c in (counts or {}).items():
+            bins[int(b)] = int(c)
+        out[column] = bins
     return out
 
 

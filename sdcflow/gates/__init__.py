@@ -212,7 +212,7 @@ def run_gates(
 ) -> list[GateOutcome]:
     """Evaluate the gates of :func:`wanted_gates` on ``ctx``; ``figures``: gate key -> its
     figure computed elsewhere (the streamed path's DuckDB aggregates,
-    :mod:`sdcflow.tasks.aggregates`), used instead of ``Gate.compute``."""
+    ``sdcflow.tasks.aggregates``), used instead of ``Gate.compute``."""
     outcomes = []
     notes = threshold_notes(ctx, thresholds)
     for key, threshold in wanted_gates(ctx, thresholds).items():

@@ -127,16 +127,24 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("kind", list(CASES))
-def test_streamed_gates_are_the_in_memory_outcomes(tmp_path, kind):
+@pytest.mark.parametrize(
+    ("kind", "method"), [*((k, "mdav") for k in CASES), ("categorical", "ps"), ("magnitudes", "ps")]
+)
+def test_streamed_gates_are_the_in_memory_outcomes(tmp_path, kind, method):
     """Every outcome (key, figure, threshold, verdict, note) of ``check_release``, the
     default gates included (the p % rule on never-negative keys), with and without edit
-    violations passed in."""
+    violations passed in; ``mdav`` and ``ps``."""
     frame, keys = _frame(kind)
-    spec = _spec(keys, CASES[kind] or None)
+    spec = _spec(keys, CASES[kind] or None, name=method)
     assert aggregate_gates(spec, [k.name for k in keys if k.kind == "numeric"]) is None
     wh, result = _released(tmp_path, spec, frame, keys)
-    for violations in (None, {"rule": 0}, {"rule": 3}):
+    # edit violations passed in, none, and an error rule not checked on the release
+    for violations, unchecked in (
+        (None, ()),
+        ({"rule": 0}, ()),
+        ({"rule": 3}, ()),
+        (None, ("r2",)),
+    ):
         with disable_run_logger():
             memory = check_release.fn(
                 spec,
@@ -146,6 +154,7 @@ def test_streamed_gates_are_the_in_memory_outcomes(tmp_path, kind):
                 np.random.default_rng(2),
                 ("max_global_risk",),
                 frame,
+                unchecked,
             )
             streamed = check_streamed.fn(
                 spec,
@@ -154,7 +163,7 @@ def test_streamed_gates_are_the_in_memory_outcomes(tmp_path, kind):
                 result.point_columns,
                 result.details,
                 violations,
-                (),
+                unchecked,
                 ("max_global_risk",),
             )
         _assert_outcomes(streamed[0], memory[0])

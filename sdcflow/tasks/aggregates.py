@@ -132,10 +132,6 @@ def _thin_context(
     )
 
 
-def _numeric(point_columns: Sequence[str] | None) -> list[str]:
-    return list(point_columns or [])
-
-
 class _Figures:
     """The release's aggregates, each queried once when first asked for."""
 
@@ -144,7 +140,7 @@ class _Figures:
     ) -> None:
         self.spec, self.warehouse, self.run_id = spec, warehouse, run_id
         self.keys = list(spec.quasi_identifiers)
-        self.numeric = _numeric(point_columns)
+        self.numeric = list(point_columns or [])
         self._cache: dict[str, Any] = {}
 
     def _once(self, key: str, compute: Any) -> Any:
@@ -237,9 +233,9 @@ def _figure(key: str, figures: _Figures, ctx: GateContext) -> float | None:
     if key == "max_information_loss":
         return figures.information_loss()
     if key == "max_individual_risk":
-        return float(class_risk(figures.sizes()).max_risk)
+        return float(ClassRisk.of_classes(figures.sizes()).max_risk)
     if key == "max_global_risk":
-        return float(class_risk(figures.sizes()).global_risk_percent)
+        return float(ClassRisk.of_classes(figures.sizes()).global_risk_percent)
     return None
 
 
@@ -312,21 +308,30 @@ def check_streamed(
 
 class ClassRisk:
     """The individual risk ``r = 1 / f`` of every record (no sampling weights: the file is
-    the population, [2] of :mod:`sdcflow.core.measures.risk`) from a class-size histogram,
-    as :class:`~sdcflow.core.measures.risk.RiskSummary` gives it from the records: the
-    values are the distinct 1 / f, each held by f x (classes of size f) records.
+    the population, [2] of :mod:`sdcflow.core.measures.risk`) from the records per distinct
+    f, as :class:`~sdcflow.core.measures.risk.RiskSummary` gives it from the records: the
+    values are the distinct 1 / f, each held by its records.
 
-    Shapes: sizes (s, 2) of (f, classes), f ascending.
+    Shapes: f (s,) ascending, records (s,).
     """
 
-    def __init__(self, sizes: np.ndarray) -> None:
-        f = sizes[:, 0].astype(np.int64)
-        self.f = f
-        self.records_of = f * sizes[:, 1].astype(np.int64)  # records per distinct f
+    def __init__(self, f: np.ndarray, records: np.ndarray) -> None:
+        self.f = np.asarray(f, dtype=np.int64)
+        self.records_of = np.asarray(records, dtype=np.int64)  # records per distinct f
         self.n = int(self.records_of.sum())
         # ascending risk = descending f
-        self.values = (1.0 / f.astype(np.float64))[::-1]
+        self.values = (1.0 / self.f.astype(np.float64))[::-1]
         self.weights = self.records_of[::-1]
+
+    @classmethod
+    def of_classes(cls, sizes: np.ndarray) -> ClassRisk:
+        """From a class-size histogram (s, 2): f and the classes of that size."""
+        return cls(sizes[:, 0], sizes[:, 0] * sizes[:, 1])
+
+    @classmethod
+    def of_matches(cls, sizes: np.ndarray) -> ClassRisk:
+        """From a match-count histogram (s, 2): f and the records matched by f records."""
+        return cls(sizes[:, 0], sizes[:, 1])
 
     @property
     def expected_reidentifications(self) -> float:
@@ -397,10 +402,6 @@ class ClassRisk:
         return int(self.records_of[self.f < k].sum()) if k else None
 
 
-def class_risk(sizes: np.ndarray) -> ClassRisk:
-    return ClassRisk(sizes)
-
-
 def disclosure_streamed(
     spec: ReleaseSpec, warehouse: Warehouse, run_id: str, keys: Sequence[Key]
 ) -> dict[str, Any]:
@@ -419,8 +420,8 @@ def disclosure_streamed(
     names = [k.name for k in resolved]
     agg = _Figures(spec, warehouse, run_id, numeric)
     agg.keys = names
-    after = class_risk(agg.sizes("masked"))
-    before = class_risk(agg.sizes("raw"))
+    after = ClassRisk.of_classes(agg.sizes("masked"))
+    before = ClassRisk.of_classes(agg.sizes("raw"))
     k = getattr(spec.method, "k", None)
     out: dict[str, Any] = {
         "convention": "identical released rows (a missing or suppressed value is a value of "
@@ -444,7 +445,7 @@ def disclosure_streamed(
     else:
         # (count, records matched by that many) -> the risk of each record is 1 / count
         # (count f, records matched by f records): each such record's risk is 1 / f
-        loose = _LooseRisk(loose_sizes)
+        loose = ClassRisk.of_matches(loose_sizes)
         out["missing_matches_any"] = {
             "convention": "a missing or suppressed value matches any value (sdcMicro's "
             "freqCalc), for comparison: never gated unless the spec accepts it",
@@ -457,18 +458,6 @@ def disclosure_streamed(
         "search reads every record's keys in memory"
     }
     return out
-
-
-class _LooseRisk(ClassRisk):
-    """:class:`ClassRisk` from a histogram of (count f, records matched by f records)."""
-
-    def __init__(self, sizes: np.ndarray) -> None:
-        f = sizes[:, 0].astype(np.int64)
-        self.f = f
-        self.records_of = sizes[:, 1].astype(np.int64)
-        self.n = int(self.records_of.sum())
-        self.values = (1.0 / f.astype(np.float64))[::-1]
-        self.weights = self.records_of[::-1]
 
 
 def safe_bins(figures: _Figures, min_count: int, max_bins: int = 12) -> dict[str, Bins | None]:

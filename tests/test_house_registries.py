@@ -37,6 +37,14 @@ EXCEPTIONS: list[tuple[str, frozenset[str], str]] = [
      "the working object shows the gates' figures under the keys a spec's checks use, so "
      "that check(**thresholds) and to_spec() speak the spec's words; 'mdav' is its "
      "docstring's example"),
+    ("tasks/aggregates.py",
+     frozenset({"k_anonymity", "k_anonymity_missing_matches_any", "max_information_loss",
+                "max_edit_violations", "max_p_dominated_groups", "max_nk_dominated_groups",
+                "max_individual_risk", "max_global_risk"}),
+     "the streamed path's list of the gates it computes from DuckDB aggregates and which "
+     "aggregate fills each (k_anonymity is also the disclosure summary's figure, as in "
+     "tasks/mask.py); to move into gate declarations (an aggregate beside Gate.compute) once "
+     "the streamed path serves more than crisp microaggregation"),
     ("flows/compare.py",
      frozenset({"max_information_loss", "max_record_linkage", "max_pil", "k_anonymity",
                 "max_transparency_reidentification", "max_interval_disclosure"}),

@@ -207,8 +207,12 @@ def threshold_notes(ctx: GateContext, thresholds: Mapping[str, float]) -> dict[s
     return notes
 
 
-def run_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> list[GateOutcome]:
-    """Evaluate the gates of :func:`wanted_gates` on ``ctx``."""
+def run_gates(
+    ctx: GateContext, thresholds: Mapping[str, float], figures: Mapping[str, float] | None = None
+) -> list[GateOutcome]:
+    """Evaluate the gates of :func:`wanted_gates` on ``ctx``; ``figures``: gate key -> its
+    figure computed elsewhere (the streamed path's DuckDB aggregates,
+    ``sdcflow.tasks.aggregates``), used instead of ``Gate.compute``."""
     outcomes = []
     notes = threshold_notes(ctx, thresholds)
     for key, threshold in wanted_gates(ctx, thresholds).items():
@@ -230,7 +234,7 @@ def run_gates(ctx: GateContext, thresholds: Mapping[str, float]) -> list[GateOut
                 )
             )
             continue
-        figure = float(gate.compute(ctx))
+        figure = float(figures[key] if figures and key in figures else gate.compute(ctx))
         passed = gate.passes(figure, float(threshold))
         note = notes.get(key, "")
         if not passed and gate.remedy is not None:

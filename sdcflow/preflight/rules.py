@@ -5,8 +5,7 @@ constraints; relations no rule declares between masked and unchanged columns ref
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-
-import pyarrow as pa
+from typing import Any
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.errors import InputError, Reason, RuleError
@@ -255,17 +254,29 @@ def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearC
 
 
 def check_undeclared_relations(
-    spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key], constraints: LinearConstraints | None
+    spec: ReleaseSpec,
+    data: Any,
+    keys: Sequence[Key],
+    constraints: LinearConstraints | None,
+    missing: Mapping[str, int] | None = None,
 ) -> None:
     """Refuse (``undeclared-relation``, exit 2) numeric keys with missing values, or columns
     published as they are, that a linear relation no error rule declares ties to the masked
     keys: found on the records as read, before a run exists. The mask step makes the same
-    check on the records after repair, which moves only the records that break a rule."""
+    check on the records after repair, which moves only the records that break a rule.
+
+    ``data``: an Arrow table or a :class:`~sdcflow.warehouse.sources.SourceData`;
+    ``missing``: column -> missing values (the profile's; counted on ``data`` when None).
+    The search needs every record of those columns at once (medians, concentration steps:
+    :func:`~sdcflow.core.linear.relations.undeclared_relations`), so only they are read:
+    8 bytes a record for each numeric key and published column, as floats."""
     numbers = [k.name for k in keys if k.kind == "numeric"]
     weight = [spec.weight_column] if spec.weight_column else []
     as_is = [c for c in (*spec.keep, *spec.sensitive) if c not in spec.fuzzy_map]
     published = [c for c in dict.fromkeys([*as_is, *weight]) if c in data.column_names]
-    if not numbers or (not published and not any(data.column(c).null_count for c in numbers)):
+    if missing is None:
+        missing = {c: data.column(c).null_count for c in numbers}
+    if not numbers or (not published and not any(missing.get(c, 0) for c in numbers)):
         return
     frame = data.select(list(dict.fromkeys([*numbers, *published]))).to_pandas()
     check_relations(frame[numbers], keys, constraints, frame[published] if published else None)

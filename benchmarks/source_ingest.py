@@ -120,9 +120,9 @@ def measure(folder: Path, spec: Path, mode: str, before: bool) -> dict:
     if before:
         env.pop("PYTHONPATH", None)
     code = CHILD.format(bench=str(HERE), mode=mode, spec=str(spec))
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    if out.returncode:
+        return {"failed": out.returncode, "error": out.stderr.strip().splitlines()[-1:]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -212,7 +212,8 @@ def _relations(Z: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
         _, _, vt = np.linalg.svd(np.vstack([found, np.zeros((1, q))]), full_matrices=True)
         rest = vt[found.shape[0] :].T  # (q, q - m): the directions orthogonal to the found
         at = np.flatnonzero(holding)
-        hit = _holding(Z[at] @ rest, tol)
+        # (Z itself while every record holds: no copy of millions of records)
+        hit = _holding((Z if at.size == n else Z[at]) @ rest, tol)
         if hit is None:
             break
         holds, direction = hit

@@ -17,6 +17,8 @@ work alone):
 
 * ``streamed``: ``plan_release`` + ``Warehouse.ingest_source`` + ``count_rows``, what
   ``tasks.ingest.ingest_streamed`` runs: DuckDB scans the file and writes ``raw.run_<id>``;
+  ``steps_seconds_peak_mb`` gives the preflight's heavy steps one by one (``STEPS``: the
+  seconds of each and the process's peak after it), and ``plan_release`` the whole preflight;
 * ``anchor``, in the same run: the whole table in memory as the preflight held it before
   (``read_source``: the Arrow table; ``Warehouse.ingest`` of it; ``read_frame``, the pandas
   frame the in-memory ingest returns).
@@ -46,8 +48,21 @@ from pathlib import Path
 sys.path.insert(0, {bench!r})
 mode, spec_path = {mode!r}, {spec!r}
 from sdcflow.spec.load import load_spec
+import sdcflow.preflight.plan as P
 from sdcflow.preflight.plan import plan_release
 from sdcflow.warehouse.sources import read_source
+steps = {{}}
+
+def _peak_mb():
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+for _name in [n for n in {steps!r} if hasattr(P, n)]:  # seconds, and the peak after each
+    def _timed(*a, _f=getattr(P, _name), _n=_name, **k):
+        t = time.perf_counter()
+        out = _f(*a, **k)
+        steps[_n] = [round(time.perf_counter() - t, 2), _peak_mb()]
+        return out
+    setattr(P, _name, _timed)
 from sdcflow.warehouse.warehouse import Warehouse
 spec = load_spec(spec_path)
 wh = Warehouse(spec.warehouse_path)
@@ -59,7 +74,8 @@ if mode == "anchor":
     wh.ingest(table, run)
     rows = len(wh.read_frame("raw", run))
 else:
-    plan = plan_release(spec)
+    plan = P.plan_release(spec)
+    steps["plan_release"] = [round(time.perf_counter() - start, 2), _peak_mb()]
     if hasattr(wh, "ingest_source"):
         wh.ingest_source(plan.data, run, plan.source_sha256)
         rows = wh.count_rows("raw", run)
@@ -69,8 +85,21 @@ else:
 seconds = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 figure = {{"rows": rows, "seconds": round(seconds, 2), "peak_rss_mb": round(peak / 2**20)}}
+if steps:
+    figure["steps_seconds_peak_mb"] = steps
 print(json.dumps(figure))
 """
+
+
+#: The preflight's steps timed one by one (``steps_seconds_peak_mb``: seconds, and the
+#: process's peak RSS in MB after the step), those ``sdcflow.preflight.plan`` has.
+STEPS = (
+    "read_source_hashed",
+    "open_source_hashed",
+    "profile_table",
+    "check_evaluable",
+    "check_undeclared_relations",
+)
 
 
 def _load() -> str:
@@ -119,8 +148,12 @@ def measure(folder: Path, spec: Path, mode: str, before: bool) -> dict:
     env = dict(os.environ)
     if before:
         env.pop("PYTHONPATH", None)
-    code = CHILD.format(bench=str(HERE), mode=mode, spec=str(spec))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    code = CHILD.format(bench=str(HERE), mode=mode, spec=str(spec), steps=list(STEPS))
+    # in the data's folder: `python -c` puts the working folder first on the path, and a
+    # checkout's sdcflow there would win over the one asked for
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=folder
+    )
     if out.returncode:
         return {"failed": out.returncode, "error": out.stderr.strip().splitlines()[-1:]}
     return json.loads(out.stdout.strip().splitlines()[-1])

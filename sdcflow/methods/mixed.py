@@ -469,7 +469,17 @@ def _refuse_undeclared_relations(
     if published is not None and published.shape[1]:
         numbers = published.apply(pd.to_numeric, errors="coerce").astype(float)
         X, names = np.hstack([X, numbers.to_numpy()]), names + [str(c) for c in published]
-    masked = np.arange(len(names)) < enc.numeric.shape[1]
+    refuse_undeclared_relations(X, names, enc.numeric.shape[1], constraints)
+
+
+def refuse_undeclared_relations(
+    X: np.ndarray, names: Sequence[str], keys: int, constraints: LinearConstraints | None
+) -> None:
+    """:func:`_refuse_undeclared_relations` on the matrix itself: ``X`` (n, p) float64, NaN
+    for missing, its first ``keys`` columns the masked numeric keys (after recoding) and the
+    others the numeric values of the columns published as they are; ``names`` (p,)."""
+    names = list(names)
+    masked = np.arange(len(names)) < keys
     found = undeclared_relations(X, names, constraints, masked=masked)
     if not found:
         return

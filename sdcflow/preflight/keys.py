@@ -4,9 +4,10 @@ the missing-value tokens checked against the categories the spec declares."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from sdcflow.errors import InputError, Reason
 from sdcflow.methods.keys import Key, as_text
@@ -80,9 +81,11 @@ def _core_recoding(spec: ReleaseSpec, name: str, rule: RecodeSpec) -> Recoding:
     return Recoding("hierarchy", hierarchy=table, level=rule.level)
 
 
-def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> list[Key]:
+def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: Any) -> list[Key]:
     """Every quasi-identifier's kind, order, precision and recoding, from the file's column
     types and the spec's declarations; the recodings and orders are checked on the data.
+    ``data``: the source (an Arrow table or a :class:`~sdcflow.warehouse.sources.SourceData`,
+    of which a key's column is read only when it is recoded or ordinal).
 
     Kinds by default: numbers (signed or unsigned integers, floats, decimals) are numeric;
     text, booleans and enums nominal; a column of nothing but missing values nominal. A
@@ -153,9 +156,12 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
                 field=str(name),
             )
         kind = declared or ("nominal" if detected == "missing" else detected)
-        column = data.column(name).to_pandas()
         rule = spec.recode.get(name)
         recoding = _core_recoding(spec, name, rule) if rule is not None else None
+        # the key's values are read only where a recoding or an order needs them (one
+        # column: a key masked as it is needs none)
+        needs_values = recoding is not None or kind == "ordinal"
+        column = data.column(name).to_pandas() if needs_values else None
         if recoding is not None:
             if (recoding.kind in NUMERIC_KINDS) != (kind == "numeric"):
                 want = "numeric" if recoding.kind in NUMERIC_KINDS else "categorical"
@@ -208,7 +214,7 @@ def resolve_keys(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> l
 
 
 def _refuse_numbers_as_text(
-    spec: ReleaseSpec, data: pa.Table, name: str, numbers: int, present: int
+    spec: ReleaseSpec, data: Any, name: str, numbers: int, present: int
 ) -> None:
     """Refuse a text key whose values read as numbers (``numbers`` of ``present``), or that
     is declared numeric: as text it would be masked as categories and its unsuppressed

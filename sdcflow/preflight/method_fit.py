@@ -7,8 +7,7 @@ is named here. Every refusal is one ``InputError`` (exit 2) before a run exists.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-import pyarrow as pa
+from typing import Any
 
 from sdcflow.core.validation import check_cell_size
 from sdcflow.errors import InputError, Reason
@@ -108,9 +107,11 @@ def check_missing_numbers_fit_method(
     )
 
 
-def check_data_fits_method(spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key]) -> None:
+def check_data_fits_method(spec: ReleaseSpec, data: Any, keys: Sequence[Key]) -> None:
     """The values the method cannot release (its ``check_data``: box magnitudes, fuzzy
     resolution...), refused here, before the run starts, rather than in the mask step. Keys
     are of the kinds it takes and complete where it needs them by then
-    (:func:`check_keys_fit_method`, :func:`check_missing_numbers_fit_method`)."""
+    (:func:`check_keys_fit_method`, :func:`check_missing_numbers_fit_method`). ``data``: an
+    Arrow table or a :class:`~sdcflow.warehouse.sources.SourceData`, of which a check reads
+    the key columns it needs (``key_numbers``: 8 bytes a record for each)."""
     get_method(spec.method.name).check_data(spec, data, keys)

@@ -1,7 +1,8 @@
 """The preflight of a release: everything that can be checked before a flow run exists.
 
-:func:`plan_release` reads the source once (into an Arrow table the ingest step reuses),
-profiles it (types, counts of missing and non-finite values; counts only, never values),
+:func:`plan_release` opens the source (a CSV or Parquet file is scanned by DuckDB, its
+records never held here; the ingest step reads them with the same reader), profiles it
+(types, counts of missing and non-finite values; counts only, never values),
 parses and type-checks the edit rules, checks that some record can satisfy them and that
 masking can keep them, and compiles the linear ones. Every problem a user can fix is one
 :class:`~sdcflow.errors.InputError` with a reason code, so the command line exits 2 with one
@@ -23,7 +24,6 @@ import json
 import os
 from typing import Any
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from sdcflow.core.linear.constraints import LinearConstraints
@@ -55,9 +55,10 @@ from sdcflow.preflight.source import SourceProfile, check_columns, check_fuzzy_m
 from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.warehouse.edits import check_evaluable
 from sdcflow.warehouse.sources import (
+    SourceData,
     inexact_csv_numbers,
+    open_source_hashed,
     profile_table,
-    read_source_hashed,
 )
 
 
@@ -68,7 +69,10 @@ class ReleasePlan(BaseModel):
     ----------
     spec : the validated release spec.
     profile : the source's counts and types.
-    data : the source as read (an Arrow table); ingest stores it in the warehouse.
+    data : the source as the preflight decided to read it
+        (:class:`~sdcflow.warehouse.sources.SourceData`: its reader, types and record
+        count; the records themselves only for a statistical file); ingest reads it into
+        the warehouse.
     rules : every edit rule, parsed and checked against the source's columns.
     constraints : ``A x = b``, ``G x <= h`` of the linear error rules over the
         numeric quasi-identifiers (None without rules).
@@ -83,7 +87,7 @@ class ReleasePlan(BaseModel):
 
     spec: ReleaseSpec
     profile: SourceProfile
-    data: pa.Table
+    data: SourceData
     rules: list[Rule] = []
     constraints: LinearConstraints | None = None
     feasibility: FeasibilityReport | None = None
@@ -169,7 +173,7 @@ def plan_release(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
     as_written = set(spec.keep) | set(spec.sensitive)
     as_written -= {*spec.quasi_identifiers, spec.weight_column, *spec.fuzzy_map}
     as_written -= rule_numbers(spec)
-    data, source_sha256 = read_source_hashed(
+    data, source_sha256 = open_source_hashed(
         spec.source_path, spec.missing_values, used, as_written
     )
     check_count(
@@ -198,7 +202,7 @@ def plan_release(spec: ReleaseSpec, *, force: bool = False) -> ReleasePlan:
         check_rules_checkable(spec, rules)
         # what DuckDB meets only on reading rows (a text constant cast to a date column)
         check_evaluable(data, [compile_rule(r) for r in rules])
-    check_undeclared_relations(spec, data, keys, constraints)
+    check_undeclared_relations(spec, data, keys, constraints, profile.missing)
     return ReleasePlan(
         spec=spec,
         profile=profile,

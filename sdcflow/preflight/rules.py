@@ -5,8 +5,10 @@ constraints; relations no rule declares between masked and unchanged columns ref
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-import pyarrow as pa
+import numpy as np
+import pandas as pd
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.errors import InputError, Reason, RuleError
@@ -26,7 +28,8 @@ from sdcflow.expectations.rules import (
 )
 from sdcflow.limits import MAX_RULES, check_count
 from sdcflow.methods.keys import Key
-from sdcflow.methods.mixed import check_relations
+from sdcflow.methods.mixed import refuse_undeclared_relations
+from sdcflow.methods.recoding import recode
 from sdcflow.preflight.keys import binned_keys
 from sdcflow.preflight.source import formatted_note
 from sdcflow.spec.schema import ReleaseSpec
@@ -255,17 +258,58 @@ def linear_constraints(rules: Sequence[Rule], columns: Sequence[str]) -> LinearC
 
 
 def check_undeclared_relations(
-    spec: ReleaseSpec, data: pa.Table, keys: Sequence[Key], constraints: LinearConstraints | None
+    spec: ReleaseSpec,
+    data: Any,
+    keys: Sequence[Key],
+    constraints: LinearConstraints | None,
+    missing: Mapping[str, int] | None = None,
 ) -> None:
     """Refuse (``undeclared-relation``, exit 2) numeric keys with missing values, or columns
     published as they are, that a linear relation no error rule declares ties to the masked
     keys: found on the records as read, before a run exists. The mask step makes the same
-    check on the records after repair, which moves only the records that break a rule."""
+    check on the records after repair, which moves only the records that break a rule.
+
+    ``data``: an Arrow table or a :class:`~sdcflow.warehouse.sources.SourceData`;
+    ``missing``: column -> missing values (the profile's; counted on ``data`` when None).
+    The search needs every record of those columns at once (medians, concentration steps:
+    :func:`~sdcflow.core.linear.relations.undeclared_relations`), so only they are read, a
+    batch at a time, into one float matrix: 8 bytes a record for each numeric key and
+    published column (the search's own working copies come on top)."""
     numbers = [k.name for k in keys if k.kind == "numeric"]
     weight = [spec.weight_column] if spec.weight_column else []
     as_is = [c for c in (*spec.keep, *spec.sensitive) if c not in spec.fuzzy_map]
     published = [c for c in dict.fromkeys([*as_is, *weight]) if c in data.column_names]
-    if not numbers or (not published and not any(data.column(c).null_count for c in numbers)):
+    if missing is None:
+        missing = {c: data.column(c).null_count for c in numbers}
+    if not numbers or (not published and not any(missing.get(c, 0) for c in numbers)):
         return
-    frame = data.select(list(dict.fromkeys([*numbers, *published]))).to_pandas()
-    check_relations(frame[numbers], keys, constraints, frame[published] if published else None)
+    # the numeric keys as the mask encodes them (recoded; binned ones are categories then),
+    # then the published columns as numbers (check_relations' frame, without the frames)
+    masked = [k for k in keys if k.kind == "numeric" and not _binned(k)]
+    names = [k.name for k in masked]
+    X = np.empty((data.num_rows, len(names) + len(published)), dtype=np.float64)
+    recodings = {k.name: k.recoding for k in masked}
+    start = 0
+    read = list(dict.fromkeys([*numbers, *published]))
+    for batch in _batches(data, read):
+        stop = start + batch.num_rows
+        for j, name in enumerate([*names, *published]):
+            values = batch.column(read.index(name)).to_pandas()
+            recoding = recodings.get(name) if j < len(names) else None
+            if recoding is not None:
+                values = pd.Series(recode(name, values, recoding).values)
+            X[start:stop, j] = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
+        start = stop
+    if np.isnan(X[:, : len(names)]).any() or published:
+        refuse_undeclared_relations(X, [*names, *published], len(names), constraints)
+
+
+def _binned(key: Key) -> bool:
+    return key.recoding is not None and key.recoding.kind == "bins"
+
+
+def _batches(data: Any, columns: Sequence[str]) -> Iterator[Any]:
+    """Record batches of ``columns`` of a SourceData, or of an Arrow table."""
+    if hasattr(data, "batches"):
+        return iter(data.batches(columns))
+    return iter(data.select(list(columns)).to_batches())

@@ -47,7 +47,7 @@ class SourceProfile:
     inexact_decimals: dict[str, int] = field(default_factory=dict)
 
 
-def check_columns(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table | None = None) -> None:
+def check_columns(spec: ReleaseSpec, profile: SourceProfile, data: Any = None) -> None:
     named = [*spec.quasi_identifiers, *spec.keep, *spec.sensitive]
     if spec.id_column:
         named.append(spec.id_column)
@@ -126,7 +126,7 @@ def check_columns(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table | No
         )
 
 
-def check_fuzzy_map(spec: ReleaseSpec, data: pa.Table, profile: Any) -> None:
+def check_fuzzy_map(spec: ReleaseSpec, data: Any, profile: Any) -> None:
     """Preflight: every mapped column is numeric, complete, finite and inside its domain.
 
     ``profile``: the preflight's ``SourceProfile`` (``types``, ``missing``, ``nonfinite``).
@@ -150,9 +150,11 @@ def check_fuzzy_map(spec: ReleaseSpec, data: pa.Table, profile: Any) -> None:
         params.build(values, column=column)  # DataError when values leave the domain
 
 
-def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: pa.Table) -> None:
+def check_weights(spec: ReleaseSpec, profile: SourceProfile, data: Any) -> None:
     """The weight column is numeric, complete and positive, with a finite total. Raises
-    ``InputError`` (WEIGHTS)."""
+    ``InputError`` (WEIGHTS). ``data``: an Arrow table or a
+    :class:`~sdcflow.warehouse.sources.SourceData`, of which the weight column alone is read
+    (8 bytes a record: its total is numpy's, whose overflow is what is checked)."""
     w = spec.weight_column
     if w is None:
         return

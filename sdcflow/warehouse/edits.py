@@ -11,7 +11,7 @@ module is a frame of check columns (for Great Expectations, in memory) and count
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import duckdb
 import numpy as np
@@ -97,18 +97,22 @@ def _explain(
     ) from e
 
 
-def check_evaluable(data: pa.Table, compiled: Sequence[CompiledRule]) -> None:
+def check_evaluable(data: Any, compiled: Sequence[CompiledRule]) -> None:
     """Evaluate every rule on the source as read (in memory; nothing is written), as the
     raw stage of a run will: a rule DuckDB cannot evaluate on these columns -- a binder
     error, or a conversion such as ``d == 'yesterday'`` on a DATE column, which DuckDB raises
     only when it reads a row -- is an :class:`InputError` (``rule-evaluation``) before a run
-    exists, not a failed run with a warehouse and a report folder behind it.
+    exists, not a failed run with a warehouse and a report folder behind it. ``data``: an
+    Arrow table, or a :class:`~sdcflow.warehouse.sources.SourceData` scanned from its file.
     """
     if not compiled:
         return
     con = duckdb.connect(":memory:")
     try:
-        con.register("src", data)
+        if isinstance(data, pa.Table):
+            con.register("src", data)
+        else:  # a SourceData: DuckDB reads the file itself, a batch at a time
+            data.attach(con)
         for first in range(0, len(compiled), RULES_PER_QUERY):
             part = compiled[first : first + RULES_PER_QUERY]
             counts = [f"count({c.value_sql}), count({c.holds_sql})" for c in part]

@@ -10,13 +10,12 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sdcflow.errors import InputError, Reason
@@ -33,7 +32,7 @@ def read_source(
 ) -> pa.Table:
     """Read a CSV or Parquet file with DuckDB's readers, or an SPSS, Stata or SAS file with
     pyreadstat (:mod:`~sdcflow.warehouse.statistical`: value labels as the values),
-    rejecting what cannot be trusted.
+    rejecting what cannot be trusted: :func:`open_source`, the whole table read into Arrow.
 
     ``missing_values`` are tokens read as missing (NULL) in every column: for CSV before the
     column types are detected (so ``?`` in a column of numbers leaves it numeric), for
@@ -50,6 +49,178 @@ def read_source(
     published file writes it back (``12``, ``2.25``, ``1e+20``); else (``1.50``, ``1e3``,
     ``.5``, `` 5``, ``-0``) it is read as text and published as the file writes it.
     """
+    return open_source(source, missing_values, columns, as_written).table()
+
+
+#: Records per Arrow batch when a check streams a column (1 Mi: 8 MiB of a float column).
+BATCH_ROWS = 1 << 20
+
+
+class SourceData:
+    """A source as the preflight decided to read it, without its records in memory (CSV and
+    Parquet): the reader's SQL (:meth:`select_sql`: the file, its delimiter, NULL tokens and
+    column types, one definition for every scan and for ingest), the column names and
+    DuckDB types, and the record count. Statistical files (SPSS, Stata, SAS), and Parquet
+    files holding durations (which Arrow restores, :func:`_restore_durations`), are held as
+    the Arrow table read (``in_memory``).
+
+    Each scan reads the file again through DuckDB (:meth:`attach`, :meth:`column`,
+    :meth:`batches`): what a check holds is what it asks for, never the table.
+    """
+
+    def __init__(
+        self,
+        source: Path,
+        *,
+        reader: str = "",
+        select: str = "*",
+        types: dict[str, str] | None = None,
+        rows: int = 0,
+        table: pa.Table | None = None,
+        delimiter: str = ",",
+    ) -> None:
+        self.path = Path(source)
+        self._reader, self._select = reader, select
+        self._table = table
+        self.delimiter = delimiter
+        if table is not None:
+            con = duckdb.connect(":memory:")
+            try:
+                con.register("src", table)
+                types = {r[0]: r[1] for r in con.execute("DESCRIBE src").fetchall()}
+            finally:
+                con.close()
+            rows = table.num_rows
+        self.types: dict[str, str] = dict(types or {})
+        self.num_rows = int(rows)
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether the records are held here (an Arrow table) rather than read from the file."""
+        return self._table is not None
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.types)
+
+    @property
+    def num_columns(self) -> int:
+        return len(self.types)
+
+    def select_sql(self, path: Path | None = None) -> str:
+        """The reader as one SQL query over the file (``path``: a copy of it, read with the
+        same reader, delimiter, NULL tokens and types); every value is a literal, so that
+        the query can be a view or ``CREATE TABLE ... AS``."""
+        if self.in_memory:
+            raise ValueError("a source held in memory has no reader SQL; use table()")
+        file = _sql_literal(str(path if path is not None else self.path))
+        return f"SELECT {self._select} FROM {self._reader.replace('?', file, 1)}"
+
+    def attach(self, con: duckdb.DuckDBPyConnection, name: str = "src") -> None:
+        """Make ``name`` the source's records on ``con`` (a view over the file, or the Arrow
+        table registered)."""
+        if self._table is not None:
+            con.register(name, self._table)
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {self.select_sql()}")
+
+    def table(self) -> pa.Table:
+        """Every record as one Arrow table (the in-memory path: what a file of millions of
+        records should not need)."""
+        if self._table is not None:
+            return self._table
+        return self._query(lambda con: con.sql(self.select_sql()).to_arrow_table())
+
+    def select(self, columns: Sequence[str]) -> pa.Table:
+        """The ``columns`` of every record, as one Arrow table (only those columns held)."""
+        if self._table is not None:
+            return self._table.select(list(columns))
+        names = ", ".join(quote_identifier(c) for c in columns)
+        return self._query(
+            lambda con: con.sql(f"SELECT {names} FROM ({self.select_sql()})").to_arrow_table()
+        )
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        """One column of every record (Arrow), read from the file: that column held, no
+        other."""
+        return self.select([name]).column(0)
+
+    def batches(self, columns: Sequence[str], rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+        """The ``columns`` in record batches of at most ``rows`` records, in file order."""
+        if self._table is not None:
+            yield from self._table.select(list(columns)).to_batches(rows)
+            return
+        names = ", ".join(quote_identifier(c) for c in columns)
+        con = duckdb.connect(":memory:")
+        try:
+            reader = con.sql(f"SELECT {names} FROM ({self.select_sql()})").to_arrow_reader(rows)
+            while True:
+                try:
+                    yield reader.read_next_batch()
+                except StopIteration:
+                    return
+        except duckdb.Error as e:
+            _read_error(self.path, self.path.suffix.lower(), self.delimiter, e)
+        finally:
+            con.close()
+
+    def _query(self, run: Any) -> Any:
+        con = duckdb.connect(":memory:")
+        try:
+            return run(con)
+        except duckdb.Error as e:
+            _read_error(self.path, self.path.suffix.lower(), self.delimiter, e)
+        finally:
+            con.close()
+
+
+def _sql_literal(value: Any) -> str:
+    """``value`` (text, number, list or dict of them) as a DuckDB literal: text quoted, its
+    quotes doubled (DuckDB's strings have no other escape)."""
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_sql_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{_sql_literal(k)}: {_sql_literal(v)}" for k, v in value.items()) + "}"
+        )
+    raise TypeError(f"no SQL literal for {type(value).__name__}")
+
+
+def _read_error(source: Path, suffix: str, delimiter: str, e: duckdb.Error) -> NoReturn:
+    """The ``InputError`` a DuckDB error reading ``source`` is: a ragged line named, text
+    that is not UTF-8, else the reader's own first line."""
+    if suffix == ".csv":
+        _check_rectangular(source, delimiter)  # names a ragged line, the usual cause
+    first = str(e).splitlines()[0]
+    if "Invalid unicode" in str(e):  # past the header: a latin-1 or cp1252 file
+        line = re.search(r"on Line: (\d+)", first)
+        raise InputError(
+            f"{source} is not UTF-8 text{f' (line {line[1]})' if line else ''} (latin-1 or "
+            "cp1252 perhaps); convert it to UTF-8 CSV (iconv -f cp1252 -t utf-8)",
+            code=Reason.SOURCE_FORMAT,
+        ) from e
+    raise InputError(
+        f"cannot read {source}: {first[:200]}; check that it is valid {suffix}",
+        code=Reason.SOURCE_FORMAT,
+    ) from e
+
+
+def open_source(
+    source: Path,
+    missing_values: Sequence[str] | None = None,
+    columns: Collection[str] | None = None,
+    as_written: Collection[str] = (),
+) -> SourceData:
+    """:func:`read_source`'s checks and decisions (format, header, delimiter, NULL tokens,
+    column types, text kept as written, dates whose day and month cannot be told apart,
+    at least one record), made by DuckDB's scans of the file, without holding its
+    records: the :class:`SourceData` that every later scan and the ingest read through."""
     source = Path(source)
     _check_is_file(source)
     suffix = source.suffix.lower()
@@ -65,7 +236,7 @@ def read_source(
             code=Reason.SOURCE_EMPTY,
         )
     if suffix in FORMATS:
-        return _read_statistical(source, missing_values)
+        return SourceData(source, table=_read_statistical(source, missing_values))
     header, delimiter = _header(source, suffix)
     # before DuckDB reads it: a file of a million columns would hold the run for hours
     check_count(len(header), MAX_SOURCE_COLUMNS, where=str(source), what="columns in the file")
@@ -89,16 +260,19 @@ def read_source(
         # and read the next as the header, unchecked). The types are detected on every line
         # (sample_size=-1): from a sample, a value past it was cast to the sample's type --
         # 12.5 rounded to 13 in an integer column, a code 01234 read as the number 1234.
-        reader = "read_csv(?, header=true, delim=?, skip=0, sample_size=-1"
-        reader += ", nullstr=?)" if tokens else ")"
-        params: list[Any] = [str(source), delimiter, *([tokens] if tokens else [])]
+        options = [f"delim={_sql_literal(delimiter)}"]
+        if tokens:
+            options.append(f"nullstr={_sql_literal(tokens)}")
+        reader = "read_csv(?, header=true, skip=0, sample_size=-1, " + ", ".join(options) + ")"
     else:
-        reader, params = "read_parquet(?)", [str(source)]
+        reader = "read_parquet(?)"
+    file = _sql_literal(str(source))
     con = duckdb.connect(":memory:")
     line_size: int | None = None  # DuckDB's line limit raised for a long line
+    select = "*"
     try:
         try:
-            relation = con.sql(f"SELECT * FROM {reader}", params=params)
+            relation = con.sql(f"SELECT * FROM {reader.replace('?', file, 1)}")
         except duckdb.InvalidInputException as e:
             if suffix != ".csv" or "Maximum line size" not in str(e):
                 raise
@@ -113,9 +287,8 @@ def read_source(
                     code=Reason.SOURCE_FORMAT,
                 ) from None
             line_size = size + 1
-            reader = f"{reader[:-1]}, max_line_size=?)"
-            params = [*params, line_size]
-            relation = con.sql(f"SELECT * FROM {reader}", params=params)
+            reader = f"{reader[:-1]}, max_line_size={line_size})"
+            relation = con.sql(f"SELECT * FROM {reader.replace('?', file, 1)}")
         typed = dict(zip(relation.columns, map(str, relation.types), strict=True))
         # Integers beyond 64 bits are identifiers, not quantities; as numbers they reached
         # pandas as floats, and a kept 20-digit id was published as 1.0000000000000002e+19
@@ -127,40 +300,69 @@ def read_source(
             exact = {c: typed[c] for c in numbers if c in as_written}
             text += _not_as_written(con, source, delimiter, tokens, numbers, line_size, exact)
         if text:
-            relation = con.sql(
-                f"SELECT * FROM {reader[:-1]}, types=?)",
-                params=[*params, dict.fromkeys(text, "VARCHAR")],
-            )
-        data = relation.to_arrow_table()
-        if suffix != ".csv":
-            data = _restore_durations(source, data)
+            reader = f"{reader[:-1]}, types={_sql_literal(dict.fromkeys(text, 'VARCHAR'))})"
+            relation = con.sql(f"SELECT * FROM {reader.replace('?', file, 1)}")
+            typed = dict(zip(relation.columns, map(str, relation.types), strict=True))
+        if suffix != ".csv" and _durations(source, typed):
+            # Arrow restores them (DuckDB's reader has no duration type): held in memory
+            data = _restore_durations(source, relation.to_arrow_table())
+            if tokens:
+                data = _null_tokens(con, data, tokens)
+            if data.num_rows == 0:
+                raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
+            return SourceData(source, table=data)
         if tokens and suffix != ".csv":
-            data = _null_tokens(con, data, tokens)
+            # the text columns' tokens as NULL, in the reader itself (what _null_tokens does
+            # to a table held in memory)
+            select = ", ".join(
+                f"CASE WHEN {quote_identifier(c)} IN {_in_list(tokens)} THEN NULL "
+                f"ELSE {quote_identifier(c)} END AS {quote_identifier(c)}"
+                if t == "VARCHAR"
+                else quote_identifier(c)
+                for c, t in typed.items()
+            )
+        # one scan: the record count (any value the reader cannot read fails here, named as
+        # the whole read named it) and the largest day of each date column written day and
+        # month first
+        dated = [
+            c
+            for c, t in typed.items()
+            if suffix == ".csv" and t in _DATED and (columns is None or c in columns)
+        ]
+        exprs = ["count(*)", *(f"max(day({quote_identifier(c)}))" for c in dated)]
+        first = con.execute(
+            f"SELECT {', '.join(exprs)} FROM (SELECT {select} FROM {reader.replace('?', file, 1)})"
+        ).fetchone()
     except duckdb.Error as e:
-        if suffix == ".csv":
-            _check_rectangular(source, delimiter)  # names a ragged line, the usual cause
-        first = str(e).splitlines()[0]
-        if "Invalid unicode" in str(e):  # past the header: a latin-1 or cp1252 file
-            line = re.search(r"on Line: (\d+)", first)
-            raise InputError(
-                f"{source} is not UTF-8 text{f' (line {line[1]})' if line else ''} (latin-1 or "
-                "cp1252 perhaps); convert it to UTF-8 CSV (iconv -f cp1252 -t utf-8)",
-                code=Reason.SOURCE_FORMAT,
-            ) from e
-        raise InputError(
-            f"cannot read {source}: {first[:200]}; check that it is valid {suffix}",
-            code=Reason.SOURCE_FORMAT,
-        ) from e
+        _read_error(source, suffix, delimiter, e)
     finally:
         con.close()
-    if suffix == ".csv" and data.num_columns < len(header):
+    if suffix == ".csv" and len(typed) < len(header):
         # The reader fell back to fewer columns than the header names: lines disagree.
         _check_rectangular(source, delimiter)
     if suffix == ".csv":
-        _check_day_month(source, delimiter, data, columns)
-    if data.num_rows == 0:
+        _check_day_month(source, delimiter, dict(zip(dated, first[1:], strict=True)))
+    if first[0] == 0:
         raise InputError(f"source file {source} has no records", code=Reason.SOURCE_EMPTY)
-    return data
+    return SourceData(
+        source, reader=reader, select=select, types=typed, rows=first[0], delimiter=delimiter
+    )
+
+
+def _in_list(tokens: Sequence[str]) -> str:
+    return "(" + ", ".join(_sql_literal(t) for t in tokens) + ")"
+
+
+def _durations(source: Path, typed: dict[str, str]) -> bool:
+    """Whether the Parquet file's Arrow schema holds a duration column DuckDB read as an
+    integer (:func:`_restore_durations`)."""
+    try:
+        schema = pq.read_schema(source)
+    except (pa.ArrowException, OSError):
+        return False
+    return any(
+        pa.types.is_duration(f.type) and is_integer_type(typed.get(f.name, "")) for f in schema
+    )
 
 
 MAX_LINE_BYTES = 1 << 30  # a CSV line (one record) sdcflow reads: 1 GiB
@@ -229,18 +431,31 @@ def read_source_hashed(
     columns: Collection[str] | None = None,
     as_written: Collection[str] = (),
 ) -> tuple[pa.Table, str]:
-    """:func:`read_source`, and the sha256 of the file's bytes (hex), computed once here.
+    """:func:`read_source`, and the sha256 of the file's bytes (hex): :func:`open_source_hashed`
+    with the whole table read into Arrow."""
+    data, digest = open_source_hashed(source, missing_values, columns, as_written)
+    return data.table(), digest
+
+
+def open_source_hashed(
+    source: Path,
+    missing_values: Sequence[str] | None = None,
+    columns: Collection[str] | None = None,
+    as_written: Collection[str] = (),
+) -> tuple[SourceData, str]:
+    """:func:`open_source`, and the sha256 of the file's bytes (hex), computed once here.
 
     The hash is streamed (1 MiB at a time, never the whole file in memory) right after
-    DuckDB's read, while the file is in the page cache. The file's size, modification time
-    and inode are compared before the read and after the hash: when they differ the file
-    changed while it was read, and the hash might not describe the records ingested, so it
-    is refused (reason ``source-changed``) rather than recorded.
+    DuckDB's scans, while the file is in the page cache. The file's size, modification time
+    and inode are compared before the scans and after the hash: when they differ the file
+    changed while it was read, and the hash might not describe the records checked, so it
+    is refused (reason ``source-changed``) rather than recorded. The ingest reads a private
+    copy whose bytes have this hash (:func:`private_copy`), never the file again.
     """
     source = Path(source)
     _check_is_file(source)  # a missing or odd source is named as such, before its identity
     before = _identity(source)
-    data = read_source(source, missing_values, columns, as_written)
+    data = open_source(source, missing_values, columns, as_written)
     with source.open("rb") as fh:
         digest = hashlib.file_digest(fh, "sha256").hexdigest()
     if _identity(source) != before:
@@ -250,6 +465,30 @@ def read_source_hashed(
             code=Reason.SOURCE_CHANGED,
         )
     return data, digest
+
+
+def private_copy(source: Path, folder: Path, sha256: str) -> Path:
+    """Copy ``source`` into ``folder`` (the caller's private folder), hashing the bytes as
+    they are copied, and return the copy; ``InputError`` (``source-changed``) when its
+    sha256 is not ``sha256``, the hash of the file the preflight checked.
+
+    The copy is what the ingest reads: the bytes hashed are the bytes ingested, whoever
+    writes the source meanwhile (hashing the source again before or after DuckDB's read
+    would leave a moment in which a rewrite goes unseen)."""
+    source = Path(source)
+    copy = Path(folder) / f"source{source.suffix.lower()}"
+    digest = hashlib.sha256()
+    with source.open("rb") as src, open(copy, "xb") as out:
+        while chunk := src.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    if digest.hexdigest() != sha256:
+        raise InputError(
+            f"source {source} changed after the preflight read it (its bytes are no longer "
+            "those checked); run the release again once the file is complete",
+            code=Reason.SOURCE_CHANGED,
+        )
+    return copy
 
 
 def _restore_durations(source: Path, data: pa.Table) -> pa.Table:
@@ -336,9 +575,11 @@ def _written_back(text: str, duckdb_type: str) -> str:
     return f"({text} IS DISTINCT FROM CAST({number} AS VARCHAR) OR isnan({number}))"
 
 
-def _identity(source: Path) -> tuple[int, int, int, int]:
+def _identity(source: Path) -> tuple[int, int, int, int, int]:
+    # the change time too: a rewrite that restores the size and the modification time
+    # (touch -d) cannot restore it
     info = source.stat()
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _null_tokens(con: duckdb.DuckDBPyConnection, data: pa.Table, tokens: list[str]) -> pa.Table:
@@ -456,20 +697,14 @@ def _float_written_out(text: str) -> bool:
     return written == shown
 
 
-def _check_day_month(
-    source: Path, delimiter: str, data: pa.Table, columns: Collection[str] | None
-) -> None:
+def _check_day_month(source: Path, delimiter: str, days: dict[str, int | None]) -> None:
     """Refuse dates whose day and month cannot be told apart: written ``02/01/2024`` with no
     day above 12 in the column, DuckDB reads them day first (2 January), silently, though
-    the file may be American (1 February). Only the ``columns`` given (all when None) whose
-    text is written day and month first: an ISO column beside them is not ambiguous.
-    Counts only, never a value."""
-    dated = [
-        f.name
-        for f in data.schema
-        if (pa.types.is_date(f.type) or (pa.types.is_timestamp(f.type) and f.type.tz is None))
-        and (columns is None or f.name in columns)
-    ]
+    the file may be American (1 February). ``days``: the date columns checked (the
+    release's, all when it names none) -> their largest day as read (None: no date). Only
+    those whose text is written day and month first: an ISO column beside them is not
+    ambiguous. Counts only, never a value."""
+    dated = [c for c, largest in days.items() if largest is not None and largest <= 12]
     if not dated:
         return
     # (not DuckDB's sniffer: without the spec's missing-value tokens it saw a column holding
@@ -489,10 +724,7 @@ def _check_day_month(
     finally:
         con.close()
     for name, written in zip(dated, counts or (), strict=False):
-        if not written:
-            continue
-        days = pc.day(data.column(name))
-        if days.null_count < len(days) and pc.max(days).as_py() <= 12:
+        if written:
             raise InputError(
                 f"{source}: column {name} holds dates written day and month first "
                 "(dd/mm/yyyy or mm/dd/yyyy) and no day above 12 tells which; write them as "
@@ -529,6 +761,7 @@ def _check_rectangular(source: Path, delimiter: str) -> None:
 
 
 _DAY_MONTH_SQL = r"'^\s*\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}'"  # 02/01/2024, not 2024/01/02
+_DATED = ("DATE", "TIMESTAMP", "TIMESTAMP_NS", "TIMESTAMP_MS", "TIMESTAMP_S")  # not with a zone
 _WIDE = ("HUGEINT", "UHUGEINT", "BIGNUM")  # CSV integers over 64 bits: read as text
 _DELIMITERS = (",", ";", "\t", "|")  # the first of those giving the most header fields wins
 _NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "bar"}
@@ -679,7 +912,7 @@ _TEXT = ("VARCHAR", "BOOLEAN", "ENUM")
 _TEMPORAL = ("DATE", "TIME", "TIMESTAMP")
 
 
-def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
+def profile_table(data: pa.Table | SourceData, columns: Sequence[str]) -> dict[str, Any]:
     """Column types, row count and per-column missing counts of a source read by
     :func:`read_source`.
 
@@ -692,11 +925,15 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
     comma (``12,5``), thousands separators (``1.234,56``, ``1,234``) or a percent sign
     (``12 %``), which leave a column of numbers as text; ``inexact_decimals`` counts, in the
     DECIMAL columns, the values a float64 does not hold exactly (the warehouse hands them on
-    as floats). Counts only: no value leaves this function.
+    as floats). Counts only: no value leaves this function. One DuckDB scan (of the file,
+    for a :class:`SourceData` read from one).
     """
     con = duckdb.connect(":memory:")
     try:
-        con.register("src", data)
+        if isinstance(data, SourceData):
+            data.attach(con)
+        else:
+            con.register("src", data)
         types = {row[0]: row[1] for row in con.execute("DESCRIBE src").fetchall()}
         present = [c for c in columns if c in types]
         numeric = [c for c in present if is_numeric_type(types[c])]
@@ -721,6 +958,10 @@ def profile_table(data: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
         # value at all): coalesce, or int(None) ended the preflight with exit 3.
         exprs = [f"coalesce({e}, 0)" for e in exprs]
         counts = con.execute(f"SELECT {', '.join(['count(*)', *exprs])} FROM src").fetchone()
+    except duckdb.Error as e:
+        if not isinstance(data, SourceData):
+            raise
+        _read_error(data.path, data.path.suffix.lower(), data.delimiter, e)
     finally:
         con.close()
     missing = counts[1 : 1 + len(present)]
@@ -778,20 +1019,30 @@ def plain_number(text: str) -> str:
     )
 
 
-def first_record(data: pa.Table, column: str, condition: str) -> int | None:
+def first_record(data: pa.Table | SourceData, column: str, condition: str) -> int | None:
     """The 0-based index of the first record of ``data`` whose ``column``, as text ``v``,
-    meets the SQL ``condition`` (NULLs never do); None when none does."""
+    meets the SQL ``condition`` (NULLs never do); None when none does. A
+    :class:`SourceData` is read one batch of that column at a time, in file order, and the
+    search stops at the first batch holding such a record."""
+    batches = data.batches([column]) if isinstance(data, SourceData) else [data.select([column])]
     con = duckdb.connect(":memory:")
+    offset = 0
     try:
-        con.register("src", pa.table({"i": pa.array(range(data.num_rows), pa.int64()),
-                                      "value": data.column(column)}))  # fmt: skip
-        (found,) = con.execute(
-            f"SELECT min(i) FROM (SELECT i, CAST(value AS VARCHAR) AS v FROM src "
-            f"WHERE value IS NOT NULL) WHERE {condition}"
-        ).fetchall()[0]
+        for batch in batches:
+            con.register("src", pa.table({"i": pa.array(range(offset, offset + batch.num_rows),
+                                                         pa.int64()),
+                                          "value": batch.column(0)}))  # fmt: skip
+            (found,) = con.execute(
+                f"SELECT min(i) FROM (SELECT i, CAST(value AS VARCHAR) AS v FROM src "
+                f"WHERE value IS NOT NULL) WHERE {condition}"
+            ).fetchall()[0]
+            con.unregister("src")
+            if found is not None:
+                return int(found)
+            offset += batch.num_rows
     finally:
         con.close()
-    return None if found is None else int(found)
+    return None
 
 
 def record_place(source: Path, index: int) -> str:

@@ -21,7 +21,9 @@ import contextlib
 import math
 import os
 import re
+import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -39,6 +41,7 @@ from sdcflow.warehouse import jsontext
 from sdcflow.warehouse.ownership import FileLock, LockTimeout, locked_by_other, process_alive
 from sdcflow.warehouse.private import exposed, owner_only_files, private_folder
 from sdcflow.warehouse.publish import published_run
+from sdcflow.warehouse.sources import SourceData, private_copy
 from sdcflow.warehouse.writable import cannot_create_in
 
 SCHEMAS = ("raw", "edited", "masked", "published", "audit")
@@ -530,6 +533,51 @@ class Warehouse:
             )
         data = data.append_column(ROW_ID, pa.array(range(data.num_rows), pa.int64()))
         self._create(table, "raw", run_id, data)
+        return table
+
+    def ingest_source(self, source: SourceData, run_id: str, sha256: str) -> str:
+        """Store a source the preflight opened (:func:`~sdcflow.warehouse.sources.open_source`)
+        as ``raw.run_<id>``, with ``sdc_row_id`` (0..n-1, file order), as :meth:`ingest` does
+        with the table read; returns the table name.
+
+        A CSV or Parquet source is read by DuckDB itself, with the preflight's reader
+        (``SourceData.select_sql``: the same delimiter, NULL tokens and column types), into
+        the table (``CREATE TABLE ... AS SELECT``): no record passes through this process.
+        It reads a private copy of the file (a ``0700`` folder beside the warehouse, removed
+        afterwards) whose bytes, hashed as they are copied, must have ``sha256``, the hash
+        the preflight recorded: a file rewritten since is refused (``source-changed``),
+        never ingested under the old hash. A source held in memory (a statistical file) is
+        stored by :meth:`ingest`."""
+        if ROW_ID in source.column_names:
+            raise InputError(
+                f"column name {ROW_ID!r} is reserved; rename it", code=Reason.SOURCE_COLUMNS
+            )
+        if source.in_memory:
+            return self.ingest(source.table(), run_id)
+        table = table_name("raw", run_id)
+        private_folder(self.path.parent)
+        folder = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.ingest-", dir=self.path.parent))
+        try:
+            copy = private_copy(source.path, folder, sha256)
+            # row_number() over the reader in file order: DuckDB's streaming window keeps
+            # the order the reader gives under preserve_insertion_order (its default, set
+            # here so that no setting elsewhere changes it)
+            query = (
+                f"SELECT *, row_number() OVER () - 1 AS {ROW_ID} FROM ({source.select_sql(copy)})"
+            )
+            with self.connect() as con:
+                con.execute("SET preserve_insertion_order = true")
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    con.execute(f"CREATE OR REPLACE TABLE {table} AS {query}")
+                    self._record_table(con, "raw", run_id)
+                    con.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(duckdb.Error):
+                        con.execute("ROLLBACK")
+                    raise
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
         return table
 
     def write_frame(self, schema: str, run_id: str, frame: pd.DataFrame) -> str:

@@ -80,7 +80,8 @@ def undeclared_relations(
     if X.ndim != 2 or X.shape[1] != len(columns):
         raise ValueError("X must be (n, p) with one name per column")
     missing = ~np.isfinite(X)  # an infinity is no value to relate either
-    X = np.where(missing, np.nan, X)
+    if np.isinf(X).any():  # (a copy only then: X may be millions of records)
+        X = np.where(missing, np.nan, X)
     masked = np.ones(X.shape[1], bool) if masked is None else np.asarray(masked, bool)
     # too few records holding every column: for each column with gaps, the most missing of
     # the others are left out until twice as many records as columns hold the rest
@@ -111,19 +112,28 @@ def _search(
 ) -> list[Relation]:
     """:func:`undeclared_relations` among the columns ``use`` (p,) bool."""
     rows = ~missing[:, use].any(axis=1)
-    full = np.where(use, X, 0.0)[rows]
+    full = X[rows]
+    full[:, ~use] = 0.0
     # a robust spread (1.4826 MAD; the sd where most values are one): a few outlying
-    # values (a 99999999 code, a giant firm) would otherwise shrink everyone else's
-    centre = np.median(full, axis=0) if full.shape[0] else np.zeros(X.shape[1])
-    sd = 1.4826 * np.median(np.abs(full - centre), axis=0) if full.shape[0] else centre
-    sd = np.where(sd > 0, sd, full.std(axis=0) if full.shape[0] else 0.0)
+    # values (a 99999999 code, a giant firm) would otherwise shrink everyone else's; column
+    # by column, so that the medians' working copies are one column each
+    if full.shape[0]:
+        centre = np.array([np.median(full[:, j]) for j in range(X.shape[1])])
+        mad = [np.median(np.abs(full[:, j] - centre[j])) for j in range(X.shape[1])]
+        sd = 1.4826 * np.array(mad)
+        if (sd <= 0).any():
+            sd = np.where(sd > 0, sd, full.std(axis=0))
+    else:
+        centre = sd = np.zeros(X.shape[1])
     live = np.flatnonzero(use & (sd > 0))  # a constant column ties nothing to the others
     gaps = missing.any(axis=0)
     if live.size < 2 or full.shape[0] < 2 * live.size:
         return []
     if not gaps[live].any() and masked[live].all():
         return []  # keys alone, none missing: their means are over the same records
-    Z = (full[:, live] - centre[live]) / sd[live]
+    Z = full[:, live]  # a copy, standardized in place
+    Z -= centre[live]
+    Z /= sd[live]
     holding, found = _relations(Z, tol)
     if not found.size:
         return []
@@ -202,7 +212,8 @@ def _relations(Z: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
         _, _, vt = np.linalg.svd(np.vstack([found, np.zeros((1, q))]), full_matrices=True)
         rest = vt[found.shape[0] :].T  # (q, q - m): the directions orthogonal to the found
         at = np.flatnonzero(holding)
-        hit = _holding(Z[at] @ rest, tol)
+        # (Z itself while every record holds: no copy of millions of records)
+        hit = _holding((Z if at.size == n else Z[at]) @ rest, tol)
         if hit is None:
             break
         holds, direction = hit

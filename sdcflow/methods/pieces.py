@@ -14,7 +14,8 @@ importance rank of the categorical keys, and the figures summed over the pieces.
 Three steps read other strata in memory and here read only the piece (the figures say when
 they acted): a set of a stratum with missing numbers still short of k values of a key after
 its stratum is joined over the stratum's records here (over the whole file in memory,
-:func:`~sdcflow.core.microaggregation.heterogeneous.complete_in_file`); the linear edit rules
+:func:`~sdcflow.core.microaggregation.heterogeneous.complete_in_file`), and a key the
+stratum holds fewer than k values of is released blank in that stratum; the linear edit rules
 move a group on the scale of the piece's records (the file's in memory,
 :func:`~sdcflow.core.linear.group_values.group_values_on_rules`), which differs only for the
 groups that break a rule; the information loss's lower bound needs the whole file and is not
@@ -148,8 +149,20 @@ def mask_piece(
         assert rep.short is not None and rep.units is not None
         num, short, units = rep.numeric.copy(), rep.short.copy(), rep.units.copy()
         figures["short_sets"] = int(np.unique(units[short.any(axis=1), 0]).size)
+        # A key the stratum holds fewer than k values of cannot be completed inside it (in
+        # memory its sets join other strata's): released blank for the stratum, so that no
+        # mean of fewer than k of its values is published.
+        held = (~np.isnan(X)).sum(axis=0)
+        few = (held > 0) & (held < k) & short.any(axis=0)
+        figures["values_blanked"] = int(held[few].sum())
+        pool = X
+        if few.any():
+            pool = X.copy()
+            pool[:, few] = np.nan
+            num[:, few] = np.nan
+            short[:, few] = False
         if short.any():  # joined over the stratum here, over the whole file in memory
-            complete_in_file(num, short, units, X, k, names, labels)
+            complete_in_file(num, short, units, pool, k, names, labels)
         sets = np.unique(units[:, 0], return_inverse=True)[1].reshape(-1)
         done = group_values_on_rules(X, num, sets, names, constraints, decimals)
         released = _one_row_per_group(labels, done.values)

@@ -45,7 +45,7 @@ from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.parallel import map_parts
 from sdcflow.core.suppression.local import importance_rank, strata_suppression
 from sdcflow.core.validation import check_k
-from sdcflow.expectations.rules import Rule
+from sdcflow.expectations.rules import Conditional, Rule
 from sdcflow.methods.keys import Key, SuppressionSettings, as_text
 from sdcflow.methods.microaggregation import CrispParams, MdavParams, PsParams
 from sdcflow.methods.pieces import mask_piece, partial_strategy
@@ -112,7 +112,7 @@ def streamed_path(spec: ReleaseSpec, keys: Sequence[Key], rules: Sequence[Rule] 
         return "the pram step perturbs the categorical keys in memory"
     if spec.edits and spec.on_violation == "repair":
         return "on_violation: repair repairs records in memory (use on_violation: fail)"
-    if any(type(r.node).__name__ == "Conditional" for r in rules):
+    if any(isinstance(r.node, Conditional) for r in rules):
         return "conditional edit rules move groups over the whole file: masked in memory"
     if any(k.recoding is not None for k in keys):
         return "recoded keys are masked in memory"
@@ -327,7 +327,7 @@ def mask_streamed(
     shutil.rmtree(parts)
     details = _details(params, constraints, numeric, categorical, pieces, figures, strata, bound)
     details.update(_loss(warehouse, run_id, numeric))
-    dtypes = {n: "Int64" if h == "bigint" else "float64" for n, h in how if h in at and n in at}
+    dtypes = {n: "Int64" if h == "bigint" else "float64" for n, h in how if n in at}
     dtypes.update(column_dtypes(warehouse, "masked", run_id, [k.name for k in categorical]))
     dtypes.update(column_dtypes(warehouse, "raw", run_id, copied))
     return StreamedMask(table, [k.name for k in numeric], details, dtypes)
@@ -382,6 +382,7 @@ def _details(
         "bound": bound,
         "strata_cut": int((per_stratum > 1).sum()),
         "short_sets_joined_in_their_stratum": sum(f.get("short_sets", 0) for f in figures),
+        "values_blanked_in_strata_short_of_k": sum(f.get("values_blanked", 0) for f in figures),
     }
     details["lower_bound"] = {
         "status": "not computed: the bound's neighbour search needs the whole file in one "

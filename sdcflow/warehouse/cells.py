@@ -41,7 +41,7 @@ def combinations(wh: Warehouse, schema: str, run_id: str, columns: Sequence[str]
     with wh.connect(read_only=True) as con:
         return con.sql(
             f"SELECT {names}, count(*) AS sdc_count FROM {table_name(schema, run_id)} GROUP BY ALL"
-        ).fetch_arrow_table()
+        ).to_arrow_table()
 
 
 def write_pieces(

@@ -6,6 +6,7 @@ stratum cut into pieces keeps k and loses a little more information."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sdcflow.core.measures.anonymity import equivalence_class_sizes
+from sdcflow.core.parallel import part_map
 from sdcflow.methods.keys import Key, SuppressionSettings
 from sdcflow.methods.mixed import mask_keys
 from sdcflow.spec.schema import ReleaseSpec
@@ -196,3 +198,41 @@ def test_streamed_path_says_why_not(tmp_path):
     assert "repair" in streamed_path(repairs, keys, ())
     blocked = _spec(tmp_path, NUMERIC, 3, 100, blocks=[["x0"], ["x1", "x2"]])
     assert "blocks" in streamed_path(blocked, keys, ())
+
+
+def test_a_worker_receives_the_pieces_path_not_its_records(tmp_path):
+    """Under a map that ships every call to another process (as ``runner: dask`` does), each
+    call pickles to a few kilobytes whatever the piece's size: the worker reads its own
+    piece. The release is the one the serial map gives."""
+    frame = _frame(20_000, 0.01, (("sex", 2), ("region", 3)), seed=5)
+    keys = [Key(c, "numeric") for c in NUMERIC] + [Key("sex", "nominal"), Key("region", "nominal")]
+    spec = _spec(tmp_path, [*NUMERIC, "sex", "region"], k=5, cell_size=1000)
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    for run in (MEMORY, STREAMED):
+        wh.ingest(pa.Table.from_pandas(frame, preserve_index=False), run)
+    shipped: list[int] = []
+
+    def shipping(fn, calls, label):
+        out = []
+        for args in calls:
+            blob = pickle.dumps((fn, args))
+            if fn is cells.mask_piece_file:  # not the cells a piece's MDAV maps inside it
+                shipped.append(len(blob))
+            fn2, args2 = pickle.loads(blob)
+            out.append(fn2(*args2))
+        return out
+
+    for run, mapper in ((MEMORY, None), (STREAMED, shipping)):
+        folder = tmp_path / run
+        folder.mkdir(mode=0o700)
+        rng = np.random.default_rng(0)
+        if mapper is None:
+            mask_streamed(spec, wh, run, keys, folder, rng)
+        else:
+            with part_map(mapper):
+                mask_streamed(spec, wh, run, keys, folder, rng)
+    assert len(shipped) >= 8 and max(shipped) < 8_000
+    pd.testing.assert_frame_equal(
+        wh.read_frame("masked", MEMORY), wh.read_frame("masked", STREAMED)
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -23,7 +24,8 @@ from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks import cells
 from sdcflow.tasks.cells import mask_streamed, streamed_path
 from sdcflow.tasks.mask import released_frame
-from sdcflow.warehouse.warehouse import Warehouse
+from sdcflow.warehouse.cells import PIECE, _median
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
 MEMORY, STREAMED = "a" * 32, "b" * 32
 NUMERIC = ["x0", "x1", "x2"]
@@ -236,3 +238,28 @@ def test_a_worker_receives_the_pieces_path_not_its_records(tmp_path):
     pd.testing.assert_frame_equal(
         wh.read_frame("masked", MEMORY), wh.read_frame("masked", STREAMED)
     )
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.3, 0.7])
+def test_the_median_record_by_quantile_is_the_sorted_one(missing):
+    """The cut's median record (by value then row id, a missing value above every value) by
+    ``quantile_disc`` and counts is the one ``ORDER BY ... OFFSET`` finds, ties included."""
+    rng = np.random.default_rng(7)
+    n = 1001
+    x = rng.integers(0, 40, n).astype(np.float64)  # many ties
+    x[rng.random(n) < missing] = np.nan
+    table = pa.table(
+        {
+            "x": pa.array(x, from_pandas=True),
+            ROW_ID: np.arange(n)[rng.permutation(n)],
+            PIECE: np.zeros(n, np.int64),
+        }
+    )
+    con = duckdb.connect()
+    con.register("t", table)
+    held = int((~np.isnan(x)).sum())
+    for mid in sorted({1, 17, n // 2, held - 1, min(held, n - 1), n - 1}):
+        expected = con.execute(
+            f"SELECT x, {ROW_ID} FROM t ORDER BY x NULLS LAST, {ROW_ID} LIMIT 1 OFFSET {mid}"
+        ).fetchall()[0]
+        assert _median(con, "t", '"x"', 0, mid, held) == (expected[0], int(expected[1]))

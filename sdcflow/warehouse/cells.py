@@ -67,8 +67,8 @@ def write_pieces(
     :func:`~sdcflow.core.microaggregation.neighbours.spatial_cells` cuts cells, at the median
     record (by value then row id, a missing value above every value) of the numeric key of
     largest variance on the stratum's standardized scale, until no piece holds more than
-    ``bound``: one query for the variances and one for the median record per cut, both over
-    the piece's records only.
+    ``bound``: one query for the variances and three linear scans for the median record per
+    cut, all over the piece's records only (:func:`_median`).
 
     Returns the pieces by number (0..P-1)."""
     table = table_name(schema, run_id)
@@ -155,19 +155,15 @@ def _cut(
     ``count - count // 2`` records from the median on) becomes piece ``new``. Returns the
     records of the upper half."""
     names = [_quoted(c) for c in numeric]
-    variances = con.execute(
-        "SELECT " + ", ".join(f"var_pop({q})" for q in names) + f" FROM {work} WHERE {PIECE} = ?",
+    figures = con.execute(
+        "SELECT " + ", ".join(f"var_pop({q}), count({q})" for q in names)
+        + f" FROM {work} WHERE {PIECE} = ?",
         [piece],
-    ).fetchall()[0]
-    var = np.array([float(v) if v is not None else 0.0 for v in variances])
+    ).fetchall()[0]  # fmt: skip
+    var = np.array([float(v) if v is not None else 0.0 for v in figures[0::2]])
     j = int(np.argmax(var / scale**2))
-    q = names[j]
-    mid = count // 2
-    value, row = con.execute(
-        f"SELECT {q}, {ROW_ID} FROM {work} WHERE {PIECE} = ? "
-        f"ORDER BY {q} NULLS LAST, {ROW_ID} LIMIT 1 OFFSET {mid}",
-        [piece],
-    ).fetchall()[0]
+    q, held, mid = names[j], int(figures[2 * j + 1]), count // 2
+    value, row = _median(con, work, q, piece, mid, held)
     if value is None:  # the median record misses the key: the upper half, by row id
         above = f"({q} IS NULL AND {ROW_ID} >= ?)"
         params: list = [piece, row]
@@ -176,6 +172,39 @@ def _cut(
         params = [piece, value, value, row]
     con.execute(f"UPDATE {work} SET {PIECE} = {new} WHERE {PIECE} = ? AND {above}", params)
     return count - mid
+
+
+def _median(con: Any, work: str, q: str, piece: int, mid: int, held: int) -> tuple[Any, int]:
+    """The record of rank ``mid`` (from 0) of ``piece`` by ``(q, row id)``, a missing value
+    ranking above every value: its value and row id. Linear scans: the value by
+    ``quantile_disc`` over the ``held`` values, then the records below it and tied with it
+    counted, and the row id among the ties (a top-n sort of half the piece, ``ORDER BY ...
+    OFFSET``, grows faster than the piece); that sort only where the quantile's index
+    misses the rank (``held`` small) or the rank falls among the missing values."""
+    where = f"{PIECE} = ?"
+    if 0 < mid < held:
+        (value,) = con.execute(
+            f"SELECT quantile_disc({q}, ?) FROM {work} WHERE {where}",
+            [mid / max(held - 1, 1), piece],
+        ).fetchall()[0]
+        below, tied = con.execute(
+            f"SELECT count(*) FILTER (WHERE {q} < ?), count(*) FILTER (WHERE {q} = ?) "
+            f"FROM {work} WHERE {where}",
+            [value, value, piece],
+        ).fetchall()[0]
+        if below <= mid < below + tied:
+            (row,) = con.execute(
+                f"SELECT {ROW_ID} FROM {work} WHERE {where} AND {q} = ? "
+                f"ORDER BY {ROW_ID} LIMIT 1 OFFSET {mid - below}",
+                [piece, value],
+            ).fetchall()[0]
+            return value, int(row)
+    value, row = con.execute(
+        f"SELECT {q}, {ROW_ID} FROM {work} WHERE {where} "
+        f"ORDER BY {q} NULLS LAST, {ROW_ID} LIMIT 1 OFFSET {mid}",
+        [piece],
+    ).fetchall()[0]
+    return value, int(row)
 
 
 def load_masked(

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from prefect import get_run_logger, task
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.parallel import map_parts
@@ -50,6 +51,7 @@ from sdcflow.methods.keys import Key, SuppressionSettings, as_text
 from sdcflow.methods.microaggregation import CrispParams, MdavParams, PsParams
 from sdcflow.methods.pieces import mask_piece, partial_strategy
 from sdcflow.spec.schema import ReleaseSpec
+from sdcflow.tasks import STEP
 from sdcflow.warehouse.cells import (
     BLANK,
     Piece,
@@ -308,8 +310,13 @@ def mask_streamed(
         )
         for p in pieces
     ]
-    figures = map_parts(mask_piece_file, calls, "stratum")
-    shutil.rmtree(folder / "pieces")
+    try:
+        figures = map_parts(mask_piece_file, calls, "stratum")
+    except BaseException:
+        shutil.rmtree(parts, ignore_errors=True)  # the run's own files: none left behind
+        raise
+    finally:
+        shutil.rmtree(folder / "pieces", ignore_errors=True)
     how = []
     at = {k.name: j for j, k in enumerate(numeric)}
     for key in keys:
@@ -323,14 +330,41 @@ def mask_streamed(
     if spec.weight_column and spec.weight_column not in copied:
         copied.append(spec.weight_column)
     copied = [c for c in dict.fromkeys(copied) if c not in at]
-    table = load_masked(warehouse, "raw", run_id, parts, how, copied)
-    shutil.rmtree(parts)
+    try:
+        table = load_masked(warehouse, "raw", run_id, parts, how, copied)
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
     details = _details(params, constraints, numeric, categorical, pieces, figures, strata, bound)
     details.update(_loss(warehouse, run_id, numeric))
     dtypes = {n: "Int64" if h == "bigint" else "float64" for n, h in how if n in at}
     dtypes.update(column_dtypes(warehouse, "masked", run_id, [k.name for k in categorical]))
     dtypes.update(column_dtypes(warehouse, "raw", run_id, copied))
     return StreamedMask(table, [k.name for k in numeric], details, dtypes)
+
+
+@task(name="mask-streamed", **STEP)
+def mask_streamed_step(
+    spec: ReleaseSpec,
+    warehouse: Warehouse,
+    run_id: str,
+    keys: Sequence[Key],
+    folder: Path,
+    rng: np.random.Generator,
+    constraints: LinearConstraints | None = None,
+) -> StreamedMask:
+    """:func:`mask_streamed` as the flow's mask step (a Prefect task run, ``mask-streamed``);
+    under ``runner: dask`` call it inside :func:`~sdcflow.tasks.scale.scaled_out`, so that
+    the pieces are task runs on the cluster."""
+    done = mask_streamed(spec, warehouse, run_id, keys, folder, rng, constraints)
+    pieces = done.details["streamed"]
+    get_run_logger().info(
+        "masked %d pieces (largest %d records) with %s into %s",
+        pieces["pieces"],
+        pieces["largest_piece"],
+        spec.method.name,
+        done.table,
+    )
+    return done
 
 
 def _details(

@@ -81,7 +81,9 @@ def _both(tmp_path: Path, frame: pd.DataFrame, k: int, cell_size: int, bound: in
         raw[qi].reset_index(drop=True), keys, spec.method, np.random.default_rng(0),
         suppression=SuppressionSettings(),
     )  # fmt: skip
-    wh.write_frame("masked", MEMORY, released_frame(spec, raw, result))
+    released = released_frame(spec, raw, result)
+    wh.write_frame("masked", MEMORY, released)
+    result.details["released dtypes"] = {c: str(t) for c, t in released.dtypes.items()}
     folder = tmp_path / "run"
     folder.mkdir(mode=0o700)
     done = mask_streamed(spec, wh, STREAMED, keys, folder, np.random.default_rng(0), bound=bound)
@@ -115,6 +117,8 @@ def test_the_streamed_table_is_the_in_memory_release(tmp_path, missing, levels):
         assert sum(done.details["categorical_values_suppressed"].values()) > 0
     assert done.details["lower_bound"]["status"].startswith("not computed")
     assert done.dtypes["age"] == "Int64" and done.dtypes["x0"] == "float64"
+    in_memory = result.details["released dtypes"]
+    assert done.dtypes == {c: t for c, t in in_memory.items() if c != ROW_ID}
 
 
 @pytest.mark.parametrize("missing", [0.0, 0.05])

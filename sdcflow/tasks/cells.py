@@ -55,9 +55,9 @@ from sdcflow.tasks import STEP
 from sdcflow.warehouse.cells import (
     BLANK,
     Piece,
-    column_dtypes,
     combinations,
     load_masked,
+    sample_columns,
     write_pieces,
 )
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
@@ -337,9 +337,32 @@ def mask_streamed(
     details = _details(params, constraints, numeric, categorical, pieces, figures, strata, bound)
     details.update(_loss(warehouse, run_id, numeric))
     dtypes = {n: "Int64" if h == "bigint" else "float64" for n, h in how if n in at}
-    dtypes.update(column_dtypes(warehouse, "masked", run_id, [k.name for k in categorical]))
-    dtypes.update(column_dtypes(warehouse, "raw", run_id, copied))
+    dtypes.update(_released_dtypes(warehouse, run_id, categorical, copied))
     return StreamedMask(table, [k.name for k in numeric], details, dtypes)
+
+
+def _released_dtypes(
+    wh: Warehouse, run_id: str, categorical: Sequence[Key], copied: Sequence[str]
+) -> dict[str, str]:
+    """The pandas dtypes the in-memory released frame gives the categorical keys (labels as
+    text, numbers where the source's were: ``mask_keys``' ``_assemble``) and the columns
+    copied as they are (``released_frame`` copies them as numpy arrays)."""
+    names = [k.name for k in categorical]
+    sample = sample_columns(wh, "raw", run_id, [*names, *copied])
+    out: dict[str, str] = {}
+    for name in names:
+        src = sample[name]
+        if pd.api.types.is_bool_dtype(src):
+            out[name] = "boolean"
+        elif pd.api.types.is_integer_dtype(src):
+            out[name] = "Int64"
+        elif pd.api.types.is_numeric_dtype(src):  # to_numeric of the labels: floats
+            out[name] = "float64"
+        else:
+            out[name] = "object"
+    for name in copied:
+        out[name] = str(pd.Series(sample[name].to_numpy()).dtype)
+    return out
 
 
 @task(name="mask-streamed", **STEP)

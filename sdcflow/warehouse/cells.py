@@ -254,12 +254,18 @@ def load_masked(
     return target
 
 
-def column_dtypes(wh: Warehouse, schema: str, run_id: str, columns: Sequence[str]) -> dict:
-    """The pandas dtypes ``read_frame`` gives ``columns`` of the ``schema`` table (the
-    columns published as they are), read from a sample of the table, not the table."""
-    if not columns:
-        return {}
-    names = ", ".join(_quoted(c) for c in columns)
+def sample_columns(wh: Warehouse, schema: str, run_id: str, columns: Sequence[str]) -> dict:
+    """Each of ``columns`` of the ``schema`` table as ``read_frame`` reads it, on a sample:
+    a missing value if the column has one (it decides pandas' type: an integer column with
+    a NULL is read as floats) and up to 1000 values. Column name -> pandas Series."""
+    out = {}
+    table = table_name(schema, run_id)
     with wh.connect(read_only=True) as con:
-        frame = con.sql(f"SELECT {names} FROM {table_name(schema, run_id)} LIMIT 1000").df()
-    return {c: str(frame[c].dtype) for c in columns}
+        for c in columns:
+            q = _quoted(c)
+            rel = con.sql(
+                f"(SELECT {q} FROM {table} WHERE {q} IS NULL LIMIT 1) UNION ALL "
+                f"(SELECT {q} FROM {table} WHERE {q} IS NOT NULL LIMIT 1000)"
+            )
+            out[c] = rel.df()[c]
+    return out

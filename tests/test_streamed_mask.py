@@ -48,14 +48,16 @@ def _frame(n: int, missing: float, levels: tuple[tuple[str, int], ...], seed: in
     return frame
 
 
-def _spec(tmp_path: Path, qi: list[str], k: int, cell_size: int, **extra) -> ReleaseSpec:
+def _spec(
+    tmp_path: Path, qi: list[str], k: int, cell_size: int, method: str = "mdav", **extra
+) -> ReleaseSpec:
     return ReleaseSpec.model_validate(
         {
             "release": "t",
             "source": "data.csv",
             "quasi_identifiers": qi,
             "keep": ["w"],
-            "method": {"name": "mdav", "k": k, "cell_size": cell_size},
+            "method": {"name": method, "k": k, "cell_size": cell_size},
             "on_violation": "fail",
             "base_dir": str(tmp_path),
             **extra,
@@ -63,7 +65,14 @@ def _spec(tmp_path: Path, qi: list[str], k: int, cell_size: int, **extra) -> Rel
     )
 
 
-def _both(tmp_path: Path, frame: pd.DataFrame, k: int, cell_size: int, bound: int | None = None):
+def _both(
+    tmp_path: Path,
+    frame: pd.DataFrame,
+    k: int,
+    cell_size: int,
+    bound: int | None = None,
+    method: str = "mdav",
+):
     """The in-memory release (``mask_keys`` + ``released_frame``, stored) and the streamed
     one, of the same records, both read back from the warehouse."""
     cats = [c for c in frame.columns if c not in (*NUMERIC, "age", "w")]
@@ -71,7 +80,7 @@ def _both(tmp_path: Path, frame: pd.DataFrame, k: int, cell_size: int, bound: in
     keys = [Key(c, "numeric") for c in NUMERIC]
     keys += [Key("age", "numeric", decimals=0, integer=True)]
     keys += [Key(c, "nominal") for c in cats]
-    spec = _spec(tmp_path, qi, k, cell_size)
+    spec = _spec(tmp_path, qi, k, cell_size, method)
     wh = Warehouse(tmp_path / "w.duckdb")
     wh.initialize()
     for run in (MEMORY, STREAMED):
@@ -119,6 +128,17 @@ def test_the_streamed_table_is_the_in_memory_release(tmp_path, missing, levels):
     assert done.dtypes["age"] == "Int64" and done.dtypes["x0"] == "float64"
     in_memory = result.details["released dtypes"]
     assert done.dtypes == {c: t for c, t in in_memory.items() if c != ROW_ID}
+
+
+def test_ps_in_cells_streamed_is_the_in_memory_release(tmp_path):
+    """``ps`` with ``cell_size`` takes the same path (its cells and border search inside each
+    stratum), record for record."""
+    frame = _frame(3000, 0.0, (("sex", 2), ("region", 5)))
+    wh, _, done, _ = _both(tmp_path, frame, k=3, cell_size=100, method="ps")
+    pd.testing.assert_frame_equal(
+        wh.read_frame("masked", MEMORY), wh.read_frame("masked", STREAMED)
+    )
+    assert done.details["strategy"].endswith("ps masks the numeric keys inside each stratum")
 
 
 @pytest.mark.parametrize("missing", [0.0, 0.05])

@@ -1,0 +1,191 @@
+"""The release of a file the flow's process never holds: the same steps as
+:func:`~sdcflow.flows.release.release`, each run by the warehouse or by workers on a piece.
+
+The preflight chooses this path (``plan.path == "streamed"``) for a release every step of
+which it can serve (:func:`~sdcflow.preflight.path.release_path`): then
+
+* ingest is DuckDB reading the source into ``raw.run_<id>``;
+* the edit rules are counted by DuckDB's SQL (no check columns in this process, no Great
+  Expectations: :func:`~sdcflow.tasks.edits.validate_edits` with ``sql_only``);
+* the mask runs piece by piece, each piece read from and written to a Parquet file of the
+  run's private folder by whoever masks it, and DuckDB assembles ``masked.run_<id>``;
+* the gates, the disclosure figures and the report are aggregates DuckDB computes over the
+  two tables;
+* publication streams ``masked`` in chunks, as on the other path.
+
+What this process holds is row counts, the pieces' small figures and one piece or one chunk
+at a time; ``docs/concepts/scale.md`` gives the design and the bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from prefect import get_run_logger
+from prefect.states import State
+
+from sdcflow.core.validation import check_random_state
+from sdcflow.flows.decision import (
+    STEPS,
+    _decision,
+    _refused,
+    _unchanged,
+    already_published,
+    publish_release,
+)
+from sdcflow.flows.outcome import ReleaseOutcome
+from sdcflow.flows.run_record import RunRecord
+from sdcflow.flows.ui import PUBLISHED, announce, link_report
+from sdcflow.gates import GateOutcome
+from sdcflow.preflight.plan import binned_keys
+from sdcflow.tasks import edits as edit_steps
+from sdcflow.tasks.aggregates import check_streamed, disclosure_streamed, report_streamed
+from sdcflow.tasks.cells import mask_streamed_step
+from sdcflow.tasks.ingest import ingest_streamed
+from sdcflow.tasks.report import run_report
+from sdcflow.tasks.scale import scaled_out, warm_up
+from sdcflow.warehouse.ownership import deferred_signals
+from sdcflow.warehouse.private import private_folder
+from sdcflow.warehouse.warehouse import ROW_ID
+
+
+def streamed_stages(
+    run: RunRecord, publish: bool, figures: list[str], force: bool
+) -> ReleaseOutcome | State:
+    """The release, every table in the warehouse: ingest, edit rules, mask in pieces, edit
+    rules again, checks, report, publish."""
+    plan, spec, warehouse, run_id = run.plan, run.spec, run.warehouse, run.run_id
+    previous = already_published(plan, warehouse) if publish and not force else None
+    if previous is not None:
+        return _unchanged(run, previous)
+    rng = check_random_state(spec.seed)
+    # runner: dask -- the workers load the mask's code meanwhile
+    steps = run.begin(STEPS[: len(STEPS) - (not publish)], warm_up(spec))
+    with steps.step("ingest"):
+        run.n_rows = ingest_streamed(plan, warehouse, run_id)
+    summary: dict[str, Any] | None = None
+    with steps.step("edit rules on the raw records"):
+        if plan.rules:
+            pre = edit_steps.validate_edits(
+                warehouse, run_id, "raw", plan.rules, None, spec.release, sql_only=True
+            )
+            summary = {"raw": pre.counts(None), "repaired_records": 0}
+            summary["raw_undetermined"] = {o.name: o.undetermined for o in pre.outcomes}
+            if spec.on_violation == "fail" and not pre.success:
+                return _refused_by_rules(run, summary, edit_steps.rule_failures(pre))
+    with steps.step("mask"):
+        folder = _pieces_folder(run)
+        try:
+            with scaled_out(run.warm, spec.release):  # runner: dask -- pieces on the cluster
+                masked = mask_streamed_step(
+                    spec, warehouse, run_id, plan.resolved_keys, folder, rng, plan.constraints
+                )
+            masked.details["disclosure"] = disclosure_streamed(
+                spec, warehouse, run_id, plan.resolved_keys
+            )
+        finally:
+            with contextlib.suppress(OSError):  # left when it holds what it did not write
+                folder.rmdir()
+    with steps.step("edit rules on the released records"):
+        violations, unchecked = _rules_on_released(run, summary, list(masked.dtypes))
+    with steps.step("checks"):
+        checks, computed, evidence = check_streamed(
+            spec,
+            warehouse,
+            run_id,
+            masked.point_columns,
+            masked.details,
+            violations,
+            unchecked,
+            figures,
+        )
+    warehouse.record_checks(run_id, [o.as_dict() for o in checks])
+    outcome = run.outcome()
+    outcome.checks, outcome.figures = checks, computed
+    outcome.method_details = {**masked.details, "path": "streamed"}
+    outcome.edit_rules, outcome.edit_violations = summary, violations
+    outcome.information_loss = evidence.information_loss
+    outcome.record_risk = evidence.record_risk
+    outcome.message = _decision(outcome.failed, publish)
+    with steps.step("report"):
+        outcome.report = report_streamed(
+            spec,
+            run.report_dir,
+            run_id,
+            outcome.message,
+            checks,
+            summary,
+            plan.rules,
+            warehouse,
+            masked.point_columns,
+            outcome.method_details,
+            evidence,
+        )
+        link_report(spec.release, run_id, outcome.report)
+        run.reported()
+    if outcome.failed:
+        return _refused(run, outcome)
+    if publish:
+        with steps.step("publish"), deferred_signals():
+            dtypes = pd.Series(masked.dtypes, dtype=object)
+            folder = publish_release(run, outcome, rng, dtypes, force)
+            run.published_as(outcome, folder)
+            announce(PUBLISHED, spec, outcome)
+    else:
+        outcome.status = "checked"
+        run.ends("checked")
+    get_run_logger().info("decision: %s", outcome.message)
+    return outcome
+
+
+def _pieces_folder(run: RunRecord) -> Path:
+    """The run's private folder for the pieces' Parquet files (owner-only: they hold
+    confidential records), beside the warehouse; the mask removes the files it wrote and
+    the flow the folder, once empty."""
+    folder = run.spec.warehouse_path.parent / f".sdcflow-pieces-{run.run_id}"
+    private_folder(folder)
+    return folder
+
+
+def _rules_on_released(
+    run: RunRecord, summary: dict[str, Any] | None, columns: list[str]
+) -> tuple[dict[str, int] | None, list[str]]:
+    """The error rules' counts on the released records, by SQL (None when none could be
+    checked), and the error rules that could not be."""
+    plan = run.plan
+    if not plan.rules or summary is None:
+        return None, []
+    columns = [c for c in columns if c != ROW_ID]
+    checkable, skipped = edit_steps.released_rules(plan.rules, columns, binned_keys(plan.spec))
+    post = edit_steps.validate_edits(
+        run.warehouse, run.run_id, "masked", checkable, None, plan.spec.release, skipped,
+        sql_only=True,
+    )  # fmt: skip
+    summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
+    summary["masked_undetermined"] = {o.name: o.undetermined for o in post.outcomes}
+    errors = {r.name for r in plan.rules if r.severity == "error"}
+    unchecked = [name for name in skipped if name in errors]
+    counted = any(r.severity == "error" for r in checkable)
+    return (post.counts() if counted else None), unchecked
+
+
+def _refused_by_rules(run: RunRecord, summary: dict[str, Any], refused: list[GateOutcome]) -> State:
+    """``on_violation: fail`` and the raw records violate an error rule: refused, reported
+    from the counts alone."""
+    outcome = run.outcome()
+    outcome.message = "REFUSED: raw records violate edit rules (on_violation: fail)"
+    outcome.checks, outcome.edit_rules = refused, summary
+    run.warehouse.record_checks(run.run_id, [o.as_dict() for o in refused])
+    outcome.report = run_report(
+        run.spec, run.report_dir, run.run_id, outcome.message, refused, summary,
+        run.plan.rules, None, None, None,
+    )  # fmt: skip
+    link_report(run.spec.release, run.run_id, outcome.report)
+    run.reported()
+    return _refused(run, outcome)
+
+
+__all__ = ["streamed_stages"]

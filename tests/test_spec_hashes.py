@@ -42,10 +42,10 @@ def test_another_seed_is_another_release_and_the_public_hash_does_not_carry_it()
 
 
 def test_a_rerun_with_another_seed_publishes_again(tmp_path, monkeypatch):
-    import sdcflow.flows.release as release
+    import sdcflow.flows.decision as decision
 
-    monkeypatch.setattr(release, "published_run", lambda folder: "run1")  # the live release
-    monkeypatch.setattr(release, "files_intact", lambda folder: True)  # as its manifest lists
+    monkeypatch.setattr(decision, "published_run", lambda folder: "run1")  # the live release
+    monkeypatch.setattr(decision, "files_intact", lambda folder: True)  # as its manifest lists
     spec = spec_from_dict({**BODY, "seed": 7}, base_dir=tmp_path)
     spec.release_dir.mkdir(parents=True)  # the folder this spec publishes to
     last = {

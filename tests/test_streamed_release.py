@@ -1,0 +1,127 @@
+"""The streamed path of a release (issue 45): every table stays in the warehouse, and the
+release is the one the in-memory path publishes.
+
+``SDCFLOW_STREAMED_ROWS=0`` sends these small files down the path a census takes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from sdcflow.cli.main import main
+from sdcflow.warehouse.warehouse import Warehouse
+
+
+def _file(folder: Path, n: int, *, categorical: bool, seed: int = 0) -> None:
+    """Numeric keys with missing values (and three categorical ones): the census's shape."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3)) * [1.0, 10.0, 100.0]
+    X[rng.random(X.shape) < 0.02] = np.nan
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
+    if categorical:
+        frame["sex"] = rng.choice(["f", "m"], n)
+        frame["region"] = rng.choice(["north", "south", "east"], n)
+    frame.insert(0, "id", np.arange(n))
+    frame.to_parquet(folder / "data.parquet", index=False)
+
+
+def _spec(folder: Path, name: str, *, categorical: bool, **extra: object) -> Path:
+    spec = {
+        "release": "census",
+        "source": "data.parquet",
+        "id_column": "id",
+        "quasi_identifiers": ["x0", "x1", "x2", *(["sex", "region"] if categorical else [])],
+        "on_violation": "fail",
+        "missing_values": [""],
+        "edits": ["x1 >= -1000"],
+        "method": {"name": "mdav", "k": 5, "cell_size": 200},
+        "checks": {"k_anonymity": 5, "max_information_loss": 100},
+        "output": f"published-{name}",
+        "warehouse": f"warehouse-{name}.duckdb",
+        "reports": f"reports-{name}",
+        "seed": 3,
+        **extra,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def _release(spec: Path, monkeypatch: pytest.MonkeyPatch, *, streamed: bool) -> int:
+    monkeypatch.chdir(spec.parent)
+    monkeypatch.setenv("SDCFLOW_STREAMED_ROWS", "0" if streamed else str(10**9))
+    return main(["release", spec.name])
+
+
+def _manifest(folder: Path, name: str) -> dict:
+    return json.loads((folder / f"published-{name}" / "census" / "manifest.json").read_text())
+
+
+def test_the_streamed_path_publishes_the_bytes_of_the_in_memory_path(
+    tmp_path, prefect_api, monkeypatch
+):
+    _file(tmp_path, 3000, categorical=False)
+    assert _release(_spec(tmp_path, "memory", categorical=False), monkeypatch, streamed=False) == 0
+    assert _release(_spec(tmp_path, "stream", categorical=False), monkeypatch, streamed=True) == 0
+    for name in ("data.csv", "data.parquet"):
+        memory = (tmp_path / "published-memory" / "census" / name).read_bytes()
+        assert (tmp_path / "published-stream" / "census" / name).read_bytes() == memory
+    memory, stream = _manifest(tmp_path, "memory"), _manifest(tmp_path, "stream")
+    assert stream["method_details"]["path"] == "streamed"
+    assert "path" not in memory["method_details"]
+    figures = {c["check"]: c["figure"] for c in memory["checks"]}
+    assert {c["check"]: c["figure"] for c in stream["checks"]} == pytest.approx(figures)
+    assert stream["edit_violations"] == memory["edit_violations"]
+    # the figures that need the whole file in one process say so, never a made-up value
+    assert "not computed" in stream["method_details"]["lower_bound"]["status"]
+    # the rules were counted by SQL: no Great Expectations Data Docs on this path
+    assert not list((tmp_path / "reports-stream").rglob("data-docs"))
+
+
+def test_a_streamed_release_with_categorical_keys_holds_k_over_every_key(
+    tmp_path, prefect_api, monkeypatch
+):
+    _file(tmp_path, 3000, categorical=True)
+    assert _release(_spec(tmp_path, "stream", categorical=True), monkeypatch, streamed=True) == 0
+    assert _release(_spec(tmp_path, "memory", categorical=True), monkeypatch, streamed=False) == 0
+    published = pd.read_csv(tmp_path / "published-stream" / "census" / "data.csv")
+    keys = ["x0", "x1", "x2", "sex", "region"]
+    sizes = published[keys].astype(str).value_counts(dropna=False)
+    assert sizes.min() >= 5 and len(published) == 3000
+    stream, memory = _manifest(tmp_path, "stream"), _manifest(tmp_path, "memory")
+    k = {c["check"]: c for c in stream["checks"]}["k_anonymity"]
+    assert k["figure"] == sizes.min() and k["verdict"] == "pass"
+    il = {c["check"]: c["figure"] for c in stream["checks"]}["max_information_loss"]
+    il_memory = {c["check"]: c["figure"] for c in memory["checks"]}["max_information_loss"]
+    assert il <= il_memory * 1.02  # the strata's short key sets are kept inside the stratum
+
+
+def test_a_streamed_release_never_reads_a_whole_table_into_the_flow(
+    tmp_path, prefect_api, monkeypatch
+):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the streamed path read a whole table into the flow's process")
+
+    monkeypatch.setattr(Warehouse, "read_frame", refuse)
+    _file(tmp_path, 2000, categorical=True)
+    assert _release(_spec(tmp_path, "stream", categorical=True), monkeypatch, streamed=True) == 0
+    assert _manifest(tmp_path, "stream")["method_details"]["path"] == "streamed"
+
+
+def test_a_streamed_release_refused_by_an_edit_rule_publishes_nothing_and_reports(
+    tmp_path, prefect_api, monkeypatch
+):
+    _file(tmp_path, 2000, categorical=False)
+    spec = _spec(tmp_path, "stream", categorical=False, edits=["x1 >= 0"])
+    assert _release(spec, monkeypatch, streamed=True) == 1
+    assert not (tmp_path / "published-stream").exists() or not any(
+        (tmp_path / "published-stream").rglob("data.csv")
+    )
+    assert list((tmp_path / "reports-stream").rglob("report.html"))
+    runs = Warehouse(tmp_path / "warehouse-stream.duckdb").runs()
+    assert list(runs["status"]) == ["refused"]

@@ -20,10 +20,10 @@ to the masked table stored:
 * ``streamed``: :func:`sdcflow.tasks.cells.mask_streamed` on the local runner.
 
 Printed for each: wall seconds, the process's peak RSS (psutil, sampled every 0.05 s) and
-its RSS before the mask, the information loss of the stored table (DuckDB sums,
-``Warehouse.information_loss``), and the records whose released keys are the same in both
-tables. The machine is shared: ``/proc/loadavg`` is printed beside every figure; with
-``--repeats`` the median wall is printed.
+its RSS before the mask (for the streamed mask also per phase: ``PHASES``), the information
+loss of the stored table (DuckDB sums, ``Warehouse.information_loss``), and the records whose
+released keys are the same in both tables. The machine is shared: ``/proc/loadavg`` is
+printed beside every figure; with ``--repeats`` the median wall is printed.
 """
 
 from __future__ import annotations
@@ -94,6 +94,35 @@ class _Peak:
         return max(self.peak, self.proc.memory_info().rss)
 
 
+#: The streamed mask's phases: the strata from the combinations, the pieces written by
+#: DuckDB, the pieces masked, the masked table loaded, the loss summed, the dtypes sampled.
+PHASES = ("_strata", "write_pieces", "map_parts", "load_masked", "_loss", "_released_dtypes")
+
+
+def _timed_phases(peak: _Peak, phases: list[dict]) -> None:
+    """Wrap each of ``PHASES`` in ``sdcflow.tasks.cells`` so that its seconds and the
+    process's peak RSS while it ran are appended to ``phases``."""
+    from sdcflow.tasks import cells
+
+    for name in PHASES:
+        fn = getattr(cells, name)
+
+        def timed(*args, _fn=fn, _name=name, **kwargs):
+            peak.peak = peak.proc.memory_info().rss  # the phase's own peak from here
+            start = time.perf_counter()
+            out = _fn(*args, **kwargs)
+            phases.append(
+                {
+                    "phase": _name,
+                    "seconds": round(time.perf_counter() - start, 1),
+                    "peak_rss_mb": round(peak.peak / 2**20),
+                }
+            )
+            return out
+
+        setattr(cells, name, timed)
+
+
 def child(mode: str, folder: Path) -> None:
     """One mask in this process; prints its figures as JSON."""
     from sdcflow.methods.mixed import mask_keys
@@ -106,6 +135,7 @@ def child(mode: str, folder: Path) -> None:
     rng = np.random.default_rng(0)
     base = psutil.Process().memory_info().rss
     peak = _Peak()
+    phases: list[dict] = []
     start = time.perf_counter()
     if mode == "memory":
         raw = wh.read_frame("raw", MEMORY)
@@ -118,11 +148,13 @@ def child(mode: str, folder: Path) -> None:
     else:
         run_folder = folder / "run"
         run_folder.mkdir(mode=0o700, exist_ok=True)
+        _timed_phases(peak, phases)
         done = mask_streamed(spec, wh, STREAMED, keys, run_folder, rng)
         print(json.dumps({"streamed": done.details["streamed"]}), file=sys.stderr)
+        print(json.dumps({"phases": phases}), file=sys.stderr)
         run = STREAMED
     wall = time.perf_counter() - start
-    top = peak.stop()
+    top = max([peak.stop()] + [p["peak_rss_mb"] * 2**20 for p in phases])
     il = wh.information_loss("raw", "masked", run, [k.name for k in keys if k.kind == "numeric"])
     print(
         json.dumps(
@@ -174,7 +206,7 @@ def _run(mode: str, folder: Path) -> dict:
     )
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     for line in out.stderr.splitlines():
-        if line.startswith('{"streamed"'):
+        if line.startswith(('{"streamed"', '{"phases"')):
             figures.update(json.loads(line))
     return figures
 

@@ -192,9 +192,7 @@ def test_runner_options(tmp_path):
 
 def test_a_worker_memory_limit_reaches_the_embedded_cluster_and_is_refused_elsewhere(tmp_path):
     limited = load_spec(
-        write_release(
-            tmp_path, rows=20, runner="dask", dask={"workers": 2, "memory_limit": "3GB"}
-        )
+        write_release(tmp_path, rows=20, runner="dask", dask={"workers": 2, "memory_limit": "3GB"})
     )
     assert cluster_kwargs(limited.dask)["memory_limit"] == "3GB"
     # --dask-workers resizes the embedded cluster; the spec's limit stays

@@ -1,0 +1,126 @@
+"""A release whose file does not fit the memory given to the flow's process completes on the
+streamed path, and the in-memory path, given the same memory, does not (issue 45, item 3).
+
+The memory limit is a watchdog in the release's own process, as a container's memory limit
+acts: every 10 ms it reads the process's resident set (``/proc/self/statm``) and ends the
+process (exit 99) the moment it exceeds the limit. ``RLIMIT_AS`` cannot serve: DuckDB and the
+allocators reserve gigabytes of address space they never touch.
+
+The limit is the peak of the same release on a file a tenth the size, plus a third of the
+larger file's records as a pandas frame: a flow that reads the file whole, once, is over it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+WATCHED = r"""
+import os, resource, sys, threading, time
+
+limit = int(sys.argv[1])
+page = os.sysconf("SC_PAGE_SIZE")
+
+
+def watch():
+    with open("/proc/self/statm") as statm:
+        while True:
+            statm.seek(0)
+            rss = int(statm.read().split()[1]) * page
+            if limit and rss > limit:
+                os.write(2, f"over the memory limit: {rss} > {limit} bytes\n".encode())
+                os._exit(99)
+            time.sleep(0.01)
+
+
+threading.Thread(target=watch, daemon=True).start()
+from sdcflow.cli.main import main
+
+code = main(sys.argv[2:])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+os.write(1, f"\npeak {peak}\n".encode())
+os._exit(code)
+"""
+
+KEYS = ["x0", "x1", "x2", "x3", "x4", "x5", "sex", "region"]
+
+
+def _census(folder: Path, n: int) -> int:
+    """A census-like Parquet file of ``n`` records; returns its size as a pandas frame."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.standard_normal((n, 6)), columns=KEYS[:6])
+    frame["sex"] = rng.choice(["female", "male"], n)
+    frame["region"] = rng.choice([f"region {j}" for j in range(4)], n)
+    frame.insert(0, "id", np.arange(n))
+    frame.to_parquet(folder / "data.parquet", index=False, row_group_size=100_000)
+    return int(frame.memory_usage(deep=True).sum())
+
+
+def _release(folder: Path, limit: int, streamed: bool) -> tuple[int, int | None, str]:
+    spec = {
+        "release": "census",
+        "source": "data.parquet",
+        "id_column": "id",
+        "quasi_identifiers": KEYS,
+        "on_violation": "fail",
+        "edits": ["x0 >= -1000"],
+        "method": {"name": "mdav", "k": 5, "cell_size": 2000},
+        "checks": {"k_anonymity": 5},
+        "output": "published",
+        "warehouse": "warehouse.duckdb",
+        "reports": "reports",
+    }
+    (folder / "release.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    env = {
+        **os.environ,
+        "SDCFLOW_STREAMED_ROWS": "0" if streamed else str(10**9),
+        "SDCFLOW_DUCKDB_MEMORY_LIMIT": "128MB",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", WATCHED, str(limit), "release", "release.yaml"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    peaks = [line for line in done.stdout.splitlines() if line.startswith("peak ")]
+    peak = int(peaks[-1].split()[1]) if peaks else None
+    return done.returncode, peak, done.stderr[-3000:]
+
+
+def test_a_streamed_release_completes_in_less_memory_than_its_file_takes(tmp_path):
+    small, large = tmp_path / "small", tmp_path / "large"
+    small.mkdir()
+    large.mkdir()
+    _census(small, 40_000)
+    code, small_peak, err = _release(small, 0, streamed=True)
+    assert code == 0 and small_peak, err
+    frame_bytes = _census(large, 400_000)
+    limit = small_peak + frame_bytes // 3
+    code, peak, err = _release(large, limit, streamed=True)
+    assert code == 0, f"the streamed release went over {limit} bytes:\n{err}"
+    manifest = json.loads((large / "published" / "census" / "manifest.json").read_text())
+    assert manifest["method_details"]["path"] == "streamed" and manifest["rows"] == 400_000
+    assert peak is not None and peak <= limit
+    # the same memory is not enough for the in-memory path: the limit is a real one
+    for leftover in ("published", "reports", "warehouse.duckdb", "warehouse.duckdb.lock"):
+        target = large / leftover
+        if target.is_dir():
+            import shutil
+
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    code, _, err = _release(large, limit, streamed=False)
+    assert code == 99, f"the in-memory path stayed within {limit} bytes (exit {code}):\n{err}"

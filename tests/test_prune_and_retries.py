@@ -256,28 +256,28 @@ def test_ingest_retries_a_transient_error_and_never_bad_input(tmp_path, prefect_
     wh = Warehouse(tmp_path / "warehouse.duckdb")
     wh.initialize()
     calls: list[str] = []
-    real = Warehouse.ingest
+    real = Warehouse.ingest_source
 
-    def flaky(self, data, run_id):  # type: ignore[no-untyped-def]
+    def flaky(self, data, run_id, sha256):  # type: ignore[no-untyped-def]
         calls.append(run_id)
         if len(calls) == 1:
             raise OSError(errno.EBUSY, "device busy")
-        return real(self, data, run_id)
+        return real(self, data, run_id, sha256)
 
     @flow(persist_result=False)
     def just_ingest(run_id: str):  # type: ignore[no-untyped-def]
         return ingest(plan, wh, run_id)
 
-    monkeypatch.setattr(Warehouse, "ingest", flaky)
+    monkeypatch.setattr(Warehouse, "ingest_source", flaky)
     frame = just_ingest("a" * 32)
     assert len(calls) == 2 and len(frame) == 20
 
-    def bad(self, data, run_id):  # type: ignore[no-untyped-def]
+    def bad(self, data, run_id, sha256):  # type: ignore[no-untyped-def]
         calls.append(run_id)
         raise InputError("reserved column", code=Reason.SOURCE_COLUMNS)
 
     calls.clear()
-    monkeypatch.setattr(Warehouse, "ingest", bad)
+    monkeypatch.setattr(Warehouse, "ingest_source", bad)
     with pytest.raises(InputError) as e:
         just_ingest("b" * 32)
     assert e.value.code == Reason.SOURCE_COLUMNS and len(calls) == 1

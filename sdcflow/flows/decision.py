@@ -16,10 +16,12 @@ from prefect.states import Failed, State
 from sdcflow.errors import ChecksFailed
 from sdcflow.flows.outcome import ReleaseOutcome
 from sdcflow.flows.run_record import RunRecord
-from sdcflow.flows.ui import REFUSED, announce
+from sdcflow.flows.ui import PUBLISHED, REFUSED, announce, link_report
 from sdcflow.gates import GateOutcome
 from sdcflow.preflight.plan import ReleasePlan
 from sdcflow.tasks.publish import manifest, publish
+from sdcflow.tasks.report import run_report
+from sdcflow.warehouse.ownership import deferred_signals
 from sdcflow.warehouse.publish import files_intact, published_run
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
@@ -151,3 +153,48 @@ def publish_release(
         force=force,
         after_swap=run.swapped,
     )
+
+
+def refused_by_edit_rules(
+    run: RunRecord, summary: dict[str, Any], refused: list[GateOutcome]
+) -> State:
+    """``on_violation: fail`` and the raw records violate an error rule: refused, and
+    reported from the counts alone (nothing was masked)."""
+    outcome = run.outcome()
+    outcome.message = "REFUSED: raw records violate edit rules (on_violation: fail)"
+    outcome.checks, outcome.edit_rules = refused, summary
+    run.warehouse.record_checks(run.run_id, [o.as_dict() for o in refused])
+    outcome.report = run_report(
+        run.spec, run.report_dir, run.run_id, outcome.message, refused, summary,
+        run.plan.rules, None, None, None,
+    )  # fmt: skip
+    link_report(run.spec.release, run.run_id, outcome.report)
+    run.reported()
+    return _refused(run, outcome)
+
+
+def conclude(
+    run: RunRecord,
+    outcome: ReleaseOutcome,
+    steps: Any,
+    rng: np.random.Generator,
+    dtypes: pd.Series,
+    publish: bool,
+    force: bool,
+) -> ReleaseOutcome | State:
+    """The end of a run once its checks decided: refused, published, or checked only.
+    ``steps``: the run's :class:`~sdcflow.tasks.progress.Progress`; ``dtypes``: the
+    released columns' pandas types."""
+    if outcome.failed:
+        return _refused(run, outcome)
+    if publish:
+        # The swap and its audit record happen together: an interrupt waits for both.
+        with steps.step("publish"), deferred_signals():
+            folder = publish_release(run, outcome, rng, dtypes, force)
+            run.published_as(outcome, folder)
+            announce(PUBLISHED, run.spec, outcome)
+    else:
+        outcome.status = "checked"
+        run.ends("checked")
+    get_run_logger().info("decision: %s", outcome.message)
+    return outcome

@@ -4,8 +4,11 @@ A file of at least ``SDCFLOW_STREAMED_ROWS`` records (default :data:`STREAMED_RO
 every step the streamed path serves -- the mask in pieces
 (:func:`~sdcflow.tasks.cells.streamed_path`) and every gate as an aggregate
 (:func:`~sdcflow.tasks.aggregates.aggregate_gates`) -- takes it
-(:mod:`sdcflow.flows.streamed`); any other release is masked in memory. Both paths publish
-the same release (tested); the streamed one never holds the table in the flow's process,
+(:mod:`sdcflow.flows.streamed`); any other release is masked in memory. On numeric keys
+both paths publish the same bytes (tested); with categorical keys they differ only where a
+stratum with missing numbers holds fewer than k values of a key, which the streamed path
+completes inside the stratum (counted in the manifest, ``docs/concepts/scale.md``). The
+streamed path never holds the table in the flow's process,
 the in-memory one also writes Great Expectations' Data Docs and the figures that need the
 whole file at once (the information loss's lower bound, SUDA2). The choice depends on the
 spec and the file, never on the runner, and the manifest records which path ran.

@@ -21,19 +21,20 @@ from sdcflow.core.validation import check_random_state
 from sdcflow.flows.decision import (
     STEPS,
     _decision,
-    _refused,
     _unchanged,
     already_published,
-    publish_release,
+    conclude,
+    refused_by_edit_rules,
 )
+from sdcflow.flows.edit_stages import raw_summary, rules_on_released
 from sdcflow.flows.outcome import ReleaseOutcome
 from sdcflow.flows.path import STREAMED, release_path, streamed_rows
 from sdcflow.flows.publications import Publications
 from sdcflow.flows.run_record import RunRecord
 from sdcflow.flows.streamed import streamed_stages
-from sdcflow.flows.ui import PUBLISHED, announce, flow_run_name, labelled, link_report
+from sdcflow.flows.ui import flow_run_name, labelled, link_report
 from sdcflow.gates import GateOutcome
-from sdcflow.preflight.plan import ReleasePlan, binned_keys
+from sdcflow.preflight.plan import ReleasePlan
 from sdcflow.spec.load import load_spec
 from sdcflow.tasks import checks as check_steps
 from sdcflow.tasks import edits as edit_steps
@@ -43,7 +44,6 @@ from sdcflow.tasks.mask import mask, released_frame, store_masked
 from sdcflow.tasks.preflight import preflight
 from sdcflow.tasks.report import report_artifacts, run_report
 from sdcflow.tasks.scale import scaled_out, warm_up
-from sdcflow.warehouse.ownership import deferred_signals
 from sdcflow.warehouse.warehouse import Warehouse
 
 
@@ -68,8 +68,7 @@ def _edit_raw(
         warehouse, run_id, "raw", plan.rules, docs and docs / "raw", spec.release,
         sql_only=docs is None,
     )  # fmt: skip
-    summary: dict[str, Any] = {"raw": pre.counts(None), "repaired_records": 0}
-    summary["raw_undetermined"] = {o.name: o.undetermined for o in pre.outcomes}
+    summary = raw_summary(pre)
     if spec.on_violation == "fail" and not pre.success:
         return _Edits(frame, summary, edit_steps.rule_failures(pre))
     if plan.constraints is not None and edit_steps.needs_repair(spec, plan.constraints):
@@ -87,23 +86,11 @@ def _edit_masked(
     released: pd.DataFrame,
     docs: Path | None,
 ) -> tuple[dict[str, int] | None, list[str]]:
-    """Validate the released records against the rules they carry: per-rule counts of the
-    error rules (None when none could be checked), and the error rules that could not be."""
-    if not plan.rules or edits.summary is None:
-        return None, []
+    """Validate the released records against the rules they carry
+    (:func:`~sdcflow.flows.edit_stages.rules_on_released`)."""
     # a fuzzy-mapped column holds mapped values: its rules are not checked on them
     columns = [c for c in released.columns if c not in plan.spec.fuzzy_map]
-    checkable, skipped = edit_steps.released_rules(plan.rules, columns, binned_keys(plan.spec))
-    post = edit_steps.validate_edits(
-        warehouse, run_id, "masked", checkable, docs and docs / "masked", plan.spec.release,
-        skipped, sql_only=docs is None,
-    )  # fmt: skip
-    edits.summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
-    edits.summary["masked_undetermined"] = {o.name: o.undetermined for o in post.outcomes}
-    errors = {r.name for r in plan.rules if r.severity == "error"}
-    unchecked = [name for name in skipped if name in errors]
-    counted = any(r.severity == "error" for r in checkable)
-    return (post.counts() if counted else None), unchecked
+    return rules_on_released(plan, warehouse, run_id, edits.summary, columns, docs)
 
 
 # The flow run is named after the release and the command (``business-survey-check``) and
@@ -222,19 +209,7 @@ def _stages(
     outcome = _decide(run, publish, checks, computed, evidence, masked, edits, violations)
     with steps.step("report"):
         _report(run, outcome, frame, masked, edits, evidence)
-    if outcome.failed:
-        return _refused(run, outcome)
-    if publish:
-        # The swap and its audit record happen together: an interrupt waits for both.
-        with steps.step("publish"), deferred_signals():
-            folder = publish_release(run, outcome, rng, masked.released.dtypes, force)
-            run.published_as(outcome, folder)
-            announce(PUBLISHED, spec, outcome)
-    else:
-        outcome.status = "checked"
-        run.ends("checked")
-    get_run_logger().info("decision: %s", outcome.message)
-    return outcome
+    return conclude(run, outcome, steps, rng, masked.released.dtypes, publish, force)
 
 
 @dataclass
@@ -311,14 +286,4 @@ def _report(
 
 def _refused_by_edit_rules(run: RunRecord, edits: _Edits) -> State:
     """``on_violation: fail`` and the raw records violate an edit rule: refused, reported."""
-    outcome = run.outcome()
-    outcome.message = "REFUSED: raw records violate edit rules (on_violation: fail)"
-    outcome.checks, outcome.edit_rules = edits.refused, edits.summary
-    run.warehouse.record_checks(run.run_id, [o.as_dict() for o in edits.refused])
-    outcome.report = run_report(
-        run.spec, run.report_dir, run.run_id, outcome.message, edits.refused, edits.summary,
-        run.plan.rules, None, None, None,
-    )  # fmt: skip
-    link_report(run.spec.release, run.run_id, outcome.report)
-    run.reported()
-    return _refused(run, outcome)
+    return refused_by_edit_rules(run, edits.summary or {}, edits.refused)

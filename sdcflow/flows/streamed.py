@@ -24,30 +24,26 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from prefect import get_run_logger
 from prefect.states import State
 
 from sdcflow.core.validation import check_random_state
 from sdcflow.flows.decision import (
     STEPS,
     _decision,
-    _refused,
     _unchanged,
     already_published,
-    publish_release,
+    conclude,
+    refused_by_edit_rules,
 )
+from sdcflow.flows.edit_stages import raw_summary, rules_on_released
 from sdcflow.flows.outcome import ReleaseOutcome
 from sdcflow.flows.run_record import RunRecord
-from sdcflow.flows.ui import PUBLISHED, announce, link_report
-from sdcflow.gates import GateOutcome
-from sdcflow.preflight.plan import binned_keys
+from sdcflow.flows.ui import link_report
 from sdcflow.tasks import edits as edit_steps
 from sdcflow.tasks.aggregates import check_streamed, disclosure_streamed, report_streamed
 from sdcflow.tasks.cells import mask_streamed_step
 from sdcflow.tasks.ingest import ingest_streamed
-from sdcflow.tasks.report import run_report
 from sdcflow.tasks.scale import scaled_out, warm_up
-from sdcflow.warehouse.ownership import deferred_signals
 from sdcflow.warehouse.private import private_folder
 from sdcflow.warehouse.warehouse import ROW_ID
 
@@ -72,10 +68,9 @@ def streamed_stages(
             pre = edit_steps.validate_edits(
                 warehouse, run_id, "raw", plan.rules, None, spec.release, sql_only=True
             )
-            summary = {"raw": pre.counts(None), "repaired_records": 0}
-            summary["raw_undetermined"] = {o.name: o.undetermined for o in pre.outcomes}
+            summary = raw_summary(pre)
             if spec.on_violation == "fail" and not pre.success:
-                return _refused_by_rules(run, summary, edit_steps.rule_failures(pre))
+                return refused_by_edit_rules(run, summary, edit_steps.rule_failures(pre))
     with steps.step("mask"):
         folder = _pieces_folder(run)
         try:
@@ -90,7 +85,8 @@ def streamed_stages(
             with contextlib.suppress(OSError):  # left when it holds what it did not write
                 folder.rmdir()
     with steps.step("edit rules on the released records"):
-        violations, unchecked = _rules_on_released(run, summary, list(masked.dtypes))
+        columns = [c for c in masked.dtypes if c != ROW_ID]
+        violations, unchecked = rules_on_released(plan, warehouse, run_id, summary, columns, None)
     with steps.step("checks"):
         checks, computed, evidence = check_streamed(
             spec,
@@ -126,19 +122,8 @@ def streamed_stages(
         )
         link_report(spec.release, run_id, outcome.report)
         run.reported()
-    if outcome.failed:
-        return _refused(run, outcome)
-    if publish:
-        with steps.step("publish"), deferred_signals():
-            dtypes = pd.Series(masked.dtypes, dtype=object)
-            folder = publish_release(run, outcome, rng, dtypes, force)
-            run.published_as(outcome, folder)
-            announce(PUBLISHED, spec, outcome)
-    else:
-        outcome.status = "checked"
-        run.ends("checked")
-    get_run_logger().info("decision: %s", outcome.message)
-    return outcome
+    dtypes = pd.Series(masked.dtypes, dtype=object)
+    return conclude(run, outcome, steps, rng, dtypes, publish, force)
 
 
 def _pieces_folder(run: RunRecord) -> Path:
@@ -148,44 +133,6 @@ def _pieces_folder(run: RunRecord) -> Path:
     folder = run.spec.warehouse_path.parent / f".sdcflow-pieces-{run.run_id}"
     private_folder(folder)
     return folder
-
-
-def _rules_on_released(
-    run: RunRecord, summary: dict[str, Any] | None, columns: list[str]
-) -> tuple[dict[str, int] | None, list[str]]:
-    """The error rules' counts on the released records, by SQL (None when none could be
-    checked), and the error rules that could not be."""
-    plan = run.plan
-    if not plan.rules or summary is None:
-        return None, []
-    columns = [c for c in columns if c != ROW_ID]
-    checkable, skipped = edit_steps.released_rules(plan.rules, columns, binned_keys(plan.spec))
-    post = edit_steps.validate_edits(
-        run.warehouse, run.run_id, "masked", checkable, None, plan.spec.release, skipped,
-        sql_only=True,
-    )  # fmt: skip
-    summary |= {"masked": post.counts(None), "not_checked_after_masking": skipped}
-    summary["masked_undetermined"] = {o.name: o.undetermined for o in post.outcomes}
-    errors = {r.name for r in plan.rules if r.severity == "error"}
-    unchecked = [name for name in skipped if name in errors]
-    counted = any(r.severity == "error" for r in checkable)
-    return (post.counts() if counted else None), unchecked
-
-
-def _refused_by_rules(run: RunRecord, summary: dict[str, Any], refused: list[GateOutcome]) -> State:
-    """``on_violation: fail`` and the raw records violate an error rule: refused, reported
-    from the counts alone."""
-    outcome = run.outcome()
-    outcome.message = "REFUSED: raw records violate edit rules (on_violation: fail)"
-    outcome.checks, outcome.edit_rules = refused, summary
-    run.warehouse.record_checks(run.run_id, [o.as_dict() for o in refused])
-    outcome.report = run_report(
-        run.spec, run.report_dir, run.run_id, outcome.message, refused, summary,
-        run.plan.rules, None, None, None,
-    )  # fmt: skip
-    link_report(run.spec.release, run.run_id, outcome.report)
-    run.reported()
-    return _refused(run, outcome)
 
 
 __all__ = ["streamed_stages"]

@@ -7,6 +7,7 @@ import base64
 import math
 import re
 from fractions import Fraction
+from xml.etree import ElementTree
 
 import numpy as np
 import pandas as pd
@@ -60,10 +61,17 @@ def test_values_read_as_a_person_reads_them():
 
 def test_class_size_histogram_has_one_bar_per_size_with_its_count():
     """By hand: sizes 3, 3, 4, 6 -> bars at 3, 4, 5, 6 of heights 2, 1, 0, 1, each one wide."""
-    ax = class_size_figure([3, 3, 4, 6], 5).axes[0]
-    bars = [(p.get_x() + p.get_width() / 2, p.get_width(), p.get_height()) for p in ax.patches]
+    (panel,) = class_size_figure([3, 3, 4, 6], 5).panels
+    bars = [(b.at, b.width, b.value) for b in panel.bars]
     assert bars == [(3.0, 1.0, 2.0), (4.0, 1.0, 1.0), (5.0, 1.0, 0.0), (6.0, 1.0, 1.0)]
+    assert [(r.at, r.label) for r in panel.rules] == [(5, "k = 5")]
     assert class_size_figure([]) is None
+
+
+def test_class_sizes_from_aggregates_draw_the_same_bars_as_per_record_sizes():
+    """Sizes 3 (two records) and 6 (one) weighted by records equal the per-record list."""
+    weighted = class_size_figure([3, 6], 5, weights=[2, 1]).panels[0].bars
+    assert weighted == class_size_figure([3, 3, 6], 5).panels[0].bars
 
 
 def test_sections_render_escaped_and_self_contained(tmp_path):
@@ -78,8 +86,10 @@ def test_sections_render_escaped_and_self_contained(tmp_path):
     assert path.name == "report.html" and [p.name for p in path.parent.iterdir()] == ["report.html"]
     page = path.read_text(encoding="utf-8")
     assert not re.search(r'(src|href)="(?!data:|#)', page)  # nothing outside the page
-    (image,) = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert base64.b64decode(image)[:8] == b"\x89PNG\r\n\x1a\n"
+    (image,) = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', page)
+    svg = ElementTree.fromstring(base64.b64decode(image))  # a well-formed document
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+    assert not svg.findall(".//{http://www.w3.org/2000/svg}script")
     assert "Nothing to draw here." in page and "never drawn" not in page  # a sentence, no box
     assert "&lt;i&gt;" in page and "A table &lt;b&gt;" in page and "<i>" not in page
     assert '<td class="num">5.69</td>' in page and "<td>—</td>" in page
@@ -174,7 +184,7 @@ def test_release_report_shows_every_part_and_no_record_value(tmp_path):
             assert shown not in numbers
         assert f"{value:.1f}" not in numbers
     assert (
-        page.count("data:image/png;base64,") == 6
+        page.count("data:image/svg+xml;base64,") == 6
     )  # checks, edits, histograms, corr., sizes, risk
 
 

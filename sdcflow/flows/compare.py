@@ -32,12 +32,14 @@ Only figures are written, never a record value.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from pydantic import ValidationError
 
@@ -46,7 +48,7 @@ from sdcflow.flows.release import release
 from sdcflow.flows.runners import with_runner
 from sdcflow.methods import METHODS
 from sdcflow.preflight.plan import plan_release
-from sdcflow.report.html import REPORT_NAME, figure_png, write_report
+from sdcflow.report.html import REPORT_NAME, write_report
 from sdcflow.report.sections import Section, Table, fmt, table_of
 from sdcflow.spec.load import load_spec
 from sdcflow.spec.schema import ReleaseSpec
@@ -122,6 +124,15 @@ def _validated(spec: ReleaseSpec, method: dict[str, Any]) -> None:
             "check the method name and its parameters",
             code=Reason.PARAMETER,
         ) from None
+
+
+def figure_png(fig: Figure, *, dpi: int = 110) -> bytes:
+    """Render a matplotlib Figure to PNG bytes with the Agg canvas (no pyplot, no global
+    backend: safe in worker threads)."""
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
 
 
 def risk_utility_figure(table: pd.DataFrame) -> Figure:

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from sdcflow.methods import get_method
 from sdcflow.report import plots
@@ -237,27 +235,6 @@ def _records_per_size(agg: AggregateFacts) -> tuple[np.ndarray, np.ndarray]:
     return f, f * agg.class_sizes[:, 1].astype(np.int64)
 
 
-def class_size_figure(f: np.ndarray, records: np.ndarray, k: int | None) -> Figure | None:
-    """:func:`~sdcflow.report.plots.class_size_figure` from (size, records) pairs."""
-    if not f.size:
-        return None
-    fig = Figure(figsize=(7.5, 3.2))
-    ax = fig.add_subplot()
-    low, high = int(f.min()), int(f.max())
-    counts = np.zeros(high - low + 1, dtype=np.int64)
-    counts[f - low] = records
-    values = np.arange(low, high + 1)
-    ax.hist(values, bins=np.arange(low, high + 2) - 0.5, weights=counts, color=plots.ORIGINAL)
-    if k is not None:
-        ax.axvline(k, color=plots.FAIL, linestyle="--", linewidth=1, label=f"k = {k}")
-        ax.legend()
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("records sharing the released row")
-    ax.set_ylabel("records")
-    fig.tight_layout()
-    return fig
-
-
 def groups_section(facts: ReleaseFacts, agg: AggregateFacts) -> Section:
     section = Section("Records sharing each released row")
     f, records = _records_per_size(agg)
@@ -270,29 +247,16 @@ def groups_section(facts: ReleaseFacts, agg: AggregateFacts) -> Section:
             f"(mean {mean:.3g})."
         )
     return section.plot(
-        class_size_figure(f, records, facts.k),
+        plots.class_size_figure(
+            f,
+            facts.k,
+            weights=records,
+            xlabel="records sharing the released row",
+            ylabel="records",
+        ),
         "histogram of the number of records sharing each released row",
         "No released record to count.",
     )
-
-
-def risk_figure(p: np.ndarray, records: np.ndarray, k: int | None) -> Figure | None:
-    """:func:`~sdcflow.report.plots.risk_figure` from (probability, records) pairs."""
-    if not p.size or not records.sum():
-        return None
-    top = float(p.max())
-    upper = 1.0 if top > 0.5 else max(0.05, np.ceil(top * 20 + 1e-9) / 20)
-    fig = Figure(figsize=(7.5, 3.2))
-    ax = fig.add_subplot()
-    ax.hist(p, bins=np.linspace(0.0, upper, 51), weights=records, color=plots.ORIGINAL)
-    if k:
-        ax.axvline(1.0 / k, color=plots.FAIL, linestyle="--", linewidth=1, label=f"1/k = 1/{k}")
-        ax.legend()
-    ax.set_xlim(0, upper)
-    ax.set_xlabel("probability that the intruder re-identifies the record")
-    ax.set_ylabel("records")
-    fig.tight_layout()
-    return fig
 
 
 def risk_section(facts: ReleaseFacts, agg: AggregateFacts) -> Section:
@@ -322,7 +286,7 @@ def risk_section(facts: ReleaseFacts, agg: AggregateFacts) -> Section:
         if _not_computed(value):
             section.text(f"{name}: {value['not_computed']}.", "note")
     return section.plot(
-        risk_figure(p, records, facts.k),
+        plots.risk_figure(p, facts.k, weights=records) if records.sum() else None,
         "histogram of per-record re-identification probabilities",
         "No record to show.",
         "Records per bin of re-identification probability.",

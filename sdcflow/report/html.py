@@ -1,7 +1,7 @@
 """Render a report — a list of :class:`~sdcflow.report.sections.Section` — to one
 self-contained HTML page, with Jinja2 (autoescaped) and one template for every section.
 
-The page has no external resource: plots are PNGs inlined as base64 ``data:`` URIs, styles
+The page has no external resource: plots are SVG charts inlined as base64 ``data:`` URIs, styles
 are inline, there is no script. It holds what the sections hold: figures and text, never a
 record value.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from sdcflow.report.plots import check_usage, class_size_figure, figure_png
+from sdcflow.report.plots import check_usage, class_size_figure
 from sdcflow.report.sections import Section
 
 REPORT_NAME = "report.html"
@@ -29,7 +29,6 @@ __all__ = [
     "REPORT_NAME",
     "check_usage",
     "class_size_figure",
-    "figure_png",
     "render_report",
     "write_report",
 ]

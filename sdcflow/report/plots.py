@@ -1,5 +1,5 @@
-"""The report's plots: matplotlib Figures on the Agg canvas (no pyplot state, safe in worker
-threads), each drawn from aggregates only.
+"""The report's plots, each drawn from aggregates only as an SVG chart
+(:mod:`sdcflow.report.svg`).
 
 Every builder returns ``None`` when it has nothing to show (no rule violated, one variable,
 too few records for a safe histogram...): the caller then writes a sentence instead of an
@@ -13,7 +13,6 @@ maximum, and the outer bins are open (neither the minimum nor the maximum is sho
 
 from __future__ import annotations
 
-import io
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -21,19 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+
+from sdcflow.report.svg import PUOR_R, RDBU_R, Bar, Chart, Heatmap, Note, Panel, Rule
 
 PASS, FAIL, ORIGINAL, RELEASED = "#2e7d32", "#c0392b", "#4a6fa5", "#e69f00"
-
-
-def figure_png(fig: Figure, *, dpi: int = 110) -> bytes:
-    """Render a matplotlib Figure to PNG bytes with the Agg canvas."""
-    FigureCanvasAgg(fig)  # attach an Agg canvas: no pyplot, no global backend
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
 
 
 def check_usage(row: Mapping[str, Any]) -> float:
@@ -54,29 +44,27 @@ def check_usage(row: Mapping[str, Any]) -> float:
     return num / den
 
 
-def checks_figure(checks: Sequence[Mapping[str, Any]]) -> Figure | None:
+def checks_figure(checks: Sequence[Mapping[str, Any]]) -> Chart | None:
     """Horizontal bars: the share of its limit each check uses (red past 1 = failed)."""
     if not checks:
         return None
-    fig = Figure(figsize=(7.5, 0.45 * len(checks) + 1.3))
-    ax = fig.add_subplot()
     usage = [check_usage(r) for r in checks]
-    shown = [min(u, 2.0) for u in usage]
-    colors = [PASS if r["verdict"] == "pass" else FAIL for r in checks]
-    ax.barh(range(len(checks)), shown, color=colors)
-    ax.set_yticks(range(len(checks)), [str(r["check"]) for r in checks])
-    ax.invert_yaxis()
-    ax.axvline(1.0, color="#333", linestyle="--", linewidth=1)
-    for i, u in enumerate(usage):
-        if u > 2.0:
-            ax.text(2.0, i, " >2", va="center", fontsize=8)
-    ax.set_xlim(0, 2.15)
-    ax.set_xlabel("share of the limit used (figure/threshold for <=, threshold/figure for >=)")
-    fig.tight_layout()
-    return fig
+    panel = Panel(
+        bars=[
+            Bar(i, 0.8, min(u, 2.0), PASS if r["verdict"] == "pass" else FAIL)
+            for i, (r, u) in enumerate(zip(checks, usage, strict=True))
+        ],
+        rules=[Rule(1.0)],
+        notes=[Note(i, 2.0, ">2") for i, u in enumerate(usage) if u > 2.0],
+        horizontal=True,
+        categories=[str(r["check"]) for r in checks],
+        value_limits=(0.0, 2.15),
+        value_label="share of the limit used (figure/threshold for <=, threshold/figure for >=)",
+    )
+    return Chart([panel], panel_height=30 * len(checks) + 70)
 
 
-def edit_figure(raw: Mapping[str, int], released: Mapping[str, int | None]) -> Figure | None:
+def edit_figure(raw: Mapping[str, int], released: Mapping[str, int | None]) -> Chart | None:
     """Bars per rule: records violating it before masking (raw) and after (released).
 
     None when no rule is violated anywhere (the table says so).
@@ -86,84 +74,97 @@ def edit_figure(raw: Mapping[str, int], released: Mapping[str, int | None]) -> F
     after = [int(released.get(n) or 0) for n in names]
     if not any(before) and not any(after):
         return None
-    fig = Figure(figsize=(7.5, 0.5 * len(names) + 1.4))
-    ax = fig.add_subplot()
-    y = np.arange(len(names))
-    ax.barh(y - 0.2, before, height=0.4, color=ORIGINAL, label="raw records")
-    ax.barh(y + 0.2, after, height=0.4, color=FAIL, label="released records")
-    ax.set_yticks(y, names)
-    ax.invert_yaxis()
-    ax.set_xlabel("records violating the rule")
-    ax.set_xlim(0, max(1, *before, *after) * 1.1)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    return fig
+    bars = [Bar(i - 0.2, 0.4, b, ORIGINAL, "raw records") for i, b in enumerate(before)]
+    bars += [Bar(i + 0.2, 0.4, a, FAIL, "released records") for i, a in enumerate(after)]
+    panel = Panel(
+        bars=bars,
+        horizontal=True,
+        categories=names,
+        value_limits=(0.0, max(1, *before, *after) * 1.1),
+        value_label="records violating the rule",
+        legend=True,
+    )
+    return Chart([panel], panel_height=36 * len(names) + 120)
 
 
 def class_size_figure(
     sizes: Sequence[int],
     k: int | None = None,
     *,
+    weights: Sequence[int] | None = None,
     xlabel: str = "records in the group",
     ylabel: str = "groups",
-) -> Figure | None:
+) -> Chart | None:
     """Histogram of group sizes (records per group of identical released rows, per box, or
-    records matching each record), with the required k as a dashed line: a figure of counts,
-    safe for the report."""
+    records matching each record), one bar per size, with the required k as a dashed line: a
+    figure of counts, safe for the report.
+
+    Parameters
+    ----------
+    sizes : array-like of int, shape (m,)
+    k : int, optional
+    weights : array-like of int, shape (m,), optional
+        What each size counts for (default 1 each): the records in the classes of that size
+        when the sizes come from aggregates.
+    """
     sizes = np.asarray(sizes, dtype=np.int64).reshape(-1)
     if not sizes.size:
         return None
-    fig = Figure(figsize=(7.5, 3.2))
-    ax = fig.add_subplot()
     low, high = int(sizes.min()), int(sizes.max())
-    # one bar per size from the counts: matplotlib would bin a million values itself
-    counts = np.bincount(sizes - low, minlength=high - low + 1)
-    values = np.arange(low, high + 1)
-    ax.hist(values, bins=np.arange(low, high + 2) - 0.5, weights=counts, color=ORIGINAL)
-    if k is not None:
-        ax.axvline(k, color=FAIL, linestyle="--", linewidth=1, label=f"k = {k}")
-        ax.legend()
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    fig.tight_layout()
-    return fig
+    counts = np.bincount(sizes - low, weights=weights, minlength=high - low + 1)
+    panel = Panel(
+        bars=[Bar(low + i, 1.0, float(c), ORIGINAL) for i, c in enumerate(counts)],
+        rules=[Rule(k, FAIL, f"k = {k}")] if k is not None else [],
+        whole_positions=True,
+        position_label=xlabel,
+        value_label=ylabel,
+        legend=k is not None,
+    )
+    return Chart([panel])
 
 
-def risk_figure(probabilities: np.ndarray, k: int | None = None) -> Figure | None:
+def risk_figure(
+    probabilities: np.ndarray, k: int | None = None, *, weights: np.ndarray | None = None
+) -> Chart | None:
     """Histogram of per-record re-identification probabilities (records per bin of 0.02,
-    or finer when every probability is small), with 1/k dashed when k is given."""
+    or finer when every probability is small), with 1/k dashed when k is given.
+
+    ``weights`` (shape of ``probabilities``) counts each probability that many records, for
+    probabilities taken from aggregates.
+    """
     p = np.asarray(probabilities, dtype=np.float64)
-    if p.size == 0:
+    if p.size == 0 or (weights is not None and not np.sum(weights)):
         return None
     top = float(p.max())
     upper = 1.0 if top > 0.5 else max(0.05, math.ceil(top * 20 + 1e-9) / 20)
-    fig = Figure(figsize=(7.5, 3.2))
-    ax = fig.add_subplot()
-    ax.hist(p, bins=np.linspace(0.0, upper, 51), color=ORIGINAL)
-    if k:
-        ax.axvline(1.0 / k, color=FAIL, linestyle="--", linewidth=1, label=f"1/k = 1/{k}")
-        ax.legend()
-    ax.set_xlim(0, upper)
-    ax.set_xlabel("probability that the intruder re-identifies the record")
-    ax.set_ylabel("records")
-    fig.tight_layout()
-    return fig
+    edges = np.linspace(0.0, upper, 51)
+    counts, _ = np.histogram(p, bins=edges, weights=weights)
+    width = upper / 50
+    panel = Panel(
+        bars=[
+            Bar(e + width / 2, width, float(c), ORIGINAL)
+            for e, c in zip(edges[:-1], counts, strict=True)
+        ],
+        rules=[Rule(1.0 / k, FAIL, f"1/k = 1/{k}")] if k else [],
+        position_limits=(0.0, upper),
+        position_label="probability that the intruder re-identifies the record",
+        value_label="records",
+        legend=bool(k),
+    )
+    return Chart([panel])
 
 
-def individual_risk_figure(edges: Sequence[float], records: Sequence[int]) -> Figure | None:
+def individual_risk_figure(edges: Sequence[float], records: Sequence[int]) -> Chart | None:
     """Bars of the records per band of individual re-identification risk (counts only)."""
     if not len(records) or not any(int(r) for r in records):
         return None
-    fig = Figure(figsize=(7.5, 3.2))
-    ax = fig.add_subplot()
-    labels = [f"{a:g}-{b:g}" for a, b in itertools.pairwise(edges)]
-    ax.bar(range(len(records)), [int(r) for r in records], color=ORIGINAL)
-    ax.set_xticks(range(len(records)), labels)
-    ax.set_xlabel("individual risk")
-    ax.set_ylabel("records")
-    fig.tight_layout()
-    return fig
+    panel = Panel(
+        bars=[Bar(i, 0.8, int(r), ORIGINAL) for i, r in enumerate(records)],
+        categories=[f"{a:g}-{b:g}" for a, b in itertools.pairwise(edges)],
+        position_label="individual risk",
+        value_label="records",
+    )
+    return Chart([panel])
 
 
 @dataclass(frozen=True)
@@ -264,56 +265,57 @@ def safe_bins(
         edges = np.delete(edges, drop)
 
 
-def distribution_figure(columns: Sequence[str], bins: Sequence[Bins | None]) -> Figure | None:
+def distribution_figure(columns: Sequence[str], bins: Sequence[Bins | None]) -> Chart | None:
     """One panel per column with safe bins: original and released records per bin."""
     shown = [(c, b) for c, b in zip(columns, bins, strict=True) if b is not None]
     if not shown:
         return None
-    ncols = 2 if len(shown) > 1 else 1
-    nrows = math.ceil(len(shown) / ncols)
-    fig = Figure(figsize=(7.5 * ncols / 1.4, 2.9 * nrows))
+    panels = []
     for i, (name, b) in enumerate(shown):
-        ax = fig.add_subplot(nrows, ncols, i + 1)
-        x = np.arange(b.original.size)
-        ax.bar(x - 0.2, b.original, width=0.4, color=ORIGINAL, label="original")
-        ax.bar(x + 0.2, b.released, width=0.4, color=RELEASED, label="released")
-        ax.set_xticks(x, b.labels(), rotation=45, ha="right", fontsize=7)
-        ax.set_title(name, fontsize=10)
-        ax.set_ylabel("records", fontsize=8)
-        if i == 0:
-            ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+        bars = [Bar(j - 0.2, 0.4, int(v), ORIGINAL, "original") for j, v in enumerate(b.original)]
+        bars += [Bar(j + 0.2, 0.4, int(v), RELEASED, "released") for j, v in enumerate(b.released)]
+        panels.append(
+            Panel(
+                bars=bars,
+                categories=b.labels(),
+                slanted=True,
+                title=name,
+                value_label="records",
+                legend=i == 0,
+                font=9.0,
+            )
+        )
+    columns_across = 2 if len(shown) > 1 else 1
+    return Chart(panels, columns=columns_across, width=720.0 if columns_across == 1 else 960.0)
 
 
 def correlation_figure(
     columns: Sequence[str], original: np.ndarray, released: np.ndarray
-) -> Figure | None:
+) -> Chart | None:
     """Three heatmaps side by side: original, released and released - original correlations
     (d >= 2 variables; entries of constant columns are blank). None for fewer than two."""
     d = len(columns)
     if d < 2:
         return None
     diff = released - original
-    fig = Figure(figsize=(min(15.0, 4.2 * 3 + 0.2 * d), 3.6 + 0.18 * d))
+    low, high = _symmetric(diff)
+    names = [str(c) for c in columns]
     panels = [
-        (original, "original", "RdBu_r", (-1, 1)),
-        (released, "released", "RdBu_r", (-1, 1)),
-        (diff, "released − original", "PuOr_r", _symmetric(diff)),
+        Panel(
+            heatmap=Heatmap(matrix, lo, hi, colors, names, row_labels=i == 0, values=d <= 10),
+            title=title,
+            font=9.0,
+        )
+        for i, (matrix, title, colors, (lo, hi)) in enumerate(
+            [
+                (original, "original", RDBU_R, (-1.0, 1.0)),
+                (released, "released", RDBU_R, (-1.0, 1.0)),
+                (diff, "released − original", PUOR_R, (low, high)),
+            ]
+        )
     ]
-    for i, (matrix, title, cmap, (lo, hi)) in enumerate(panels):
-        ax = fig.add_subplot(1, 3, i + 1)
-        image = ax.imshow(np.ma.masked_invalid(matrix), cmap=cmap, vmin=lo, vmax=hi)
-        ax.set_xticks(range(d), columns, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(d), columns if i == 0 else [""] * d, fontsize=7)
-        ax.set_title(title, fontsize=10)
-        if d <= 10:
-            for (r, c), v in np.ndenumerate(matrix):
-                if np.isfinite(v):
-                    ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=6)
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
-    return fig
+    width = min(1440.0, 400.0 * 3 + 20.0 * d)
+    return Chart(panels, columns=3, width=width, panel_height=width / 3 + 40)
 
 
 def _symmetric(matrix: np.ndarray) -> tuple[float, float]:

@@ -3,7 +3,7 @@
 A report is a list of :class:`Section`; one template (``templates/report.html.j2``) renders
 every section the same way, so a new figure or table is one more section (or one more block
 of a section), never a change of the template. Blocks are plain data: text is escaped by the
-template, plots are PNG bytes inlined as ``data:`` URIs.
+template, plots are SVG charts (or a PNG a caller drew) inlined as ``data:`` URIs.
 
 Nothing here may hold a record value: tables carry figures (counts, shares, moments,
 thresholds), plots are drawn from aggregates.
@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
-from matplotlib.figure import Figure
 
-from sdcflow.report.plots import figure_png
+from sdcflow.report.svg import Chart
 
 
 def fmt(value: Any) -> str:
@@ -98,20 +97,25 @@ class Table:
 
 @dataclass
 class Plot:
-    """A plot, as PNG bytes; ``alt`` says in words what it shows."""
+    """A plot: an image's bytes and their media type (an SVG chart, or a PNG a caller drew);
+    ``alt`` says in words what it shows."""
 
-    png: bytes
+    image: bytes
     alt: str
     caption: str = ""
+    media_type: str = "image/svg+xml"
     kind: str = field(default="plot", init=False)
 
     @classmethod
-    def of(cls, fig: Figure | bytes, alt: str, caption: str = "") -> Plot:
-        return cls(fig if isinstance(fig, bytes) else figure_png(fig), alt, caption)
+    def of(cls, fig: Chart | bytes, alt: str, caption: str = "") -> Plot:
+        if isinstance(fig, bytes):
+            media = "image/png" if fig.startswith(b"\x89PNG") else "image/svg+xml"
+            return cls(fig, alt, caption, media)
+        return cls(fig.svg().encode("utf-8"), alt, caption)
 
     @property
     def data_uri(self) -> str:
-        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+        return f"data:{self.media_type};base64," + base64.b64encode(self.image).decode("ascii")
 
 
 Block = Text | Table | Plot
@@ -137,7 +141,7 @@ class Section:
         self.blocks.append(table)
         return self
 
-    def plot(self, fig: Figure | bytes | None, alt: str, empty: str, caption: str = "") -> Section:
+    def plot(self, fig: Chart | bytes | None, alt: str, empty: str, caption: str = "") -> Section:
         """Add the plot, or the sentence ``empty`` when there is nothing to draw (never an
         empty box)."""
         self.blocks.append(Plot.of(fig, alt, caption) if fig is not None else Text(empty))

@@ -283,3 +283,95 @@ def test_a_relation_with_a_column_published_as_it_is_is_refused(tmp_path, prefec
     (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
     assert main(["release", str(tmp_path / "release.yaml")]) == 2
     assert cli_error(capsys.readouterr().err) == (Reason.UNDECLARED_RELATION, "w")
+
+
+def _planned(tmp_path, x, spec_extra=None):
+    """Write ``x`` (a, b, total) and a spec releasing them, and plan the release."""
+    from sdcflow.preflight.plan import plan_release
+    from sdcflow.spec.load import load_spec
+
+    pd.DataFrame(x, columns=COLS).astype("Int64").to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "r",
+        "source": "data.csv",
+        "quasi_identifiers": COLS,
+        "missing_values": [""],
+        "method": {"name": "mdav", "k": 5},
+        **(spec_extra or {}),
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    return plan_release(load_spec(tmp_path / "release.yaml"))
+
+
+def test_the_preflight_searches_a_sample_of_a_large_file_and_refuses_the_same(
+    tmp_path, monkeypatch
+):
+    """A file larger than the search's sample (4,000 records against 1,000 here, 10 million
+    against 1 million in a census) is searched on a uniform sample: the search's matrices
+    are the sample's, and the relation is refused as on the whole file."""
+    from sdcflow.errors import DataError
+    from sdcflow.methods import mixed
+    from sdcflow.preflight import rules
+
+    searched = []
+    search = mixed.undeclared_relations
+
+    def spy(X, *args, **kwargs):
+        searched.append(X.shape[0])
+        return search(X, *args, **kwargs)
+
+    monkeypatch.setattr(mixed, "undeclared_relations", spy)
+    monkeypatch.setattr(rules, "RELATION_SAMPLE", 1000)
+    with pytest.raises(DataError) as refused:
+        _planned(tmp_path, _sums(n=4000, share=0.05, seed=21))
+    assert refused.value.code == Reason.UNDECLARED_RELATION
+    assert "`total == a + b`" in str(refused.value)
+    (rows,) = searched
+    assert 850 < rows < 1150  # about the sample, not the file
+
+
+def test_one_record_outside_the_sample_holding_part_of_a_relation_is_refused(tmp_path, monkeypatch):
+    """Only one record of 4,000 lacks a value (a), and the sample leaves it out: the sample
+    alone holds every key on every record and would show nothing to read. The file's
+    patterns of missing values are read on every record, so the relation its means would
+    give away (total - b of that record) is refused all the same."""
+    from sdcflow.core.linear.relations import sample_rows
+    from sdcflow.errors import DataError
+    from sdcflow.preflight import rules
+
+    monkeypatch.setattr(rules, "RELATION_SAMPLE", 1000)
+    n = 4000
+    x = _sums(n=n, share=0.0, seed=22)
+    kept = sample_rows(np.random.default_rng(0), n, n, 1000)
+    outside = int(np.flatnonzero(~kept)[0])
+    x[outside, 0] = np.nan
+    assert not np.isnan(x[kept]).any()  # the sample holds no missing value
+    with pytest.raises(DataError) as refused:
+        _planned(tmp_path, x)
+    assert refused.value.code == Reason.UNDECLARED_RELATION
+    # missing together on that record, nothing is read: released
+    x[outside] = np.nan
+    assert _planned(tmp_path, x).profile.rows == n
+
+
+def test_missing_patterns_are_the_distinct_rows_however_gathered():
+    rng = np.random.default_rng(23)
+    from sdcflow.core.linear.relations import missing_patterns
+
+    for p in (3, 70):  # packed into integers, and row by row past 62 columns
+        m = rng.random((5000, p)) < 0.02 * (np.arange(p) % 3 == 0)
+        whole = np.unique(m, axis=0)
+        gathered = None
+        for part in np.array_split(m, 7):
+            gathered = missing_patterns(part, gathered)
+        assert np.array_equal(gathered, whole)
+
+
+def test_the_sample_does_not_depend_on_how_the_file_is_cut_into_batches():
+    from sdcflow.core.linear.relations import sample_rows
+
+    one = sample_rows(np.random.default_rng(0), 10_000, 10_000, 500)
+    rng = np.random.default_rng(0)
+    cut = np.concatenate([sample_rows(rng, k, 10_000, 500) for k in (3000, 1, 6999)])
+    assert np.array_equal(one, cut) and 400 < one.sum() < 600
+    assert sample_rows(np.random.default_rng(0), 7, 100, 500).all()  # small file: all

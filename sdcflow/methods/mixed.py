@@ -473,14 +473,20 @@ def _refuse_undeclared_relations(
 
 
 def refuse_undeclared_relations(
-    X: np.ndarray, names: Sequence[str], keys: int, constraints: LinearConstraints | None
+    X: np.ndarray,
+    names: Sequence[str],
+    keys: int,
+    constraints: LinearConstraints | None,
+    patterns: np.ndarray | None = None,
 ) -> None:
     """:func:`_refuse_undeclared_relations` on the matrix itself: ``X`` (n, p) float64, NaN
     for missing, its first ``keys`` columns the masked numeric keys (after recoding) and the
-    others the numeric values of the columns published as they are; ``names`` (p,)."""
+    others the numeric values of the columns published as they are; ``names`` (p,).
+    ``X`` may be a sample of the records, ``patterns`` (m, p) bool then the whole file's
+    patterns of missing values (:func:`~sdcflow.core.linear.relations.undeclared_relations`)."""
     names = list(names)
     masked = np.arange(len(names)) < keys
-    found = undeclared_relations(X, names, constraints, masked=masked)
+    found = undeclared_relations(X, names, constraints, masked=masked, patterns=patterns)
     if not found:
         return
     bare = [r for r in found if r.bare]

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.relations import RELATION_SAMPLE, missing_patterns, sample_rows
 from sdcflow.errors import InputError, Reason, RuleError
 from sdcflow.expectations.compile import linear_rows, strict_rows
 from sdcflow.expectations.feasibility import FeasibilityReport, check_feasible
@@ -274,7 +275,11 @@ def check_undeclared_relations(
     The search needs every record of those columns at once (medians, concentration steps:
     :func:`~sdcflow.core.linear.relations.undeclared_relations`), so only they are read, a
     batch at a time, into one float matrix: 8 bytes a record for each numeric key and
-    published column (the search's own working copies come on top)."""
+    published column (the search's own working copies come on top), for a uniform sample
+    of ``RELATION_SAMPLE`` records of a larger file (fixed seed: the same file, the same
+    verdict). Which columns have a missing value, and whether a record holds some of a
+    relation's columns but not all, are read on every record (the file's patterns of
+    missing values): one such record gives its combination away."""
     numbers = [k.name for k in keys if k.kind == "numeric"]
     weight = [spec.weight_column] if spec.weight_column else []
     as_is = [c for c in (*spec.keep, *spec.sensitive) if c not in spec.fuzzy_map]
@@ -287,21 +292,29 @@ def check_undeclared_relations(
     # then the published columns as numbers (check_relations' frame, without the frames)
     masked = [k for k in keys if k.kind == "numeric" and not _binned(k)]
     names = [k.name for k in masked]
-    X = np.empty((data.num_rows, len(names) + len(published)), dtype=np.float64)
+    columns = [*names, *published]
     recodings = {k.name: k.recoding for k in masked}
-    start = 0
     read = list(dict.fromkeys([*numbers, *published]))
+    rng = np.random.default_rng(0)
+    parts: list[np.ndarray] = []
+    patterns: np.ndarray | None = None
     for batch in _batches(data, read):
-        stop = start + batch.num_rows
-        for j, name in enumerate([*names, *published]):
+        B = np.empty((batch.num_rows, len(columns)), dtype=np.float64)
+        for j, name in enumerate(columns):
             values = batch.column(read.index(name)).to_pandas()
             recoding = recodings.get(name) if j < len(names) else None
             if recoding is not None:
                 values = pd.Series(recode(name, values, recoding).values)
-            X[start:stop, j] = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
-        start = stop
-    if np.isnan(X[:, : len(names)]).any() or published:
-        refuse_undeclared_relations(X, [*names, *published], len(names), constraints)
+            B[:, j] = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
+        patterns = missing_patterns(~np.isfinite(B), patterns)
+        keep = sample_rows(rng, batch.num_rows, data.num_rows, RELATION_SAMPLE)
+        parts.append(B if keep.all() else B[keep])
+    X = np.vstack(parts) if parts else np.empty((0, len(columns)))
+    del parts
+    if patterns is None:
+        return
+    if patterns[:, : len(names)].any() or published:
+        refuse_undeclared_relations(X, columns, len(names), constraints, patterns)
 
 
 def _binned(key: Key) -> bool:

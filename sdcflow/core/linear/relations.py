@@ -38,6 +38,9 @@ from sdcflow.core.linear.constraints import LinearConstraints
 
 #: A combination of the keys' z-scores whose standard deviation is below this is a relation.
 RELATION_SD = 1e-3
+#: The records of a larger file the preflight searches (a uniform sample, fixed seed): the
+#: search's matrices are then those of this many records, whatever the file's size.
+RELATION_SAMPLE = 1_000_000
 #: A relation counts when it holds on at least this share of the records holding its keys
 #: (the others may break it: errors, or another population); sets within it give it away.
 HOLDING_SHARE = 0.9
@@ -63,12 +66,20 @@ def undeclared_relations(
     declared: LinearConstraints | None = None,
     tol: float = RELATION_SD,
     masked: np.ndarray | None = None,
+    patterns: np.ndarray | None = None,
 ) -> list[Relation]:
     """The linear relations among the columns of ``X`` that hold on ``HOLDING_SHARE`` of the
     records holding all of them at least (module docstring), involve a column with missing
     values, and are not implied by the equalities of ``declared`` (rows over ``columns``
     only; other rows are ignored); with ``masked`` (p,) bool, only those reading a masked
     column (the others tie columns published as they are).
+
+    ``X`` may be a random sample of the file's records (:func:`sample_rows`): the search
+    and each relation's share are then the sample's, and ``patterns`` (m, p) bool, the
+    distinct patterns of missing values over the whole file
+    (:func:`missing_patterns`), say which columns have a missing value and whether a
+    record holds some of a relation's columns but not all, which one record outside the
+    sample may do.
 
     Returns one :class:`Relation` per dimension of what is left (a basis, in the columns'
     own units, the largest coefficient 1 in absolute value, reduced so that each relation
@@ -83,12 +94,17 @@ def undeclared_relations(
     if np.isinf(X).any():  # (a copy only then: X may be millions of records)
         X = np.where(missing, np.nan, X)
     masked = np.ones(X.shape[1], bool) if masked is None else np.asarray(masked, bool)
+    if patterns is None:
+        file = _Missing(missing.any(axis=0), missing)
+    else:
+        patterns = np.asarray(patterns, dtype=bool).reshape(-1, X.shape[1])
+        file = _Missing(patterns.any(axis=0) | missing.any(axis=0), patterns)
     # too few records holding every column: for each column with gaps, the most missing of
     # the others are left out until twice as many records as columns hold the rest
     subsets = [np.ones(X.shape[1], dtype=bool)]
     if (~missing.any(axis=1)).sum() < 2 * X.shape[1]:
         subsets = []
-        for g in np.flatnonzero(missing.any(axis=0)):
+        for g in np.flatnonzero(file.gaps):
             use = np.ones(X.shape[1], dtype=bool)
             while use.sum() > 2 and (~missing[:, use].any(axis=1)).sum() < 2 * use.sum():
                 others = np.flatnonzero(use & (np.arange(X.shape[1]) != g))
@@ -96,7 +112,7 @@ def undeclared_relations(
             subsets.append(use)
     chosen: dict[str, Relation] = {}
     for use in subsets:
-        for r in _search(X, missing, use, columns, declared, tol, masked):
+        for r in _search(X, missing, use, columns, declared, tol, masked, file):
             chosen.setdefault(r.text(), r)
     return list(chosen.values())
 
@@ -109,6 +125,7 @@ def _search(
     declared: LinearConstraints | None,
     tol: float,
     masked: np.ndarray,
+    file: _Missing,
 ) -> list[Relation]:
     """:func:`undeclared_relations` among the columns ``use`` (p,) bool."""
     rows = ~missing[:, use].any(axis=1)
@@ -126,7 +143,7 @@ def _search(
     else:
         centre = sd = np.zeros(X.shape[1])
     live = np.flatnonzero(use & (sd > 0))  # a constant column ties nothing to the others
-    gaps = missing.any(axis=0)
+    gaps = file.gaps
     if live.size < 2 or full.shape[0] < 2 * live.size:
         return []
     if not gaps[live].any() and masked[live].all():
@@ -174,8 +191,7 @@ def _search(
         bare = bool((~masked[on]).any())  # a key read through a column published as it is
         # a record holding some of its columns but not all gives its combination away;
         # where they are missing together (a block unanswered) nothing is read
-        partial = missing[:, on].any(axis=1) & ~missing[:, on].all(axis=1)
-        if not partial.any() and not bare:
+        if not file.partial(on) and not bare:
             continue
         constant = float(np.median(held @ row))
         mine = ~missing[:, on].any(axis=1)  # the records holding its columns: its share
@@ -185,6 +201,46 @@ def _search(
             Relation(_named(coef, columns), constant, tol * float(size.max()), share, bare)
         )
     return chosen
+
+
+@dataclass(frozen=True)
+class _Missing:
+    """Where the file's values are missing: ``gaps`` (p,) the columns with a missing value,
+    ``rows`` (m, p) the missing values of every record, or the distinct patterns of them."""
+
+    gaps: np.ndarray
+    rows: np.ndarray
+
+    def partial(self, on: np.ndarray) -> bool:
+        """Whether a record holds some of the columns ``on`` (p,) bool but not all: it gives
+        its combination away; where they are missing together (a block unanswered) nothing
+        is read."""
+        sub = self.rows[:, on]
+        return bool((sub.any(axis=1) & ~sub.all(axis=1)).any())
+
+
+def missing_patterns(missing: np.ndarray, seen: np.ndarray | None = None) -> np.ndarray:
+    """The distinct rows of ``missing`` (n, p) bool, with those ``seen`` (m, p) before:
+    (m', p) bool, a few rows however many records (the file's patterns of missing values,
+    gathered a batch at a time)."""
+    missing = np.asarray(missing, dtype=bool)
+    p = missing.shape[1]
+    if p <= 62:  # each row as one integer: a sort of n integers, not of n rows
+        bits = np.left_shift(np.int64(1), np.arange(p, dtype=np.int64))
+        codes = np.unique(missing.astype(np.int64) @ bits)
+        missing = (codes[:, None] & bits) != 0
+    rows = missing if seen is None else np.vstack([seen, missing])
+    return np.unique(rows, axis=0) if rows.shape[0] else rows.reshape(0, p)
+
+
+def sample_rows(rng: np.random.Generator, n: int, total: int, cap: int) -> np.ndarray:
+    """Which of the next ``n`` records of a file of ``total`` records a uniform sample of
+    about ``cap`` of them keeps: (n,) bool, every record when ``total <= cap``. Drawn one
+    record at a time from ``rng``, so the same file gives the same sample however it is cut
+    into batches."""
+    if total <= cap:
+        return np.ones(n, dtype=bool)
+    return rng.random(n) < cap / total
 
 
 def _snapped(row: np.ndarray, R: np.ndarray, scale: np.ndarray, tol: float) -> np.ndarray:

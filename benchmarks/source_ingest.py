@@ -134,7 +134,15 @@ def write_spec(folder: Path, source: Path) -> Path:
     from scale import write_spec as scale_spec  # a benchmark's sibling, on the path here
 
     args = argparse.Namespace(
-        method="mdav", k=5, cell_size=None, d=10, census=True, missing=0.0, seed=0, restarts=None
+        method="mdav",
+        k=5,
+        cell_size=None,
+        d=10,
+        census=True,
+        missing=0.0,
+        seed=0,
+        restarts=None,
+        worker_memory=None,
     )
     path = scale_spec(folder, args, "ingest")
     text = path.read_text().replace("source: data.parquet", f"source: {source.name}")

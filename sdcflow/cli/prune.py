@@ -70,6 +70,7 @@ def add_parser(sub: Any) -> None:
 
 def prune(args: argparse.Namespace) -> int:
     """Run ``sdcflow prune``; return the exit code (0)."""
+    from sdcflow.warehouse.leftovers import sweep_run_leftovers
     from sdcflow.warehouse.retention import (
         Policy,
         compact,
@@ -135,6 +136,8 @@ def prune(args: argparse.Namespace) -> int:
         warehouse.initialize()
         warehouse.resolve_ended_runs()  # holding the lock, every running run here has ended
         sweep_compactions(warehouse)  # and no compaction runs: a killed one's copy goes
+        for folder in sweep_run_leftovers(warehouse):  # killed runs' copies of the source
+            print(f"removed {folder}, left by a run that was killed")
         runs = expired(warehouse, policy, release=release)
         dropped = drop_copies(warehouse, runs)
         sizes = compact(warehouse) if args.compact else None

@@ -28,6 +28,7 @@ from sdcflow.preflight.plan import ReleasePlan
 from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks.progress import Progress
 from sdcflow.tasks.scale import settle
+from sdcflow.warehouse.leftovers import sweep_run_leftovers
 from sdcflow.warehouse.ownership import IncompleteFolder, deferred_signals, sweep_incomplete
 from sdcflow.warehouse.publish import recover
 from sdcflow.warehouse.retention import Policy, apply_policy, sweep_compactions
@@ -98,6 +99,9 @@ class RunRecord:
         recover(spec.output_dir)  # what killed earlier runs left, for any release in that folder
         sweep_incomplete(spec.reports_dir)  # their partial report folders
         sweep_compactions(self.warehouse)  # a killed `prune --compact`'s copy of the warehouse
+        # and killed runs' copies of the source and pieces (the caller holds the lock)
+        for folder in sweep_run_leftovers(self.warehouse, self.run_id):
+            get_run_logger().info("removed %s, left by a run that was killed", folder.name)
         self.warehouse.start_run(
             self.run_id,
             spec.release,

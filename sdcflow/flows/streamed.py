@@ -44,6 +44,7 @@ from sdcflow.tasks.aggregates import check_streamed, disclosure_streamed, report
 from sdcflow.tasks.cells import mask_streamed_step
 from sdcflow.tasks.ingest import ingest_streamed
 from sdcflow.tasks.scale import scaled_out, warm_up
+from sdcflow.warehouse.leftovers import pieces_folder
 from sdcflow.warehouse.private import private_folder
 from sdcflow.warehouse.warehouse import ROW_ID
 
@@ -130,7 +131,7 @@ def _pieces_folder(run: RunRecord) -> Path:
     """The run's private folder for the pieces' Parquet files (owner-only: they hold
     confidential records), beside the warehouse; the mask removes the files it wrote and
     the flow the folder, once empty."""
-    folder = run.spec.warehouse_path.parent / f".sdcflow-pieces-{run.run_id}"
+    folder = pieces_folder(run.warehouse, run.run_id)  # a killed run's: sweep_run_leftovers
     private_folder(folder)
     return folder
 

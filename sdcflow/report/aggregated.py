@@ -21,6 +21,7 @@ from sdcflow.report.release import (
     ReleaseFacts,
     _all_keys,
     checks_section,
+    compared_correlations,
     edits_section,
     keys_sections,
     loss_section,
@@ -209,24 +210,7 @@ def correlation_section(facts: ReleaseFacts, agg: AggregateFacts) -> Section:
             "correlation to compare."
         )
     original, released = agg.correlations
-    upper = np.triu_indices(d, 1)
-    diff = np.abs(released - original)[upper]
-    finite = diff[np.isfinite(diff)]
-    if finite.size:
-        section.text(
-            f"Mean absolute change of the {finite.size} correlations: {finite.mean():.3g}; "
-            f"largest: {finite.max():.3g}."
-        )
-    if kept < agg.records:
-        section.text(f"Over the {kept} records that have every numeric key.", "note")
-    section.plot(
-        plots.correlation_figure(facts.columns, original, released),
-        "heatmaps: original, released and their difference",
-        "There are no correlations to draw.",
-        "Pearson correlations of the original and the released quasi-identifiers, and their "
-        "difference (blank: a constant column has none).",
-    )
-    return section
+    return compared_correlations(section, facts.columns, original, released, kept, agg.records)
 
 
 def _records_per_size(agg: AggregateFacts) -> tuple[np.ndarray, np.ndarray]:

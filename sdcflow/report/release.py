@@ -451,6 +451,21 @@ def correlation_section(facts: ReleaseFacts) -> Section:
         )
     original = _correlations(X[complete])
     released = _correlations(Y[complete])
+    return compared_correlations(section, facts.columns, original, released, kept, complete.size)
+
+
+def compared_correlations(
+    section: Section,
+    columns: Sequence[str],
+    original: np.ndarray,
+    released: np.ndarray,
+    kept: int,
+    records: int,
+) -> Section:
+    """The correlations' sentence and heatmaps, from the original and released matrices
+    (d, d) over the ``kept`` of ``records`` records that have every numeric key: the
+    in-memory and the streamed reports alike."""
+    d = len(columns)
     upper = np.triu_indices(d, 1)
     diff = np.abs(released - original)[upper]
     finite = diff[np.isfinite(diff)]
@@ -459,10 +474,10 @@ def correlation_section(facts: ReleaseFacts) -> Section:
             f"Mean absolute change of the {finite.size} correlations: {finite.mean():.3g}; "
             f"largest: {finite.max():.3g}."
         )
-    if kept < complete.size:
+    if kept < records:
         section.text(f"Over the {kept} records that have every numeric key.", "note")
     section.plot(
-        plots.correlation_figure(facts.columns, original, released),
+        plots.correlation_figure(columns, original, released),
         "heatmaps: original, released and their difference",
         "There are no correlations to draw.",
         "Pearson correlations of the original and the released quasi-identifiers, and their "

@@ -14,6 +14,7 @@ that a run an interrupt or an error ends after the swap says ``published`` and e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import signal
 from pathlib import Path
@@ -173,6 +174,13 @@ def _import_flow(plan: ReleasePlan, data_docs: bool) -> None:
 
     if plan.rules and data_docs:
         import sdcflow.expectations.suite  # noqa: F401
+    if plan.spec.method.name in ("mdav", "ps"):
+        # numba loads the grouping's compiled kernels (and its own typing context) on their
+        # first call, half a second; here that load overlaps the server's start instead
+        from sdcflow.core.microaggregation.blocked import warm_mask
+
+        with contextlib.suppress(Exception):  # a failure costs the mask that time, no more
+            warm_mask()
 
 
 def _signal_names(signals: list[int]) -> str:

@@ -225,9 +225,11 @@ class _Masked:
 def _mask(run: RunRecord, edits: _Edits, rng: np.random.Generator) -> _Masked:
     """Map the sensitive columns the spec fuzzy-maps, mask, keep the released records."""
     plan, spec = run.plan, run.spec
-    edits.frame, mapped = fuzzy_map_steps.map_sensitive(
-        spec, run.warehouse, run.run_id, edits.frame, rng
-    )
+    mapped: dict[str, Any] = {}
+    if spec.fuzzy_map:  # no task run (and no line in the UI) for a step with nothing to do
+        edits.frame, mapped = fuzzy_map_steps.map_sensitive(
+            spec, run.warehouse, run.run_id, edits.frame, rng
+        )
     with scaled_out(run.warm, spec.release):  # runner: dask -- the mask's pieces on the cluster
         result = mask(spec, edits.frame, rng, plan.constraints, plan.resolved_keys, plan.rules)
     released = released_frame(spec, edits.frame, result)

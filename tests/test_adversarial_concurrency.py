@@ -112,7 +112,9 @@ def test_a_reader_in_a_loop_never_makes_the_writer_fail(tmp_path):
 
 def test_a_release_behind_another_exits_3_in_one_line_before_starting_anything(tmp_path, capsys):
     spec = write_release(tmp_path, rows=60)
-    holder = spawn(HOLD_LOCK, tmp_path / "warehouse.duckdb", 30)
+    # held until killed: the release reaches the lock after its preflight, its API's start
+    # and its imports, which on a first run include compiling the mask's kernels
+    holder = spawn(HOLD_LOCK, tmp_path / "warehouse.duckdb", 3600)
     assert holder.stdout.readline().strip() == "held"
     try:
         assert main(["release", str(spec), "--wait", "0.5"]) == 3

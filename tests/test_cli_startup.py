@@ -58,8 +58,8 @@ def test_the_release_flow_loads_neither_great_expectations_nor_scipy_stats() -> 
 
 
 def test_the_release_and_its_report_draw_without_matplotlib() -> None:
-    # the report's charts are SVG written by sdcflow.report.svg; matplotlib's import and Agg
-    # drawing took 1.5 s of every check; only ``sdcflow compare`` draws a PNG with it
+    # the report's charts are SVG written by sdcflow.report.svg, so no release pays for
+    # matplotlib's import and drawing; only ``sdcflow compare`` draws a PNG with it
     loaded = _modules_after(
         "import sdcflow.flows.release, sdcflow.flows.streamed, sdcflow.report.release, "
         "sdcflow.report.aggregated, sdcflow.working"

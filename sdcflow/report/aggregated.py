@@ -22,6 +22,7 @@ from sdcflow.report.release import (
     _all_keys,
     checks_section,
     compared_correlations,
+    compared_histograms,
     edits_section,
     keys_sections,
     loss_section,
@@ -176,26 +177,7 @@ def moments_section(facts: ReleaseFacts, agg: AggregateFacts) -> Section:
     )
     min_count = facts.k or 5
     bins = [agg.bins.get(c) for c in facts.columns]
-    skipped = [c for c, b in zip(facts.columns, bins, strict=True) if b is None]
-    section.plot(
-        plots.distribution_figure(facts.columns, bins),
-        "bars per quasi-identifier: original and released records per bin",
-        f"No histogram is safe to show: fewer than {2 * min_count} records, or constant "
-        f"columns, leave no two bins of at least {min_count} records.",
-        "Records per bin, original against released.",
-    )
-    section.text(
-        f"Histogram bins hold at least {min_count} original records each (k of the method); "
-        "bin edges are quantiles of the original rounded to a power of ten, strictly between "
-        "a column's minimum and maximum, and the outer bins are open, so neither extreme is "
-        "shown.",
-        "note",
-    )
-    if skipped and len(skipped) < len(facts.columns):
-        section.text(
-            f"No safe histogram for {', '.join(skipped)} (too few records per bin).", "note"
-        )
-    return section
+    return compared_histograms(section, facts.columns, bins, min_count)
 
 
 def correlation_section(facts: ReleaseFacts, agg: AggregateFacts) -> Section:

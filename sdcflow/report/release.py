@@ -354,9 +354,21 @@ def moments_section(facts: ReleaseFacts) -> Section:
     )
     min_count = facts.k or 5
     bins = [plots.safe_bins(X[:, j], Y[:, j], min_count) for j in range(len(facts.columns))]
-    skipped = [c for c, b in zip(facts.columns, bins, strict=True) if b is None]
+    return compared_histograms(section, facts.columns, bins, min_count, released)
+
+
+def compared_histograms(
+    section: Section,
+    columns: Sequence[str],
+    bins: Sequence[plots.Bins | None],
+    min_count: int,
+    released: str = "released",
+) -> Section:
+    """The safe histograms of every column (``bins``: None where none is safe) and what
+    makes them safe, for the in-memory and the streamed reports alike."""
+    skipped = [c for c, b in zip(columns, bins, strict=True) if b is None]
     section.plot(
-        plots.distribution_figure(facts.columns, bins),
+        plots.distribution_figure(columns, bins),
         "bars per quasi-identifier: original and released records per bin",
         f"No histogram is safe to show: fewer than {2 * min_count} records, or constant "
         f"columns, leave no two bins of at least {min_count} records.",
@@ -369,7 +381,7 @@ def moments_section(facts: ReleaseFacts) -> Section:
         "shown.",
         "note",
     )
-    if skipped and len(skipped) < len(facts.columns):
+    if skipped and len(skipped) < len(columns):
         section.text(
             f"No safe histogram for {', '.join(skipped)} (too few records per bin).", "note"
         )

@@ -3,7 +3,7 @@
 A run killed by ``SIGKILL`` or a power cut never reaches the ``finally`` blocks that remove
 its private working copies:
 
-* the ingest's copy of the source (``.<warehouse>.ingest-XXXXXXXX/source.<ext>``: every byte
+* the ingest's copy of the source (``.<warehouse>.ingest-<random>/source.<ext>``: every byte
   of the confidential file, :meth:`~sdcflow.warehouse.warehouse.Warehouse.ingest_source`);
 * the streamed mask's pieces (``.sdcflow-pieces-<run id>/``: every record's keys as Parquet,
   :mod:`sdcflow.tasks.cells`) and its work table in the warehouse

@@ -171,12 +171,15 @@ def _import_flow(plan: ReleasePlan, data_docs: bool) -> None:
     has edit rules that Great Expectations validates, GE: slow imports that overlap the
     temporary API server's start, after the preflight has accepted the input."""
     import sdcflow.flows.release
+    from sdcflow.methods import get_method
 
     if plan.rules and data_docs:
         import sdcflow.expectations.suite  # noqa: F401
-    if plan.spec.method.name in ("mdav", "ps"):
+    method = get_method(plan.spec.method.name)
+    if method.scaling(plan.spec.method) is not None:
         # numba loads the grouping's compiled kernels (and its own typing context) on their
-        # first call, half a second; here that load overlaps the server's start instead
+        # first call, half a second; here that load overlaps the server's start instead (the
+        # methods that group in cells, as a Dask worker warms up: tasks.scale.warm_up)
         from sdcflow.core.microaggregation.blocked import warm_mask
 
         with contextlib.suppress(Exception):  # a failure costs the mask that time, no more

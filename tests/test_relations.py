@@ -20,6 +20,14 @@ from sdcflow.core.microaggregation.heterogeneous import (
 from sdcflow.errors import Reason
 
 COLS = ["a", "b", "total"]
+#: A release of the three keys a, b and total from ``data.csv``.
+SPEC = {
+    "release": "r",
+    "source": "data.csv",
+    "quasi_identifiers": COLS,
+    "missing_values": [""],
+    "method": {"name": "mdav", "k": 5},
+}
 
 
 def _eq(name, coefficients, columns=COLS):
@@ -187,13 +195,7 @@ def test_a_release_with_gaps_refuses_a_relation_no_rule_declares(tmp_path, prefe
     x = _sums(n=300, share=0.1, seed=4)
     frame = pd.DataFrame(x, columns=COLS).astype("Int64")
     frame.to_csv(tmp_path / "data.csv", index=False)
-    spec = {
-        "release": "r",
-        "source": "data.csv",
-        "quasi_identifiers": COLS,
-        "missing_values": [""],
-        "method": {"name": "mdav", "k": 5},
-    }
+    spec = dict(SPEC)
     err = _refused(tmp_path, spec, capsys, "total")
     assert "`total == a + b`" in err and "Declare it in `edits:`" in err
     assert not (tmp_path / "published").exists()
@@ -285,21 +287,13 @@ def test_a_relation_with_a_column_published_as_it_is_is_refused(tmp_path, prefec
     assert cli_error(capsys.readouterr().err) == (Reason.UNDECLARED_RELATION, "w")
 
 
-def _planned(tmp_path, x, spec_extra=None):
-    """Write ``x`` (a, b, total) and a spec releasing them, and plan the release."""
+def _planned(tmp_path, x):
+    """Write ``x`` (a, b, total) and :data:`SPEC` releasing them, and plan the release."""
     from sdcflow.preflight.plan import plan_release
     from sdcflow.spec.load import load_spec
 
     pd.DataFrame(x, columns=COLS).astype("Int64").to_csv(tmp_path / "data.csv", index=False)
-    spec = {
-        "release": "r",
-        "source": "data.csv",
-        "quasi_identifiers": COLS,
-        "missing_values": [""],
-        "method": {"name": "mdav", "k": 5},
-        **(spec_extra or {}),
-    }
-    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(SPEC))
     return plan_release(load_spec(tmp_path / "release.yaml"))
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from sdcflow.core.microaggregation.generic_kernels import generic_groups, group_values
 from sdcflow.core.microaggregation.mdav import mdav_groups
 from sdcflow.core.microaggregation.neighbours import spatial_cells
 from sdcflow.core.microaggregation.refine import refine_groups
@@ -187,7 +188,14 @@ def border_search(Z: np.ndarray, labels: np.ndarray, k: int, part_size: int) -> 
 
 
 def warm_mask() -> None:
-    """Load the compiled kernels of the grouping and of the local search (numba's cache) in
-    this process, on 64 records; a worker that will group cells calls it first."""
+    """Load the compiled kernels of the grouping (of complete records, and of records with
+    gaps) and of the local search (numba's cache) in this process, on 64 records; a worker
+    that will group cells calls it first."""
     Z = np.random.default_rng(0).standard_normal((64, 3))
     group_cell(mdav_groups, Z, 3)
+    Z[::7, 1] = np.nan  # records with gaps: MDAV-generic under the partial distance
+    none = np.zeros((64, 0), dtype=np.int64)
+    labels = generic_groups(Z, 3, none, 3)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(labels.max() + 2))
+    group_values(Z, none, none, order, bounds, 3)

@@ -64,6 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from sdcflow.core.microaggregation.generic_kernels import generic_groups, group_values
 from sdcflow.core.microaggregation.neighbours import spatial_cells
 from sdcflow.core.parallel import map_parts
 from sdcflow.core.validation import check_cell_size, check_k, pow2_exponents, safe_mean
@@ -469,34 +470,15 @@ def heterogeneous_groups(keys: MixedKeys, k: int) -> np.ndarray:
 
 
 def _groups(dist: _Distances, k: int) -> np.ndarray:
-    """MDAV-generic on the scaled keys of ``dist`` (:func:`heterogeneous_groups`)."""
-    n = dist.cont.shape[0] if dist.cont.shape[1] else dist.nom.shape[0]
-    labels = -np.ones(n, dtype=np.int64)
-    remaining = np.arange(n)
-    group = 0
-
-    def take(center_row: int) -> None:
-        nonlocal remaining, group
-        d2 = dist.to(remaining, *dist.record(center_row))
-        # the k nearest, ties to the lowest row (remaining is sorted)
-        nearest = np.argsort(d2, kind="stable")[:k]
-        labels[remaining[nearest]] = group
-        group += 1
-        keep = np.ones(remaining.size, dtype=bool)
-        keep[nearest] = False
-        remaining = remaining[keep]
-
-    while remaining.size >= 3 * k:
-        c = dist.centroid(remaining)
-        r = remaining[int(np.argmax(dist.to(remaining, *c)))]
-        take(r)  # [2] the record farthest from the centroid and its k - 1 nearest
-        s = remaining[int(np.argmax(dist.to(remaining, *dist.record(r))))]
-        take(s)  # [2] the record farthest from r and its k - 1 nearest
-    if remaining.size >= 2 * k:
-        c = dist.centroid(remaining)
-        take(remaining[int(np.argmax(dist.to(remaining, *c)))])
-    labels[remaining] = group
-    return labels
+    """MDAV-generic on the scaled keys of ``dist`` (:func:`heterogeneous_groups`): while at
+    least 3k records remain, the record farthest from their centroid and its k - 1 nearest
+    form a group, then the record farthest from it and its k - 1 nearest [2]; 2k..3k-1
+    left make one more group around the farthest from their centroid, and the rest the
+    last. Ties go to the lowest row. Compiled (:func:`generic_groups`), the same groups as
+    these steps written with numpy, bit for bit."""
+    cont = np.ascontiguousarray(dist.cont, dtype=np.float64)
+    nom = np.ascontiguousarray(dist.nom, dtype=np.int64)
+    return generic_groups(cont, dist.numeric, nom, k)
 
 
 def _cell_groups(
@@ -720,29 +702,14 @@ def group_representatives(
     g = int(labels.max()) + 1
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(g + 1))
-    num = np.full(keys.numeric.shape, np.nan)
-    ordn = -np.ones(keys.ordinal.shape, np.int64)
-    nom = -np.ones(keys.nominal.shape, np.int64)
-    short = np.zeros(keys.numeric.shape, dtype=bool)
-    for grp in range(g):
-        rows = order[bounds[grp] : bounds[grp + 1]]
-        for j in range(keys.numeric.shape[1]):
-            col = keys.numeric[rows, j]
-            has = ~np.isnan(col)
-            m = int(has.sum())
-            if m:
-                num[rows[has], j] = safe_mean(col[has])  # [1] mean
-                short[rows[has], j] = m < k
-        for j in range(keys.ordinal.shape[1]):
-            col = keys.ordinal[rows, j]
-            has = col >= 0
-            if has.any():
-                ordn[rows[has], j] = np.sort(col[has])[(int(has.sum()) - 1) // 2]  # [1] median
-        for j in range(keys.nominal.shape[1]):
-            col = keys.nominal[rows, j]
-            has = col >= 0
-            if has.any():
-                nom[rows[has], j] = _mode(col)  # [1] mode
+    num, ordn, nom, short = group_values(  # [1] means, medians and modes
+        np.ascontiguousarray(keys.numeric, dtype=np.float64),
+        np.ascontiguousarray(keys.ordinal, dtype=np.int64),
+        np.ascontiguousarray(keys.nominal, dtype=np.int64),
+        order,
+        bounds,
+        k,
+    )
     units = np.repeat(labels[:, None], keys.numeric.shape[1], axis=1)
     if short.any():
         dist = _Distances.of(keys) if dist is None else dist

@@ -1,0 +1,51 @@
+"""MDAV-generic under the partial distance written as numpy steps: the independent reference
+of the compiled kernels (``sdcflow.core.microaggregation.generic_kernels``). Every step is
+a numpy call over the remaining rows, through ``_Distances.to`` and ``_Distances.centroid``
+(numpy's own sums, ``argsort`` and ``argmax``), so the kernels' sums and ties are checked
+against numpy's, not against themselves."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sdcflow.core.microaggregation.heterogeneous import MixedKeys, _Distances
+from sdcflow.core.validation import safe_mean
+
+
+def numpy_mdav_generic(dist: _Distances, k: int) -> np.ndarray:
+    """MDAV-generic as numpy steps over the remaining rows (``_Distances.to`` and
+    ``_Distances.centroid``): the reference the kernel must equal."""
+    n = dist.cont.shape[0] if dist.cont.shape[1] else dist.nom.shape[0]
+    labels = -np.ones(n, dtype=np.int64)
+    remaining = np.arange(n)
+    group = 0
+
+    def take(center_row: int) -> None:
+        nonlocal remaining, group
+        d2 = dist.to(remaining, *dist.record(center_row))
+        nearest = np.argsort(d2, kind="stable")[:k]
+        labels[remaining[nearest]] = group
+        group += 1
+        remaining = np.delete(remaining, nearest)
+
+    while remaining.size >= 3 * k:
+        r = remaining[int(np.argmax(dist.to(remaining, *dist.centroid(remaining))))]
+        take(r)
+        take(remaining[int(np.argmax(dist.to(remaining, *dist.record(r))))])
+    if remaining.size >= 2 * k:
+        take(remaining[int(np.argmax(dist.to(remaining, *dist.centroid(remaining))))])
+    labels[remaining] = group
+    return labels
+
+
+def numpy_group_means(keys: MixedKeys, labels: np.ndarray) -> np.ndarray:
+    """Every group's mean of each numeric key over its holders (``safe_mean``), a loop."""
+    out = np.full(keys.numeric.shape, np.nan)
+    for g in np.unique(labels):
+        rows = np.flatnonzero(labels == g)
+        for j in range(keys.numeric.shape[1]):
+            col = keys.numeric[rows, j]
+            has = ~np.isnan(col)
+            if has.any():
+                out[rows[has], j] = safe_mean(col[has])
+    return out

@@ -1,6 +1,6 @@
 """The published ``data.csv`` is ``frame.to_csv(index=False)`` byte for byte, whichever
-writer makes it (``publish.write_csv``: DuckDB's COPY for frames of float64 and int64 columns,
-pandas' writer otherwise)."""
+writer makes it (``publish.write_csv``: DuckDB's COPY for frames of float64, int64 and text
+columns whose values it writes as pandas does, pandas' writer otherwise)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdcflow.warehouse.publish import _errno_of, write_csv
+from sdcflow.warehouse.publish import _duckdb_writes, _errno_of, write_csv
 
 
 def _same_bytes(frame: pd.DataFrame, tmp_path) -> None:
@@ -56,14 +56,53 @@ def test_headers_that_need_quoting_or_repeat_are_pandas_own(tmp_path):
     [
         pd.DataFrame({"x": [np.nan, 1.0]}),  # one column: pandas quotes the empty line
         pd.DataFrame({"s": ["", "a,b", 'q"', "#x"], "x": [1.0, 2.0, 3.0, 4.0]}),
+        pd.DataFrame({"s": ["a", "b\rc"], "x": [1.0, 2.0]}),  # DuckDB quotes a CR
+        pd.DataFrame({"s": ["a", 3], "x": [1.0, 2.0]}),  # text beside a number
         pd.DataFrame({"b": [True, False], "x": [1, 2]}),
         pd.DataFrame({"i": pd.array([1, None], dtype="Int64"), "x": [1.0, 2.0]}),
         pd.DataFrame({"f": np.array([0.1, 2.5], dtype=np.float32), "x": [1, 2]}),
         pd.DataFrame({"t": pd.to_datetime(["2020-01-01", None]), "x": [1, 2]}),
     ],
-    ids=["one-column", "text", "bool", "nullable-int", "float32", "dates"],
+    ids=[
+        "one-column",
+        "text",
+        "carriage-return",
+        "mixed-object",
+        "bool",
+        "nullable-int",
+        "float32",
+        "dates",
+    ],
 )
 def test_other_frames_are_written_by_pandas(tmp_path, frame):
+    _same_bytes(frame, tmp_path)
+
+
+TRICKY_TEXT = ["a,b", 'say "x"', "new\nline", "", "#x", "cr\rx", " lead", "trail ", "é 漢", "NULL"]
+
+
+@pytest.mark.parametrize("tricky", [False, True])
+def test_text_keys_beside_numbers_are_written_as_pandas_writes_them(tmp_path, tricky):
+    """Categorical keys as the streamed release reads them (object columns of str, None where
+    missing or suppressed) beside numbers, in a file large enough for DuckDB's threads; with
+    ``tricky`` one column also holds values the writers quote differently."""
+    rng = np.random.default_rng(7)
+    n = 120_000
+    region = np.array([f"region_{j}" for j in range(12)], dtype=object)[rng.integers(0, 12, n)]
+    region[rng.random(n) < 0.01] = None
+    activity = np.array(["a b", "c-d", "1.0", "nan", "é"], dtype=object)[rng.integers(0, 5, n)]
+    if tricky:
+        activity[rng.integers(0, n, 50)] = rng.choice(np.array(TRICKY_TEXT, dtype=object), 50)
+    frame = pd.DataFrame(
+        {
+            "x": rng.standard_normal(n),
+            "region": region,
+            "activity": activity,
+            "sex": pd.Series(np.where(rng.random(n) < 0.5, "f", "m"), dtype=object),
+            "id": np.arange(n, dtype=np.int64),
+        }
+    )
+    assert _duckdb_writes(frame, tmp_path / "data.csv.body") is not tricky
     _same_bytes(frame, tmp_path)
 
 

@@ -583,15 +583,12 @@ def _as_table(chunk: pd.DataFrame, schema: pa.Schema) -> pa.Table:
 
 
 def _append_csv(chunk: pd.DataFrame, out: Any, path: Path) -> None:
-    """Append the rows of ``chunk`` (no header) to ``out``: DuckDB's COPY for float64 and
-    int64 columns, pandas' writer otherwise (:func:`write_csv`)."""
+    """Append the rows of ``chunk`` (no header) to ``out``: DuckDB's COPY where it writes
+    every value as pandas does, pandas' writer otherwise (:func:`write_csv`)."""
     if not len(chunk):
         return
-    numeric = chunk.shape[1] >= 2 and all(
-        dtype in (np.dtype("float64"), np.dtype("int64")) for dtype in chunk.dtypes
-    )
     body = path.with_name(path.name + ".body")
-    if numeric and _copy_body(chunk, body):
+    if _duckdb_writes(chunk, body) and _copy_body(chunk, body):
         try:
             with open(body, "rb") as rows:
                 shutil.copyfileobj(rows, out, 1 << 20)
@@ -602,14 +599,16 @@ def _append_csv(chunk: pd.DataFrame, out: Any, path: Path) -> None:
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """``frame.to_csv(path, index=False)``, byte for byte; about 9 times faster on frames of
-    float64 and int64 columns only.
+    """``frame.to_csv(path, index=False)``, byte for byte; faster on frames of
+    float64, int64 and text columns.
 
     Those are written by DuckDB's multi-threaded ``COPY``, whose numbers are the shortest
     round-trip digits pandas writes (``repr``: ``1.0``, ``1e-05``, ``-0.0``, ``inf``; a
-    missing value an empty field), in the frame's row order; the header is pandas' own.
-    Any other column (text, booleans, dates, nullable integers) and a single column (pandas
-    quotes an empty line there) take pandas' writer, as does a frame DuckDB cannot scan.
+    missing value an empty field), in the frame's row order; the header is pandas' own. A
+    text column goes to DuckDB when its distinct values come out as pandas writes them
+    (:func:`_text_as_pandas_writes`). Any other column (booleans, dates, nullable integers,
+    text DuckDB would quote otherwise) and a single column (pandas quotes an empty line
+    there) take pandas' writer, as does a frame DuckDB cannot scan.
     ``tests/test_publish_csv.py`` compares the bytes of both writers.
 
     Raises
@@ -621,11 +620,8 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
         Interrupted while DuckDB wrote (DuckDB says ``Query interrupted``).
     """
     path = Path(os.path.abspath(path))  # DuckDB would expand a leading "~"; Python does not
-    numeric = frame.shape[1] >= 2 and all(
-        dtype in (np.dtype("float64"), np.dtype("int64")) for dtype in frame.dtypes
-    )
     body = path.with_name(path.name + ".body")
-    if not numeric or not _copy_body(frame, body):
+    if not _duckdb_writes(frame, body) or not _copy_body(frame, body):
         frame.to_csv(path, index=False)
         return
     try:
@@ -633,6 +629,42 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> None:
             out.write(frame.iloc[:0].to_csv(index=False).encode())
             with open(body, "rb") as rows:
                 shutil.copyfileobj(rows, out, 1 << 20)
+    finally:
+        body.unlink(missing_ok=True)
+
+
+def _duckdb_writes(frame: pd.DataFrame, body: Path) -> bool:
+    """Whether DuckDB's COPY writes every field of ``frame`` as pandas' writer does: at least
+    two columns (pandas quotes the empty line of a single one), each float64, int64, or text
+    (``object`` or pandas' ``str``) whose distinct values DuckDB renders as pandas does
+    (:func:`_text_as_pandas_writes`, tried on ``body``, which is left absent)."""
+    if frame.shape[1] < 2:
+        return False
+    for j in range(frame.shape[1]):
+        column = frame.iloc[:, j]
+        if column.dtype in (np.dtype("float64"), np.dtype("int64")):
+            continue
+        text = column.dtype == np.dtype("object") or isinstance(column.dtype, pd.StringDtype)
+        if not text or not _text_as_pandas_writes(column, body):
+            return False
+    return True
+
+
+def _text_as_pandas_writes(column: pd.Series, body: Path) -> bool:
+    """Whether every distinct value of the text ``column`` (str, or missing) comes out of
+    DuckDB's COPY as pandas writes it. The writers quote differently at the edges (DuckDB
+    quotes an empty string, a leading ``#`` and a carriage return; pandas none of them), so
+    rather than a list of rules, the distinct values are written by both, each after its
+    position, and the bytes compared. Categorical keys hold a few distinct values, so the
+    trial costs little beside the column."""
+    if pd.api.types.infer_dtype(column, skipna=True) not in ("string", "empty"):
+        return False
+    values = pd.unique(column.to_numpy())
+    trial = pd.DataFrame({"i": np.arange(len(values)), "v": pd.Series(values, dtype=object)})
+    if not _copy_body(trial, body):
+        return False
+    try:
+        return body.read_bytes() == trial.to_csv(index=False, header=False).encode()
     finally:
         body.unlink(missing_ok=True)
 

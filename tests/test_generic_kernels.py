@@ -37,6 +37,16 @@ def test_pairwise_sum_is_numpys_sum_to_the_bit(n: int) -> None:
         assert scaled_mean(a.copy(), n) == safe_mean(a)
 
 
+@pytest.mark.parametrize("exponent", [-1074, -1060, -1022, -300, 0, 300, 1020, 1023])
+def test_scaled_mean_is_safe_means_at_the_float_limits(exponent: int) -> None:
+    # values around 2**exponent: subnormal, near the smallest normal, near overflow (where
+    # the plain mean overflows and the power-of-two scale keeps it finite)
+    rng = np.random.default_rng(exponent + 2000)
+    for m in (1, 3, 9, 200):
+        a = np.ldexp(rng.uniform(-1, 1, m), exponent)
+        assert scaled_mean(a.copy(), m) == safe_mean(a)
+
+
 @pytest.mark.parametrize(
     ("n", "p", "q", "r", "gap", "k"),
     [

@@ -100,8 +100,13 @@ def scaled_mean(values: np.ndarray, m: int) -> float:
     for i in range(m):
         biggest = max(biggest, abs(values[i]))
     e = math.frexp(biggest)[1]
-    for i in range(m):
-        values[i] = math.ldexp(values[i], -e)
+    if -1022 <= e <= 1022:  # 2**-e a normal number: the product is ldexp's, correctly rounded
+        scale = math.ldexp(1.0, -e)
+        for i in range(m):
+            values[i] = values[i] * scale
+    else:
+        for i in range(m):
+            values[i] = math.ldexp(values[i], -e)
     return math.ldexp(pairwise_sum(values, 0, m) / m, e)
 
 
@@ -216,8 +221,8 @@ def _farthest(d: np.ndarray, m: int) -> int:
 @nb.njit(cache=True, nogil=True)
 def _take(d: np.ndarray, rows: np.ndarray, m: int, k: int, labels: np.ndarray, group: int) -> int:
     """Label the k records of ``rows[:m]`` nearest by ``d[:m]`` (ties to the lower position,
-    as the first k of a stable argsort) and drop them from ``rows``, keeping its order;
-    returns the records left."""
+    as the first k of a stable argsort) and drop them from ``rows`` and ``d``, keeping their
+    order; returns the records left."""
     best_d = np.empty(k)
     best_at = np.empty(k, dtype=np.int64)
     held = 0
@@ -227,9 +232,8 @@ def _take(d: np.ndarray, rows: np.ndarray, m: int, k: int, labels: np.ndarray, g
             continue
         j = held if held < k else k - 1
         while j > 0 and best_d[j - 1] > v:
-            if j < k:
-                best_d[j] = best_d[j - 1]
-                best_at[j] = best_at[j - 1]
+            best_d[j] = best_d[j - 1]
+            best_at[j] = best_at[j - 1]
             j -= 1
         best_d[j] = v
         best_at[j] = i
@@ -241,6 +245,7 @@ def _take(d: np.ndarray, rows: np.ndarray, m: int, k: int, labels: np.ndarray, g
     for i in range(m):
         if labels[rows[i]] != group:
             rows[kept] = rows[i]
+            d[kept] = d[i]
             kept += 1
     return kept
 
@@ -288,8 +293,7 @@ def generic_groups(cont: np.ndarray, numeric: int, nom: np.ndarray, k: int) -> n
         _distances(cont, nom, rows, m, cont[r], record_nom, d, terms)
         m = _take(d, rows, m, k, labels, group)  # [2] the farthest from the centroid, k nearest
         group += 1
-        _distances(cont, nom, rows, m, cont[r], record_nom, d, terms)
-        s = rows[_farthest(d, m)]
+        s = rows[_farthest(d, m)]  # d: the distances to r of the records left
         record_nom[:] = nom[s]
         _distances(cont, nom, rows, m, cont[s], record_nom, d, terms)
         m = _take(d, rows, m, k, labels, group)  # [2] the farthest from r, its k nearest

@@ -283,9 +283,16 @@ def short_group_sets(
         return parent, size >= k
     centres = _unit_centres(others, units, u)
     holders = np.flatnonzero(count > 0)  # only units holding the key can complete a set
-    tree = None
+    places = centres.cont if hide is None else np.where(hide, np.nan, centres.cont)
+    shortlist: dict[int, np.ndarray] = {}
     if holders.size > 4 * CANDIDATES and centres.cont.shape[1]:
-        tree = cKDTree(np.nan_to_num(centres.cont[holders]))
+        # every needy unit's shortlist in one query of the tree (a unit with no continuous
+        # key has no place in it: it would stand at every key's mean)
+        placed = todo[~np.isnan(places[todo]).all(axis=1)]
+        if placed.size:
+            tree = cKDTree(np.nan_to_num(centres.cont[holders]))
+            near = tree.query(np.nan_to_num(places[placed]), CANDIDATES)[1]
+            shortlist = dict(zip(placed.tolist(), np.sort(holders[near], axis=1), strict=True))
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -293,11 +300,8 @@ def short_group_sets(
             i = int(parent[i])
         return i
 
-    def place(i: int) -> np.ndarray:
-        return centres.cont[i] if hide is None else np.where(hide[i], np.nan, centres.cont[i])
-
     def join(i: int, pool: np.ndarray, last_resort: bool) -> None:
-        d = centres.to(pool, place(i), centres.nom[i], apart=np.inf)
+        d = centres.to(pool, places[i], centres.nom[i], apart=np.inf)
         top = parent[pool]
         while (parent[top] != top).any():
             top = parent[top]
@@ -321,12 +325,10 @@ def short_group_sets(
     for i in todo:
         if size[root(i)] >= k:  # joined by a unit before it
             continue
-        # the units nearest first (a KD-tree's shortlist of the holders; a unit with no
-        # continuous key has no place in it: it would stand at every key's mean), then all
-        # the holders, then the sets already full
-        if tree is not None and not np.isnan(place(i)).all():
-            near = tree.query(np.nan_to_num(place(i)), CANDIDATES)[1]
-            join(i, np.sort(holders[near]), last_resort=False)
+        # the units nearest first (the KD-tree's shortlist of the holders), then all the
+        # holders, then the sets already full
+        if i in shortlist:
+            join(i, shortlist[i], last_resort=False)
         for last_resort in (False, True):
             if size[root(i)] < k:
                 join(i, holders, last_resort)

@@ -19,7 +19,8 @@ every record), gates ``k_anonymity: k`` and ``max_information_loss: 100``. ``--m
 there is no unpartitioned baseline then (one pass is O(n^2)).
 
 Each run is one ``sdcflow release SPEC --runner dask --dask-workers W`` process (its own
-temporary Prefect API, an embedded LocalCluster), so the figures are those a user gets:
+temporary Prefect API, an embedded LocalCluster), so the figures are those a user gets; its
+whole log is left beside its spec (``<work>/<name>.log``, with ``--work`` kept). Figures:
 
 * ``wall_seconds`` of the command; the machine is shared, so ``load`` (``/proc/loadavg``)
   is printed beside them;
@@ -344,6 +345,8 @@ def run_release(spec: Path, workers: int | None, extra_env: dict[str, str] | Non
     wall = time.perf_counter() - t0
     done.set()
     sampler.join()
+    # the release's whole log beside its spec (a failure's traceback runs past the tail)
+    spec.with_suffix(".log").write_text(out + err)
     total = sum(c for _, c in cpu.values())
     manifest_path = next(spec.parent.glob(f"published-{spec.stem}/scale/manifest.json"), None)
     manifest = json.loads(manifest_path.read_text()) if manifest_path else {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,7 +28,8 @@ from sdcflow.tasks.aggregates import (
 from sdcflow.tasks.checks import check_release
 from sdcflow.tasks.mask import disclosure_summary, mask, released_frame
 from sdcflow.tasks.report import run_report
-from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
+from sdcflow.warehouse import aggregates as aggregate_sql
+from sdcflow.warehouse.warehouse import ROW_ID, Warehouse, table_name
 
 RUN = "c" * 32
 REL = 1e-9
@@ -305,3 +307,26 @@ def test_streamed_report_holds_the_in_memory_figures(tmp_path, kind):
     # no record value: none of the raw values appears as printed by fmt
     raw_values = {f"{v:.6g}" for v in frame[["a", "b", "c"]].to_numpy().ravel()[:200] if v == v}
     assert not raw_values & set(s_cells)
+
+
+def test_report_quantiles_of_many_keys_fit_a_limit_that_one_key_fits(tmp_path, monkeypatch):
+    """An exact quantile holds its column's values in DuckDB's memory, which DuckDB cannot
+    spill: asked of every key in one scan they were all held at once, and a census of ten
+    million records failed its report under a 1 GB limit. One scan a key holds one."""
+    monkeypatch.setenv("SDCFLOW_DUCKDB_MEMORY_LIMIT", "96MB")
+    n, keys = 1_500_000, 16  # 16 keys' values are twice the limit, one key's an eighth
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    table = table_name("raw", RUN)
+    columns = ", ".join(f"(hash(i * {c + 1}) % 1000003)::DOUBLE AS x{c}" for c in range(keys))
+    with wh.connect() as con:
+        con.execute(f"CREATE TABLE {table} AS SELECT i AS {ROW_ID}, {columns} FROM range({n}) t(i)")
+    probabilities = [0.1, 0.5, 0.9]
+    got = aggregate_sql.quantiles(wh, "raw", RUN, {f"x{c}": probabilities for c in range(keys)})
+    with wh.connect(read_only=True) as con:
+        x5 = con.execute(f"SELECT x5 FROM {table}").fetchnumpy()["x5"]
+        all_at_once = ", ".join(f"quantile_cont(x{c}, 0.5)" for c in range(keys))
+        with pytest.raises(duckdb.OutOfMemoryException):  # what the report asked before
+            con.execute(f"SELECT {all_at_once} FROM {table}").fetchone()
+    assert list(got) == [f"x{c}" for c in range(keys)]
+    np.testing.assert_array_equal(got["x5"], np.quantile(x5, probabilities))

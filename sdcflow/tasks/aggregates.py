@@ -461,9 +461,9 @@ def disclosure_streamed(
 
 
 def safe_bins(figures: _Figures, min_count: int, max_bins: int = 12) -> dict[str, Bins | None]:
-    """:func:`~sdcflow.report.plots.safe_bins` of every numeric key from aggregates, three
-    scans in all: the same quantiles (``quantile_cont`` is numpy's linear quantile) and
-    rounding, then the counts of the first edges in both tables, and the merging of adjacent
+    """:func:`~sdcflow.report.plots.safe_bins` of every numeric key from aggregates: the same
+    quantiles (``quantile_cont`` is numpy's linear quantile; a scan a key) and rounding, then
+    the counts of the first edges in both tables (a scan each), and the merging of adjacent
     bins on those counts (dropping an edge adds the two bins' counts: what a recount gives)."""
     profiles = figures.raw_profiles()
     wanted: dict[str, list[float]] = {}

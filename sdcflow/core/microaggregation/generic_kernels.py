@@ -19,6 +19,7 @@ References
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -250,6 +251,41 @@ def _take(d: np.ndarray, rows: np.ndarray, m: int, k: int, labels: np.ndarray, g
     return kept
 
 
+class _Scratch(NamedTuple):
+    """The buffers one grouping reuses at every step."""
+
+    values: np.ndarray  # (n,) a column's values present
+    terms: np.ndarray  # (p + q,) one record's squared terms
+    point: np.ndarray  # (p + q,) the centroid's continuous keys
+    point_nom: np.ndarray  # (r,) the centroid's codes
+    record_nom: np.ndarray  # (r,) a record's codes
+    tally: np.ndarray  # (levels,) code counts, left zeroed
+
+
+@nb.njit(cache=True, nogil=True)
+def _around_farthest(
+    cont: np.ndarray,
+    numeric: int,
+    nom: np.ndarray,
+    rows: np.ndarray,
+    m: int,
+    k: int,
+    labels: np.ndarray,
+    group: int,
+    d: np.ndarray,
+    work: _Scratch,
+) -> int:
+    """Label ``group`` the record of ``rows[:m]`` farthest from their centroid and its k - 1
+    nearest, leaving in ``d`` the distances to it of the records left; returns how many
+    are left."""
+    _centroid(cont, numeric, nom, rows, m, work.point, work.point_nom, work.values, work.tally)
+    _distances(cont, nom, rows, m, work.point, work.point_nom, d, work.terms)
+    r = rows[_farthest(d, m)]
+    work.record_nom[:] = nom[r]
+    _distances(cont, nom, rows, m, cont[r], work.record_nom, d, work.terms)
+    return _take(d, rows, m, k, labels, group)
+
+
 @nb.njit(cache=True, nogil=True)
 def generic_groups(cont: np.ndarray, numeric: int, nom: np.ndarray, k: int) -> np.ndarray:
     """MDAV-generic [2]_ under the partial distance [1]_ (``heterogeneous._groups``).
@@ -274,37 +310,30 @@ def generic_groups(cont: np.ndarray, numeric: int, nom: np.ndarray, k: int) -> n
     labels = -np.ones(n, dtype=np.int64)
     rows = np.arange(n)
     d = np.empty(n)
-    scratch = np.empty(n)
-    terms = np.empty(cont.shape[1])
-    point = np.empty(cont.shape[1])
-    point_nom = np.empty(nom.shape[1], dtype=np.int64)
-    record_nom = np.empty(nom.shape[1], dtype=np.int64)
     levels = 1
     for j in range(nom.shape[1]):
         for i in range(n):
             levels = max(levels, nom[i, j] + 1)
-    tally = np.zeros(levels, dtype=np.int64)
+    work = _Scratch(
+        np.empty(n),
+        np.empty(cont.shape[1]),
+        np.empty(cont.shape[1]),
+        np.empty(nom.shape[1], dtype=np.int64),
+        np.empty(nom.shape[1], dtype=np.int64),
+        np.zeros(levels, dtype=np.int64),
+    )
     m, group = n, 0
     while m >= 3 * k:
-        _centroid(cont, numeric, nom, rows, m, point, point_nom, scratch, tally)
-        _distances(cont, nom, rows, m, point, point_nom, d, terms)
-        r = rows[_farthest(d, m)]
-        record_nom[:] = nom[r]
-        _distances(cont, nom, rows, m, cont[r], record_nom, d, terms)
-        m = _take(d, rows, m, k, labels, group)  # [2] the farthest from the centroid, k nearest
+        # [2] the record r farthest from the centroid and its k - 1 nearest
+        m = _around_farthest(cont, numeric, nom, rows, m, k, labels, group, d, work)
         group += 1
-        s = rows[_farthest(d, m)]  # d: the distances to r of the records left
-        record_nom[:] = nom[s]
-        _distances(cont, nom, rows, m, cont[s], record_nom, d, terms)
+        s = rows[_farthest(d, m)]  # [2] d: the distances to r of the records left
+        work.record_nom[:] = nom[s]
+        _distances(cont, nom, rows, m, cont[s], work.record_nom, d, work.terms)
         m = _take(d, rows, m, k, labels, group)  # [2] the farthest from r, its k nearest
         group += 1
     if m >= 2 * k:
-        _centroid(cont, numeric, nom, rows, m, point, point_nom, scratch, tally)
-        _distances(cont, nom, rows, m, point, point_nom, d, terms)
-        r = rows[_farthest(d, m)]
-        record_nom[:] = nom[r]
-        _distances(cont, nom, rows, m, cont[r], record_nom, d, terms)
-        m = _take(d, rows, m, k, labels, group)
+        m = _around_farthest(cont, numeric, nom, rows, m, k, labels, group, d, work)
         group += 1
     for i in range(m):
         labels[rows[i]] = group

@@ -6,6 +6,7 @@ order, are byte for byte those the whole shuffled frame gives (``pq.write_table`
 from __future__ import annotations
 
 import hashlib
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -121,6 +122,46 @@ def test_the_published_copy_is_made_inside_the_warehouse_in_the_shuffled_order(t
             [RUN],
         ).fetchone()[0]
     assert recorded == 1  # retention drops it with the run's other copies
+
+
+def test_the_publication_holds_one_chunk_at_a_time(tmp_path):
+    """Each chunk is let go before the next is read: the writer once kept the first chunk
+    to the end and the reader its last while the next one's query ran, three chunks of a
+    census of ten million records held at once where a million has one."""
+    held: list[weakref.ref] = []
+
+    def read():
+        for i in range(4):
+            alive = [j for j, ref in enumerate(held) if ref() is not None]
+            assert not alive, f"chunk {i} read while chunks {alive} are still held"
+            frame = _frame(50, seed=i)[["x", "i", "region"]]
+            held.append(weakref.ref(frame))
+            yield frame
+            del frame
+
+    out = write_release(tmp_path / "out", "r", Chunked(read), {"run_id": RUN})
+    assert len(held) == 4 and pd.read_csv(out / "data.csv").shape == (200, 3)
+
+
+def test_the_warehouse_reader_lets_a_chunk_go_before_reading_the_next(tmp_path, monkeypatch):
+    import sdcflow.warehouse.warehouse as warehouse_module
+
+    frame = _frame(400, seed=6)[["x", "i", "region", ROW_ID]]
+    wh = _stored(tmp_path, frame)
+    held: list[weakref.ref] = []
+    positions = warehouse_module._positions
+
+    def next_positions(ids):  # each chunk's query starts here
+        alive = [j for j, ref in enumerate(held) if ref() is not None]
+        assert not alive, f"chunk {len(held)} read while chunks {alive} are still held"
+        return positions(ids)
+
+    monkeypatch.setattr(warehouse_module, "_positions", next_positions)
+    order = np.random.default_rng(7).permutation(len(frame))
+    for chunk in wh.shuffled_chunks("masked", RUN, order, 100):
+        held.append(weakref.ref(chunk))
+        del chunk
+    assert len(held) == 4
 
 
 def test_an_empty_release_is_one_empty_chunk_with_its_columns(tmp_path):

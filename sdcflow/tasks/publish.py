@@ -113,6 +113,7 @@ def publish(
         # a categorical type carries all its categories: every chunk has the whole frame's
         for chunk in chunks:
             yield chunk.astype(dict(dtypes)) if dtypes else chunk
+            del chunk  # not held while the next one is read
 
     n = warehouse.count_rows("masked", run_id)
     order = rng.permutation(n)

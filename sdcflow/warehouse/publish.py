@@ -30,7 +30,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -553,16 +552,19 @@ def _write_data(chunks: Iterator[pd.DataFrame], parquet: Path, csv: Path) -> tup
     row group, as ``write_table`` cuts the whole table. The CSV is :func:`write_csv`'s,
     chunk after chunk under one header: every value is written on its own, so the bytes are
     those of the whole frame."""
-    first = next(chunks)
-    schema = pa.Schema.from_pandas(first, preserve_index=False)
-    columns = list(map(str, first.columns))
+    chunk: pd.DataFrame | None = next(chunks)
+    assert chunk is not None
+    schema = pa.Schema.from_pandas(chunk, preserve_index=False)
+    columns = list(map(str, chunk.columns))
     rows = 0
     with pq.ParquetWriter(parquet, schema) as writer, open(csv, "wb") as out:
-        out.write(first.iloc[:0].to_csv(index=False).encode())
-        for chunk in itertools.chain([first], chunks):
+        out.write(chunk.iloc[:0].to_csv(index=False).encode())
+        while chunk is not None:
             writer.write_table(_as_table(chunk, schema))
             _append_csv(chunk, out, csv)
             rows += len(chunk)
+            chunk = None  # let it go before the next one is read: one frame at a time
+            chunk = next(chunks, None)
     return rows, columns
 
 

@@ -645,6 +645,7 @@ class Warehouse:
                 if len(chunk) != len(ids[start : start + rows]):  # ids that repeat or lack
                     raise ValueError(f"the {schema} table of run {run_id} has no row id order")
                 yield _dates_as_dates(chunk, columns, types)
+                del chunk  # not held while the next one is read
 
     def copy_shuffled(
         self, source: str, target: str, run_id: str, order: np.ndarray, rows: int = 1 << 20

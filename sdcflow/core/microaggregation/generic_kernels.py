@@ -151,7 +151,7 @@ def _centroid(
     scratch: np.ndarray,
     tally: np.ndarray,
 ) -> None:
-    """``_Distances.centroid`` of ``rows[:m]`` into ``point`` / ``point_nom``: means of the
+    """The centroid [1]_ of ``rows[:m]`` into ``point`` / ``point_nom``: means of the
     numeric z-scores, lower medians of the scaled ranks, modes of the codes, over the
     values present (NaN / -1 where none)."""
     for c in range(cont.shape[1]):

@@ -67,7 +67,7 @@ from scipy.spatial import cKDTree
 from sdcflow.core.microaggregation.generic_kernels import generic_groups, group_values
 from sdcflow.core.microaggregation.neighbours import spatial_cells
 from sdcflow.core.parallel import map_parts
-from sdcflow.core.validation import check_cell_size, check_k, pow2_exponents, safe_mean
+from sdcflow.core.validation import check_cell_size, check_k, pow2_exponents
 from sdcflow.errors import DataError, ParameterError, Reason
 
 
@@ -184,32 +184,6 @@ class _Distances:
             sq += (present & (N != nom[None, :])).sum(axis=1)  # [1] nominal: 0 or 1
             common = common + present.sum(axis=1)
         return np.where(common > 0, sq * self.total / np.maximum(common, 1), apart)
-
-    def record(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.cont[i], self.nom[i]
-
-    def centroid(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean of the scaled numeric keys, median rank of the ordinal ones (on the scaled
-        ranks, which keep the order), mode of the nominal ones, over the values present."""
-        cont = _aggregate_cont(self.cont[rows], self.numeric)
-        nom = np.array([_mode(self.nom[rows, j]) for j in range(self.nom.shape[1])], np.int64)
-        return cont, nom
-
-
-def _aggregate_cont(block: np.ndarray, numeric: int) -> np.ndarray:
-    """Means of the first ``numeric`` columns and lower medians of the others (NaN ignored;
-    NaN when a column has no value)."""
-    out = np.full(block.shape[1], np.nan)
-    for j in range(block.shape[1]):
-        col = block[:, j]
-        col = col[~np.isnan(col)]
-        if col.size == 0:
-            continue
-        if j < numeric:
-            out[j] = safe_mean(col)  # [1] continuous keys: the mean
-        else:
-            out[j] = np.sort(col)[(col.size - 1) // 2]  # [1] ordinal keys: the (lower) median
-    return out
 
 
 def _enough_values(pool: np.ndarray, k: int, names: Sequence[str] | None = None) -> None:
@@ -337,7 +311,7 @@ def short_group_sets(
 
 
 def _unit_centres(dist: _Distances, units: np.ndarray, u: int) -> _Distances:
-    """The centroid of every unit's records (:meth:`_Distances.centroid`: mean z-scores,
+    """The centroid of every unit's records (MDAV-generic's [1]: mean z-scores,
     lower median ranks, modes with ties to the lowest code), as a :class:`_Distances` over
     the u units, all at once (bincounts and one sort). units (h,) in 0..u-1 -> u rows."""
     cont = np.full((u, dist.cont.shape[1]), np.nan)
@@ -440,12 +414,6 @@ def _complete_keys(
 
 def _name(names: Sequence[str] | None, j: int) -> str | None:
     return str(names[j]) if names is not None else None
-
-
-def _mode(col: np.ndarray) -> int:
-    """Most frequent code among those present (-1 when none); ties to the lowest code."""
-    present = col[col >= 0]
-    return int(np.bincount(present).argmax()) if present.size else -1  # [1] nominal: the mode
 
 
 def heterogeneous_groups(keys: MixedKeys, k: int) -> np.ndarray:

@@ -7,10 +7,11 @@ the releases :func:`streamed_path` accepts. The unit of work is what
 :func:`~sdcflow.methods.mixed.mask_keys` already masks independently, a stratum:
 
 1. the local suppression of the categorical keys is decided in this process from the
-   combinations' counts (``GROUP BY`` in DuckDB; the greedy treats the records of a
-   combination in row-id order, so the combinations sorted by code and repeated by count
-   give each record, by its rank in its combination, the suppression the whole file gives
-   it), and the strata follow;
+   combinations' counts (``GROUP BY`` in DuckDB;
+   :func:`~sdcflow.core.suppression.local.strata_runs` holds runs of ranks, not records,
+   and the greedy takes a combination's records in row-id order in memory too, so each
+   record gets, by its rank in its combination, the suppression the whole file gives it),
+   and the strata follow;
 2. DuckDB writes each stratum's records as Parquet in the run's private folder (``COPY ...
    PARTITION_BY``), a stratum above the bound cut first by median cuts;
 3. :func:`mask_piece_file` -- a module-level function of
@@ -44,7 +45,7 @@ from prefect import get_run_logger, task
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.parallel import map_parts
-from sdcflow.core.suppression.local import importance_rank, strata_suppression
+from sdcflow.core.suppression.local import importance_rank, strata_runs
 from sdcflow.core.validation import check_k
 from sdcflow.expectations.rules import Conditional, Rule
 from sdcflow.methods.keys import Key, SuppressionSettings, as_text
@@ -188,10 +189,9 @@ def _strata(
     spec: ReleaseSpec, wh: Warehouse, run_id: str, categorical: Sequence[Key], k: int
 ) -> _Strata:
     """The strata of :func:`~sdcflow.methods.mixed.mask_keys`, from the combinations' counts:
-    :func:`~sdcflow.core.suppression.local.strata_suppression` on the combinations sorted by
-    code, each repeated by its count, then cut into runs of ranks (combination, first and
-    last rank, stratum, blank flags) for DuckDB to give each record its stratum. Holds c
-    codes a record while the greedy runs (the greedy takes records, not counts)."""
+    :func:`~sdcflow.core.suppression.local.strata_runs` on the combinations and their counts:
+    runs of ranks (combination, first and last rank, stratum, blank flags) for DuckDB to
+    give each record its stratum. Holds a row per combination and run, none per record."""
     names = [key.name for key in categorical]
     combos = combinations(wh, "raw", run_id, names)
     levels: list[list[str]] = []
@@ -203,35 +203,25 @@ def _strata(
         )
         codes[:, j] = _codes(combos.column(key.name).to_pandas(), key, levels[j])
     order = np.lexsort(codes.T[::-1])  # by code, first key first: the records' rows sorted
-    codes = codes[order]
+    codes = codes[order].astype(np.int32)
     counts = combos.column("sdc_count").to_numpy()[order].astype(np.int64)
     combos = combos.take(pa.array(order)).drop_columns(["sdc_count"])
     combos = combos.append_column("sdc_combo", pa.array(np.arange(len(order), dtype=np.int64)))
-    n = int(counts.sum())
-    k = check_k(k, n)
+    k = check_k(k, int(counts.sum()))
     settings = SuppressionSettings(tuple(spec.suppression.importance), spec.suppression.algorithm)
-    rows = np.repeat(codes, counts, axis=0)
-    done = strata_suppression(rows, k, importance=settings.indices(names))
-    rank = importance_rank(rows, settings.indices(names))
-    assert done.labels is not None
-    blank = done.suppressed
-    del rows
-    combo = np.repeat(np.arange(len(counts)), counts)
-    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    state = np.concatenate([combo[:, None], done.labels[:, None], blank], axis=1)
-    new = np.concatenate([[True], (state[1:] != state[:-1]).any(axis=1)])
-    first = np.flatnonzero(new)
-    last = np.concatenate([first[1:], [n]]) - 1
+    done = strata_runs(codes, counts, k, importance=settings.indices(names))
+    rank = importance_rank(codes, settings.indices(names))
+    lo = done.runs.ranks()
     runs = {
-        "sdc_combo": combo[first],
-        "lo": first - start[combo[first]],
-        "hi": last - start[combo[first]],
-        "stratum": done.labels[first],
+        "sdc_combo": done.runs.source,
+        "lo": lo,
+        "hi": lo + done.runs.count - 1,
+        "stratum": done.labels,
     }
     for j in range(len(names)):
-        runs[BLANK.format(j)] = blank[first, j]
+        runs[BLANK.format(j)] = done.runs.suppressed[:, j]
     details = {
-        "strata": int(done.labels.max()) + 1,
+        "strata": done.details["strata"],
         "records_in_classes_below_k": done.details["records_in_classes_below_k"],
         "suppression_lower_bound": done.details["suppression_lower_bound"],
     }

@@ -25,7 +25,11 @@ three procedures are offered.
   row is short of k, records of classes with more than k give it their values (*donors*). A
   last pass gives back suppressed values, most important keys first, by moving records
   between classes while every class keeps k (:func:`restore`): a target that took more
-  records than it needed splits.
+  records than it needed splits. The records of one row are alike but for their order,
+  which decides only which of them a donor class gives and which a restoring move takes
+  (the first, the records taken by row then by their order in the file): so the greedy
+  works on runs of records (:mod:`~sdcflow.core.suppression.runs`), a row per run, and
+  :func:`strata_runs` takes the rows' counts alone.
 * ``algorithm="exact"`` — the fewest suppressions, as a 0-1 program: one variable per record
   and set of its keys to suppress (2^d per record), one per released row that is used, each
   used row released with at least k records (ties broken by importance). Solved by HiGHS
@@ -65,6 +69,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from sdcflow.core.distinct import row_ids
 from sdcflow.core.suppression._kernels import assign_levels
+from sdcflow.core.suppression.runs import Runs, front, weighted_counts
 from sdcflow.core.validation import check_k
 from sdcflow.errors import DataError, ParameterError
 
@@ -172,7 +177,9 @@ def frequencies(codes: np.ndarray) -> np.ndarray:
     return np.bincount(ids)[ids].astype(np.int64)
 
 
-def lower_bound(codes: np.ndarray, k: int, *, max_subsets: int = 64) -> tuple[int, int]:
+def lower_bound(
+    codes: np.ndarray, k: int, *, counts: np.ndarray | None = None, max_subsets: int = 64
+) -> tuple[int, int]:
     """Records in classes of fewer than k identical rows, and a lower bound on the fewest
     suppressions that make every class reach k.
 
@@ -192,8 +199,11 @@ def lower_bound(codes: np.ndarray, k: int, *, max_subsets: int = 64) -> tuple[in
     Parameters
     ----------
     codes : ndarray of shape (n, d), int
-        Key codes, -1 missing.
+        Key codes, -1 missing: a row per record, or distinct rows with ``counts``.
     k : int
+    counts : ndarray of shape (n,), int, optional
+        Records of each (distinct) row of ``codes``; the same bound as for those rows
+        repeated by their counts.
     max_subsets : int
         At most this many subsets K are tried, the largest first; a class none of them
         serves counts one value more than the last size tried would give.
@@ -202,20 +212,17 @@ def lower_bound(codes: np.ndarray, k: int, *, max_subsets: int = 64) -> tuple[in
     -------
     (records below k, bound) : (int, int)
     """
-    C = _check_codes(codes)
+    rows, counts, _ = _distinct_counts(_check_codes(codes), counts)
     k = int(k)
-    n, d = C.shape
-    ids = row_ids(C + 1)
-    sizes = np.bincount(ids)
-    first = np.unique(ids, return_index=True)[1]
-    small = np.flatnonzero(sizes < k)
-    below = int(sizes[small].sum())
+    d = rows.shape[1]
+    small = np.flatnonzero(counts < k)
+    below = int(counts[small].sum())
     if not small.size:
         return 0, 0
-    reps = C[first[small]]
-    s = sizes[small]
+    reps = rows[small]
+    s = counts[small]
     present = reps >= 0
-    counts = present.sum(axis=1)
+    values = present.sum(axis=1)
     # L_C: the fewest values to blank, over the subsets K kept (largest first)
     fewest = np.full(small.size, d + 1, dtype=np.int64)
     tried = 0
@@ -227,28 +234,51 @@ def lower_bound(codes: np.ndarray, k: int, *, max_subsets: int = 64) -> tuple[in
         smallest = size
         for K in combinations(range(d), size):
             cols = list(K)
-            has = (C[:, cols] >= 0).all(axis=1)
+            has = (rows[:, cols] >= 0).all(axis=1)
             mine = np.flatnonzero(present[:, cols].all(axis=1))
             if not mine.size:
                 continue
-            proj = row_ids(np.concatenate([C[has][:, cols], reps[mine][:, cols]]) + 1)
-            reach = np.bincount(proj[: int(has.sum())], minlength=int(proj.max()) + 1)
-            ok = reach[proj[int(has.sum()) :]] >= k
-            np.minimum.at(fewest, mine[ok], counts[mine[ok]] - size)
-    floor = np.maximum(1, counts - smallest + 1)
+            kept = int(has.sum())
+            proj = row_ids(np.concatenate([rows[has][:, cols], reps[mine][:, cols]]) + 1)
+            reach = weighted_counts(proj[:kept], counts[has], int(proj.max()) + 1)
+            ok = reach[proj[kept:]] >= k
+            np.minimum.at(fewest, mine[ok], values[mine[ok]] - size)
+    floor = np.maximum(1, values - smallest + 1)
     fewest = np.where(fewest <= d, fewest, floor)
     terms = s * np.maximum(fewest, 1)
     # rows that others can complete: the joiners' term
-    unsafe = (sizes < k)[ids].astype(np.float64)
+    unsafe = np.where(counts < k, counts, 0)
+    u = rows.shape[0]
     pattern = row_ids((reps < 0).astype(np.int32))
     for p in np.flatnonzero(np.bincount(pattern[fewest == 0])):
         at = np.flatnonzero((pattern == p) & (fewest == 0))
         keep = reps[at[0]] >= 0
-        proj = row_ids(np.concatenate([C[:, keep], reps[at][:, keep]]) + 1)
-        own = proj[n:]
-        q = np.rint(np.bincount(proj[:n], weights=unsafe, minlength=int(proj.max()) + 1))[own]
+        proj = row_ids(np.concatenate([rows[:, keep], reps[at][:, keep]]) + 1)
+        own = proj[u:]
+        q = weighted_counts(proj[:u], unsafe, int(proj.max()) + 1)[own]
         terms[at] = np.minimum(s[at], np.maximum(0, k - s[at] - (q - s[at])))
     return below, int(terms.sum())
+
+
+def _distinct_counts(C: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``C`` in row order (:func:`~sdcflow.core.distinct.row_ids`) and
+    their records: of the records given, or of the distinct rows given with their counts.
+    Shapes: (n, d), (n,) or None -> (u, d), (u,) int64."""
+    ids = row_ids(C + 1)
+    if counts is None:
+        sizes = np.bincount(ids).astype(np.int64)
+    else:
+        counts = np.asarray(counts)
+        if counts.shape != (C.shape[0],) or not np.issubdtype(counts.dtype, np.integer):
+            raise DataError("counts must be one integer count per row of codes")
+        if counts.size and counts.min() < 1:
+            raise DataError("counts must be >= 1: a row without records is left out")
+        if ids.size and np.bincount(ids).max() > 1:
+            raise DataError("rows given with counts must be distinct; count them with GROUP BY")
+        sizes = np.zeros(ids.size, dtype=np.int64)
+        sizes[ids] = counts
+    first = np.unique(ids, return_index=True)[1]
+    return C[first], sizes, first
 
 
 def _subsets(d: int, present_counts: np.ndarray) -> list[tuple[int, ...]]:
@@ -350,73 +380,130 @@ def _candidates(
     }
 
 
-def _donors(out: np.ndarray, short: np.ndarray, k: int) -> np.ndarray:
-    """Blank every key of the records ``short`` (the all-blank row short of k) and of
-    donors from the classes of more than k, fewest values first, so that the all-blank row
-    reaches k. ``out`` (n, d) is changed in place and returned."""
-    out[short] = -1
-    ids = row_ids(out + 1)
-    sizes = np.bincount(ids)
-    blank_id = ids[short[0]]
+def _donors(runs: Runs, short: np.ndarray, k: int) -> Runs:
+    """Blank every key of the runs ``short`` (the all-blank row short of k) and of donors
+    from the classes of more than k, fewest values first, so that the all-blank row
+    reaches k; a class gives its first records. ``runs`` is changed and returned."""
+    runs.codes[short] = -1
+    ids, sizes = runs.class_sizes()
+    blank_id = int(ids[np.flatnonzero(short)[0]])
     need = k - int(sizes[blank_id])
+    some = np.zeros(sizes.size, dtype=np.int64)
+    some[ids] = np.arange(ids.size)
+    present = (runs.codes[some] >= 0).sum(axis=1)  # per class, before any is given
     classes = [g for g in range(sizes.size) if g != blank_id]
-    first = np.unique(ids, return_index=True)[1]
-    present = (out[first] >= 0).sum(axis=1)  # per class, before any is given
     # surplus first (the class keeps k), then whole classes, each by values per record
     spare = sorted((present[g], g) for g in classes if sizes[g] > k)
     for _, g in spare:
         if need <= 0:
             break
-        take = np.flatnonzero(ids == g)[: min(int(sizes[g]) - k, need)]
-        out[take] = -1
-        need -= take.size
+        take = min(int(sizes[g]) - k, need)
+        members = np.flatnonzero(ids == g)
+        whole, cut, part = front(runs.count[members], take)
+        runs.codes[members[:whole]] = -1
+        if cut >= 0:
+            runs, position, index = runs.split(members[cut : cut + 1], np.array([part]))
+            ids = ids[index]
+            runs.codes[position[members[cut]]] = -1
+        need -= take
     if need > 0:
-        whole = sorted((present[g] * int(sizes[g]), g) for g in classes if present[g])
-        for _, g in whole:
+        whole_classes = sorted((present[g] * int(sizes[g]), g) for g in classes if present[g])
+        for _, g in whole_classes:
             if need <= 0:
                 break
-            members = np.flatnonzero((ids == g) & (out >= 0).any(axis=1))
-            out[members] = -1
-            need -= members.size
+            members = np.flatnonzero((ids == g) & (runs.codes >= 0).any(axis=1))
+            runs.codes[members] = -1
+            need -= int(runs.count[members].sum())
     assert need <= 0  # n >= k records: the whole file reaches k
-    return out
+    return runs
+
+
+def greedy_runs(
+    rows: np.ndarray, counts: np.ndarray, k: int, rank: np.ndarray
+) -> tuple[Runs, dict[str, Any]]:
+    """The greedy (see the module docstring) on the records of ``rows`` repeated by
+    ``counts``, taken in row order: the released rows as runs of records.
+
+    The records of one row are alike but for their order, which decides only which of them
+    a donor class gives and which a restoring move takes: the first. So the greedy holds a
+    run per combination of original and released row, not a row per record.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (u, d), int32
+        Distinct rows of key codes (-1 missing), sorted as
+        :func:`~sdcflow.core.distinct.row_ids` numbers them (by code, first key first).
+    counts : ndarray of shape (u,), int64
+        Records of each row, >= 1.
+    k : int
+    rank : ndarray of shape (d,), int
+        :func:`importance_rank`.
+
+    Returns
+    -------
+    (runs, details) : (Runs, dict)
+        The runs in record order (``source`` indexes ``rows``) and the greedy's figures.
+    """
+    u, d = rows.shape
+    unsafe = np.flatnonzero(counts < k)
+    safe = np.flatnonzero(counts >= k)
+    released = rows.copy()
+    short = np.zeros(u, dtype=bool)
+    given_source = np.zeros(0, dtype=np.int64)
+    given_count = np.zeros(0, dtype=np.int64)
+    given_rows = np.zeros((0, d), dtype=np.int32)
+    details: dict[str, Any] = {}
+    if unsafe.size:
+        cand = _candidates(rows[unsafe], rows[safe], counts[safe], k, rank)
+        assigned, _, given = assign_levels(counts[unsafe].astype(np.int64), *cand["args"])
+        done = assigned >= 0
+        released[unsafe[done]] = cand["target_rows"][assigned[done]]
+        short[unsafe[~done]] = True
+        e = np.flatnonzero(given)  # a class gives its records in this order, first ones first
+        given_source = safe[cand["donor_class"][e]].astype(np.int64)
+        given_count = given[e].astype(np.int64)
+        given_rows = cand["target_rows"][cand["donor_target"][e]]
+        details["donors"] = int(given.sum())
+    order = np.argsort(given_source, kind="stable")
+    before = np.cumsum(given_count[order]) - given_count[order]
+    first = np.concatenate([[True], given_source[order][1:] != given_source[order][:-1]])
+    first = first[: order.size]
+    given_lo = np.empty_like(given_count)
+    given_lo[order] = before - before[first][np.cumsum(first) - 1]
+    used = np.bincount(given_source, weights=given_count, minlength=u).astype(np.int64)
+    rest = np.flatnonzero(counts > used)
+    source = np.concatenate([given_source, rest])
+    lo = np.concatenate([given_lo, used[rest]])
+    by_record = np.lexsort((lo, source))
+    runs = Runs(
+        source=source[by_record],
+        original=rows[source[by_record]],
+        codes=np.concatenate([given_rows, released[rest]])[by_record],
+        suppressed=np.zeros((source.size, d), dtype=bool),
+        count=np.concatenate([given_count, counts[rest] - used[rest]])[by_record],
+    )
+    if short.any():
+        runs = _donors(runs, short[runs.source], k)
+    runs.suppressed = (runs.original >= 0) & (runs.codes < 0)
+    made = int((runs.suppressed.sum(axis=1) * runs.count).sum())
+    runs, restored = restore_runs(runs, k, rank)
+    details.update({"suppressed_then_restored": int(restored), "greedy_suppressions": made})
+    return runs.merged(), details
 
 
 def _greedy(C: np.ndarray, k: int, rank: np.ndarray) -> Suppression:
-    ids = row_ids(C + 1)
-    sizes = np.bincount(ids)
-    first = np.unique(ids, return_index=True)[1]
-    unsafe = np.flatnonzero(sizes < k)
-    safe = np.flatnonzero(sizes >= k)
-    out = C.copy()
-    details: dict[str, Any] = {}
-    if unsafe.size:
-        cand = _candidates(C[first[unsafe]], C[first[safe]], sizes[safe], k, rank)
-        assigned, _, given = assign_levels(sizes[unsafe].astype(np.int64), *cand["args"])
-        index = np.full(sizes.size, -1, dtype=np.int64)
-        index[unsafe] = np.arange(unsafe.size)
-        cls = index[ids]
-        moved = cls >= 0
-        target = assigned[cls[moved]]
-        done = target >= 0
-        rows = np.flatnonzero(moved)
-        out[rows[done]] = cand["target_rows"][target[done]]
-        # donors: the first records of their class not yet given
-        members = np.argsort(ids, kind="stable")
-        start = np.searchsorted(ids[members], safe)
-        used = np.zeros(safe.size, dtype=np.int64)
-        for e in np.flatnonzero(given):
-            v = cand["donor_class"][e]
-            take = members[start[v] + used[v] : start[v] + used[v] + given[e]]
-            out[take] = cand["target_rows"][cand["donor_target"][e]]
-            used[v] += given[e]
-        details["donors"] = int(given.sum())
-        if not done.all():
-            out = _donors(out, rows[~done], k)
-    S = (C >= 0) & (out < 0)
-    made = int(S.sum())
-    out, S, f, restored = restore(out, C, S, k, rank)
-    details.update({"suppressed_then_restored": int(restored), "greedy_suppressions": made})
+    """:func:`greedy_runs` on the records of ``C`` (n, d), each record taking the release
+    of its rank among the records of its row (in row order)."""
+    rows, counts, _ = _distinct_counts(C, None)
+    runs, details = greedy_runs(rows, counts, k, rank)
+    order = np.argsort(row_ids(C + 1), kind="stable")  # the records as the runs take them
+    _, sizes = runs.class_sizes()
+    out = np.empty_like(C)
+    S = np.empty(C.shape, dtype=bool)
+    f = np.empty(C.shape[0], dtype=np.int64)
+    out[order] = runs.per_record(runs.codes)
+    S[order] = runs.per_record(runs.suppressed)
+    f[order] = runs.per_record(sizes[runs.class_sizes()[0]])
     return Suppression(codes=out, suppressed=S, frequencies=f, algorithm="greedy", details=details)
 
 
@@ -459,50 +546,88 @@ def restore(
     C = _check_codes(codes).copy()
     orig = _check_codes(original)
     S = np.array(suppressed, dtype=bool, copy=True)
-    n = C.shape[0]
+    runs, total = restore_runs(Runs.of_records(orig, C, S), k, rank, passes=passes)
+    return runs.codes, runs.suppressed, frequencies(runs.codes), total
+
+
+def restore_runs(runs: Runs, k: int, rank: np.ndarray, *, passes: int = 4) -> tuple[Runs, int]:
+    """:func:`restore` on runs of records: a move that takes part of a run cuts it.
+
+    Returns the runs (changed in place, and cut) and the number of values given back."""
     k = int(k)
     total = 0
     for _ in range(passes):
         before = total
         for a in np.argsort(-np.asarray(rank), kind="stable"):
-            rows = np.flatnonzero(S[:, a])
-            if not rows.size:
-                continue
-            dest = C[rows].copy()
-            dest[:, a] = orig[rows, a]
-            ids = row_ids(np.concatenate([C, dest]) + 1)
-            size = np.bincount(ids[:n], minlength=int(ids.max()) + 1)
-            src, dst = ids[rows], ids[n:]
-            order = np.lexsort((src, dst))
-            rows, src, dst = rows[order], src[order], dst[order]
-            cut = np.flatnonzero((np.diff(src) != 0) | (np.diff(dst) != 0)) + 1
-            groups = np.split(np.arange(rows.size), cut)
-            by_dst: dict[int, list[np.ndarray]] = {}
-            for g in groups:
-                by_dst.setdefault(int(dst[g[0]]), []).append(g)
-            # rows that already hold k first: any record may join them
-            for t in sorted(by_dst, key=lambda t: (-int(size[t] >= k), -int(size[t]))):
-                plan = []
-                for g in by_dst[t]:
-                    s = int(src[g[0]])
-                    m = g.size
-                    if size[s] - m == 0 or size[s] - m >= k:
-                        plan.append((s, g))
-                    elif size[s] - k > 0:
-                        plan.append((s, g[: int(size[s]) - k]))
-                movable = sum(g.size for _, g in plan)
-                if not plan or size[t] + movable < k:
-                    continue
-                for s, g in plan:
-                    moved = rows[g]
-                    C[moved, a] = orig[moved, a]
-                    S[moved, a] = False
-                    size[s] -= g.size
-                    size[t] += g.size
-                    total += g.size
+            runs, given = _restore_key(runs, int(a), k)
+            total += given
         if total == before:
             break
-    return C, S, frequencies(C), total
+    return runs, total
+
+
+def _restore_key(runs: Runs, a: int, k: int) -> tuple[Runs, int]:
+    """One key's moves of :func:`restore`: the runs suppressed on ``a``, grouped by their
+    class and the row they would move to, each group giving its first records."""
+    sel = np.flatnonzero(runs.suppressed[:, a])
+    if not sel.size:
+        return runs, 0
+    R = runs.count.size
+    dest = runs.codes[sel].copy()
+    dest[:, a] = runs.original[sel, a]
+    ids = row_ids(np.concatenate([runs.codes, dest]) + 1)
+    size = weighted_counts(ids[:R], runs.count, int(ids.max()) + 1)
+    src, dst = ids[sel], ids[R:]
+    order = np.lexsort((src, dst))  # by row moved to, class, record
+    sel, src, dst = sel[order], src[order], dst[order]
+    start = np.flatnonzero(np.concatenate([[True], (np.diff(src) != 0) | (np.diff(dst) != 0)]))
+    records = np.add.reduceat(runs.count[sel], start)
+    group_src, group_dst = src[start], dst[start]
+    t_first = np.flatnonzero(np.concatenate([[True], np.diff(group_dst) != 0]))
+    t_end = np.concatenate([t_first[1:], [start.size]])
+    moving = np.zeros(start.size, dtype=np.int64)
+    total = 0
+
+    def first_rows_holding_k(i: int) -> tuple[int, int]:
+        t = group_dst[t_first[i]]
+        return -int(size[t] >= k), -int(size[t])
+
+    # rows that already hold k first: any record may join them
+    for i in sorted(range(t_first.size), key=first_rows_holding_k):
+        t = group_dst[t_first[i]]
+        plan = []
+        for g in range(t_first[i], t_end[i]):
+            s, m = group_src[g], int(records[g])
+            if size[s] - m == 0 or size[s] - m >= k:
+                plan.append((s, g, m))
+            elif size[s] - k > 0:
+                plan.append((s, g, int(size[s]) - k))
+        if not plan or size[t] + sum(m for _, _, m in plan) < k:
+            continue
+        for s, g, m in plan:
+            moving[g] = m
+            size[s] -= m
+            size[t] += m
+            total += m
+    if not total:
+        return runs, 0
+    count = runs.count[sel]
+    group = np.repeat(np.arange(start.size), np.diff(np.append(start, sel.size)))
+    before = np.cumsum(count) - count
+    before -= before[start][group]  # records of its group before the run
+    take = moving[group]
+    whole = sel[before + count <= take]
+    runs.codes[whole, a] = runs.original[whole, a]
+    runs.suppressed[whole, a] = False
+    cut = (before < take) & (before + count > take)
+    if cut.any():
+        at, first = sel[cut], (take - before)[cut]
+        by_run = np.argsort(at)
+        runs, position, _ = runs.split(at[by_run], first[by_run])
+        p = position[at]
+        runs.codes[p, a] = runs.original[p, a]
+        runs.suppressed[p, a] = False
+    return runs, total
 
 
 def _exact(C: np.ndarray, k: int, rank: np.ndarray, time_limit: float) -> Suppression | None:
@@ -662,3 +787,67 @@ def strata_suppression(
     done.labels = labels
     done.details = {**done.details, "strata": int(labels.max()) + 1}
     return done
+
+
+@dataclass
+class Strata:
+    """The strata of :func:`strata_runs`.
+
+    Attributes
+    ----------
+    runs : Runs
+        The records in runs, in record order: ``source`` indexes the rows given, and a run's
+        records are the ranks ``runs.ranks()`` on of that row's records.
+    labels : ndarray of shape (R,), int64
+        Every run's stratum: its class of identical released rows (each of >= k records).
+    details : dict
+        As :func:`strata_suppression`'s.
+    """
+
+    runs: Runs
+    labels: np.ndarray
+    details: dict[str, Any]
+
+
+def strata_runs(
+    rows: np.ndarray,
+    counts: np.ndarray,
+    k: int,
+    *,
+    importance: Sequence[int] | None = None,
+) -> Strata:
+    """:func:`strata_suppression` from the combinations' counts: the same strata for the
+    records of every distinct row taken in turn, without a row per record.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (u, d), int
+        Distinct rows of categorical key codes, -1 missing (e.g. a ``GROUP BY``'s).
+    counts : ndarray of shape (u,), int
+        Records of each row.
+    k : int
+        Minimum stratum size, 2 <= k <= counts.sum().
+    importance : sequence of int, optional
+        Key indices, most important first.
+
+    Returns
+    -------
+    Strata
+        The records of row i, ranked 0..counts[i]-1, are released as :func:`strata_suppression`
+        releases the records of row i in a file whose records of one row keep that order.
+    """
+    C = _check_codes(rows)
+    distinct, sizes, first = _distinct_counts(C, counts)
+    k = check_k(k, int(sizes.sum()))
+    rank = importance_rank(distinct, importance)
+    below, bound = lower_bound(distinct, k, counts=sizes)
+    runs, details = greedy_runs(distinct, sizes, k, rank)
+    runs.source = first[runs.source]
+    labels, _ = runs.class_sizes()
+    details = {
+        "records_in_classes_below_k": below,
+        "suppression_lower_bound": bound,
+        **details,
+        "strata": int(labels.max()) + 1,
+    }
+    return Strata(runs, labels.astype(np.int64), details)

@@ -19,27 +19,63 @@ The baseline, measured in the same run: the whole file without cells at the smal
 that n is also given as its excess over the unpartitioned fit. A first small call compiles
 the numba kernels before anything is timed. Figures and commands: ``docs/benchmarks/``,
 section "Fuzzy microaggregation in cells".
+
+``--processes P`` runs the cells on P worker processes (a ``ProcessPoolExecutor`` installed
+as the map of :func:`sdcflow.core.parallel.map_parts`, the pieces the Dask runner would
+send to its workers), for files too large to wait for on one core (ten million records).
+Each run then also gives its wall seconds; ``cells_wall_seconds``, the span of the cells'
+map; ``rest_wall_seconds``, the call's wall seconds outside it (the cuts, the assembly of the
+cells' partitions, the draw and the projection, all in this process); the CPU seconds of the
+workers (``RUSAGE_CHILDREN`` once the pool is shut down, less its value before); and the
+peak resident set size of this process and of the largest worker (``ru_maxrss``). The
+baseline is skipped then.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.information_loss import sse_sst_loss
+from sdcflow.core.parallel import part_map
 from sdcflow.methods.fuzzy import ConstrainedFuzzyParams
 from sdcflow.methods.keys import Key
 from sdcflow.methods.mixed import mask_keys
 
 
-def run(X: np.ndarray, k: int, cell_size: int | None, restarts: int, seed: int) -> dict:
+@contextmanager
+def pool_map(processes: int, spans: dict[str, float]) -> Iterator[None]:
+    """Run the pieces of ``map_parts`` on ``processes`` worker processes inside this block;
+    ``spans`` gets each kind of piece's wall seconds."""
+    with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
+
+        def mapper(fn: Callable[..., Any], calls: Sequence[tuple], label: str) -> list[Any]:
+            t0 = time.perf_counter()
+            chunk = max(1, len(calls) // (8 * processes))
+            out = list(pool.map(fn, *zip(*calls, strict=True), chunksize=chunk))
+            spans[label] = spans.get(label, 0.0) + time.perf_counter() - t0
+            return out
+
+        with part_map(mapper):
+            yield
+
+
+def run(
+    X: np.ndarray, k: int, cell_size: int | None, restarts: int, seed: int, processes: int = 0
+) -> dict:
     d = X.shape[1]
     names = [f"x{j}" for j in range(d)]
     frame = pd.DataFrame(X, columns=names)
@@ -50,12 +86,32 @@ def run(X: np.ndarray, k: int, cell_size: int | None, restarts: int, seed: int) 
         tuple(names), np.zeros((0, d)), np.zeros(0), g, np.array([1000.0]), ineq_names=("x0",)
     )
     params = ConstrainedFuzzyParams(k=k, guarantee="both", cell_size=cell_size, restarts=restarts)
-    t0 = time.process_time()
-    result = mask_keys(frame, keys, params, np.random.default_rng(seed), rules)
-    cpu = time.process_time() - t0
+    spans: dict[str, float] = {}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0, wall = time.process_time(), time.perf_counter()
+    if processes:
+        with pool_map(processes, spans):
+            result = mask_keys(frame, keys, params, np.random.default_rng(seed), rules)
+    else:
+        result = mask_keys(frame, keys, params, np.random.default_rng(seed), rules)
+    cpu, wall = time.process_time() - t0, time.perf_counter() - wall
     points = np.asarray(result.points, dtype=np.float64)
-    _, counts = np.unique(points, axis=0, return_counts=True)
-    return {
+    counts = pd.DataFrame(points).value_counts(sort=False).to_numpy()
+    figures: dict[str, Any] = {}
+    if processes:
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        figures = {
+            "processes": processes,
+            "wall_seconds": round(wall, 2),
+            "cells_wall_seconds": round(spans.get("cell", 0.0), 2),
+            "rest_wall_seconds": round(wall - sum(spans.values()), 2),
+            "workers_cpu_seconds": round(
+                children.ru_utime + children.ru_stime - before.ru_utime - before.ru_stime, 2
+            ),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "worker_peak_rss_mb": round(children.ru_maxrss / 1024, 1),
+        }
+    return figures | {
         "n": X.shape[0],
         "cell_size": cell_size,
         "restarts": restarts,
@@ -78,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--restarts", type=int, nargs="+", default=[1])
     p.add_argument("--baseline-n", type=int, default=20_000, help="0: no baseline")
     p.add_argument("--json", type=Path, help="also write every figure here")
+    p.add_argument("--processes", type=int, default=0, help="run the cells on P processes")
     args = p.parse_args(argv)
+    if args.processes:
+        args.baseline_n = 0
 
     warm = np.random.default_rng(1).standard_normal((200, args.d))
     run(warm, args.k, None, 1, 0)  # compiles the numba kernels (cached on disk after)
@@ -97,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes:
                 if size is not None and size >= n:
                     continue
-                row = run(X, args.k, size, restarts, args.seed)
+                row = run(X, args.k, size, restarts, args.seed, args.processes)
                 if size is None:
                     base[restarts] = row
                 ref = base.get(restarts)
@@ -112,6 +171,14 @@ def main(argv: list[str] | None = None) -> int:
                     f"{row['expected_size_min']:>7.3f}",
                     flush=True,
                 )
+                if args.processes:
+                    print(
+                        "    "
+                        + ", ".join(
+                            f"{key} {row[key]}" for key in row if key.endswith(("seconds", "mb"))
+                        ),
+                        flush=True,
+                    )
     if args.json:
         args.json.write_text(
             json.dumps({"args": vars(args) | {"json": str(args.json)}, "runs": rows}, indent=2)

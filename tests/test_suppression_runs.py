@@ -24,7 +24,7 @@ from sdcflow.core.suppression.local import (
     strata_suppression,
 )
 from sdcflow.core.suppression.runs import Runs, front
-from sdcflow.errors import DataError
+from sdcflow.errors import DataError, ParameterError
 
 
 def _file(seed: int) -> tuple[np.ndarray, int]:
@@ -175,3 +175,31 @@ def test_counts_of_rows_that_repeat_are_refused():
         strata_runs(rows, np.array([3, 4]), 2)
     with pytest.raises(DataError, match=">= 1"):
         strata_runs(rows[:1], np.array([0]), 2)
+    with pytest.raises(DataError, match="needs the rows' counts"):
+        strata_runs(rows[:1], None, 2)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        np.array([2**64 - 1, 5, 5], dtype=np.uint64),  # wraps to -1 as int64
+        np.array([2**63, 5, 5], dtype=np.uint64),
+        np.array([2**62] * 3, dtype=np.int64),  # the sum wraps
+        np.array([2**53, 1, 1], dtype=np.int64),  # sums no longer exact in float64
+    ],
+)
+def test_counts_beyond_exact_sums_are_refused_not_wrapped(counts):
+    rows = np.array([[0, 1], [1, 1], [2, -1]], dtype=np.int32)
+    with pytest.raises(DataError, match=r"2\*\*53"):
+        strata_runs(rows, counts, 2)
+    with pytest.raises(DataError, match=r"2\*\*53"):
+        lower_bound(rows, 2, counts=counts)
+
+
+def test_the_bound_refuses_a_k_the_file_cannot_reach():
+    rows = np.array([[0, 1], [1, 1], [2, -1]], dtype=np.int32)
+    counts = np.array([3, 2, 4])
+    with pytest.raises(ParameterError, match="larger than the number of records"):
+        lower_bound(rows, 10, counts=counts)
+    with pytest.raises(ParameterError, match=">= 2"):
+        lower_bound(rows, 1, counts=counts)

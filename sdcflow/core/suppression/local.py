@@ -79,6 +79,9 @@ Algorithm = Literal["greedy", "exact"]
 #: is not solved in reasonable time.
 EXACT_MAX_VARIABLES = 20_000
 
+#: Counts of records are summed exactly below this many (float64's integers).
+MAX_RECORDS = 2**53
+
 #: The greedy enumerates the subsets of a class's present keys level by level while the
 #: candidate moves stay below this many (all 2^7 of them for seven keys and up to 46,000
 #: unsafe classes; each move holds a row of codes); beyond, only the all-blank row is added.
@@ -213,7 +216,7 @@ def lower_bound(
     (records below k, bound) : (int, int)
     """
     rows, counts, _ = _distinct_counts(_check_codes(codes), counts)
-    k = int(k)
+    k = check_k(k, int(counts.sum()))
     d = rows.shape[1]
     small = np.flatnonzero(counts < k)
     below = int(counts[small].sum())
@@ -260,10 +263,13 @@ def lower_bound(
     return below, int(terms.sum())
 
 
-def _distinct_counts(C: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of ``C`` in row order (:func:`~sdcflow.core.distinct.row_ids`) and
-    their records: of the records given, or of the distinct rows given with their counts.
-    Shapes: (n, d), (n,) or None -> (u, d), (u,) int64."""
+def _distinct_counts(
+    C: np.ndarray, counts: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of ``C`` in row order (:func:`~sdcflow.core.distinct.row_ids`),
+    their records (of the records given, or of the distinct rows given with their counts)
+    and the first row of ``C`` holding each. Shapes: (n, d), (n,) or None -> (u, d), (u,)
+    int64, (u,) int64."""
     ids = row_ids(C + 1)
     if counts is None:
         sizes = np.bincount(ids).astype(np.int64)
@@ -273,6 +279,13 @@ def _distinct_counts(C: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarr
             raise DataError("counts must be one integer count per row of codes")
         if counts.size and counts.min() < 1:
             raise DataError("counts must be >= 1: a row without records is left out")
+        if counts.size and (
+            counts.max() >= MAX_RECORDS or float(counts.sum(dtype=np.float64)) >= MAX_RECORDS
+        ):
+            raise DataError(
+                f"counts must sum to fewer than 2**53 records (the sums of counts are exact "
+                f"below), got {float(counts.sum(dtype=np.float64)):.4g}"
+            )
         if ids.size and np.bincount(ids).max() > 1:
             raise DataError("rows given with counts must be distinct; count them with GROUP BY")
         sizes = np.zeros(ids.size, dtype=np.int64)
@@ -470,7 +483,7 @@ def greedy_runs(
     first = first[: order.size]
     given_lo = np.empty_like(given_count)
     given_lo[order] = before - before[first][np.cumsum(first) - 1]
-    used = np.bincount(given_source, weights=given_count, minlength=u).astype(np.int64)
+    used = weighted_counts(given_source, given_count, u)
     rest = np.flatnonzero(counts > used)
     source = np.concatenate([given_source, rest])
     lo = np.concatenate([given_lo, used[rest]])
@@ -497,13 +510,13 @@ def _greedy(C: np.ndarray, k: int, rank: np.ndarray) -> Suppression:
     rows, counts, _ = _distinct_counts(C, None)
     runs, details = greedy_runs(rows, counts, k, rank)
     order = np.argsort(row_ids(C + 1), kind="stable")  # the records as the runs take them
-    _, sizes = runs.class_sizes()
+    ids, sizes = runs.class_sizes()
     out = np.empty_like(C)
     S = np.empty(C.shape, dtype=bool)
     f = np.empty(C.shape[0], dtype=np.int64)
     out[order] = runs.per_record(runs.codes)
     S[order] = runs.per_record(runs.suppressed)
-    f[order] = runs.per_record(sizes[runs.class_sizes()[0]])
+    f[order] = runs.per_record(sizes[ids])
     return Suppression(codes=out, suppressed=S, frequencies=f, algorithm="greedy", details=details)
 
 
@@ -622,8 +635,7 @@ def _restore_key(runs: Runs, a: int, k: int) -> tuple[Runs, int]:
     cut = (before < take) & (before + count > take)
     if cut.any():
         at, first = sel[cut], (take - before)[cut]
-        by_run = np.argsort(at)
-        runs, position, _ = runs.split(at[by_run], first[by_run])
+        runs, position, _ = runs.split(at, first)
         p = position[at]
         runs.codes[p, a] = runs.original[p, a]
         runs.suppressed[p, a] = False
@@ -796,8 +808,9 @@ class Strata:
     Attributes
     ----------
     runs : Runs
-        The records in runs, in record order: ``source`` indexes the rows given, and a run's
-        records are the ranks ``runs.ranks()`` on of that row's records.
+        The records in runs, in record order: ``source`` indexes the rows given, and run i
+        holds the records of rank ``runs.ranks()[i]`` to ``runs.ranks()[i] + count[i] - 1``
+        among its row's records.
     labels : ndarray of shape (R,), int64
         Every run's stratum: its class of identical released rows (each of >= k records).
     details : dict
@@ -837,6 +850,8 @@ def strata_runs(
         releases the records of row i in a file whose records of one row keep that order.
     """
     C = _check_codes(rows)
+    if counts is None:
+        raise DataError("strata_runs needs the rows' counts; strata_suppression takes records")
     distinct, sizes, first = _distinct_counts(C, counts)
     k = check_k(k, int(sizes.sum()))
     rank = importance_rank(distinct, importance)

@@ -26,9 +26,11 @@ send to its workers), for files too large to wait for on one core (ten million r
 Each run then also gives its wall seconds; ``cells_wall_seconds``, the span of the cells'
 map; ``rest_wall_seconds``, the call's wall seconds outside it (the cuts, the assembly of the
 cells' partitions, the draw and the projection, all in this process); the CPU seconds of the
-workers (``RUSAGE_CHILDREN`` once the pool is shut down, less its value before); and the
-peak resident set size of this process and of the largest worker (``ru_maxrss``). The
-baseline is skipped then.
+workers (``RUSAGE_CHILDREN`` once the pool is shut down, less its value before); the peak
+resident set size of this process (``ru_maxrss``); and the largest resident set size any
+worker had and the largest sum of them all, sampled every 0.5 s (``psutil``; a child's own
+``ru_maxrss`` would count the pages it shared with this process before it loaded Python).
+The baseline is skipped then.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import argparse
 import json
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -47,6 +50,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import psutil
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.measures.information_loss import sse_sst_loss
@@ -54,6 +58,33 @@ from sdcflow.core.parallel import part_map
 from sdcflow.methods.fuzzy import ConstrainedFuzzyParams
 from sdcflow.methods.keys import Key
 from sdcflow.methods.mixed import mask_keys
+
+
+@contextmanager
+def sampled_children(peaks: dict[str, float]) -> Iterator[None]:
+    """Inside this block, ``peaks`` gets the largest RSS of any child process and the largest
+    sum of them (MB), sampled every 0.5 s."""
+    me, done = psutil.Process(), threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.5):
+            sizes = []
+            for child in me.children(recursive=True):
+                try:
+                    sizes.append(child.memory_info().rss / 2**20)
+                except psutil.Error:
+                    pass
+            if sizes:
+                peaks["worker"] = max(peaks.get("worker", 0.0), max(sizes))
+                peaks["workers"] = max(peaks.get("workers", 0.0), sum(sizes))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 @contextmanager
@@ -89,8 +120,9 @@ def run(
     spans: dict[str, float] = {}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0, wall = time.process_time(), time.perf_counter()
+    peaks: dict[str, float] = {}
     if processes:
-        with pool_map(processes, spans):
+        with sampled_children(peaks), pool_map(processes, spans):
             result = mask_keys(frame, keys, params, np.random.default_rng(seed), rules)
     else:
         result = mask_keys(frame, keys, params, np.random.default_rng(seed), rules)
@@ -109,7 +141,8 @@ def run(
                 children.ru_utime + children.ru_stime - before.ru_utime - before.ru_stime, 2
             ),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "worker_peak_rss_mb": round(children.ru_maxrss / 1024, 1),
+            "worker_peak_rss_mb": round(peaks.get("worker", 0.0), 1),
+            "workers_peak_rss_mb": round(peaks.get("workers", 0.0), 1),
         }
     return figures | {
         "n": X.shape[0],

@@ -389,22 +389,27 @@ def _constrained_draw(
     """Close under-filled centres and redraw their records (module docstring)."""
     C = len(centres)
     counts = np.bincount(labels, minlength=C)
-    members: list[list[int]] = [[] for _ in range(C)]
-    for rec, lab in enumerate(labels):
-        members[lab].append(rec)
+    # a centre's members in record order: those drawn first (a slice of the records sorted
+    # by centre), then those redrawn to it; read only when the centre closes
+    by_centre = np.argsort(labels, kind="stable")
+    first = np.concatenate([[0], np.cumsum(counts)])
+    joined: dict[int, list[int]] = {}
     open_ = np.ones(C, dtype=bool)
-    heap = [(int(counts[i]), i) for i in range(C) if 0 < counts[i] < k]
+    still_open = C  # open_.sum(), kept as a count: summing at every pop is O(C^2)
+    heap = [(int(counts[i]), int(i)) for i in np.flatnonzero((counts > 0) & (counts < k))]
     heapq.heapify(heap)
     closed = redrawn = fallback = 0
     while heap:
         cnt, i = heapq.heappop(heap)
         if not open_[i] or cnt != counts[i] or not 0 < counts[i] < k:
             continue
-        if open_.sum() == 1:
+        if still_open == 1:
             break
         open_[i] = False
+        still_open -= 1
         closed += 1
-        recs, members[i], counts[i] = members[i], [], 0
+        recs = by_centre[first[i] : first[i + 1]].tolist() + joined.pop(i, [])
+        counts[i] = 0
         for rec in recs:
             a, b = indptr[rec], indptr[rec + 1]
             lv, pv = leaf[a:b], prob[a:b] * open_[leaf[a:b]]
@@ -420,7 +425,7 @@ def _constrained_draw(
                 new = int(cand[np.argmin(((centres[cand] - Z[rec]) ** 2).sum(axis=1))])
                 fallback += 1
             labels[rec] = new
-            members[new].append(rec)
+            joined.setdefault(new, []).append(rec)
             counts[new] += 1
             redrawn += 1
             if 0 < counts[new] < k:

@@ -1,6 +1,7 @@
 """The constrained draw's closing of under-filled centres against the same loop with a list of
-members per centre and the open centres counted by a sum at every step (the code before it
-kept the count): the same labels, the same figures and the same draws from the generator."""
+members per centre, the open centres counted by a sum at every step and the nearest open
+centre found by a scan of them all (the code before the count and the tree): the same
+labels, the same figures and the same draws from the generator, ties included."""
 
 from __future__ import annotations
 
@@ -96,9 +97,12 @@ def _partition(seed: int) -> tuple[Any, ...]:
     return indptr, leaf, prob, labels, rng.standard_normal((C, d)), rng.standard_normal((n, d))
 
 
+@pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("seed", range(60))
-def test_the_draw_closes_and_redraws_as_the_listed_members_did(seed):
+def test_the_draw_closes_and_redraws_as_the_listed_members_did(seed, ties):
     indptr, leaf, prob, labels, centres, Z = _partition(seed)
+    if ties:  # centres on a coarse grid: equal centres, and records equally far from several
+        centres, Z = np.round(centres), np.round(Z)
     k = int(np.random.default_rng(seed).integers(2, 8))
     got = _constrained_draw(
         indptr, leaf, prob, labels.copy(), centres, Z, k, np.random.default_rng(seed)

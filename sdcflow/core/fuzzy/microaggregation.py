@@ -399,6 +399,7 @@ def _constrained_draw(
     heap = [(int(counts[i]), int(i)) for i in np.flatnonzero((counts > 0) & (counts < k))]
     heapq.heapify(heap)
     closed = redrawn = fallback = 0
+    tree: Any = None  # a cKDTree over the centres, built at the first fallback
     while heap:
         cnt, i = heapq.heappop(heap)
         if not open_[i] or cnt != counts[i] or not 0 < counts[i] < k:
@@ -421,8 +422,11 @@ def _constrained_draw(
                     j -= 1
                     new = int(lv[j])
             else:
-                cand = np.flatnonzero(open_)
-                new = int(cand[np.argmin(((centres[cand] - Z[rec]) ** 2).sum(axis=1))])
+                if tree is None:
+                    from scipy.spatial import cKDTree
+
+                    tree = cKDTree(centres)
+                new = _nearest_open(tree, centres, open_, Z[rec])
                 fallback += 1
             labels[rec] = new
             joined.setdefault(new, []).append(rec)
@@ -440,6 +444,26 @@ def _constrained_draw(
         "assignment_tv_mean": float(on_closed.mean()) if on_closed.size else 0.0,
         "assignment_tv_max": float(on_closed.max()) if on_closed.size else 0.0,
     }
+
+
+def _nearest_open(tree: Any, centres: np.ndarray, open_: np.ndarray, z: np.ndarray) -> int:
+    """The open centre nearest to ``z`` (d,), the lowest index among equals: what a scan of
+    every open centre gives, from the nearest centres the tree returns (``centres`` (C, d),
+    ``open_`` (C,) with at least one True). A scan costs O(C) per redrawn record, and at ten
+    million records C is two million."""
+    C = len(centres)
+    m = min(16, C)
+    while True:
+        dist, idx = tree.query(z, k=m)
+        dist, idx = np.atleast_1d(dist), np.atleast_1d(idx)
+        ok = open_[idx]
+        if ok.any():
+            # every centre as near as the nearest open one, up to the tree's rounding
+            reach = dist[ok].min() * (1 + 1e-9) + 1e-300
+            if m == C or dist[-1] > reach:
+                cand = np.sort(idx[ok & (dist <= reach)])
+                return int(cand[np.argmin(((centres[cand] - z) ** 2).sum(axis=1))])
+        m = min(4 * m, C)
 
 
 def _polish(V: np.ndarray, constraints: LinearConstraints, scale: np.ndarray) -> np.ndarray:

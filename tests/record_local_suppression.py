@@ -103,33 +103,8 @@ def record_restore(
     *,
     passes: int = 4,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Give back suppressed values while every class of identical rows keeps k records.
-
-    Giving back key a of a record moves it to the row with its own value on a. The records
-    of one class suppressed on a with one original value v move together, or as many of them
-    as the class can spare (it keeps k, or empties): the row they move to must then hold k,
-    with the records it has and those of other classes moving to it on the same key. Keys
-    are taken from the most important; passes repeat while values come back.
-
-    Parameters
-    ----------
-    codes : ndarray of shape (n, d), int
-        Released codes (-1 blank), every class of identical rows >= k.
-    original : ndarray of shape (n, d), int
-        The codes before suppression.
-    suppressed : ndarray of shape (n, d), bool
-        The values that may be given back.
-    k : int
-    rank : ndarray of shape (d,), int
-        :func:`importance_rank`: higher is more important, given back first.
-    passes : int
-        At most this many passes over the keys.
-
-    Returns
-    -------
-    (codes, suppressed, frequencies, restored)
-        Updated copies (n, d), (n, d), (n,) and the number of values given back.
-    """
+    """``restore`` record by record: each group of records moving on a key, and the first
+    records of a group that can spare only some, found over the whole file."""
     C = _check_codes(codes).copy()
     orig = _check_codes(original)
     S = np.array(suppressed, dtype=bool, copy=True)

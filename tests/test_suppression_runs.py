@@ -41,6 +41,15 @@ def _file(seed: int) -> tuple[np.ndarray, int]:
     return C, k
 
 
+def _counted(C: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
+    """The distinct rows of ``C``, every record's row, the rows' counts, and an order of
+    the rows to give them in (not sorted)."""
+    distinct, ids = np.unique(C, axis=0, return_inverse=True)
+    ids = ids.reshape(-1)
+    shuffled = np.random.default_rng(seed).permutation(distinct.shape[0])
+    return distinct, ids, np.bincount(ids), shuffled
+
+
 def _by_row(C: np.ndarray) -> np.ndarray:
     """The records in the order the runs take them: by row, then record."""
     return np.argsort(row_ids(C + 1), kind="stable")
@@ -79,9 +88,7 @@ def test_the_greedy_on_runs_releases_every_record_as_the_record_greedy(batch, mo
 @pytest.mark.parametrize("seed", range(40))
 def test_the_bound_from_counts_is_the_bound_of_the_records(seed):
     C, k = _file(seed)
-    distinct, ids = np.unique(C, axis=0, return_inverse=True)
-    counts = np.bincount(ids.reshape(-1))
-    shuffled = np.random.default_rng(seed).permutation(distinct.shape[0])
+    distinct, _, counts, shuffled = _counted(C, seed)
     expected = record_lower_bound(C, k)
     assert lower_bound(C, k) == expected
     assert lower_bound(distinct[shuffled], k, counts=counts[shuffled]) == expected
@@ -90,15 +97,13 @@ def test_the_bound_from_counts_is_the_bound_of_the_records(seed):
 @pytest.mark.parametrize("seed", range(60))
 def test_strata_from_counts_are_the_strata_of_the_records(seed):
     C, k = _file(seed)
-    distinct, ids = np.unique(C, axis=0, return_inverse=True)
-    counts = np.bincount(ids.reshape(-1))
-    shuffled = np.random.default_rng(seed).permutation(distinct.shape[0])
+    distinct, ids, counts, shuffled = _counted(C, seed)
     done = strata_runs(distinct[shuffled], counts[shuffled], k)
     records = strata_suppression(C, k)
     # every record of the file, by row then record, is the run's (row, rank)
     runs = done.runs
     order = _by_row(C)
-    row = ids.reshape(-1)[order]
+    row = ids[order]
     rank = np.arange(C.shape[0]) - np.searchsorted(row, row)
     offset = np.arange(C.shape[0]) - runs.per_record(np.cumsum(runs.count) - runs.count)
     assert np.array_equal(runs.per_record(shuffled[runs.source]), row)
@@ -111,8 +116,7 @@ def test_strata_from_counts_are_the_strata_of_the_records(seed):
 
 def test_runs_of_one_row_are_consecutive_ranks_from_zero():
     C, k = _file(11)
-    distinct, ids = np.unique(C, axis=0, return_inverse=True)
-    counts = np.bincount(ids.reshape(-1))
+    distinct, _, counts, _ = _counted(C, 11)
     runs = strata_runs(distinct, counts, k).runs
     for source in np.unique(runs.source):
         mine = np.flatnonzero(runs.source == source)

@@ -121,7 +121,7 @@ def weighted_counts(ids: np.ndarray, count: np.ndarray, size: int = 0) -> np.nda
     return np.rint(np.bincount(ids, weights=count, minlength=size)).astype(np.int64)
 
 
-def front(count: np.ndarray, take: int) -> tuple[np.ndarray, int, int]:
+def front(count: np.ndarray, take: int) -> tuple[int, int, int]:
     """The first ``take`` records of consecutive runs of ``count`` records: how many runs
     are taken whole, and the run cut (-1 if none) with the records it gives.
     Shapes: (m,) -> (whole runs, cut run, records of the cut run)."""

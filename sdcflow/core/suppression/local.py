@@ -28,7 +28,7 @@ three procedures are offered.
   records than it needed splits. The records of one row are alike but for their order,
   which decides only which of them a donor class gives and which a restoring move takes
   (the first, the records taken by row then by their order in the file): so the greedy
-  works on runs of records (:mod:`~sdcflow.core.suppression.runs`), a row per run, and
+  works on runs of records (``sdcflow.core.suppression.runs``), a row per run, and
   :func:`strata_runs` takes the rows' counts alone.
 * ``algorithm="exact"`` — the fewest suppressions, as a 0-1 program: one variable per record
   and set of its keys to suppress (2^d per record), one per released row that is used, each
@@ -266,7 +266,7 @@ def lower_bound(
 def _distinct_counts(
     C: np.ndarray, counts: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct rows of ``C`` in row order (:func:`~sdcflow.core.distinct.row_ids`),
+    """The distinct rows of ``C`` in row order (``sdcflow.core.distinct.row_ids``),
     their records (of the records given, or of the distinct rows given with their counts)
     and the first row of ``C`` holding each. Shapes: (n, d), (n,) or None -> (u, d), (u,)
     int64, (u,) int64."""
@@ -445,7 +445,7 @@ def greedy_runs(
     ----------
     rows : ndarray of shape (u, d), int32
         Distinct rows of key codes (-1 missing), sorted as
-        :func:`~sdcflow.core.distinct.row_ids` numbers them (by code, first key first).
+        ``sdcflow.core.distinct.row_ids`` numbers them (by code, first key first).
     counts : ndarray of shape (u,), int64
         Records of each row, >= 1.
     k : int

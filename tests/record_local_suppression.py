@@ -155,35 +155,8 @@ def record_restore(
 
 
 def record_lower_bound(codes: np.ndarray, k: int, *, max_subsets: int = 64) -> tuple[int, int]:
-    """Records in classes of fewer than k identical rows, and a lower bound on the fewest
-    suppressions that make every class reach k.
-
-    A record of such a class C (s records, row r) is released with a row g that k records
-    share, every one of them agreeing with g on g's present keys. Its cost is at least the
-    fewest present values it must blank to reach a row that k records of the file agree
-    with (:math:`L_C`, over the subsets K of its present keys kept: the records agreeing
-    with it on K number at least k), so C's records pay ``s L_C``. When ``L_C = 0`` (r has
-    a blank and others agree with r on its present values, P of them, q unsafe) C may keep
-    r if others join it: with m of C's records staying, C's own records suppress s - m values
-    and at least k - m - q joiners come from classes of k or more, which no other class's
-    term counts; the smallest over m is ``min(s, max(0, k - s - q))``. The terms summed over
-    the classes bound the total. The number of records in classes below k is the bound of a
-    file whose rows cannot be completed and whose records can all reach k by one
-    suppression.
-
-    Parameters
-    ----------
-    codes : ndarray of shape (n, d), int
-        Key codes, -1 missing.
-    k : int
-    max_subsets : int
-        At most this many subsets K are tried, the largest first; a class none of them
-        serves counts one value more than the last size tried would give.
-
-    Returns
-    -------
-    (records below k, bound) : (int, int)
-    """
+    """``lower_bound`` over the records: every projection counts the file's records one by
+    one, not distinct rows weighted by their counts."""
     C = _check_codes(codes)
     k = int(k)
     n, d = C.shape

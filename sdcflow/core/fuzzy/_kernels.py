@@ -28,10 +28,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.core.linear._kernels import feasible_rows, project_rows
 
 
-@nb.njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _sq_dist(X: np.ndarray, k: int, V: np.ndarray, i: int) -> float:
     """Squared Euclidean distance between record ``X[k]`` and centre ``V[i]``."""
     s = 0.0
@@ -41,7 +42,7 @@ def _sq_dist(X: np.ndarray, k: int, V: np.ndarray, i: int) -> float:
     return s
 
 
-@nb.njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _ratio_power(r: float, p: float, ip: int) -> float:
     """``r ** p`` for ``0 < r <= 1``; by repeated squaring when ``p`` is the integer ``ip``
     (``m = 1.1, 1.2, 1.25, 1.5, 2`` give p = 10, 5, 4, 2, 1), which is several times
@@ -59,7 +60,7 @@ def _ratio_power(r: float, p: float, ip: int) -> float:
     return out
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def _integer_exponent(m: float) -> int:
     """``p = 1/(m-1)`` as an int when it is one to rounding (and <= 64), else 0."""
     p = 1.0 / (m - 1.0)
@@ -69,7 +70,7 @@ def _integer_exponent(m: float) -> int:
     return 0
 
 
-@nb.njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _memberships(
     D: np.ndarray, nv: int, p: float, ip: int, lam: float, entropy: bool, u: np.ndarray
 ) -> tuple[float, float]:
@@ -102,7 +103,7 @@ def _memberships(
     return dmin, total
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def _order_desc(u: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Indices of ``u`` by decreasing value, by insertion sort: candidates arrive sorted by
     distance from the last query, so ``u`` is nearly sorted and this is about linear."""
@@ -112,7 +113,7 @@ def _order_desc(u: np.ndarray, order: np.ndarray) -> np.ndarray:
     return order
 
 
-@nb.njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _sort_desc(values: np.ndarray, idx: np.ndarray, count: int) -> None:
     """Stable insertion sort of ``idx[:count]`` by decreasing ``values[idx]``, in place."""
     for j in range(1, count):
@@ -125,7 +126,7 @@ def _sort_desc(values: np.ndarray, idx: np.ndarray, count: int) -> None:
         idx[t + 1] = cur
 
 
-@nb.njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _record_terms(u: float, D: float, dmin: float, g: float, m: float, lam: float, entropy: bool):
     """(centre weight, objective term) of one membership ([1]_ eq. 1 / eq. 2, 4).
 
@@ -143,7 +144,7 @@ def _record_terms(u: float, D: float, dmin: float, g: float, m: float, lam: floa
     return um, u * dmin * g
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def full_pass(X, w, V, m, lam, entropy):
     """One alternate-optimization step against all ``c`` centres.
 
@@ -179,7 +180,7 @@ def full_pass(X, w, V, m, lam, entropy):
     return sums, wsum, obj, expd
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
     """One step restricted to each record's candidate centres ``nbr[k]`` (its nearest ones).
 
@@ -247,7 +248,7 @@ def truncated_pass(X, w, V, nbr, m, lam, entropy, mass):
     return sums, wsum, obj, expd, qk, tail
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def dense_memberships(X, V, m, lam, entropy):
     """The full (n, c) membership matrix; for small problems and tests only."""
     n = X.shape[0]
@@ -263,7 +264,7 @@ def dense_memberships(X, V, m, lam, entropy):
     return U
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def _kept_in_row(row, thr, mass, cand, out_i, out_u):
     """The draw's truncation of one dense membership row, exactly as the sort of every entry
     (:func:`truncate_rows`) would give it: writes the kept centres and their (not yet
@@ -308,7 +309,7 @@ def _kept_in_row(row, thr, mass, cand, out_i, out_u):
     return q
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def truncate_rows(U, mass):
     """The draw memberships as COO ``(row, centre, u)``: in each row of the dense ``U`` (n, c)
     the smallest set of largest memberships holding ``mass`` (0 < mass < 1) of the row's
@@ -348,7 +349,7 @@ def truncate_rows(U, mass):
     return r[:nnz].copy(), i[:nnz].copy(), u[:nnz].copy()
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
     """Truncated memberships as fixed-width sparse rows ``(idx (n, Q), val (n, Q))``.
 
@@ -382,7 +383,7 @@ def candidate_memberships(X, V, nbr, m, lam, entropy, mass):
     return idx, val
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def refine_candidates(X, V, nbr, graph, expand):
     """Cheap candidate refresh between exact KD-tree queries.
 
@@ -424,7 +425,7 @@ def refine_candidates(X, V, nbr, graph, expand):
     return out
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def dense_fit(X, w, V, m, lam, entropy, max_iter, tol_abs):
     """Unconstrained, untruncated alternate optimization in one compiled call: the loop of
     ``fcm._fcm_restart`` without its Python overhead, which dominates the thousands of tiny

@@ -77,12 +77,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-import numba as nb
 import numpy as np
 from scipy import sparse
 
 from sdcflow.core.fuzzy import _kernels as _k
 from sdcflow.core.fuzzy.fcm import Fuzziness, check_fuzziness, fuzzy_c_means
+from sdcflow.core.jit import cached_njit
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.own_units import aimed_bounds, polish_onto_rules
 from sdcflow.core.linear.projection import PolyhedronProjector
@@ -354,7 +354,7 @@ def _flatten(
     return np.concatenate(parts_r), np.concatenate(parts_l), np.concatenate(parts_p)
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def _draw_csr(indptr, prob, rand):
     """Inverse-CDF draw of one entry per CSR row; returns the chosen entry positions."""
     n = indptr.size - 1

@@ -13,13 +13,14 @@ References
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from sdcflow.core.jit import cached_njit
 
 EPS = np.finfo(np.float64).eps
 
 
-@nb.njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _rule_excess(M: np.ndarray, rhs: np.ndarray, j: int, y: np.ndarray) -> tuple[float, float]:
     """``(M_j y - rhs_j, 1 + |M_j| |y| + |rhs_j|)``: a rule's residual and its scale."""
     s = -rhs[j]
@@ -30,7 +31,7 @@ def _rule_excess(M: np.ndarray, rhs: np.ndarray, j: int, y: np.ndarray) -> tuple
     return s, mag
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def feasible_rows(Y, A, b, G, h):
     """Which rows of ``Y`` (c, d) satisfy ``A y = b`` and ``G y <= h`` to 1e-12 relative
     (of ``1 + |A_j| |y| + |b_j|`` per rule): those a projection leaves unchanged. Returns (c,)
@@ -51,7 +52,7 @@ def feasible_rows(Y, A, b, G, h):
     return out
 
 
-@nb.njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _face_residual(M, r, y, res):
     """``res = M y - r`` for the face rows ``M`` (k, d)."""
     for t in range(M.shape[0]):
@@ -61,7 +62,7 @@ def _face_residual(M, r, y, res):
         res[t] = s
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def face_projection(y0, A, b, G, h, sw, active):
     """Weighted projection of ``y0`` (d,) onto the face ``{A y = b, G_S y = h_S}``,
     ``S = flatnonzero(active)`` (q,) bool.
@@ -123,7 +124,7 @@ def face_projection(y0, A, b, G, h, sw, active):
     return y, mult
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def worst_violated(y, G, h, active, tol):
     """The inequality off the face ``active`` (q,) bool that ``y`` (d,) breaks most, relative
     to its scale (see :func:`_rule_excess`), or -1 when each holds to ``tol`` relative. Rows
@@ -140,7 +141,7 @@ def worst_violated(y, G, h, active, tol):
     return worst
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def on_face(y, G, h, active):
     """Whether ``y`` (d,) meets every row of the face ``active`` (q,) bool as an equality to
     1e-9 of ``1 + |h_j| + |G_j|_1 max|y|``: rounding of the face solve stays far below, a
@@ -153,7 +154,7 @@ def on_face(y, G, h, active):
     return True
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def active_set(y0, A, b, G, h, sw, active, tol):
     """Primal active-set steps from the face ``active`` (q,) bool (updated in place): drop the
     row with the most negative multiplier, else add the most violated row, until the face's
@@ -181,7 +182,7 @@ def active_set(y0, A, b, G, h, sw, active, tol):
     return y, False
 
 
-@nb.njit(cache=True)
+@cached_njit()
 def project_rows(Y, inside, A, Apinv, b, G, h, sw, tol):
     """Project the rows of ``Y`` (c, d) not marked ``inside`` (c,) onto the polyhedron.
 

@@ -74,9 +74,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.core.microaggregation.neighbours import BudgetExceeded, exact_neighbours
 from sdcflow.core.microaggregation.univariate import optimal_sse
 
@@ -110,7 +110,7 @@ class LowerBound:
     status: str
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _ascent(adj_ptr, adj_idx, adj_d2, cap, k, sweeps):
     """Coordinate ascent on bound 2: u_x <- (k-1)-th smallest d(x,y) - u_y, in [0, cap_x]."""
     n = cap.shape[0]

@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 
-@nb.njit(cache=True, nogil=True)
+
+@cached_njit(nogil=True)
 def _block_sum(a: np.ndarray, lo: int, n: int) -> float:
     """numpy's sum of a run of at most 128 terms: plainly under 8, else in 8 interleaved
     partial sums joined pairwise, the remainder added last."""
@@ -54,7 +55,7 @@ def _block_sum(a: np.ndarray, lo: int, n: int) -> float:
     return res
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def pairwise_sum(a: np.ndarray, lo: int, n: int) -> float:
     """The sum of ``a[lo:lo + n]`` (1-D float64) in the order numpy's ``add.reduce`` takes
     for a contiguous run, so that the result is numpy's to the bit: runs of at most 128 by
@@ -93,7 +94,7 @@ def pairwise_sum(a: np.ndarray, lo: int, n: int) -> float:
     return sums[0]
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def scaled_mean(values: np.ndarray, m: int) -> float:
     """:func:`~sdcflow.core.validation.safe_mean` of ``values[:m]`` (finite, m >= 1), bit for
     bit; ``values[:m]`` is overwritten by the rescaled values."""
@@ -111,14 +112,14 @@ def scaled_mean(values: np.ndarray, m: int) -> float:
     return math.ldexp(pairwise_sum(values, 0, m) / m, e)
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _lower_median(values: np.ndarray, m: int) -> float:
     """The ((m - 1) // 2)-th smallest of ``values[:m]`` (sorted in place)."""
     values[:m].sort()
     return values[(m - 1) // 2]
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _mode(codes: np.ndarray, rows: np.ndarray, m: int, j: int, tally: np.ndarray) -> int:
     """The most frequent code >= 0 of column j over ``rows[:m]``, the lowest on a tie; -1
     when none is present. ``tally`` (levels,) is scratch, left zeroed."""
@@ -139,7 +140,7 @@ def _mode(codes: np.ndarray, rows: np.ndarray, m: int, j: int, tally: np.ndarray
     return best
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _centroid(
     cont: np.ndarray,
     numeric: int,
@@ -171,7 +172,7 @@ def _centroid(
         point_nom[j] = _mode(nom, rows, m, j, tally)  # [1] nominal keys: the mode
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _distances(
     cont: np.ndarray,
     nom: np.ndarray,
@@ -209,7 +210,7 @@ def _distances(
         out[i] = sq * total / max(common, 1) if common > 0 else 0.0
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _farthest(d: np.ndarray, m: int) -> int:
     """The first position of the largest of ``d[:m]`` (``np.argmax``)."""
     at = 0
@@ -219,7 +220,7 @@ def _farthest(d: np.ndarray, m: int) -> int:
     return at
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _take(d: np.ndarray, rows: np.ndarray, m: int, k: int, labels: np.ndarray, group: int) -> int:
     """Label the k records of ``rows[:m]`` nearest by ``d[:m]`` (ties to the lower position,
     as the first k of a stable argsort) and drop them from ``rows`` and ``d``, keeping their
@@ -262,7 +263,7 @@ class _Scratch(NamedTuple):
     tally: np.ndarray  # (levels,) code counts, left zeroed
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _around_farthest(
     cont: np.ndarray,
     numeric: int,
@@ -286,7 +287,7 @@ def _around_farthest(
     return _take(d, rows, m, k, labels, group)
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def generic_groups(cont: np.ndarray, numeric: int, nom: np.ndarray, k: int) -> np.ndarray:
     """MDAV-generic [2]_ under the partial distance [1]_ (``heterogeneous._groups``).
 
@@ -340,7 +341,7 @@ def generic_groups(cont: np.ndarray, numeric: int, nom: np.ndarray, k: int) -> n
     return labels
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def group_values(
     numeric: np.ndarray,
     ordinal: np.ndarray,

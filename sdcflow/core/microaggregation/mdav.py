@@ -49,6 +49,7 @@ from typing import Literal
 import numba
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.core.microaggregation.scaling import working_scale
 from sdcflow.core.validation import check_k, check_matrix
 from sdcflow.errors import ParameterError
@@ -145,7 +146,7 @@ _REPIVOT = 0.02
 _PARALLEL_MIN = 4096
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _insert(out_rows: np.ndarray, out_d: np.ndarray, cnt: int, k: int, d2: float, row: int) -> int:
     """Insert ``(d2, row)`` into the sorted list of the k smallest pairs; return its new length.
 
@@ -167,7 +168,7 @@ def _insert(out_rows: np.ndarray, out_d: np.ndarray, cnt: int, k: int, d2: float
     return cnt
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _sq_dist(R: np.ndarray, p: int, q: np.ndarray) -> float:
     """Squared distance of row ``p`` of ``R`` (n, d) to ``q`` (d,), columns left to right."""
     acc = 0.0
@@ -177,7 +178,7 @@ def _sq_dist(R: np.ndarray, p: int, q: np.ndarray) -> float:
     return acc
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _sq_dist_to(R: np.ndarray, p: int, Q: np.ndarray, b: int) -> float:
     """:func:`_sq_dist` of row ``p`` of ``R`` to row ``b`` of ``Q``: the same operations in the
     same order, without the view ``Q[b]`` (every array view costs two atomic updates of a
@@ -189,7 +190,7 @@ def _sq_dist_to(R: np.ndarray, p: int, Q: np.ndarray, b: int) -> float:
     return acc
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _furthest_sorted(
     P: np.ndarray,
     pn: np.ndarray,
@@ -226,7 +227,7 @@ def _furthest_sorted(
 _SEED = 128  # records of a sweep's first block whose filter bounds seed its thresholds
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _round_down(ft: type, v: float) -> float:
     """The largest value of type ``ft`` (the filter's) that is <= ``v``."""
     t = ft(v)
@@ -235,7 +236,7 @@ def _round_down(ft: type, v: float) -> float:
     return t
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _round_up(ft: type, v: float) -> float:
     """The smallest value of type ``ft`` (the filter's) that is >= ``v``."""
     t = ft(v)
@@ -244,7 +245,7 @@ def _round_up(ft: type, v: float) -> float:
     return t
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _seed(
     acc: np.ndarray, w2: np.ndarray, n_seed: int, k: int, far: bool, buf: np.ndarray
 ) -> float:
@@ -271,7 +272,7 @@ def _seed(
     return -buf[k - 1] if far else buf[k - 1]
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _multi_sweep(
     F: np.ndarray,
     R: np.ndarray,
@@ -495,7 +496,7 @@ def _multi_sweep(
                             tf64 = (qn[b] - thr_f[t]) * 0.5 + dq[b]
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@cached_njit(nogil=True, parallel=True)
 def _multi_sweep_threads(
     F: np.ndarray,
     R: np.ndarray,
@@ -526,7 +527,7 @@ def _multi_sweep_threads(
         )  # fmt: skip
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _first_alive(lst: np.ndarray, cnt: int, labels: np.ndarray, k: int, out: np.ndarray) -> bool:
     """Copy the first ``k`` still unassigned rows of ``lst[:cnt]`` into ``out``; False if fewer.
 
@@ -545,7 +546,7 @@ def _first_alive(lst: np.ndarray, cnt: int, labels: np.ndarray, k: int, out: np.
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _sweep(
     F: np.ndarray,
     R: np.ndarray,
@@ -584,7 +585,7 @@ def _sweep(
     return far_rows[0, 0] if want_far else -1
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _query(
     Z: np.ndarray,
     row: int,
@@ -606,7 +607,7 @@ def _query(
     dq[t] = err_coef * s + err_abs
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _take(
     F: np.ndarray,
     R: np.ndarray,
@@ -642,7 +643,7 @@ def _take(
     return m
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _pass(
     F: np.ndarray,
     R: np.ndarray,
@@ -674,7 +675,7 @@ def _pass(
         )  # fmt: skip
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _mdav_kernel(
     Z: np.ndarray,
     F: np.ndarray,

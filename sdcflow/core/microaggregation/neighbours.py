@@ -21,10 +21,10 @@ from __future__ import annotations
 import itertools
 import time
 
-import numba
 import numpy as np
 from scipy.spatial import cKDTree
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.core.parallel import map_parts, parallel
 
 EXACT_NEIGHBOURS = 8192  # files up to this size get exact neighbour lists for refinement
@@ -125,7 +125,7 @@ def neighbour_rows(
     return idx, d2
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _cell_nearest(Z, order, bounds, nbr, nd):
     """Merge into ``nbr``/``nd`` (n, K; sorted, distinct) the K nearest within each cell.
 

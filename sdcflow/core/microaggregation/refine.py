@@ -64,9 +64,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.core.microaggregation.neighbours import (
     CELL,
     EXACT_NEIGHBOURS,
@@ -87,7 +87,7 @@ _DISSOLVE_EVERY = 8  # one ILS round in this many dissolves a group instead of s
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True, nogil=True, inline="always", fastmath=True)
+@cached_njit(nogil=True, inline="always", fastmath=True)
 def _d2(A: np.ndarray, i: int, B: np.ndarray, j: int) -> float:
     """Squared distance between row i of A and row j of B.
 
@@ -101,7 +101,7 @@ def _d2(A: np.ndarray, i: int, B: np.ndarray, j: int) -> float:
     return acc
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _init_state(Z, lab, G, cap):
     """Sizes (G,), sums and centroids (G, d), members (G, cap), slots (n,), own (n,)."""
     n, d = Z.shape
@@ -127,7 +127,7 @@ def _init_state(Z, lab, G, cap):
     return size, sums, cen, mem, slot, own
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _move(Z, lab, size, sums, cen, mem, slot, x, A, B):
     """Move record x from group A to group B; sums and centroids follow, ``own`` does not."""
     d = Z.shape[1]
@@ -150,7 +150,7 @@ def _move(Z, lab, size, sums, cen, mem, slot, x, A, B):
     lab[x] = B
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _refresh(Z, size, sums, cen, mem, own, g, exact):
     """Distances of group g's members to its centroid; ``exact`` re-sums the group first."""
     d = Z.shape[1]
@@ -169,7 +169,7 @@ def _refresh(Z, size, sums, cen, mem, own, g, exact):
         own[x] = _d2(Z, x, cen, g)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _listed(values, count, v):
     """Whether v is among ``values[:count]`` (a short list: linear scan)."""
     for t in range(count):
@@ -178,7 +178,7 @@ def _listed(values, count, v):
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _group_sse(size, own, mem, g):
     s = 0.0
     for i in range(size[g]):
@@ -186,7 +186,7 @@ def _group_sse(size, own, mem, g):
     return s
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _push_one(x, queue, qtail, inq):
     if not inq[x]:
         inq[x] = True
@@ -195,7 +195,7 @@ def _push_one(x, queue, qtail, inq):
     return qtail
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _push(g, size, mem, rptr, ridx, queue, qtail, inq):
     """Queue group g's members and every record that lists one of them as a neighbour."""
     for i in range(size[g]):
@@ -206,7 +206,7 @@ def _push(g, size, mem, rptr, ridx, queue, qtail, inq):
     return qtail
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _push_light(g, size, mem, x, rptr, ridx, queue, qtail, inq):
     """Queue group g's members and the records that list x (which changed group)."""
     for i in range(size[g]):
@@ -221,7 +221,7 @@ def _push_light(g, size, mem, x, rptr, ridx, queue, qtail, inq):
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@cached_njit(nogil=True, fastmath=True)
 def _best_change(Z, lab, size, cen, mem, own, nbr, x, k, kmax, tol, seen):
     """Best improving move or swap of record x: (delta, kind 0 none / 1 move / 2 swap, B, y)."""
     K = nbr.shape[1]
@@ -256,7 +256,7 @@ def _best_change(Z, lab, size, cen, mem, own, nbr, x, k, kmax, tol, seen):
     return best, kind, best_B, best_y
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _apply(Z, lab, size, sums, cen, mem, slot, own, x, A, B, log, nlog):
     """Move x from A to B and log it; returns the new log length."""
     _move(Z, lab, size, sums, cen, mem, slot, x, A, B)
@@ -267,7 +267,7 @@ def _apply(Z, lab, size, sums, cen, mem, slot, own, x, A, B, log, nlog):
     return nlog + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _local_search(
     Z, lab, size, sums, cen, mem, slot, own, nbr, rptr, ridx, k, kmax, tol,
     queue, qhead, qtail, inq, log, nlog, light=False,
@@ -303,7 +303,7 @@ def _local_search(
     return total, qhead, qtail, nlog
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _dissolve(Z, lab, size, sums, cen, mem, slot, own, nbr, g, kmax, force, tol, log, nlog):
     """Dissolve group g into neighbouring groups with room, greedily; see the module docstring.
 
@@ -344,7 +344,7 @@ def _dissolve(Z, lab, size, sums, cen, mem, slot, own, nbr, g, kmax, force, tol,
     return 0.0, start
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _descend(Z, lab, size, sums, cen, mem, slot, own, nbr, rptr, ridx, k, kmax, tol, light):
     """Local search from every record, then dissolves, until neither improves (no undo).
 
@@ -387,13 +387,13 @@ def _descend(Z, lab, size, sums, cen, mem, slot, own, nbr, rptr, ridx, k, kmax, 
             return total
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _pick(u: float, m: int) -> int:
     """An integer uniform on 0..m-1 from u uniform on [0, 1)."""
     return min(int(u * m), m - 1)
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _iterate(
     Z, lab, size, sums, cen, mem, slot, own, nbr, rptr, ridx, k, kmax, tol, draws, n_groups,
 ):  # fmt: skip

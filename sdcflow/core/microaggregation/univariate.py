@@ -27,14 +27,14 @@ References
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.core.validation import check_k, check_matrix
 from sdcflow.errors import ParameterError
 
 
-@numba.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _shortest_path(v: np.ndarray, k: int) -> tuple[np.ndarray, float]:
     """Group sizes of the optimal partition of the sorted values ``v`` (n,), and its SSE.
 

@@ -11,9 +11,9 @@ References
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.errors import DataError, ParameterError
 
 from ._checks import as_generator, check_percent
@@ -44,7 +44,7 @@ def _as_matrix(X: object) -> np.ndarray:
     return arr
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _column_moments(X: np.ndarray, centred: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """One validating pass over X (n, d), row by row, and a centred one when ``centred``.
 
@@ -83,7 +83,7 @@ def _column_moments(X: np.ndarray, centred: bool) -> tuple[np.ndarray, np.ndarra
     return count, mean, m2, bad
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _add_scaled_columns(X: np.ndarray, E: np.ndarray, scale: np.ndarray) -> None:
     """``E[j, i] = X[i, j] + E[j, i] * scale[j]`` in place, E (d, n): NaN in X stays NaN."""
     n, d = X.shape
@@ -93,7 +93,7 @@ def _add_scaled_columns(X: np.ndarray, E: np.ndarray, scale: np.ndarray) -> None
             E[j, i] = X[i, j] + E[j, i] * s
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _add_mixed_rows(X: np.ndarray, E: np.ndarray, F: np.ndarray) -> None:
     """``E[i] = X[i] + F @ E[i]`` in place, E (n, d) standard normals, F (d, d): each
     record's noise is F times its own d draws."""
@@ -109,7 +109,7 @@ def _add_mixed_rows(X: np.ndarray, E: np.ndarray, F: np.ndarray) -> None:
             E[i, a] = X[i, a] + acc
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _shrink_columns(X: np.ndarray, c: float, shift: np.ndarray) -> np.ndarray:
     """``c * X[i, j] + shift[j]``, (n, d) in X's row order."""
     n, d = X.shape
@@ -120,7 +120,7 @@ def _shrink_columns(X: np.ndarray, c: float, shift: np.ndarray) -> np.ndarray:
     return Z
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _complete_row(X: np.ndarray, i: int) -> bool:
     """Whether record ``i`` of ``X`` (n, d) has no NaN (NaN is the one value unequal to
     itself)."""
@@ -130,7 +130,7 @@ def _complete_row(X: np.ndarray, i: int) -> bool:
     return True
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _complete_covariance(X: np.ndarray) -> tuple[np.ndarray, int]:
     """Covariance (d, d), divisor r - 1, of the r records with no NaN (R's
     ``cov(na.omit(x))``), centred on their means; returns (S, r)."""

@@ -13,22 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.errors import ParameterError
 
 from ._checks import as_generator, check_float_matrix, check_percent
 
-try:  # numba is optional: the kernel runs as plain Python without it (slowly)
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised only where numba is absent
-
-    def njit(*args, **kwargs):
-        return lambda f: f
-
-
 __all__ = ["rank_swap"]
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _swap_partners(n: int, window: int, u: np.ndarray) -> np.ndarray:  # pragma: no cover
     """Partner of each rank 0..n-1 (an involution), as the loop of sdcMicro's ``RankSwap``.
 

@@ -84,10 +84,10 @@ import math
 from dataclasses import dataclass
 from itertools import combinations
 
-import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from sdcflow.core.jit import cached_njit
 from sdcflow.core.risk._checks import as_2d, in_range
 from sdcflow.errors import DataError, ParameterError
 
@@ -133,7 +133,7 @@ class Suda2Result:
 _DENSE_CAP_MIN = 1 << 16  # scratch entries for the dense class counts, at least
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _dense_codes(
     vals: np.ndarray, miss: np.ndarray, complete: bool, cap: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -242,7 +242,7 @@ def _codes(keys: np.ndarray, missing: float | None) -> tuple[np.ndarray, np.ndar
     return codes, card, miss
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _first_level(
     codes: np.ndarray,
     weight: np.ndarray,
@@ -278,7 +278,7 @@ def _first_level(
     return shared
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _msu(
     r: int, s: int, subs: np.ndarray, miss: np.ndarray, w: float, msu: np.ndarray, c: np.ndarray
 ) -> None:
@@ -292,7 +292,7 @@ def _msu(
         c[r, subs[s, t]] += w
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _next_level(
     codes: np.ndarray,
     weight: np.ndarray,
@@ -410,7 +410,7 @@ def _next_level(
     return total
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _row_classes(
     codes: np.ndarray, card: np.ndarray, ids: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

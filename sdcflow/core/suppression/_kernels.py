@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import heapq
 
-import numba as nb
 import numpy as np
 
+from sdcflow.core.jit import cached_njit
 
-@nb.njit(cache=True, nogil=True)
+
+@cached_njit(nogil=True)
 def assign_levels(
     weight: np.ndarray,
     class_ptr: np.ndarray,
@@ -171,7 +172,7 @@ def assign_levels(
     return assigned, base, given
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _add_reach(pot, level, weight, assigned, class_ptr, pair_target, pair_cost):  # fmt: skip
     """Add to ``pot`` (per target) the records of every unassigned class that reaches the
     target with a move of cost at most ``level``."""
@@ -183,7 +184,7 @@ def _add_reach(pot, level, weight, assigned, class_ptr, pair_target, pair_cost):
                 pot[pair_target[q]] += weight[c]
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def _cost_to(c, t, class_ptr, pair_target, pair_cost):  # fmt: skip
     """The suppressions class c pays for target t."""
     for q in range(class_ptr[c], class_ptr[c + 1]):
@@ -192,7 +193,7 @@ def _cost_to(c, t, class_ptr, pair_target, pair_cost):  # fmt: skip
     return -1
 
 
-@nb.njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _complete(
     level, levels, weight, class_ptr, pair_target, pair_cost, target_ptr, target_pairs, pair_class,
     tie, k, assigned, base, pot, donor_cost, target_donor_ptr, target_donors, donor_class,

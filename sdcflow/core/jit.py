@@ -10,6 +10,14 @@ segfault or wrong figures (numba issue 4807). That happens on a fresh install wh
 processes compile at once: two releases, a Dask cluster's worker processes, a parallel test
 run. Here every save holds an exclusive lock on a file in the cache's folder and every load a
 shared one, so an index never names data written for another key, nor data half written.
+
+A kernel that runs a parfor (``parallel=True``), and every kernel between it and the cached
+kernel that calls it, is compiled in the process and never cached (:func:`uncached_njit`):
+numba links a callee loaded from the cache into a caller it compiles, and a parfor linked so
+leaves the caller's cache entry calling code that no later process has, a segfault in every
+process that loads it. That happens whenever the callee is cached and the caller is not: a
+process that stopped between the two saves, a second process compiling beside the first, or
+an upgrade that changes the caller's module and not the callee's.
 """
 
 from __future__ import annotations
@@ -68,6 +76,13 @@ def cached_njit(**options: Any) -> Callable[[F], F]:
     :class:`LockedCacheFile`'s locks: ``@cached_njit(nogil=True)`` on a function of a
     module (numba caches no function it cannot find a source file for)."""
 
+    if options.get("parallel"):
+        raise ValueError(
+            "a parallel kernel is linked into its callers: compile it with uncached_njit "
+            "(a cached one, loaded into a caller compiled later, leaves that caller's cache "
+            "entry calling code no later process has)"
+        )
+
     def decorate(function: F) -> F:
         dispatcher = numba.njit(cache=True, **options)(function)
         cache = getattr(dispatcher, "_cache", None)
@@ -79,4 +94,12 @@ def cached_njit(**options: Any) -> Callable[[F], F]:
     return decorate
 
 
-__all__ = ["LOCK_NAME", "LockedCacheFile", "cached_njit"]
+def uncached_njit(**options: Any) -> Callable[[F], F]:
+    """``numba.njit(**options)`` without the on-disk cache: for a kernel that runs a parfor
+    and for every kernel between it and the cached kernel that calls it, so that a caller
+    compiled later links them from this process's compilation, never from the cache (the
+    module's docstring says why). Their code is cached inside that caller's entry."""
+    return numba.njit(cache=False, **options)
+
+
+__all__ = ["LOCK_NAME", "LockedCacheFile", "cached_njit", "uncached_njit"]

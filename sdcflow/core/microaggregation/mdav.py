@@ -49,7 +49,7 @@ from typing import Literal
 import numba
 import numpy as np
 
-from sdcflow.core.jit import cached_njit
+from sdcflow.core.jit import cached_njit, uncached_njit
 from sdcflow.core.microaggregation.scaling import working_scale
 from sdcflow.core.validation import check_k, check_matrix
 from sdcflow.errors import ParameterError
@@ -496,7 +496,7 @@ def _multi_sweep(
                             tf64 = (qn[b] - thr_f[t]) * 0.5 + dq[b]
 
 
-@cached_njit(nogil=True, parallel=True)
+@uncached_njit(nogil=True, parallel=True)
 def _multi_sweep_threads(
     F: np.ndarray,
     R: np.ndarray,
@@ -643,7 +643,7 @@ def _take(
     return m
 
 
-@cached_njit(nogil=True)
+@uncached_njit(nogil=True)  # calls the parfor of _multi_sweep_threads
 def _pass(
     F: np.ndarray,
     R: np.ndarray,

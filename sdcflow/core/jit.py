@@ -39,16 +39,19 @@ LOCK_NAME = "sdcflow-kernels.lock"
 
 @contextlib.contextmanager
 def _locked(folder: str, operation: int) -> Iterator[None]:
-    """Hold ``fcntl.flock(operation)`` on the folder's lock file. Without the folder (nothing
-    cached yet) or the right to create the file there (a cache numba cannot write to either)
-    there is nothing to guard, and the block runs unlocked."""
+    """Hold ``fcntl.flock(operation)`` on the folder's lock file, opened read-only (``flock``
+    needs no write access, so a lock file another user made serves too). Without the folder
+    (nothing cached yet), the right to create the file there (a cache numba cannot write to
+    either) or locks on its file system (``flock`` refused, as on some network and FUSE file
+    systems), the block runs unlocked, as numba alone runs it."""
     try:
-        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDONLY | os.O_CREAT, 0o644)
     except OSError:
         yield
         return
     try:
-        fcntl.flock(fd, operation)
+        with contextlib.suppress(OSError):  # no locks on this file system: numba's behaviour
+            fcntl.flock(fd, operation)
         yield
     finally:
         os.close(fd)  # releases the lock

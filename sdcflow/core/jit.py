@@ -4,12 +4,12 @@ processes compile the same kernel at once.
 numba's cache keeps, per function, one index (key -> data file name) and one data file per
 key (signature, target). Saving a new key reads the index, takes the first free name, writes
 the index, then the data. Two processes saving different keys of one function at the same
-moment can both take the same name; the index one of them wrote then names the data the other
-wrote, and the next process to load that key runs machine code compiled for other types: a
-segfault or wrong figures (numba issue 4807). That happens on a fresh install whenever two
-processes compile at once: two releases, a Dask cluster's worker processes, a parallel test
-run. Here every save holds an exclusive lock on a file in the cache's folder and every load a
-shared one, so an index never names data written for another key, nor data half written.
+moment can both take the same name; the index one of them wrote then names the data the
+other wrote, and the next process to load that key runs machine code compiled for other
+types: a segfault or wrong figures (numba issue 4807). It can happen wherever two processes
+compile at once: two releases, a Dask cluster's worker processes, a parallel test run. Here
+every save holds an exclusive lock on a file in the cache's folder and every load a shared
+one, so an index never names data written for another key, nor data half written.
 
 A kernel that runs a parfor (``parallel=True``), and every kernel between it and the cached
 kernel that calls it, is compiled in the process and never cached (:func:`uncached_njit`):

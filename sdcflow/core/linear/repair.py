@@ -39,7 +39,7 @@ from sdcflow.core.tolerances import DEFAULT_TOLERANCE, ROUNDING_SLACK
 from sdcflow.core.validation import check_matrix
 from sdcflow.errors import ParameterError
 
-__all__ = ["minimal_adjustment", "violating_records"]
+__all__ = ["merge_magnitudes", "minimal_adjustment", "repair_magnitudes", "violating_records"]
 
 
 def violating_records(
@@ -89,6 +89,7 @@ def minimal_adjustment(
     tol: float = DEFAULT_TOLERANCE,
     row_tol: Mapping[str, float] | None = None,
     conditional: Sequence[tuple[np.ndarray, LinearConstraints]] = (),
+    magnitudes: Mapping[int, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Project every violating record onto ``{A x = b, G x <= h}`` by weighted least squares.
 
@@ -112,6 +113,12 @@ def minimal_adjustment(
         grouped by the set of such rows that apply to them and each group is projected onto
         the common rows plus its own. (The repaired record keeps the rule: either ``C`` still
         holds and ``D`` was enforced, or the move made ``C`` false.)
+    magnitudes : mapping int -> ndarray of shape (d,), optional
+        The magnitudes the strict rows' margins are taken at, per decade of the records'
+        largest value (:func:`repair_magnitudes`); default: those of the violating records
+        of ``X``. A file repaired in pieces passes the whole file's
+        (:func:`merge_magnitudes` of the pieces'), so that every piece is repaired as the
+        whole file would be, bit for bit. Not with ``conditional``.
 
     Returns
     -------
@@ -143,6 +150,12 @@ def minimal_adjustment(
             )
     if not np.isfinite(tol) or tol < 0:
         raise ParameterError(f"tol must be a number >= 0, got {tol!r}", field="tol")
+    if magnitudes is not None and conditional:
+        raise ParameterError(
+            "magnitudes are taken over one constraint set: repair the records with "
+            "conditional rows without them",
+            field="magnitudes",
+        )
     n = X.shape[0]
     masks = np.zeros((n, len(conditional)), dtype=bool)
     for i, (mask, extra) in enumerate(conditional):
@@ -166,10 +179,53 @@ def minimal_adjustment(
     for g, pattern in enumerate(patterns):
         rows = np.flatnonzero(group == g)
         parts = [extra for (_, extra), on in zip(conditional, pattern, strict=True) if on]
-        block, block_moved = _repair(X[rows], constraints.with_rows(*parts), w, tol, row_tol)
+        block, block_moved = _repair(
+            X[rows], constraints.with_rows(*parts), w, tol, row_tol, magnitudes
+        )
         out[rows] = block
         moved[rows] = block_moved
     return out, moved
+
+
+def repair_magnitudes(
+    X: np.ndarray,
+    constraints: LinearConstraints,
+    *,
+    tol: float = DEFAULT_TOLERANCE,
+    row_tol: Mapping[str, float] | None = None,
+) -> dict[int, np.ndarray]:
+    """The magnitudes :func:`minimal_adjustment` takes the strict rows' margins at: per
+    decade of a violating record's largest value, each column's largest ``|x|`` over the
+    violating records of that decade (empty without strict rows, where no margin is taken).
+    Shapes: X (n, d) -> {decade: (d,)}.
+
+    A maximum of maxima is the maximum: the pieces' magnitudes, merged by
+    :func:`merge_magnitudes`, are the whole file's."""
+    X = check_matrix(X, name="X", columns=constraints.columns)
+    if not any(constraints.ineq_strict):
+        return {}
+    rows = np.flatnonzero(violating_records(X, constraints, tol=tol, row_tol=row_tol))
+    classes = _decades(X[rows])
+    return {
+        int(d): np.nanmax(np.abs(X[rows[classes == d]]), axis=0, initial=0.0)
+        for d in np.unique(classes)
+    }
+
+
+def merge_magnitudes(
+    into: dict[int, np.ndarray], more: Mapping[int, np.ndarray]
+) -> dict[int, np.ndarray]:
+    """``into`` updated with ``more`` (:func:`repair_magnitudes` of another piece): per
+    decade, the larger magnitude of each column. Returns ``into``."""
+    for decade, m in more.items():
+        into[decade] = m.copy() if decade not in into else np.maximum(into[decade], m)
+    return into
+
+
+def _decades(X: np.ndarray) -> np.ndarray:
+    """The decade of each record's largest ``|x|``: floor(log10), (m, d) -> (m,)."""
+    largest = np.nanmax(np.abs(X), axis=1, initial=0.0)
+    return np.floor(np.log10(np.maximum(largest, 1e-300))).astype(np.int64)
 
 
 def _repair(
@@ -178,6 +234,7 @@ def _repair(
     w: np.ndarray,
     tol: float,
     row_tol: Mapping[str, float] | None,
+    magnitudes: Mapping[int, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The violating records of ``X`` projected onto one constraint set (module docstring)."""
     out = X.copy()
@@ -188,13 +245,23 @@ def _repair(
     # Strict rows are aimed inside their boundary by the rounding allowance at the magnitude
     # of the records moved, taken per decade of their largest value: at the file's largest,
     # one turnover of 1e40 sent a record with turnover 0 under `turnover > 0` to 1e26.
-    classes = np.zeros(len(rows), dtype=np.int64)
-    if any(constraints.ineq_strict):
-        largest = np.nanmax(np.abs(X[rows]), axis=1, initial=0.0)
-        classes = np.floor(np.log10(np.maximum(largest, 1e-300))).astype(np.int64)
+    strict = any(constraints.ineq_strict)
+    classes = _decades(X[rows]) if strict else np.zeros(len(rows), dtype=np.int64)
     for decade in np.unique(classes):
         some = rows[classes == decade]
-        inside = constraints.tightened(np.nanmax(np.abs(X[some]), axis=0, initial=0.0))
+        if magnitudes is None:
+            magnitude = np.nanmax(np.abs(X[some]), axis=0, initial=0.0)
+        elif strict:
+            if int(decade) not in magnitudes:
+                raise ParameterError(
+                    f"magnitudes lack decade {int(decade)} of the violating records: pass "
+                    "repair_magnitudes merged over every piece of the file",
+                    field="magnitudes",
+                )
+            magnitude = magnitudes[int(decade)]
+        else:
+            magnitude = None  # no strict row: no margin
+        inside = constraints.tightened(magnitude)
         proj = PolyhedronProjector.from_constraints(inside, weights=w)
         # every violating record is projected, also one within the projector's own 1e-12
         # relative: the tolerance here is the caller's

@@ -47,13 +47,15 @@ def watch():
 
 
 threading.Thread(target=watch, daemon=True).start()
-import sdcflow.tasks.publish, sdcflow.warehouse.publish, sdcflow.warehouse.sources
+import sdcflow.tasks.edits, sdcflow.tasks.publish, sdcflow.warehouse.publish
+import sdcflow.warehouse.sources
 from sdcflow.cli.main import main
 
-# the file's reading batches and publication chunks scaled to this file as their 1 Mi
-# records are to a census: else one batch or chunk would be the whole file
+# the file's reading batches, the repair's ranges and publication chunks scaled to this
+# file as their million records are to a census: else one would be the whole file
 sdcflow.warehouse.sources.SourceData.batches.__defaults__ = (CHUNK,)
 sdcflow.warehouse.publish.CHUNK_ROWS = sdcflow.tasks.publish.CHUNK_ROWS = CHUNK
+sdcflow.tasks.edits.REPAIR_RANGE = CHUNK
 
 code = main(sys.argv[2:])
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -75,14 +77,17 @@ def _census(folder: Path, n: int) -> int:
     return int(frame.memory_usage(deep=True).sum())
 
 
-def _release(folder: Path, limit: int, streamed: bool) -> tuple[int, int | None, str]:
+def _release(
+    folder: Path, limit: int, streamed: bool, repair: bool = False
+) -> tuple[int, int | None, str]:
     spec = {
         "release": "census",
         "source": "data.parquet",
         "id_column": "id",
         "quasi_identifiers": KEYS,
-        "on_violation": "fail",
-        "edits": ["x0 >= -1000"],
+        # under repair, a sixth of the records break the rule and are moved
+        "on_violation": "repair" if repair else "fail",
+        "edits": ["x0 >= -1" if repair else "x0 >= -1000"],
         "method": {"name": "mdav", "k": 5, "cell_size": 2000},
         "checks": {"k_anonymity": 5},
         "output": "published",
@@ -133,3 +138,22 @@ def test_a_streamed_release_completes_in_less_memory_than_its_file_takes(tmp_pat
             target.unlink()
     code, _, err = _release(large, limit, streamed=False)
     assert code == 99, f"the in-memory path stayed within {limit} bytes (exit {code}):\n{err}"
+
+
+def test_a_streamed_release_that_repairs_its_records_completes_in_the_same_memory(tmp_path):
+    """``on_violation: repair``: the records are repaired in ranges into ``edited``, which
+    the mask reads; the flow's process holds one range of the repaired columns."""
+    small, large = tmp_path / "small", tmp_path / "large"
+    small.mkdir()
+    large.mkdir()
+    _census(small, 40_000)
+    code, small_peak, err = _release(small, 0, streamed=True, repair=True)
+    assert code == 0 and small_peak, err
+    limit = small_peak + 5 * _census(large, 400_000)
+    code, peak, err = _release(large, limit, streamed=True, repair=True)
+    assert code == 0, f"the streamed release went over {limit} bytes:\n{err}"
+    manifest = json.loads((large / "published" / "census" / "manifest.json").read_text())
+    assert manifest["method_details"]["path"] == "streamed" and manifest["rows"] == 400_000
+    assert manifest["edit_rules"]["repaired_records"] > 40_000
+    assert manifest["information_loss"]["against_repaired_records"] is not None
+    assert peak is not None and peak <= limit

@@ -6,7 +6,9 @@ which it can serve (:func:`~sdcflow.preflight.path.release_path`): then
 
 * ingest is DuckDB reading the source into ``raw.run_<id>``;
 * the edit rules are counted by DuckDB's SQL (no check columns in this process, no Great
-  Expectations: :func:`~sdcflow.tasks.edits.validate_edits` with ``sql_only``);
+  Expectations: :func:`~sdcflow.tasks.edits.validate_edits` with ``sql_only``), and under
+  ``on_violation: repair`` the records are repaired in row-id ranges into ``edited.run_<id>``
+  (:func:`~sdcflow.tasks.edits.repair_streamed`), which the mask then reads;
 * the mask runs piece by piece, each piece read from and written to a Parquet file of the
   run's private folder by whoever masks it, and DuckDB assembles ``masked.run_<id>``;
 * the gates, the disclosure figures and the report are aggregates DuckDB computes over the
@@ -64,6 +66,7 @@ def streamed_stages(
     with steps.step("ingest"):
         run.n_rows = ingest_streamed(plan, warehouse, run_id)
     summary: dict[str, Any] | None = None
+    repair: edit_steps.StreamedRepair | None = None
     with steps.step("edit rules on the raw records"):
         if plan.rules:
             pre = edit_steps.validate_edits(
@@ -72,15 +75,29 @@ def streamed_stages(
             summary = raw_summary(pre)
             if spec.on_violation == "fail" and not pre.success:
                 return refused_by_edit_rules(run, summary, edit_steps.rule_failures(pre))
+            if plan.constraints is not None and edit_steps.needs_repair(spec, plan.constraints):
+                repair = edit_steps.repair_streamed(
+                    spec, warehouse, run_id, plan.rules, plan.constraints
+                )
+                summary["repaired_records"] = repair.moved
+    # the records masked: the repaired ones when a repair ran (``edited``), as in memory
+    source = "raw" if repair is None else "edited"
     with steps.step("mask"):
         folder = _pieces_folder(run)
         try:
             with scaled_out(run.warm, spec.release):  # runner: dask -- pieces on the cluster
                 masked = mask_streamed_step(
-                    spec, warehouse, run_id, plan.resolved_keys, folder, rng, plan.constraints
+                    spec,
+                    warehouse,
+                    run_id,
+                    plan.resolved_keys,
+                    folder,
+                    rng,
+                    plan.constraints,
+                    source,
                 )
             masked.details["disclosure"] = disclosure_streamed(
-                spec, warehouse, run_id, plan.resolved_keys
+                spec, warehouse, run_id, plan.resolved_keys, source
             )
         finally:
             with contextlib.suppress(OSError):  # left when it holds what it did not write
@@ -98,6 +115,8 @@ def streamed_stages(
             violations,
             unchecked,
             figures,
+            source,
+            repaired=repair is not None and repair.changed,
         )
     warehouse.record_checks(run_id, [o.as_dict() for o in checks])
     outcome = run.outcome()

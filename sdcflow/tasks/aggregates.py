@@ -136,9 +136,18 @@ class _Figures:
     """The release's aggregates, each queried once when first asked for."""
 
     def __init__(
-        self, spec: ReleaseSpec, warehouse: Warehouse, run_id: str, point_columns: Sequence[str]
+        self,
+        spec: ReleaseSpec,
+        warehouse: Warehouse,
+        run_id: str,
+        point_columns: Sequence[str],
+        source: str = "raw",
     ) -> None:
+        """``source``: the records masked, ``raw`` or, after a repair, ``edited`` (the
+        in-memory gates' ``original``; the IL gate and the report read ``raw``, the
+        records as ingested)."""
         self.spec, self.warehouse, self.run_id = spec, warehouse, run_id
+        self.source = source
         self.keys = list(spec.quasi_identifiers)
         self.numeric = list(point_columns or [])
         self._cache: dict[str, Any] = {}
@@ -153,6 +162,14 @@ class _Figures:
             "raw", lambda: sql.profiles(self.warehouse, "raw", self.run_id, self.numeric)
         )
 
+    def source_profiles(self) -> dict[str, sql.ColumnProfile]:
+        if self.source == "raw":
+            return self.raw_profiles()
+        return self._once(
+            self.source,
+            lambda: sql.profiles(self.warehouse, self.source, self.run_id, self.numeric),
+        )
+
     def masked_profiles(self) -> dict[str, sql.ColumnProfile]:
         return self._once(
             "masked", lambda: sql.profiles(self.warehouse, "masked", self.run_id, self.numeric)
@@ -165,8 +182,9 @@ class _Figures:
         )
 
     def magnitudes(self) -> list[str]:
-        """The numeric keys the dominance rules judge: present and never negative."""
-        p = self.raw_profiles()
+        """The numeric keys the dominance rules judge: present and never negative in the
+        records masked (the in-memory gate judges ``original``)."""
+        p = self.source_profiles()
         return [c for c in self.numeric if p[c].present and p[c].minimum >= 0]
 
     def sizes(self, schema: str = "masked") -> np.ndarray:
@@ -188,10 +206,10 @@ class _Figures:
 
         return self._once("loose", compute)
 
-    def information_loss(self) -> float:
+    def information_loss(self, against: str = "raw") -> float:
         return self._once(
-            "il",
-            lambda: self.warehouse.information_loss("raw", "masked", self.run_id, self.numeric),
+            f"il-{against}",
+            lambda: self.warehouse.information_loss(against, "masked", self.run_id, self.numeric),
         )
 
     def dominance(self, ctx: GateContext) -> _Dominated | None:
@@ -206,6 +224,7 @@ class _Figures:
                 self.keys,
                 self.numeric,
                 judged,
+                schema=self.source,
                 n=int(n),
                 k=float(k),
                 p=float(ctx.option(DOMINANCE_P)),
@@ -253,14 +272,18 @@ def check_streamed(
     edit_violations: Mapping[str, int] | None,
     unchecked_rules: Sequence[str],
     figures: Sequence[str] = (),
+    source: str = "raw",
+    *,
+    repaired: bool = False,
 ) -> tuple[list[GateOutcome], dict[str, float], Evidence]:
     """:func:`~sdcflow.tasks.checks.check_release` from DuckDB aggregates over the raw and
     the released tables of ``run_id``: the same outcomes (key, figure, threshold, verdict,
     note), the figures of the gates ``figures`` without thresholds, and the
-    :class:`~sdcflow.gates.Evidence` (IL against the raw records, which on this path are
-    the records masked; no per-record risk: the report draws its distribution from the
-    class sizes). Raises ``ValueError`` for a gate :func:`aggregate_gates` refuses."""
-    agg = _Figures(spec, warehouse, run_id, point_columns or [])
+    :class:`~sdcflow.gates.Evidence` (IL against the raw records and, when ``repaired``
+    -- a repair changed a value of the records masked, ``source`` ``edited`` -- against
+    the repaired ones; no per-record risk: the report draws its distribution from the class
+    sizes). Raises ``ValueError`` for a gate :func:`aggregate_gates` refuses."""
+    agg = _Figures(spec, warehouse, run_id, point_columns or [], source)
     ctx = _thin_context(
         spec, agg.numeric, agg.minima(), edit_violations, unchecked_rules, method_details
     )
@@ -301,7 +324,10 @@ def check_streamed(
             if unchecked is not None
             else float(computed[key] if key in computed else gate.compute(ctx))
         )
-    evidence = Evidence({"raw": agg.information_loss()} if agg.numeric else {}, None)
+    loss = {"raw": agg.information_loss()} if agg.numeric else {}
+    if loss and repaired:
+        loss["repaired"] = agg.information_loss(source)
+    evidence = Evidence(loss, None)
     logger.info("information loss: %s", loss_line(evidence.information_loss))
     return outcomes, {**{o.key: o.figure for o in outcomes}, **extra}, evidence
 
@@ -403,13 +429,18 @@ class ClassRisk:
 
 
 def disclosure_streamed(
-    spec: ReleaseSpec, warehouse: Warehouse, run_id: str, keys: Sequence[Key]
+    spec: ReleaseSpec,
+    warehouse: Warehouse,
+    run_id: str,
+    keys: Sequence[Key],
+    source: str = "raw",
 ) -> dict[str, Any]:
     """:func:`~sdcflow.tasks.mask.disclosure_summary` from DuckDB aggregates: k, the records
     below k before and after, the risk distributions (1 / f per record: no weights on this
     path), the risk histogram, sdcMicro's count when the patterns of missing keys are few
     (:data:`MAX_PATTERNS`); SUDA2 is not computed (it searches every record's minimal
-    unique subsets of keys: the records themselves)."""
+    unique subsets of keys: the records themselves). ``source``: the records masked, whose
+    classes are the figures "before" (``raw``, or ``edited`` after a repair)."""
     if spec.weight_column is not None:
         raise ValueError(
             "weight_column is set: the weighted risk is computed in memory only; release "
@@ -421,7 +452,7 @@ def disclosure_streamed(
     agg = _Figures(spec, warehouse, run_id, numeric)
     agg.keys = names
     after = ClassRisk.of_classes(agg.sizes("masked"))
-    before = ClassRisk.of_classes(agg.sizes("raw"))
+    before = ClassRisk.of_classes(agg.sizes(source))
     k = getattr(spec.method, "k", None)
     out: dict[str, Any] = {
         "convention": "identical released rows (a missing or suppressed value is a value of "

@@ -21,7 +21,7 @@ the releases :func:`streamed_path` accepts. The unit of work is what
    ``masked/part-<i>.parquet`` (row id, masked numeric keys, blank flags of the categorical
    keys) and returns counts;
 4. DuckDB creates ``masked.run_<id>`` from the parts joined with the unchanged columns of
-   ``raw``; the pieces' files are removed.
+   the table masked (``raw``, or ``edited`` after a repair); the pieces' files are removed.
 
 A stratum of at most the bound is the in-memory release record for record. A cut stratum is
 grouped inside each cut (the border search cannot cross a cut), so its groups differ; every
@@ -113,8 +113,6 @@ def streamed_path(spec: ReleaseSpec, keys: Sequence[Key], rules: Sequence[Rule] 
         return "fuzzy_map maps the sensitive columns in memory"
     if spec.pram is not None:
         return "the pram step perturbs the categorical keys in memory"
-    if spec.edits and spec.on_violation == "repair":
-        return "on_violation: repair repairs records in memory (use on_violation: fail)"
     if any(isinstance(r.node, Conditional) for r in rules):
         return "conditional edit rules move groups over the whole file: masked in memory"
     if any(k.recoding is not None for k in keys):
@@ -186,14 +184,19 @@ class _Strata:
 
 
 def _strata(
-    spec: ReleaseSpec, wh: Warehouse, run_id: str, categorical: Sequence[Key], k: int
+    spec: ReleaseSpec,
+    wh: Warehouse,
+    run_id: str,
+    categorical: Sequence[Key],
+    k: int,
+    source: str = "raw",
 ) -> _Strata:
     """The strata of :func:`~sdcflow.methods.mixed.mask_keys`, from the combinations' counts:
     :func:`~sdcflow.core.suppression.local.strata_runs` on the combinations and their counts:
     runs of ranks (combination, first and last rank, stratum, blank flags) for DuckDB to
     give each record its stratum. Holds a row per combination and run, none per record."""
     names = [key.name for key in categorical]
-    combos = combinations(wh, "raw", run_id, names)
+    combos = combinations(wh, source, run_id, names)
     levels: list[list[str]] = []
     codes = np.zeros((combos.num_rows, len(names)), np.int64)
     for j, key in enumerate(categorical):
@@ -236,10 +239,11 @@ def mask_streamed(
     folder: Path,
     rng: np.random.Generator,
     constraints: LinearConstraints | None = None,
+    source: str = "raw",
     *,
     bound: int | None = None,
 ) -> StreamedMask:
-    """Mask the ``raw`` table of ``run_id`` in pieces and write ``masked.run_<id>``.
+    """Mask the ``source`` table of ``run_id`` in pieces and write ``masked.run_<id>``.
 
     Parameters
     ----------
@@ -256,6 +260,9 @@ def mask_streamed(
         Unused: ``mdav`` and ``ps`` are deterministic (the contract of the mask step).
     constraints : LinearConstraints or None
         The linear error rules over the numeric keys.
+    source : {"raw", "edited"}
+        The records masked: as ingested, or as the repair left them
+        (:func:`~sdcflow.tasks.edits.repair_streamed`).
     bound : int, optional
         The most records of a piece (default :func:`piece_bound`).
 
@@ -271,10 +278,12 @@ def mask_streamed(
     numeric = [k for k in keys if k.kind == "numeric"]
     categorical = [k for k in keys if k.kind != "numeric"]
     bound = bound or piece_bound(params.cell_size)
-    strata = _strata(spec, warehouse, run_id, categorical, params.k) if categorical else None
+    strata = (
+        _strata(spec, warehouse, run_id, categorical, params.k, source) if categorical else None
+    )
     pieces = write_pieces(
         warehouse,
-        "raw",
+        source,
         run_id,
         [k.name for k in numeric],
         [k.name for k in categorical],
@@ -321,24 +330,28 @@ def mask_streamed(
         copied.append(spec.weight_column)
     copied = [c for c in dict.fromkeys(copied) if c not in at]
     try:
-        table = load_masked(warehouse, "raw", run_id, parts, how, copied)
+        table = load_masked(warehouse, source, run_id, parts, how, copied)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
     details = _details(params, constraints, numeric, categorical, pieces, figures, strata, bound)
-    details.update(_loss(warehouse, run_id, numeric))
+    details.update(_loss(warehouse, run_id, numeric, source))
     dtypes = {n: "Int64" if h == "bigint" else "float64" for n, h in how if n in at}
-    dtypes.update(_released_dtypes(warehouse, run_id, categorical, copied))
+    dtypes.update(_released_dtypes(warehouse, run_id, categorical, copied, source))
     return StreamedMask(table, [k.name for k in numeric], details, dtypes)
 
 
 def _released_dtypes(
-    wh: Warehouse, run_id: str, categorical: Sequence[Key], copied: Sequence[str]
+    wh: Warehouse,
+    run_id: str,
+    categorical: Sequence[Key],
+    copied: Sequence[str],
+    source: str = "raw",
 ) -> dict[str, str]:
     """The pandas dtypes the in-memory released frame gives the categorical keys (labels as
     text, numbers where the source's were: ``mask_keys``' ``_assemble``) and the columns
     copied as they are (``released_frame`` copies them as numpy arrays)."""
     names = [k.name for k in categorical]
-    sample = sample_columns(wh, "raw", run_id, [*names, *copied])
+    sample = sample_columns(wh, source, run_id, [*names, *copied])
     out: dict[str, str] = {}
     for name in names:
         src = sample[name]
@@ -364,11 +377,12 @@ def mask_streamed_step(
     folder: Path,
     rng: np.random.Generator,
     constraints: LinearConstraints | None = None,
+    source: str = "raw",
 ) -> StreamedMask:
     """:func:`mask_streamed` as the flow's mask step (a Prefect task run, ``mask-streamed``);
     under ``runner: dask`` call it inside :func:`~sdcflow.tasks.scale.scaled_out`, so that
     the pieces are task runs on the cluster."""
-    done = mask_streamed(spec, warehouse, run_id, keys, folder, rng, constraints)
+    done = mask_streamed(spec, warehouse, run_id, keys, folder, rng, constraints, source)
     pieces = done.details["streamed"]
     get_run_logger().info(
         "masked %d pieces (largest %d records) with %s into %s",
@@ -438,7 +452,8 @@ def _details(
     return details
 
 
-def _loss(wh: Warehouse, run_id: str, numeric: Sequence[Key]) -> dict[str, Any]:
-    """The information loss of the release as published, by sums in DuckDB."""
+def _loss(wh: Warehouse, run_id: str, numeric: Sequence[Key], source: str) -> dict[str, Any]:
+    """The information loss of the release as published against the records masked (the
+    method's figure, as in memory), by sums in DuckDB."""
     names = [k.name for k in numeric]
-    return {"information_loss": wh.information_loss("raw", "masked", run_id, names)}
+    return {"information_loss": wh.information_loss(source, "masked", run_id, names)}

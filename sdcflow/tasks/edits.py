@@ -14,7 +14,8 @@ by the preflight, :mod:`sdcflow.preflight.plan`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from prefect.artifacts import create_markdown_artifact
 from sdcflow.core.distinct import distinct_rows
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.group_values import Condition
-from sdcflow.core.linear.repair import minimal_adjustment
+from sdcflow.core.linear.repair import merge_magnitudes, minimal_adjustment, repair_magnitudes
 from sdcflow.expectations.compile import CompiledRule, compile_rule, condition_sql
 from sdcflow.expectations.rules import (
     Conditional,
@@ -43,6 +44,7 @@ from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks import STEP, artifact_key
 from sdcflow.tasks.retry import IO_RETRY
 from sdcflow.warehouse.edits import evaluate_rules, matching_row_ids, record_violations
+from sdcflow.warehouse.repairs import numeric_ranges, store_edited
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
 if TYPE_CHECKING:
@@ -297,15 +299,115 @@ def repair_edits(
         mask = frame[ROW_ID].isin(ids).to_numpy()
         if mask.any():
             conditional.append((mask, rows))
+    repaired, moved = _repaired(X, constraints, _row_tolerances(rules), conditional)
+    edited = frame.copy()
+    for j, column in enumerate(qis):
+        edited[column] = repaired[:, j]
+    warehouse.write_frame("edited", run_id, edited)
+    count = int(moved.sum())
+    _log_repair(count, len(frame), constraints, len(conditional))
+    return edited, count
+
+
+#: Records of one range of the streamed repair: the repaired columns of a million records
+#: are tens of megabytes.
+REPAIR_RANGE = 1_000_000
+
+
+@dataclass(frozen=True)
+class StreamedRepair:
+    """What :func:`repair_streamed` leaves: the records moved, and whether any value changed
+    (the in-memory path's test for IL against the repaired records)."""
+
+    moved: int
+    changed: bool
+
+
+@task(name="repair-edits-streamed", **IO_RETRY, **STEP)
+def repair_streamed(
+    spec: ReleaseSpec,
+    warehouse: Warehouse,
+    run_id: str,
+    rules: Sequence[Rule],
+    constraints: LinearConstraints,
+    rows: int | None = None,
+) -> StreamedRepair:
+    """:func:`repair_edits` on a release whose records stay in the warehouse: the repaired
+    columns of ``raw`` are read in row-id ranges of ``rows`` records (default
+    :data:`REPAIR_RANGE`) and repaired, and ``edited.run_<id>`` is created from ``raw`` and
+    the moved records (:mod:`sdcflow.warehouse.repairs`); nothing else is read into this
+    process.
+
+    The repair is the in-memory one record for record, bit for bit: every step of it works
+    on a record alone but for the margin of the strict rows (``<``, ``>``), which takes
+    the largest values of the violating records of each decade over the whole file, so a
+    first pass over the ranges gathers those
+    (:func:`~sdcflow.core.linear.repair.repair_magnitudes`) when the rules have a strict
+    row. Conditional rules are not repaired here: the streamed path refuses them
+    (:func:`~sdcflow.tasks.cells.streamed_path`)."""
+    qis = list(constraints.columns)
+    if conditional_consequents(spec, rules, qis):
+        raise ValueError(
+            "conditional rules are repaired in memory: release without the streamed path"
+        )
+    rows = rows or REPAIR_RANGE
+    row_tol = _row_tolerances(rules)
+    counts = {"moved": 0, "changed": 0, "records": 0}
+    with warehouse.connect() as con:
+        magnitudes: dict[tuple[bool, ...], dict[int, np.ndarray]] | None = None
+        if any(constraints.ineq_strict):
+            magnitudes = {}
+            for _, X in numeric_ranges(con, run_id, qis, rows):
+                for gap, these, on in _patterns(X, qis, constraints):
+                    found = repair_magnitudes(X[these][:, ~gap], on, row_tol=row_tol)
+                    merge_magnitudes(magnitudes.setdefault(tuple(gap), {}), found)
+
+        def moved_records() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            for ids, X in numeric_ranges(con, run_id, qis, rows):
+                repaired, moved = _repaired(X, constraints, row_tol, (), magnitudes)
+                counts["records"] += len(X)
+                counts["moved"] += int(moved.sum())
+                same = (repaired == X) | (np.isnan(repaired) & np.isnan(X))
+                counts["changed"] += int((~same.all(axis=1)).sum())
+                yield ids[moved], repaired[moved]
+
+        store_edited(warehouse, con, run_id, qis, moved_records())
+    _log_repair(counts["moved"], counts["records"], constraints, 0)
+    return StreamedRepair(counts["moved"], counts["changed"] > 0)
+
+
+def _row_tolerances(rules: Sequence[Rule]) -> dict[str, float]:
+    return {rule.name: rule.tolerance for rule in rules}
+
+
+def _patterns(
+    X: np.ndarray, qis: Sequence[str], constraints: LinearConstraints
+) -> Iterator[tuple[np.ndarray, np.ndarray, LinearConstraints]]:
+    """Per pattern of missing values among the records of ``X`` (m, d): the pattern (d,)
+    bool, its records (p,) and the rows of ``constraints`` that read only values they have."""
+    gaps, which = distinct_rows(np.isnan(X).view(np.int8))
+    for p, gap in enumerate(gaps.astype(bool)):
+        have = [c for c, missing in zip(qis, gap, strict=True) if not missing]
+        on = constraints.restrict(have) if len(have) < len(qis) else constraints
+        yield gap, np.flatnonzero(which == p), on
+
+
+def _repaired(
+    X: np.ndarray,
+    constraints: LinearConstraints,
+    row_tol: Mapping[str, float],
+    conditional: Sequence[tuple[np.ndarray, LinearConstraints]] = (),
+    magnitudes: Mapping[tuple[bool, ...], Mapping[int, np.ndarray]] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The records of ``X`` (n, d), over ``constraints.columns``, repaired pattern of
+    missing values by pattern; ``conditional``: (mask (n,), consequent rows) of the rules
+    whose condition holds there; ``magnitudes``: per pattern, the whole file's
+    (:func:`repair_streamed`). Returns the repaired records (n, d) and the moved (n,)."""
+    qis = list(constraints.columns)
     repaired = X.copy()
     moved = np.zeros(X.shape[0], dtype=bool)
-    row_tol = {rule.name: rule.tolerance for rule in rules}
-    gaps, which = distinct_rows(np.isnan(X).view(np.int8))
-    gaps = gaps.astype(bool)
-    for p, gap in enumerate(gaps):
+    for gap, these, on in _patterns(X, qis, constraints):
         have = [c for c, missing in zip(qis, gap, strict=True) if not missing]
-        these = np.flatnonzero(which == p)
-        on = constraints.restrict(have) if len(have) < len(qis) else constraints
         # a consequent reading a value the record lacks is undetermined there
         extra = [
             (mask[these], rows.restrict(have))
@@ -314,21 +416,23 @@ def repair_edits(
         ]
         if on.is_empty and not extra:
             continue
-        cols = [qis.index(c) for c in have]
+        cols = np.flatnonzero(~gap)
         repaired[np.ix_(these, cols)], moved[these] = minimal_adjustment(
-            X[np.ix_(these, cols)], on, row_tol=row_tol, conditional=extra
+            X[np.ix_(these, cols)],
+            on,
+            row_tol=row_tol,
+            conditional=extra,
+            magnitudes=None if magnitudes is None else magnitudes.get(tuple(gap), {}),
         )
-    edited = frame.copy()
-    for j, column in enumerate(qis):
-        edited[column] = repaired[:, j]
-    warehouse.write_frame("edited", run_id, edited)
-    count = int(moved.sum())
+    return repaired, moved
+
+
+def _log_repair(count: int, records: int, constraints: LinearConstraints, conditional: int) -> None:
     get_run_logger().info(
         "minimal adjustment moved %d of %d records onto %d linear rule row(s) and %d "
         "conditional consequent(s)",
         count,
-        len(frame),
+        records,
         constraints.A.shape[0] + constraints.G.shape[0],
-        len(conditional),
+        conditional,
     )
-    return edited, count

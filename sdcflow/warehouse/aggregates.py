@@ -176,6 +176,7 @@ def dominated_groups(
     numeric: Sequence[str],
     magnitudes: Sequence[str],
     *,
+    schema: str = "raw",
     n: int,
     k: float,
     p: float,
@@ -183,7 +184,8 @@ def dominated_groups(
     """Released groups failing the p % rule and the (n, k) rule on some column of
     ``magnitudes`` (:func:`~sdcflow.core.risk.dominance.dominance`), the groups being the
     classes of identical released rows over ``keys`` (``MaskResult.group_labels`` of a
-    release without group labels), the contributions the raw values, each column over the
+    release without group labels), the contributions the values of the ``schema`` table
+    (the records masked: ``raw``, or ``edited`` after a repair), each column over the
     records that hold it. One ``GROUP BY`` over the raw and released tables joined on the
     row id, then one count over its groups.
 
@@ -205,7 +207,7 @@ def dominated_groups(
     query = (
         f"SELECT count(*) FILTER (WHERE {' OR '.join(p_fail)}), "
         f"count(*) FILTER (WHERE {' OR '.join(nk_fail)}) FROM (SELECT {', '.join(aggs)} "
-        f"FROM {table_name('raw', run_id)} o JOIN {table_name('masked', run_id)} m "
+        f"FROM {table_name(schema, run_id)} o JOIN {table_name('masked', run_id)} m "
         f"USING ({ROW_ID}) GROUP BY {_keys_sql(keys, numeric, 'm')})"
     )
     with warehouse.connect(read_only=True) as con:

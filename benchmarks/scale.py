@@ -13,7 +13,9 @@ normal keys ``x0..x{d-1}``, seed 0 by default) and an ``id`` column, written as 
 spec: ``mdav`` with ``k`` and ``cell_size`` (``constrained_fuzzy``: ``guarantee: both``, and
 ``cell_size`` / ``restarts`` when given; ``--runner dask`` needs ``--cell-size`` for it),
 one edit rule (``x0 >= -1000``, true of every record, so that the validation step runs on
-every record), gates ``k_anonymity: k`` and ``max_information_loss: 100``. ``--missing P``
+every record; ``--repair``: ``x0 >= -1`` under ``on_violation: repair``, which moves the
+sixth of the records that break it before the mask), gates ``k_anonymity: k`` and
+``max_information_loss: 100``. ``--missing P``
 (mdav): each value is missing (a null) with probability P, the spec declares
 ``missing_values: ['']``, and the cells are grouped by MDAV-generic with partial distances;
 there is no unpartitioned baseline then (one pass is O(n^2)).
@@ -154,10 +156,10 @@ def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
         "id_column": "id",
         "quasi_identifiers": [f"x{j}" for j in range(args.d)]
         + ([c for c, _ in CENSUS_CATEGORICAL] if args.census else []),
-        # the rule holds on every record; `fail` keeps the release on the streamed path,
-        # which does not repair records (`repair`, the default, masks in memory)
-        "on_violation": "fail",
-        "edits": ["x0 >= -1000"],
+        # the rule holds on every record, so that the validation reads every record;
+        # --repair: `x0 >= -1` breaks on a sixth of the records, which the repair moves
+        "on_violation": "repair" if args.repair else "fail",
+        "edits": ["x0 >= -1" if args.repair else "x0 >= -1000"],
         "method": method,
         "checks": {"k_anonymity": args.k, "max_information_loss": 100},
         **({"missing_values": [""]} if args.missing or args.census else {}),
@@ -370,6 +372,10 @@ def run_release(spec: Path, workers: int | None, extra_env: dict[str, str] | Non
         },
         "cores_busy": round(total / wall, 2),
         "il": checks.get("max_information_loss"),
+        "il_against_repaired": (manifest.get("information_loss") or {}).get(
+            "against_repaired_records"
+        ),
+        "repaired_records": (manifest.get("edit_rules") or {}).get("repaired_records"),
         "path": (manifest.get("method_details") or {}).get("path", "in memory"),
         "k": checks.get("k_anonymity"),
         "stderr_tail": err[-1500:] if proc.returncode else "",
@@ -481,6 +487,12 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="the release's path: the preflight's choice (auto), or forced through "
         "SDCFLOW_STREAMED_ROWS (streamed: 0; in-memory: more than the file's records)",
+    )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="on_violation: repair with the rule x0 >= -1, which a sixth of the records "
+        "break (the repair runs before the mask, in ranges on the streamed path)",
     )
     p.add_argument(
         "--worker-memory",

@@ -24,6 +24,7 @@ from sdcflow.errors import ParameterError
 from sdcflow.expectations.rules import parse_rules
 from sdcflow.preflight.plan import linear_constraints
 from sdcflow.spec.schema import ReleaseSpec
+from sdcflow.tasks import edits as edits_tasks
 from sdcflow.tasks.cells import streamed_path
 from sdcflow.tasks.edits import repair_edits, repair_streamed
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
@@ -44,6 +45,8 @@ def _records(n: int = 600, seed: int = 1, missing: float = 0.04) -> np.ndarray:
     X[rng.random(n) < 0.05, 1] = -rng.random() * 50  # negative wages
     X[rng.random(n) < 0.05, 1] = 3e6  # above the strict bound
     X[rng.random(X.shape) < missing] = np.nan
+    if missing:
+        X[5] = np.nan  # a record with no number: no rule can be checked on it
     return X
 
 
@@ -121,6 +124,27 @@ def test_the_streamed_repair_stores_the_in_memory_repaired_table(tmp_path, rows)
     assert streamed[ROW_ID].equals(memory[ROW_ID])
 
 
+def test_a_record_with_no_number_beside_a_strict_rule_is_kept_as_it_is(tmp_path):
+    """No rule can be checked on a record missing every repaired column: the margins' pass
+    skips it, as the repair does (it refused the record's empty matrix)."""
+    X = np.array([[5.0, 1.0, 2.0], [-1.0, 3.0, 1.0], [np.nan, np.nan, np.nan]])
+    frame = pd.DataFrame(X, columns=COLUMNS)
+    frame[ROW_ID] = np.arange(3, dtype=np.int64)
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    wh.write_frame("raw", RUN, frame)
+    rules = parse_rules(RULES)
+    with disable_run_logger():
+        memory, count = repair_edits.fn(
+            _spec(), wh, RUN, wh.read_frame("raw", RUN), rules, _constraints()
+        )
+        done = repair_streamed.fn(_spec(), wh, RUN, rules, _constraints())
+    assert done.moved == count == 1
+    edited = wh.read_frame("edited", RUN)[COLUMNS].to_numpy()
+    assert np.array_equal(edited, memory[COLUMNS].to_numpy(np.float64), equal_nan=True)
+    assert np.isnan(edited[2]).all() and edited[1, 0] > 0
+
+
 def test_a_streamed_repair_of_records_that_keep_every_rule_changes_nothing(tmp_path):
     X = np.abs(_records()) + 1.0
     X[:, 2] = np.minimum(X[:, 2], X[:, 0])
@@ -193,6 +217,7 @@ def test_a_streamed_release_with_repair_publishes_the_in_memory_release(
     frame.insert(0, "id", np.arange(len(X)))
     frame.to_parquet(tmp_path / "data.parquet", index=False)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(edits_tasks, "REPAIR_RANGE", 101)  # fifteen ranges, not one
     for name, rows in (("memory", str(10**9)), ("stream", "0")):
         monkeypatch.setenv("SDCFLOW_STREAMED_ROWS", rows)
         assert main(["release", _release_spec(tmp_path, name, categorical=categorical).name]) == 0

@@ -359,6 +359,8 @@ def repair_streamed(
             magnitudes = {}
             for _, X in numeric_ranges(con, run_id, qis, rows):
                 for gap, these, on in _patterns(X, qis, constraints):
+                    if on.is_empty:  # no rule reads only values these records have
+                        continue
                     found = repair_magnitudes(X[these][:, ~gap], on, row_tol=row_tol)
                     merge_magnitudes(magnitudes.setdefault(tuple(gap), {}), found)
 

@@ -9,6 +9,7 @@ limit), and one ``CREATE TABLE ... AS SELECT`` joins them to ``raw``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 
 import duckdb
@@ -94,10 +95,12 @@ def store_edited(
             wh._record_table(con, "edited", run_id)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            with contextlib.suppress(duckdb.Error):  # the error that stopped it is the one
+                con.execute("ROLLBACK")
             raise
     finally:
-        con.execute(f"DROP TABLE IF EXISTS {_MOVED}")
+        with contextlib.suppress(duckdb.Error):  # a temporary table: gone with the connection
+            con.execute(f"DROP TABLE IF EXISTS {_MOVED}")
     return target
 
 

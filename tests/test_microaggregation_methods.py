@@ -226,3 +226,25 @@ def test_a_zero_bound_is_recorded_as_zero() -> None:
     assert d["information_loss"] == 0.0 and d["information_loss_lower_bound"] == 0.0
     assert d["lower_bound"]["nearest_neighbour_il"] == 0.0
     assert d["lower_bound"]["dual_il"] == 0.0
+
+
+@pytest.mark.parametrize("name", ["mdav", "ps"])
+def test_the_groups_do_not_depend_on_the_memory_layout_of_the_keys(name) -> None:
+    """The same records held column by column (pandas' ``to_numpy``) or row by row give the
+    same groups: the working scale's sums follow the layout, and ps' principal axis with
+    them (on this file the layouts gave ps other groups)."""
+    from sdcflow.core.microaggregation.blocked import blocked_groups, blocked_mdav
+    from sdcflow.core.microaggregation.ps import ps_groups
+    from sdcflow.core.microaggregation.scaling import working_scale
+
+    rng = np.random.default_rng(4)
+    X = np.abs(rng.standard_normal((1500, 3))) * 10.0 ** rng.integers(2, 7, 1500)[:, None]
+    rows, columns = np.ascontiguousarray(X), np.asfortranarray(X)
+
+    def groups(keys: np.ndarray) -> np.ndarray:
+        Z = working_scale(keys, True)
+        if name == "ps":
+            return blocked_groups(Z, 3, 120, ps_groups)
+        return blocked_mdav(Z, 3, 120)
+
+    assert np.array_equal(groups(rows), groups(columns))

@@ -148,11 +148,10 @@ def mask_piece_file(
     frame = frame.sort_values(ROW_ID, kind="stable").reset_index(drop=True)  # mask_keys' order
     X = frame[[k.name for k in numeric]].apply(pd.to_numeric, errors="coerce").to_numpy(np.float64)
     m, c = len(frame), len(categorical)
-    if c:
-        # mask_keys takes a stratum as ``numeric[rows]``: the same indexing gives the same
-        # memory layout, and so the same sums to the last bit (the scale's means and sds,
-        # hence MDAV's ties, follow the layout's summation order)
-        X = X[np.arange(m)]
+    # the in-memory mask takes its keys in row order (C), a stratum as ``numeric[rows]``;
+    # the same layout gives the same sums to the last bit (the scale's means and sds, hence
+    # the groups' ties, follow the layout's summation order), where pandas gives columns (F)
+    X = np.ascontiguousarray(X)
     codes = np.zeros((m, c), np.int64)
     blank = np.zeros((m, c), dtype=bool)
     for j, key in enumerate(categorical):

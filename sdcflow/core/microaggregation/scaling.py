@@ -18,8 +18,12 @@ def working_scale(X: np.ndarray, standardize: bool = True) -> np.ndarray:
     """The records on the scale the partition is formed on.
 
     Shapes: X (n, d) validated float64 -> (n, d): standardized columns (``standardize``) or
-    the columns minus their means.
+    the columns minus their means; the same values for any memory layout of ``X``.
     """
+    # numpy sums a column of a row-major array in another order than a column-major one, so
+    # the means and sds, and with them the partition's ties, would follow the layout: the
+    # records in row order, whichever layout the caller holds them in
+    X = np.ascontiguousarray(X, dtype=np.float64)
     if standardize:
         return _standardize(X)[0]
     return X - X.mean(axis=0)

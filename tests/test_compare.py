@@ -215,3 +215,32 @@ def test_compare_out_never_replaces_a_file_or_writes_into_a_live_release(
     assert (mine / "report.html").read_text() == "my report"
     assert sorted(p.name for p in mine.iterdir()) == ["report.html"]
     assert main(["release", str(spec), "--force"]) == 0  # the release is still sdcflow's
+
+
+def test_compare_of_a_file_the_streamed_path_would_take_measures_every_figure(
+    tmp_path, prefect_api, monkeypatch
+):
+    """The comparison asks for figures that read the records (record linkage, PIL...): such
+    a run takes the in-memory path, where the streamed path refused them and the comparison
+    stopped with exit 3 on every file of at least ``SDCFLOW_STREAMED_ROWS`` records."""
+    frame = pd.read_csv(EXAMPLE / "data.csv").head(300)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    spec = {
+        "release": "survey",
+        "source": "data.csv",
+        "id_column": "respondent_id",
+        "quasi_identifiers": QIS,
+        "method": {"name": "mdav", "k": 5, "cell_size": 100},
+        "checks": {"k_anonymity": 5, "max_p_dominated_groups": 300},
+        "accept": {"looser_checks": ["max_p_dominated_groups"]},
+        "seed": 3,
+    }
+    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    monkeypatch.setenv("SDCFLOW_STREAMED_ROWS", "0")
+    out = tmp_path / "cmp"
+    code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "--k", "5",
+                 "--out", str(out)])  # fmt: skip
+    assert code == 0
+    table = pd.read_csv(out / "risk_utility.csv")
+    for column in ("il", "record_linkage", "interval_disclosure", "pil", "k_achieved"):
+        assert np.isfinite(table[column]).all(), column

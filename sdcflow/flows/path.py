@@ -17,9 +17,10 @@ spec and the file, never on the runner, and the manifest records which path ran.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from sdcflow.preflight.plan import ReleasePlan
-from sdcflow.tasks.aggregates import aggregate_gates
+from sdcflow.tasks.aggregates import AGGREGATE_GATES, aggregate_gates
 from sdcflow.tasks.cells import streamed_path
 
 #: Records from which a release the streamed path serves takes it: below, the in-memory
@@ -48,9 +49,11 @@ def streamed_rows() -> int:
     return rows
 
 
-def release_path(plan: ReleasePlan) -> tuple[str, str | None]:
+def release_path(plan: ReleasePlan, figures: Sequence[str] = ()) -> tuple[str, str | None]:
     """``("streamed", None)``, or ``("in memory", why)``: the path of the release the
-    preflight planned (see the module docstring)."""
+    preflight planned (see the module docstring). ``figures``: the gates whose figures the
+    caller asks for beside the spec's (``sdcflow compare``); one the streamed path does not
+    compute from aggregates keeps the release in memory."""
     rows, least = plan.profile.rows, streamed_rows()
     if rows < least:
         return IN_MEMORY, f"{rows} records, fewer than the {least} of the streamed path"
@@ -58,4 +61,9 @@ def release_path(plan: ReleasePlan) -> tuple[str, str | None]:
     why = streamed_path(plan.spec, plan.resolved_keys, plan.rules) or aggregate_gates(
         plan.spec, numeric
     )
-    return (IN_MEMORY, why) if why else (STREAMED, None)
+    if why:
+        return IN_MEMORY, why
+    records = sorted(set(figures) - AGGREGATE_GATES)
+    if records:
+        return IN_MEMORY, f"the figure(s) {', '.join(records)} asked for need the records"
+    return STREAMED, None

@@ -177,7 +177,7 @@ def _stages(
     run: RunRecord, publish: bool, figures: list[str], force: bool, data_docs: bool = True
 ) -> ReleaseOutcome | State:
     """The release: ingest, edit rules, mask, edit rules again, checks, report, publish."""
-    path, in_memory_because = release_path(run.plan)
+    path, in_memory_because = release_path(run.plan, figures)
     if path == STREAMED:
         get_run_logger().info("path: streamed (every table stays in the warehouse)")
         return streamed_stages(run, publish, figures, force)

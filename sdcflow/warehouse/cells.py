@@ -225,7 +225,6 @@ def load_masked(
     categorical key taken from the table, blank where flag j is set. ``copied``: the
     columns published as they are (``keep``, ``sensitive``, the weights)."""
     table = table_name(schema, run_id)
-    target = table_name("masked", run_id)
     terms = []
     for name, how in keys:
         q = _quoted(name)
@@ -239,19 +238,13 @@ def load_masked(
     terms += [f"r.{_quoted(c)}" for c in copied]
     terms.append(f"r.{ROW_ID}")
     with wh.connect() as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(
-                f"CREATE OR REPLACE TABLE {target} AS SELECT {', '.join(terms)} "
-                f"FROM read_parquet('{parts}/*.parquet') m JOIN {table} r "
-                f"ON m.{ROW_ID} = r.{ROW_ID} ORDER BY r.{ROW_ID}"
-            )
-            wh._record_table(con, "masked", run_id)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-    return target
+        return wh.create_recorded(
+            con,
+            "masked",
+            run_id,
+            f"SELECT {', '.join(terms)} FROM read_parquet('{parts}/*.parquet') m "
+            f"JOIN {table} r ON m.{ROW_ID} = r.{ROW_ID} ORDER BY r.{ROW_ID}",
+        )
 
 
 def sample_columns(wh: Warehouse, schema: str, run_id: str, columns: Sequence[str]) -> dict:

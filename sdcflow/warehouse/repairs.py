@@ -55,7 +55,7 @@ def store_edited(
     their repaired values (m, d), NaN where missing -- taking their repaired values; record
     it for retention and return its name. ``moved`` is consumed while it is written, so it
     may read ``con`` between its pairs."""
-    table, target = table_name("raw", run_id), table_name("edited", run_id)
+    table = table_name("raw", run_id)
     quoted = [_quoted(c) for c in columns]
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {_MOVED} ({ROW_ID} BIGINT, "
@@ -85,23 +85,16 @@ def store_edited(
             f"CASE WHEN f.{ROW_ID} IS NULL THEN CAST(r.{q} AS DOUBLE) ELSE f.{q} END AS {q}"
             for q in quoted
         )
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(
-                f"CREATE OR REPLACE TABLE {target} AS SELECT r.* REPLACE ({replaced}) "
-                f"FROM {table} r LEFT JOIN {_MOVED} f ON r.{ROW_ID} = f.{ROW_ID} "
-                f"ORDER BY r.{ROW_ID}"
-            )
-            wh._record_table(con, "edited", run_id)
-            con.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(duckdb.Error):  # the error that stopped it is the one
-                con.execute("ROLLBACK")
-            raise
+        return wh.create_recorded(
+            con,
+            "edited",
+            run_id,
+            f"SELECT r.* REPLACE ({replaced}) FROM {table} r "
+            f"LEFT JOIN {_MOVED} f ON r.{ROW_ID} = f.{ROW_ID} ORDER BY r.{ROW_ID}",
+        )
     finally:
         with contextlib.suppress(duckdb.Error):  # a temporary table: gone with the connection
             con.execute(f"DROP TABLE IF EXISTS {_MOVED}")
-    return target
 
 
 __all__ = ["numeric_ranges", "store_edited"]

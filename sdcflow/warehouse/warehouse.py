@@ -532,7 +532,7 @@ class Warehouse:
                 f"column name {ROW_ID!r} is reserved; rename it", code=Reason.SOURCE_COLUMNS
             )
         data = data.append_column(ROW_ID, pa.array(range(data.num_rows), pa.int64()))
-        self._create(table, "raw", run_id, data)
+        self._create("raw", run_id, data)
         return table
 
     def ingest_source(self, source: SourceData, run_id: str, sha256: str) -> str:
@@ -567,15 +567,7 @@ class Warehouse:
             )
             with self.connect() as con:
                 con.execute("SET preserve_insertion_order = true")
-                con.execute("BEGIN TRANSACTION")
-                try:
-                    con.execute(f"CREATE OR REPLACE TABLE {table} AS {query}")
-                    self._record_table(con, "raw", run_id)
-                    con.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(duckdb.Error):
-                        con.execute("ROLLBACK")
-                    raise
+                self.create_recorded(con, "raw", run_id, query)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return table
@@ -583,26 +575,39 @@ class Warehouse:
     def write_frame(self, schema: str, run_id: str, frame: pd.DataFrame) -> str:
         """Create or replace the ``schema`` table of ``run_id`` from ``frame``; return its name."""
         table = table_name(schema, run_id)
-        self._create(table, schema, run_id, frame)
+        self._create(schema, run_id, frame)
         return table
 
-    def _create(self, table: str, schema: str, run_id: str, data: Any) -> None:
-        """Create ``table`` from ``data`` and record it in ``audit.run_tables``, in one
-        transaction: a table is never there unrecorded (a failure between the two left a raw
-        copy that retention, which read only the record, never dropped)."""
+    def _create(self, schema: str, run_id: str, data: Any) -> None:
+        """Create the ``schema`` table of ``run_id`` from ``data`` (a frame or an Arrow
+        table), recorded for retention (:meth:`create_recorded`)."""
         with self.connect() as con:
             con.register("incoming", data)
-            con.execute("BEGIN TRANSACTION")
             try:
-                con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM incoming")
-                self._record_table(con, schema, run_id)
-                con.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(duckdb.Error):
-                    con.execute("ROLLBACK")
-                raise
+                self.create_recorded(con, schema, run_id, "SELECT * FROM incoming")
             finally:
                 con.unregister("incoming")
+
+    @classmethod
+    def create_recorded(
+        cls, con: duckdb.DuckDBPyConnection, schema: str, run_id: str, select_sql: str
+    ) -> str:
+        """Create (or replace) the ``schema`` table of ``run_id`` as ``select_sql`` on
+        ``con`` and record it in ``audit.run_tables``, in one transaction: a table is never
+        there unrecorded (a failure between the two left a raw copy that retention, which
+        read only the record, never dropped). Returns the table's name; an error rolls both
+        back and is raised as it came."""
+        table = table_name(schema, run_id)
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(f"CREATE OR REPLACE TABLE {table} AS {select_sql}")
+            cls._record_table(con, schema, run_id)
+            con.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(duckdb.Error):  # the error that stopped it is the one
+                con.execute("ROLLBACK")
+            raise
+        return table
 
     @staticmethod
     def _record_table(con: duckdb.DuckDBPyConnection, schema: str, run_id: str) -> None:

@@ -24,22 +24,29 @@ QIS = ["employees", "turnover", "wages", "other_costs", "total_costs", "profit"]
 pytestmark = pytest.mark.flow
 
 
-def test_compare_runs_variants_and_draws_the_map(tmp_path, prefect_api, capsys):
+def _survey_release(folder: Path, method: dict) -> pd.DataFrame:
+    """300 records of the example survey and a release spec masking them with ``method``;
+    returns the records."""
     frame = pd.read_csv(EXAMPLE / "data.csv").head(300)
-    frame.to_csv(tmp_path / "data.csv", index=False)
+    frame.to_csv(folder / "data.csv", index=False)
     spec = {
         "release": "survey",
         "source": "data.csv",
         "id_column": "respondent_id",
         "quasi_identifiers": QIS,
-        "method": {"name": "mdav", "k": 5},
-        # k = 3 fails k_anonymity: still measured, never published. The IL below is plain
+        "method": method,
+        # k = 3 fails k_anonymity: still measured, never published. The IL is plain
         # MDAV's, so dominated groups of the magnitudes are accepted explicitly.
         "checks": {"k_anonymity": 5, "max_p_dominated_groups": 300},
         "accept": {"looser_checks": ["max_p_dominated_groups"]},
         "seed": 3,
     }
-    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    (folder / "release.yaml").write_text(yaml.safe_dump(spec))
+    return frame
+
+
+def test_compare_runs_variants_and_draws_the_map(tmp_path, prefect_api, capsys):
+    frame = _survey_release(tmp_path, {"name": "mdav", "k": 5})
     out = tmp_path / "cmp"
     code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "fuzzy",
                  "--k", "3", "10", "--param", "m2=2", "--out", str(out)])  # fmt: skip
@@ -223,19 +230,7 @@ def test_compare_of_a_file_the_streamed_path_would_take_measures_every_figure(
     """The comparison asks for figures that read the records (record linkage, PIL...): such
     a run takes the in-memory path, where the streamed path refused them and the comparison
     stopped with exit 3 on every file of at least ``SDCFLOW_STREAMED_ROWS`` records."""
-    frame = pd.read_csv(EXAMPLE / "data.csv").head(300)
-    frame.to_csv(tmp_path / "data.csv", index=False)
-    spec = {
-        "release": "survey",
-        "source": "data.csv",
-        "id_column": "respondent_id",
-        "quasi_identifiers": QIS,
-        "method": {"name": "mdav", "k": 5, "cell_size": 100},
-        "checks": {"k_anonymity": 5, "max_p_dominated_groups": 300},
-        "accept": {"looser_checks": ["max_p_dominated_groups"]},
-        "seed": 3,
-    }
-    (tmp_path / "release.yaml").write_text(yaml.safe_dump(spec))
+    _survey_release(tmp_path, {"name": "mdav", "k": 5, "cell_size": 100})
     monkeypatch.setenv("SDCFLOW_STREAMED_ROWS", "0")
     out = tmp_path / "cmp"
     code = main(["compare", str(tmp_path / "release.yaml"), "--methods", "mdav", "--k", "5",

@@ -99,6 +99,9 @@ def test_the_streamed_path_publishes_the_bytes_of_the_in_memory_path(
     assert stream["edit_violations"] == memory["edit_violations"]
     # the figures that need the whole file in one process say so, never a made-up value
     assert "not computed" in stream["method_details"]["lower_bound"]["status"]
+    # the method's loss is in both manifests, whether its bound is computed or not
+    il = memory["method_details"]["information_loss"]
+    assert stream["method_details"]["information_loss"] == pytest.approx(il, rel=1e-9)
     # the rules were counted by SQL: no Great Expectations Data Docs on this path
     assert not list((tmp_path / "reports-stream").rglob("data-docs"))
 

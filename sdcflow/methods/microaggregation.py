@@ -240,6 +240,17 @@ def stratified_bound_details(
     }
 
 
+def loss_without_bound(X: np.ndarray, released: np.ndarray, why: str) -> dict[str, Any]:
+    """The information loss of a release whose lower bound is not computed, and why: the
+    figure the gate reads (over the values present), so that the manifest never leaves the
+    method's loss out because its bound is missing. Shapes: X (n, d) the records masked,
+    released (n, d), NaN where missing."""
+    return {
+        "information_loss": sse_sst_loss_present(X, released),
+        "lower_bound": {"status": f"not computed: {why}"},
+    }
+
+
 def released_loss_details(
     details: dict[str, Any], X: np.ndarray, released: np.ndarray, columns: list[str]
 ) -> dict[str, Any]:
@@ -250,7 +261,8 @@ def released_loss_details(
     raises the loss. The loss the manifest and the report set beside the bound, and their
     ratio, are those of what is published: ``information_loss`` is recomputed on
     ``released`` (same records, same standardization), the unrounded figure kept as
-    ``information_loss_before_rounding`` when it differs. The bound is unchanged (it holds
+    ``information_loss_before_rounding`` when it differs, whether the bound was computed or
+    not (missing numbers, the bound's CPU budget). The bound is unchanged (it holds
     for any partition, and rounding a group's values away from their mean only adds to its
     SSE). With ``blocks``, each block's own figures are refreshed the same way.
 
@@ -259,12 +271,13 @@ def released_loss_details(
     """
     out = dict(details)
     bound = out.get("information_loss_lower_bound")
-    if isinstance(out.get("information_loss"), float) and isinstance(bound, float):
+    if isinstance(out.get("information_loss"), float):  # with its bound or without
         il = sse_sst_loss_present(X, released)
         if il != out["information_loss"]:
             out["information_loss_before_rounding"] = out["information_loss"]
             out["information_loss"] = il
-            out["information_loss_over_bound"] = il / bound if bound > 0 else None
+            if isinstance(bound, float):
+                out["information_loss_over_bound"] = il / bound if bound > 0 else None
     parts = out.get("blocks")
     at = {c: j for j, c in enumerate(columns)}
     if isinstance(parts, list) and all(

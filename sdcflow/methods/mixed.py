@@ -93,6 +93,7 @@ from sdcflow.methods.keys import (
 )
 from sdcflow.methods.microaggregation import (
     combined_dominance_details,
+    loss_without_bound,
     released_loss_details,
     stratified_bound_details,
 )
@@ -175,6 +176,11 @@ def _moved(moved: int, constraints: LinearConstraints | None) -> dict[str, int]:
     """The details' count of groups moved onto the rules, when there are rules."""
     has_rules = constraints is not None and not constraints.is_empty
     return {"groups_moved_onto_edit_rules": moved} if has_rules else {}
+
+
+_NO_BOUND_WITH_GAPS = (
+    "the bound's neighbour search takes complete records; the numeric keys have missing values"
+)
 
 
 def _partial_strategy(cell_size: int | None) -> str:
@@ -299,6 +305,12 @@ def _strata(
         details["dominance"] = dominance
     if bounded and len(bounded) == int(labels.max()) + 1:  # crisp in every stratum
         details.update(stratified_bound_details(enc.numeric, released, bounded, k))
+    elif gaps:
+        why = (
+            f"the bound's neighbour search takes complete records; {gaps} strata hold "
+            "missing numbers"
+        )
+        details.update(loss_without_bound(enc.numeric, released, why))
     return EncodedRelease(
         released,
         codes[:, :c].astype(np.int64),
@@ -629,6 +641,7 @@ def mask_keys(
                 details={
                     "strategy": _partial_strategy(cell_size),
                     **_moved(done.moved, constraints),
+                    **loss_without_bound(enc.numeric, done.values, _NO_BOUND_WITH_GAPS),
                 },
                 final_rows=np.ones(enc.n, dtype=bool),
                 final_columns=done.rounded,

@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 
 from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.file_units import FileUnits
 from sdcflow.core.linear.group_values import (
     Condition,
     GroupValues,
@@ -150,16 +151,17 @@ def _partial_mdav(
     constraints: LinearConstraints | None,
     decimals: Sequence[int | None],
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
+    units: FileUnits | None = None,
 ) -> GroupValues:
     """Group means of :func:`_partial_groups` over the whole file ``X``, each group's values
     then moved onto the linear rules its records can be checked against
     (:func:`group_values_on_rules`; means over different records break them) and rounded to
     ``decimals`` keeping the equalities each group's columns carry; ``conditional`` rules'
-    consequents bind the groups whose values meet their condition.
-    (m, p) -> :class:`GroupValues` with values (m, p)."""
+    consequents bind the groups whose values meet their condition; ``units``: the whole
+    file's, when ``X`` is a part of it. (m, p) -> :class:`GroupValues` with values (m, p)."""
     labels, rep = _partial_groups(X, k, cell_size, columns)
     done = group_values_on_rules(  # a set of joined groups moved as one (Representatives.sets)
-        X, rep.numeric, rep.sets(labels), columns, constraints, decimals, conditional
+        X, rep.numeric, rep.sets(labels), columns, constraints, decimals, conditional, units
     )
     return done._replace(values=_one_row_per_group(labels, done.values))
 

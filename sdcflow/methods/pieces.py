@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.file_units import FileUnits
 from sdcflow.core.linear.group_values import group_values_on_rules
 from sdcflow.core.measures.anonymity import key_codes
 from sdcflow.core.microaggregation.blocked import blocked_groups, blocked_mdav
@@ -100,6 +101,7 @@ def mask_piece(
     rank: np.ndarray,
     *,
     stratified: bool,
+    file_units: FileUnits | None = None,
 ) -> PieceRelease:
     """Mask one piece as the in-memory path masks its stratum.
 
@@ -121,6 +123,10 @@ def mask_piece(
     stratified : bool
         Whether the release has categorical keys (the strata path of ``mask_keys``); without,
         the piece is the whole file (or a cut of it) and is masked as the numeric-only path.
+    file_units : FileUnits, optional
+        The whole file's units of the rules' columns (``sdcflow.warehouse.units``): a group
+        of a piece with missing numbers is moved onto the rules in them, as in memory.
+        Default: the piece's own.
 
     Returns
     -------
@@ -140,7 +146,7 @@ def mask_piece(
         labels = crisp_labels(X, params, k)
         released = group_means(X, labels)
     elif not stratified:  # mask_keys' numeric-only path with missing values
-        done = _partial_mdav(X, k, cell_size, names, constraints, decimals)
+        done = _partial_mdav(X, k, cell_size, names, constraints, decimals, units=file_units)
         released, moved = done.values, done.moved
         final[:] = True
         final_columns, final_derived = tuple(done.rounded), tuple(done.derived)
@@ -164,7 +170,7 @@ def mask_piece(
         if short.any():  # joined over the stratum here, over the whole file in memory
             complete_in_file(num, short, units, pool, k, names, labels)
         sets = np.unique(units[:, 0], return_inverse=True)[1].reshape(-1)
-        done = group_values_on_rules(X, num, sets, names, constraints, decimals)
+        done = group_values_on_rules(X, num, sets, names, constraints, decimals, units=file_units)
         released = _one_row_per_group(labels, done.values)
         moved = done.moved
         final[:] = True

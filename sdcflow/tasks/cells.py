@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from prefect import get_run_logger, task
 
 from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.file_units import FileUnits
 from sdcflow.core.parallel import map_parts
 from sdcflow.core.suppression.local import importance_rank, strata_runs
 from sdcflow.core.validation import check_k
@@ -61,6 +62,7 @@ from sdcflow.warehouse.cells import (
     sample_columns,
     write_pieces,
 )
+from sdcflow.warehouse.units import has_missing, rule_units
 from sdcflow.warehouse.warehouse import ROW_ID, Warehouse
 
 #: The least a piece may hold before a stratum is cut: large enough that the cuts are rare
@@ -122,6 +124,25 @@ def streamed_path(spec: ReleaseSpec, keys: Sequence[Key], rules: Sequence[Rule] 
     return None
 
 
+def file_rule_units(
+    warehouse: Warehouse,
+    source: str,
+    run_id: str,
+    numeric: Sequence[Key],
+    constraints: LinearConstraints | None,
+) -> FileUnits | None:
+    """The whole file's units of the rules' columns, which a piece with missing numbers
+    moves its groups onto the rules in (the in-memory path's, bit for bit); None when no
+    group can need them: no rule, or no missing number among the keys."""
+    if constraints is None or constraints.is_empty:
+        return None
+    names = [k.name for k in numeric]
+    columns = [c for c in constraints.columns if c in names]
+    if not columns or not has_missing(warehouse, source, run_id, names):
+        return None
+    return rule_units(warehouse, source, run_id, columns)
+
+
 def _codes(values: pd.Series, key: Key, levels: Sequence[str]) -> np.ndarray:
     """Codes of ``values`` in the file's ``levels`` (:func:`~sdcflow.methods.keys.encode`'s:
     the sorted labels, or an ordinal key's order), -1 where missing. Shapes: (m,) -> (m,)."""
@@ -138,9 +159,11 @@ def mask_piece_file(
     params: CrispParams,
     constraints: LinearConstraints | None,
     rank: np.ndarray,
+    units: FileUnits | None = None,
 ) -> dict[str, Any]:
     """Mask the piece in the Parquet folder ``path`` and write ``out`` (row id, masked
     numeric keys, the categorical keys' blank flags); return the piece's figures (counts).
+    ``units``: the whole file's units of the rules' columns (:func:`file_rule_units`).
 
     Runs where :func:`~sdcflow.core.parallel.map_parts` runs it: in the calling process, or
     on a Dask worker, which receives these arguments only (paths and the spec's keys)."""
@@ -159,8 +182,9 @@ def mask_piece_file(
         blank[:, j] = frame[BLANK.format(j)].to_numpy(dtype=bool)
     released_codes = np.where(blank, -1, codes)
     done = mask_piece(
-        X, codes, released_codes, numeric, params, constraints, rank, stratified=bool(c)
-    )
+        X, codes, released_codes, numeric, params, constraints, rank, stratified=bool(c),
+        file_units=units,
+    )  # fmt: skip
     columns = {ROW_ID: pa.array(frame[ROW_ID].to_numpy(np.int64))}
     for j, key in enumerate(numeric):  # NaN -> null, as the in-memory frame's NaN in DuckDB
         columns[key.name] = pa.array(done.numeric[:, j], pa.float64(), from_pandas=True)
@@ -295,6 +319,7 @@ def mask_streamed(
     parts.mkdir(exist_ok=True)
     levels = strata.levels if strata else []
     rank = strata.rank if strata else np.zeros(0, np.int64)
+    units = file_rule_units(warehouse, source, run_id, numeric, constraints)
     calls = [
         (
             str(p.path),
@@ -305,6 +330,7 @@ def mask_streamed(
             params,
             constraints,
             rank,
+            units,
         )
         for p in pieces
     ]

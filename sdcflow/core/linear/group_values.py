@@ -62,6 +62,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.file_units import FileUnits, file_units
 from sdcflow.core.linear.own_units import (
     aimed_bounds,
     off_rules,
@@ -114,6 +115,7 @@ def group_values_on_rules(
     constraints: LinearConstraints | None,
     decimals: Sequence[int | None] | None = None,
     conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
+    units: FileUnits | None = None,
 ) -> GroupValues:
     """Move each group's released values onto the linear rules (module docstring).
 
@@ -121,7 +123,8 @@ def group_values_on_rules(
     ----------
     X : ndarray of shape (m, d)
         Records (NaN = missing) whose means and standard deviations standardize the columns:
-        the whole file, so that every stratum is moved in the same units.
+        the whole file, so that every stratum is moved in the same units (or a part of it,
+        with ``units``).
     released : ndarray of shape (n, d)
         Each record's group values on the columns it has, NaN where it has none.
     labels : ndarray of shape (n,)
@@ -144,6 +147,10 @@ def group_values_on_rules(
         group mean keeps ``if employees == 0 then wages == 0`` on complete records (its
         employees are 0 only when every record's are), but not when a record missing
         employees brings its wages into the mean.
+    units : FileUnits, optional
+        The whole file's units of (at least) the rules' columns, when ``X`` is a part of it
+        (:func:`~sdcflow.core.linear.file_units.file_units`: the same figures from the file
+        or from its chunks). Default: those of ``X``.
 
     Returns
     -------
@@ -177,13 +184,15 @@ def group_values_on_rules(
         values[labels[has], t] = out[has, j]
         counts[:, t] = np.bincount(labels[has], minlength=g)
     means = values.copy()
-    filled = np.where(np.isnan(X[:, idx]).all(axis=0), 0.0, X[:, idx])  # a column of gaps
-    with np.errstate(over="ignore"):  # values past 1e154: an infinite sd, refused below
-        shift = np.nanmean(filled, axis=0) if len(X) else np.zeros(idx.size)
-        scale = np.nanstd(filled, axis=0) if len(X) > 1 else np.ones(idx.size)
+    # values past 1e154: an infinite sd, refused below
+    if units is None:
+        units = file_units(X[:, idx], constraints.columns)
+    else:
+        units = units.take(constraints.columns)
+    shift, scale = units.shift, units.scale
     # a column of one value across the file moves last: a tiny unit makes moving it dear
     scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1e-6 * np.maximum(1.0, np.abs(shift)))
-    units = _Units(values, counts, shift, scale, X, idx, constraints.columns)
+    moves = _Units(values, counts, shift, scale, X, idx, constraints.columns, units.lost)
     patterns, which = np.unique(counts > 0, axis=0, return_inverse=True)
     which = which.ravel()
     dec = None if decimals is None else [decimals[j] for j in idx]
@@ -217,10 +226,10 @@ def group_values_on_rules(
                 grid = None if dec is None else [dec[t] for t in sub]
                 try:
                     stacked = rules.with_rows(*on)
-                    units.onto(these, sub, stacked, grid)
+                    moves.onto(these, sub, stacked, grid)
                 except ParameterError:  # consequents that together admit no value: the
                     stacked = rules  # rules alone; the validation then counts the rule
-                    units.onto(these, sub, stacked, grid)
+                    moves.onto(these, sub, stacked, grid)
                 if rounding:  # every group of the pattern, bound by rules or not
                     assert dec is not None
                     done = round_keeping_equalities(
@@ -242,7 +251,7 @@ def group_values_on_rules(
         has_j = ~np.isnan(out[:, j])
         out[has_j, j] = values[labels[has_j], t]
     rounded = tuple(constraints.columns) if rounding else ()
-    return GroupValues(out, int(units.moved.sum()), rounded, tuple(sorted(derived)))
+    return GroupValues(out, int(moves.moved.sum()), rounded, tuple(sorted(derived)))
 
 
 class _Units:
@@ -252,11 +261,11 @@ class _Units:
     column whose values standardized units cannot keep apart is refused where a group must
     move."""
 
-    def __init__(self, values, counts, shift, scale, X, idx, names) -> None:
+    def __init__(self, values, counts, shift, scale, X, idx, names, lost=None) -> None:
         self.values, self.counts, self.shift, self.scale = values, counts, shift, scale
         self.moved = np.zeros(len(values), dtype=bool)
         self._X, self._idx, self._names = X, idx, names
-        self._lost: np.ndarray | None = None
+        self._lost: np.ndarray | None = lost  # the file's, or measured on X when needed
 
     def onto(
         self,

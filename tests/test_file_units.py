@@ -1,0 +1,130 @@
+"""The whole file's units of the rules' columns: the same figures from the records in memory
+and from the warehouse a chunk at a time, so a piece moves a group onto the rules as the
+whole file does."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdcflow.core.linear.constraints import LinearConstraints
+from sdcflow.core.linear.file_units import exact_moments, file_units, resolution_lost
+from sdcflow.core.linear.group_values import group_values_on_rules
+from sdcflow.core.validation import lost_resolution
+from sdcflow.warehouse.units import has_missing, rule_units
+from sdcflow.warehouse.warehouse import Warehouse
+
+RUN = "0123456789abcdef0123456789abcdef"
+
+
+def test_the_moments_by_hand():
+    # 1, 2, 3, 4 (a gap left out): mean 10 / 4, variance (2.25 + 0.25 + 0.25 + 2.25) / 4
+    count, mean, sd = exact_moments(lambda: [np.array([1.0, np.nan, 2.0]), np.array([3.0, 4.0])])
+    assert (count, mean, sd) == (4, 2.5, math.sqrt(1.25))
+    assert exact_moments(lambda: [np.array([np.nan, np.nan])]) == (0, 0.0, 0.0)
+
+
+def test_the_moments_do_not_depend_on_how_the_values_are_cut_or_ordered():
+    rng = np.random.default_rng(0)
+    x = rng.lognormal(8, 3, 100_003)
+    x[rng.random(x.size) < 0.05] = np.nan
+    whole = exact_moments(lambda: [x])
+    shuffled = x[rng.permutation(x.size)]
+    for size in (1, 777, 65_536):
+        cut = exact_moments(
+            lambda size=size: (shuffled[i : i + size] for i in range(0, x.size, size))
+        )
+        assert cut == whole  # to the last bit
+    # numpy's pairwise sums are not: the figures of two orders differ in their last bits
+    assert whole[1] == pytest.approx(np.nanmean(x), rel=1e-13)
+    assert whole[2] == pytest.approx(np.nanstd(x), rel=1e-13)
+
+
+def test_a_sum_past_the_float_range_is_infinite():
+    count, mean, sd = exact_moments(lambda: [np.array([1e308, 1e308, 5.0])])
+    assert (count == 3 and mean == math.inf and math.isinf(sd)) or math.isnan(sd)
+
+
+def test_a_column_of_gaps_and_a_file_of_one_record():
+    units = file_units(np.array([[1.0, np.nan], [3.0, np.nan]]), ["a", "b"])
+    assert units.shift.tolist() == [2.0, 0.0] and units.scale.tolist() == [1.0, 0.0]
+    one = file_units(np.array([[5.0, 7.0]]), ["a", "b"])
+    assert one.shift.tolist() == [5.0, 7.0] and one.scale.tolist() == [1.0, 1.0]
+    assert one.take(["b"]).shift.tolist() == [7.0]
+
+
+def _columns(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "ordinary": rng.normal(50, 10, n),
+            "counts": rng.integers(0, 40, n),  # an integer column, as DuckDB stores it
+            "giant": rng.lognormal(3, 1, n),  # one turnover of 1e40 among thousands
+            "flat": np.full(n, 3.0),
+            "nearly_flat": np.full(n, 7.0),
+            "gaps": np.full(n, np.nan),
+        }
+    )
+    frame.loc[7, "giant"] = 1e40
+    frame.loc[: n // 50, "nearly_flat"] = 7.5
+    frame.loc[rng.random(n) < 0.1, "ordinary"] = np.nan
+    return frame
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_warehouse_gives_the_units_of_the_records_in_memory(tmp_path, seed):
+    frame = _columns(5_001, seed)
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    wh.write_frame("raw", RUN, frame)
+    columns = list(frame.columns)
+    X = frame.to_numpy(np.float64)
+    memory = file_units(X, columns)
+    stored = rule_units(wh, "raw", RUN, columns, rows=1_000)  # in chunks of 1,000 values
+    assert stored.columns == tuple(columns)
+    assert stored.shift.tolist() == memory.shift.tolist()  # bit for bit
+    assert stored.scale.tolist() == memory.scale.tolist()
+    assert stored.lost.tolist() == lost_resolution(X).tolist()
+    assert stored.lost.tolist() == [False, False, True, False, False, False]
+    assert has_missing(wh, "raw", RUN, ["ordinary"])
+    assert not has_missing(wh, "raw", RUN, ["counts", "giant"])
+
+
+def test_the_verdict_from_a_files_figures_is_lost_resolutions():
+    # spread 1 around 0 beside a shift of 1e15: the rounding 4 eps 1e15 = 0.9 passes 1e-3
+    shift, scale = np.array([1e15, 1e10, 0.0]), np.array([1.0, 1.0, 1.0])
+    top, spread = np.array([1e15, 1e10, np.inf]), np.array([1.0, 1.0, 1.0])
+    assert resolution_lost(shift, scale, top, spread).tolist() == [True, False, True]
+
+
+def test_a_part_moved_in_the_files_units_is_moved_as_in_the_whole_file():
+    """A group of a part of the file, moved onto ``total == a + b`` with the file's units,
+    gets the values the whole file's call gives it; with the part's own units it does not."""
+    rng = np.random.default_rng(3)
+    n = 600
+    a, b = rng.lognormal(5, 1, n), rng.lognormal(4, 1, n)
+    X = np.column_stack([a, b, a + b])
+    X[rng.random(X.shape) < 0.05] = np.nan
+    labels = np.repeat(np.arange(n // 5), 5)
+    released = X.copy()
+    for g in range(n // 5):  # each group's means over the records that have each column
+        rows = labels == g
+        means = np.nanmean(np.where(np.isnan(X[rows]), np.nan, X[rows]), axis=0)
+        released[rows] = np.where(np.isnan(X[rows]), np.nan, means)
+    columns = ["a", "b", "total"]
+    rules = LinearConstraints.from_rows(
+        [("sum", [({"a": 1.0, "b": 1.0, "total": -1.0}, 0.0)], [])], columns
+    )
+    whole = group_values_on_rules(X, released, labels, columns, rules)
+    assert whole.moved > 0
+    part = labels < 40  # the first 40 groups
+    units = file_units(X, columns)
+    moved = group_values_on_rules(
+        X[part], released[part], labels[part], columns, rules, units=units
+    )
+    assert np.array_equal(moved.values, whole.values[part], equal_nan=True)
+    own = group_values_on_rules(X[part], released[part], labels[part], columns, rules)
+    assert not np.array_equal(own.values, whole.values[part], equal_nan=True)

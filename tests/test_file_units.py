@@ -128,3 +128,28 @@ def test_a_part_moved_in_the_files_units_is_moved_as_in_the_whole_file():
     assert np.array_equal(moved.values, whole.values[part], equal_nan=True)
     own = group_values_on_rules(X[part], released[part], labels[part], columns, rules)
     assert not np.array_equal(own.values, whole.values[part], equal_nan=True)
+
+
+def test_a_column_no_rule_reads_is_neither_measured_nor_refused():
+    """A key no rule reads never moves: its values past 1e154 (an infinite sd), which
+    refused the move of the others before, leave them moved as without it."""
+    rng = np.random.default_rng(5)
+    n = 300
+    a, b = rng.lognormal(5, 1, n), rng.lognormal(4, 1, n)
+    X = np.column_stack([a, b, a + b, rng.lognormal(0, 1, n) * 1e200])
+    X[rng.random(X.shape) < 0.05] = np.nan
+    labels = np.repeat(np.arange(n // 5), 5)
+    released = X.copy()
+    for g in range(n // 5):
+        rows = labels == g
+        released[rows] = np.where(np.isnan(X[rows]), np.nan, np.nanmean(X[rows], axis=0))
+    rule = [("sum", [({"a": 1.0, "b": 1.0, "total": -1.0}, 0.0)], [])]
+    four = LinearConstraints.from_rows(rule, ["a", "b", "total", "other"])
+    three = LinearConstraints.from_rows(rule, ["a", "b", "total"])
+    with_other = group_values_on_rules(X, released, labels, ["a", "b", "total", "other"], four)
+    without = group_values_on_rules(X[:, :3], released[:, :3], labels, ["a", "b", "total"], three)
+    assert with_other.moved == without.moved > 0
+    # to the last bits: the fourth column's gaps split the groups' patterns of columns,
+    # and the projections' sums follow them
+    np.testing.assert_allclose(with_other.values[:, :3], without.values, rtol=1e-14)
+    assert np.array_equal(with_other.values[:, 3], released[:, 3], equal_nan=True)

@@ -131,16 +131,17 @@ def file_rule_units(
     numeric: Sequence[Key],
     constraints: LinearConstraints | None,
 ) -> FileUnits | None:
-    """The whole file's units of the rules' columns, which a piece with missing numbers
-    moves its groups onto the rules in (the in-memory path's, bit for bit); None when no
-    group can need them: no rule, or no missing number among the keys."""
+    """The whole file's units of the columns the rules read, which a piece with missing
+    numbers moves its groups onto the rules in (the in-memory path's, bit for bit); None
+    when no group can need them: no rule, or no missing number among the keys."""
     if constraints is None or constraints.is_empty:
         return None
     names = [k.name for k in numeric]
-    columns = [c for c in constraints.columns if c in names]
+    read = (constraints.A != 0).any(axis=0) | (constraints.G != 0).any(axis=0)
+    columns = [c for c, r in zip(constraints.columns, read, strict=True) if r and c in names]
     if not columns or not has_missing(warehouse, source, run_id, names):
         return None
-    return rule_units(warehouse, source, run_id, columns)
+    return rule_units(warehouse, source, run_id, columns)  # the columns the rules read
 
 
 def _codes(values: pd.Series, key: Key, levels: Sequence[str]) -> np.ndarray:

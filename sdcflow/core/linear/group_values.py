@@ -184,12 +184,8 @@ def group_values_on_rules(
         values[labels[has], t] = out[has, j]
         counts[:, t] = np.bincount(labels[has], minlength=g)
     means = values.copy()
-    # values past 1e154: an infinite sd, refused below
-    if units is None:
-        units = file_units(X[:, idx], constraints.columns)
-    else:
-        units = units.take(constraints.columns)
-    shift, scale = units.shift, units.scale
+    units = _read_units(X, idx, constraints, conditional, units)
+    shift, scale = units.shift, units.scale  # values past 1e154: an infinite sd, refused below
     # a column of one value across the file moves last: a tiny unit makes moving it dear
     scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1e-6 * np.maximum(1.0, np.abs(shift)))
     moves = _Units(values, counts, shift, scale, X, idx, constraints.columns, units.lost)
@@ -252,6 +248,31 @@ def group_values_on_rules(
         out[has_j, j] = values[labels[has_j], t]
     rounded = tuple(constraints.columns) if rounding else ()
     return GroupValues(out, int(moves.moved.sum()), rounded, tuple(sorted(derived)))
+
+
+def _read_units(
+    X: np.ndarray,
+    idx: np.ndarray,
+    constraints: LinearConstraints,
+    conditional: Sequence[tuple[Condition, LinearConstraints]],
+    units: FileUnits | None,
+) -> FileUnits:
+    """The units of ``constraints.columns`` (``X[:, idx]``): the file's (``units``, or
+    measured on ``X``) for the columns some rule reads, 0 and 1 for the others, which no
+    projection moves (a column without a coefficient keeps its value bit for bit) and whose
+    measure would cost a pass over the file each."""
+    read = np.zeros(len(constraints.columns), dtype=bool)
+    for rows in [constraints, *(r for _, r in conditional)]:
+        read |= (rows.A != 0).any(axis=0) | (rows.G != 0).any(axis=0)
+    names = [c for c, r in zip(constraints.columns, read, strict=True) if r]
+    found = file_units(X[:, idx[read]], names) if units is None else units.take(names)
+    shift, scale = np.zeros(read.size), np.ones(read.size)
+    shift[read], scale[read] = found.shift, found.scale
+    lost = None
+    if found.lost is not None:
+        lost = np.zeros(read.size, dtype=bool)
+        lost[read] = found.lost
+    return FileUnits(tuple(constraints.columns), shift, scale, lost)
 
 
 class _Units:

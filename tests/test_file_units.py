@@ -14,6 +14,7 @@ from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.file_units import exact_moments, file_units, resolution_lost
 from sdcflow.core.linear.group_values import group_values_on_rules
 from sdcflow.core.validation import lost_resolution
+from sdcflow.errors import ParameterError
 from sdcflow.warehouse.units import has_missing, rule_units
 from sdcflow.warehouse.warehouse import Warehouse
 
@@ -44,8 +45,9 @@ def test_the_moments_do_not_depend_on_how_the_values_are_cut_or_ordered():
 
 
 def test_a_sum_past_the_float_range_is_infinite():
-    count, mean, sd = exact_moments(lambda: [np.array([1e308, 1e308, 5.0])])
-    assert (count == 3 and mean == math.inf and math.isinf(sd)) or math.isnan(sd)
+    # 2e308 has no float: the mean is infinite, and so are the squares about it
+    assert exact_moments(lambda: [np.array([1e308, 1e308, 5.0])]) == (3, math.inf, math.inf)
+    assert exact_moments(lambda: [np.array([-1e308, -1e308])]) == (2, -math.inf, math.inf)
 
 
 def test_a_column_of_gaps_and_a_file_of_one_record():
@@ -94,10 +96,39 @@ def test_the_warehouse_gives_the_units_of_the_records_in_memory(tmp_path, seed):
 
 
 def test_the_verdict_from_a_files_figures_is_lost_resolutions():
-    # spread 1 around 0 beside a shift of 1e15: the rounding 4 eps 1e15 = 0.9 passes 1e-3
-    shift, scale = np.array([1e15, 1e10, 0.0]), np.array([1.0, 1.0, 1.0])
-    top, spread = np.array([1e15, 1e10, np.inf]), np.array([1.0, 1.0, 1.0])
-    assert resolution_lost(shift, scale, top, spread).tolist() == [True, False, True]
+    # spread 1 beside |mean| + sd of 1e15: the rounding 4 eps 1e15 = 0.9 passes 1e-3
+    size, top = np.array([1e15, 1e10, 1.0]), np.array([1e15, 1e10, np.inf])
+    assert resolution_lost(size, top, np.ones(3)).tolist() == [True, False, True]
+
+
+def test_an_sd_past_the_float_range_gives_the_in_memory_verdict(tmp_path):
+    """Values near 1e156 whose sd's squares pass the float range: the verdict is taken on
+    the values over their largest magnitude, as in memory, not lost by the overflow."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(1e156, 1e154, 1_001)
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    wh.write_frame("raw", RUN, pd.DataFrame({"x": x}))
+    stored = rule_units(wh, "raw", RUN, ["x"])
+    assert math.isinf(stored.scale[0])  # the sd itself overflows, on both paths
+    assert stored.scale.tolist() == file_units(x[:, None], ["x"]).scale.tolist()
+    assert stored.lost.tolist() == lost_resolution(x[:, None]).tolist() == [False]
+
+
+def test_sums_past_the_float_range_do_not_depend_on_the_chunks():
+    values = np.array([1e308, 1e308, -1e308])
+    whole = exact_moments(lambda: [values])
+    assert whole[1] == pytest.approx(1e308 / 3)
+    assert exact_moments(lambda: [values[:1], values[1:]]) == whole
+    assert exact_moments(lambda: [values[::-1]]) == whole
+    both = exact_moments(lambda: [np.array([np.inf, -np.inf])])
+    assert both[0] == 2 and math.isnan(both[1])
+
+
+def test_units_without_a_column_the_rules_read_are_refused_by_name():
+    units = file_units(np.array([[1.0, 2.0], [3.0, 4.0]]), ["a", "b"])
+    with pytest.raises(ParameterError, match="no column 'c'"):
+        units.take(["a", "c"])
 
 
 def test_a_part_moved_in_the_files_units_is_moved_as_in_the_whole_file():

@@ -11,15 +11,14 @@ values the whole file gives to those records. What the whole file decides across
 the caller's: the local suppression itself (from the categorical combinations' counts), the
 importance rank of the categorical keys, and the figures summed over the pieces.
 
-Three steps read other strata in memory and here read only the piece (the figures say when
+Two steps read other strata in memory and here read only the piece (the figures say when
 they acted): a set of a stratum with missing numbers still short of k values of a key after
 its stratum is joined over the stratum's records here (over the whole file in memory,
 :func:`~sdcflow.core.microaggregation.heterogeneous.complete_in_file`), and a key the
-stratum holds fewer than k values of is released blank in that stratum; the linear edit rules
-move a group on the scale of the piece's records (the file's in memory,
-:func:`~sdcflow.core.linear.group_values.group_values_on_rules`), which differs only for the
-groups that break a rule; the information loss's lower bound needs the whole file and is not
-computed.
+stratum holds fewer than k values of is released blank in that stratum; the information
+loss's lower bound needs the whole file and is not computed. The linear edit rules move a
+group in the whole file's units, as in memory: the caller gives them (``file_units``, from
+the warehouse), else the piece's own are taken.
 """
 
 from __future__ import annotations

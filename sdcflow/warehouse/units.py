@@ -11,6 +11,7 @@ the median, asked of DuckDB.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 
 import duckdb
@@ -38,7 +39,10 @@ def rule_units(
     table = table_name(source, run_id)
     with wh.connect(read_only=True) as con:
         records = int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-        moments, tops, spreads = [], [], []
+        moments: list[tuple[int, float, float]] = []
+        sizes: list[float] = []
+        tops: list[float] = []
+        spreads: list[float] = []
         for column in columns:
             x = f"nullif(CAST({_quoted(column)} AS DOUBLE), 'NaN'::DOUBLE)"
             present = f"SELECT {x} AS x FROM {table} WHERE {x} IS NOT NULL"
@@ -53,13 +57,20 @@ def rule_units(
 
             moments.append(exact_moments(chunks))
             top, spread = _top_and_spread(con, present)
+            _, mean, sd = moments[-1]
+            size = abs(mean) + sd
+            if not math.isfinite(size) and math.isfinite(top) and top > 0:
+                # an sd past the float range: on the values over their largest magnitude,
+                # as lost_resolution takes it
+                _, mean, sd = exact_moments(
+                    lambda chunks=chunks, top=top: (c / top for c in chunks())
+                )
+                size = (abs(mean) + sd) * top
+            sizes.append(size)
             tops.append(top)
             spreads.append(spread)
-    units = units_from_moments(columns, records, moments, None)
-    lost = resolution_lost(units.shift, units.scale, np.array(tops), np.array(spreads))
-    # a column of gaps has nothing to keep apart (lost_resolution leaves its values out)
-    lost &= np.array([count > 0 for count, _, _ in moments], dtype=bool)
-    return units._replace(lost=lost)
+    lost = resolution_lost(np.array(sizes), np.array(tops), np.array(spreads))
+    return units_from_moments(columns, records, moments, lost)
 
 
 def _top_and_spread(con: duckdb.DuckDBPyConnection, present: str) -> tuple[float, float]:

@@ -23,6 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sdcflow.errors import ParameterError
+
 __all__ = [
     "FileUnits",
     "exact_moments",
@@ -30,6 +32,9 @@ __all__ = [
     "resolution_lost",
     "units_from_moments",
 ]
+
+# values summed at a time (one chunk's Python floats: 32 MB)
+CHUNK = 1 << 20
 
 
 class FileUnits(NamedTuple):
@@ -57,6 +62,12 @@ class FileUnits(NamedTuple):
     def take(self, columns: Sequence[str]) -> FileUnits:
         """These units restricted to ``columns`` (each one of :attr:`columns`), in that
         order."""
+        missing = [c for c in columns if c not in self.columns]
+        if missing:
+            raise ParameterError(
+                f"the file's units name no column {missing[0]!r}; give the units of every "
+                "column the rules read (conditional consequents included)"
+            )
         at = [self.columns.index(c) for c in columns]
         return FileUnits(
             tuple(columns),
@@ -72,7 +83,8 @@ def exact_moments(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, floa
     ``sqrt(fsum((x - mean)^2) / count)``, each sum exactly rounded, so that neither depends on
     how the values are cut into chunks or ordered. ``chunks()`` is called once for the mean
     and once for the squares, and yields 1-D float arrays; only one chunk is held at a time.
-    ``(0, 0.0, 0.0)`` when no value is present; a sum past the float range is infinite."""
+    ``(0, 0.0, 0.0)`` when no value is present; a sum past the float range is infinite,
+    and one of both infinities NaN."""
 
     def present() -> Iterator[np.ndarray]:
         for chunk in chunks():
@@ -87,18 +99,28 @@ def exact_moments(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, floa
     mean = _exact_sum(present) / count
     with np.errstate(over="ignore", invalid="ignore"):
         squares = _exact_sum(lambda: ((x - mean) ** 2 for x in present()))
-        sd = math.sqrt(squares / count) if not math.isnan(squares) else math.nan
+        sd = math.sqrt(squares / count)
     return count, mean, sd
 
 
 def _exact_sum(arrays: Callable[[], Iterable[np.ndarray]]) -> float:
-    """The exactly rounded sum of the arrays' values; past the float range, numpy's
-    infinity (an intermediate sum past 1.8e308 has no exactly rounded float)."""
+    """The exactly rounded sum of the arrays' values, whatever their order. An intermediate
+    sum past 1.8e308 stops :func:`math.fsum`: then twice the exactly rounded sum of the
+    halves (each half exact there), infinite with the sum's sign past the float range. NaN
+    for a sum of both infinities."""
+
+    def scaled(factor: float) -> float:
+        return math.fsum(itertools.chain.from_iterable((x * factor).tolist() for x in arrays()))
+
     try:
-        return math.fsum(itertools.chain.from_iterable(x.tolist() for x in arrays()))
+        return scaled(1.0)
     except OverflowError:
-        with np.errstate(over="ignore", invalid="ignore"):
-            return float(np.sum([np.sum(x) for x in arrays()]))
+        try:
+            return 2.0 * scaled(0.5)  # inf when the sum passes the float range
+        except OverflowError:
+            return math.copysign(math.inf, scaled(2.0**-1000))
+    except ValueError:  # -inf + inf
+        return math.nan
 
 
 def file_units(X: np.ndarray, columns: Sequence[str]) -> FileUnits:
@@ -106,7 +128,11 @@ def file_units(X: np.ndarray, columns: Sequence[str]) -> FileUnits:
     records in memory: :func:`exact_moments` of each column, ``lost`` left to be measured
     when needed."""
     X = np.asarray(X, dtype=np.float64)
-    moments = [exact_moments(lambda j=j: [X[:, j]]) for j in range(X.shape[1])]
+    m = X.shape[0]
+    moments = [  # a chunk at a time: a column whole as Python floats is 32 bytes a value
+        exact_moments(lambda j=j: (X[i : i + CHUNK, j] for i in range(0, m, CHUNK)))
+        for j in range(X.shape[1])
+    ]
     return units_from_moments(columns, len(X), moments, None)
 
 
@@ -125,16 +151,15 @@ def units_from_moments(
     return FileUnits(tuple(columns), shift, scale, lost)
 
 
-def resolution_lost(
-    shift: np.ndarray, scale: np.ndarray, top: np.ndarray, spread: np.ndarray
-) -> np.ndarray:
+def resolution_lost(size: np.ndarray, top: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """:func:`~sdcflow.core.validation.lost_resolution`'s verdict from a file's figures
-    (each (r,)): the columns' ``shift`` and ``scale``, their largest magnitude ``top`` and
-    their typical spread ``spread`` (the mean distance from the median of the 95 % of values
-    nearest it, at least 1e-9 of the median; for a column nearly all at one value, the
-    distance to the nearest other value, ``inf`` when constant). The rounding of
-    standardized units, ``4 eps (|shift| + scale)``, passing a thousandth of the spread."""
+    (each (r,)): the columns' ``size``, ``|mean| + sd`` (taken on the values over their
+    largest magnitude and multiplied back where the sd itself passes the float range), their
+    largest magnitude ``top`` and their typical spread ``spread`` (the mean distance from
+    the median of the 95 % of values nearest it, at least 1e-9 of the median; for a column
+    nearly all at one value, the distance to the nearest other value, ``inf`` when
+    constant). Lost: the rounding of standardized units, ``4 eps size``, passes a thousandth
+    of the spread."""
     with np.errstate(over="ignore", invalid="ignore"):
-        size = np.abs(shift) + scale
         rounding = 4 * np.finfo(np.float64).eps * np.where(np.isfinite(top), size, np.inf)
         return np.asarray(rounding > 1e-3 * spread, dtype=bool)

@@ -184,11 +184,13 @@ def group_values_on_rules(
         values[labels[has], t] = out[has, j]
         counts[:, t] = np.bincount(labels[has], minlength=g)
     means = values.copy()
-    units = _read_units(X, idx, constraints, conditional, units)
-    shift, scale = units.shift, units.scale  # values past 1e154: an infinite sd, refused below
-    # a column of one value across the file moves last: a tiny unit makes moving it dear
+    read = _read_columns(constraints, conditional)
+    units = _read_units(X, idx, read, constraints.columns, units)
+    shift, scale = units.shift, units.scale
+    # a column of one value across the file moves last: a tiny unit makes moving it dear (and
+    # one whose sd passes the float range moves in a unit of its mean)
     scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1e-6 * np.maximum(1.0, np.abs(shift)))
-    moves = _Units(values, counts, shift, scale, X, idx, constraints.columns, units.lost)
+    moves = _Units(values, counts, shift, scale, X, idx, constraints.columns, units.lost, read)
     patterns, which = np.unique(counts > 0, axis=0, return_inverse=True)
     which = which.ravel()
     dec = None if decimals is None else [decimals[j] for j in idx]
@@ -250,21 +252,29 @@ def group_values_on_rules(
     return GroupValues(out, int(moves.moved.sum()), rounded, tuple(sorted(derived)))
 
 
-def _read_units(
-    X: np.ndarray,
-    idx: np.ndarray,
-    constraints: LinearConstraints,
-    conditional: Sequence[tuple[Condition, LinearConstraints]],
-    units: FileUnits | None,
-) -> FileUnits:
-    """The units of ``constraints.columns`` (``X[:, idx]``): the file's (``units``, or
-    measured on ``X``) for the columns some rule reads, 0 and 1 for the others, which no
-    projection moves (a column without a coefficient keeps its value bit for bit) and whose
-    measure would cost a pass over the file each."""
+def _read_columns(
+    constraints: LinearConstraints, conditional: Sequence[tuple[Condition, LinearConstraints]]
+) -> np.ndarray:
+    """Which of ``constraints.columns`` (r,) some rule reads, its consequents' included (each
+    restricted to the same columns)."""
     read = np.zeros(len(constraints.columns), dtype=bool)
     for rows in [constraints, *(r for _, r in conditional)]:
         read |= (rows.A != 0).any(axis=0) | (rows.G != 0).any(axis=0)
-    names = [c for c, r in zip(constraints.columns, read, strict=True) if r]
+    return read
+
+
+def _read_units(
+    X: np.ndarray,
+    idx: np.ndarray,
+    read: np.ndarray,
+    columns: Sequence[str],
+    units: FileUnits | None,
+) -> FileUnits:
+    """The units of ``columns`` (``X[:, idx]``): the file's (``units``, or measured on
+    ``X``) for those ``read`` (r,) by some rule, 0 and 1 for the others, which no
+    projection moves (a column without a coefficient keeps its value bit for bit) and whose
+    measure would cost a pass over the file each."""
+    names = [c for c, r in zip(columns, read, strict=True) if r]
     found = file_units(X[:, idx[read]], names) if units is None else units.take(names)
     shift, scale = np.zeros(read.size), np.ones(read.size)
     shift[read], scale[read] = found.shift, found.scale
@@ -272,20 +282,21 @@ def _read_units(
     if found.lost is not None:
         lost = np.zeros(read.size, dtype=bool)
         lost[read] = found.lost
-    return FileUnits(tuple(constraints.columns), shift, scale, lost)
+    return FileUnits(tuple(columns), shift, scale, lost)
 
 
 class _Units:
     """Each group's values ``values`` (g, r), its counts per column, and the columns' shift
     and scale: projects groups onto rules in standardized units, weighted by the counts.
     ``X[:, idx]`` (m, r) are the file's values of the columns, ``names`` their names: a
-    column whose values standardized units cannot keep apart is refused where a group must
-    move."""
+    column whose values standardized units cannot keep apart (``lost`` (r,), the file's
+    verdicts, or None to measure them on ``X`` for the columns ``read`` (r,) by some rule) is
+    refused where a group must move."""
 
-    def __init__(self, values, counts, shift, scale, X, idx, names, lost=None) -> None:
+    def __init__(self, values, counts, shift, scale, X, idx, names, lost, read) -> None:
         self.values, self.counts, self.shift, self.scale = values, counts, shift, scale
         self.moved = np.zeros(len(values), dtype=bool)
-        self._X, self._idx, self._names = X, idx, names
+        self._X, self._idx, self._names, self._read = X, idx, names, read
         self._lost: np.ndarray | None = lost  # the file's, or measured on X when needed
 
     def onto(
@@ -395,8 +406,9 @@ class _Units:
         """:func:`lost_resolution` of the columns ``sub`` (r,): measured over the file's
         columns the first time a group must move, once per call of
         :func:`group_values_on_rules`."""
-        if self._lost is None:
-            self._lost = lost_resolution(self._X[:, self._idx])
+        if self._lost is None:  # the columns no rule reads never move: not measured
+            self._lost = np.zeros(self._idx.size, dtype=bool)
+            self._lost[self._read] = lost_resolution(self._X[:, self._idx[self._read]])
         return self._lost[sub]
 
 

@@ -4,6 +4,7 @@ leading zeros, values past the type detector's sample, files that are not CSV te
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import gzip
 from pathlib import Path
 
@@ -199,6 +200,21 @@ def test_a_date_column_comes_back_from_the_warehouse_as_dates(tmp_path):
     assert frame["day"].tolist() == days
     assert as_text(frame["day"]).tolist() == as_text(table.column("day").to_pandas()).tolist()
     assert pa.Table.from_pandas(frame[["day"]]).schema.field("day").type == pa.date32()
+
+
+def test_a_decimal_of_more_than_15_digits_is_read_as_its_nearest_float(tmp_path):
+    # DuckDB's frame gave about a quarter of such values a float one unit off in its last
+    # bit, where Parquet's reader (the streamed path's pieces) gives the nearest: the two
+    # paths masked different numbers
+    cents = list(range(10**16 + 1, 10**16 + 4001, 7))
+    values = [decimal.Decimal(c) / 100 for c in cents]
+    table = pa.table({"x": pa.array(values, pa.decimal128(20, 2))})
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    run = "0" * 32
+    wh.ingest(table, run)
+    frame = wh.read_frame("raw", run)
+    assert frame["x"].tolist() == [float(v) for v in values]
 
 
 def test_a_date_key_declared_ordinal_is_released_and_undeclared_refused(tmp_path, capsys):

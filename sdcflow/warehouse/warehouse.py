@@ -806,7 +806,19 @@ scaling.working_scale`) of the ``schema`` table of ``run_id``, found by DuckDB q
         Raises ``InputError`` (reason ``copy-pruned``) when retention dropped that table."""
         with self.connect(read_only=True) as con:
             try:
-                rel = con.sql(f"SELECT * FROM {table_name(schema, run_id)} ORDER BY {ROW_ID}")
+                table = table_name(schema, run_id)
+                rel = con.sql(f"SELECT * FROM {table} ORDER BY {ROW_ID}")
+                if any(str(t).startswith("DECIMAL") for t in rel.types):
+                    # DuckDB's frame gives a DECIMAL of more than 15 digits a float one unit
+                    # off in its last bit (a quarter of them); its cast is the nearest float,
+                    # as Parquet's reader gives the streamed path's pieces
+                    values = ", ".join(
+                        f"CAST({_quoted(c)} AS DOUBLE) AS {_quoted(c)}"
+                        if str(t).startswith("DECIMAL")
+                        else _quoted(c)
+                        for c, t in zip(rel.columns, rel.types, strict=True)
+                    )
+                    rel = con.sql(f"SELECT {values} FROM {table} ORDER BY {ROW_ID}")
                 return _dates_as_dates(rel.df(), rel.columns, rel.types)
             except duckdb.CatalogException:
                 dropped = _dropped_at(con, schema, run_id)

@@ -207,9 +207,9 @@ def test_cells_keep_group_sizes_and_do_not_depend_on_the_map():
             assert np.unique(cell_of[members]).size == 1  # joined within its cell
 
 
-def test_missing_numbers_in_cells_release_k_anonymous_and_every_gap_stays_missing():
+def _regions_with_gaps(n: int) -> tuple[pd.DataFrame, list[Key]]:
+    """Two numeric keys, each value missing with probability 0.08, and a region."""
     rng = np.random.default_rng(8)
-    n, k = 1500, 5
     frame = pd.DataFrame(
         {
             "a": rng.normal(40, 9, n).round(1),
@@ -224,10 +224,20 @@ def test_missing_numbers_in_cells_release_k_anonymous_and_every_gap_stays_missin
         Key("b", "numeric", decimals=2),
         Key("region", "nominal"),
     ]
+    return frame, keys
+
+
+def _mdav_in_cells(frame: pd.DataFrame, keys: list[Key], columns: list[str], k: int):
+    chosen = [key for key in keys if key.name in columns]
+    params = METHODS["mdav"].params.model_validate({"k": k, "cell_size": 200})
+    return mask_keys(frame[columns], chosen, params, np.random.default_rng(0))
+
+
+def test_missing_numbers_in_cells_release_k_anonymous_and_every_gap_stays_missing():
+    k = 5
+    frame, keys = _regions_with_gaps(1500)
     for columns in (["a", "b"], ["a", "b", "region"]):
-        chosen = [key for key in keys if key.name in columns]
-        params = METHODS["mdav"].params.model_validate({"k": k, "cell_size": 200})
-        result = mask_keys(frame[columns], chosen, params, np.random.default_rng(0))
+        result = _mdav_in_cells(frame, keys, columns, k)
         released = result.masked
         assert k_anonymity(released[columns]) >= k  # identical released rows
         for c in ("a", "b"):  # a gap stays a gap; a group mixing gaps and values is blanked
@@ -238,25 +248,9 @@ def test_missing_numbers_in_cells_release_k_anonymous_and_every_gap_stays_missin
 def test_a_release_with_missing_numbers_reports_its_loss_and_why_it_has_no_bound():
     """The manifest's method figures never leave the loss out because its bound is missing:
     the figure is the gate's, over the values present, with or without categorical keys."""
-    rng = np.random.default_rng(8)
-    n, k = 900, 5
-    frame = pd.DataFrame(
-        {
-            "a": rng.normal(40, 9, n).round(1),
-            "b": rng.lognormal(3, 1, n).round(2),
-            "region": rng.choice(["north", "south"], n),
-        }
-    )
-    frame.loc[rng.random(n) < 0.08, "a"] = np.nan
-    keys = [
-        Key("a", "numeric", decimals=1),
-        Key("b", "numeric", decimals=2),
-        Key("region", "nominal"),
-    ]
+    frame, keys = _regions_with_gaps(900)
     for columns, why in ((["a", "b"], "have missing values"), (["a", "b", "region"], "strata")):
-        chosen = [key for key in keys if key.name in columns]
-        params = METHODS["mdav"].params.model_validate({"k": k, "cell_size": 200})
-        result = mask_keys(frame[columns], chosen, params, np.random.default_rng(0))
+        result = _mdav_in_cells(frame, keys, columns, 5)
         X = frame[["a", "b"]].to_numpy(np.float64)
         released = result.masked[["a", "b"]].to_numpy(np.float64)
         assert result.details["information_loss"] == pytest.approx(

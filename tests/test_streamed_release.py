@@ -66,6 +66,19 @@ def _manifest(folder: Path, name: str) -> dict:
     return json.loads((folder / f"published-{name}" / "census" / "manifest.json").read_text())
 
 
+def _assert_both_paths_publish_the_same_bytes(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, categorical: bool, masked: dict
+) -> None:
+    """Release ``folder``'s file in memory (``memory``) and streamed (``stream``) with the
+    spec's fields ``masked``; both publish, the same CSV and Parquet bytes."""
+    for name, streamed in (("memory", False), ("stream", True)):
+        spec = _spec(folder, name, categorical=categorical, **masked)
+        assert _release(spec, monkeypatch, streamed=streamed) == 0
+    for name in ("data.csv", "data.parquet"):
+        memory = (folder / "published-memory" / "census" / name).read_bytes()
+        assert (folder / "published-stream" / "census" / name).read_bytes() == memory
+
+
 # ps (complete records only) projects on the keys' principal axis, whose last bits follow
 # the keys' memory layout: the piece read its keys column by column and published other
 # groups than memory did
@@ -84,13 +97,7 @@ def test_the_streamed_path_publishes_the_bytes_of_the_in_memory_path(
             "checks": {"k_anonymity": 3, "max_p_dominated_groups": 5000},
             "accept": {"looser_checks": ["max_p_dominated_groups"]},
         }
-    memory = _spec(tmp_path, "memory", categorical=False, **masked)
-    assert _release(memory, monkeypatch, streamed=False) == 0
-    stream = _spec(tmp_path, "stream", categorical=False, **masked)
-    assert _release(stream, monkeypatch, streamed=True) == 0
-    for name in ("data.csv", "data.parquet"):
-        memory = (tmp_path / "published-memory" / "census" / name).read_bytes()
-        assert (tmp_path / "published-stream" / "census" / name).read_bytes() == memory
+    _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, False, masked)
     memory, stream = _manifest(tmp_path, "memory"), _manifest(tmp_path, "stream")
     assert stream["method_details"]["path"] == "streamed"
     assert "path" not in memory["method_details"]
@@ -177,13 +184,7 @@ def test_strata_with_missing_numbers_move_onto_the_rules_in_the_files_units(
         "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
         "accept": {"looser_checks": ["max_p_dominated_groups"]},
     }
-    memory = _spec(tmp_path, "memory", categorical=True, **masked)
-    assert _release(memory, monkeypatch, streamed=False) == 0
-    stream = _spec(tmp_path, "stream", categorical=True, **masked)
-    assert _release(stream, monkeypatch, streamed=True) == 0
-    for name in ("data.csv", "data.parquet"):
-        memory = (tmp_path / "published-memory" / "census" / name).read_bytes()
-        assert (tmp_path / "published-stream" / "census" / name).read_bytes() == memory
+    _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, True, masked)
     details = _manifest(tmp_path, "stream")["method_details"]
     assert details["path"] == "streamed" and details["streamed"]["pieces"] == 6
     # the pieces decided nothing the in-memory path decides over the whole file

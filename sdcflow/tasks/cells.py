@@ -45,6 +45,7 @@ from prefect import get_run_logger, task
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.file_units import FileUnits
+from sdcflow.core.linear.group_values import read_columns
 from sdcflow.core.parallel import map_parts
 from sdcflow.core.suppression.local import importance_rank, strata_runs
 from sdcflow.core.validation import check_k
@@ -137,7 +138,7 @@ def file_rule_units(
     if constraints is None or constraints.is_empty:
         return None
     names = [k.name for k in numeric]
-    read = (constraints.A != 0).any(axis=0) | (constraints.G != 0).any(axis=0)
+    read = read_columns(constraints)  # group_values_on_rules measures these alone
     columns = [c for c, r in zip(constraints.columns, read, strict=True) if r and c in names]
     if not columns or not has_missing(warehouse, source, run_id, names):
         return None

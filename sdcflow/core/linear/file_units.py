@@ -92,11 +92,18 @@ def exact_moments(chunks: Callable[[], Iterable[np.ndarray]]) -> tuple[int, floa
             yield x[~np.isnan(x)]
 
     count = 0
-    for x in present():
-        count += x.size
+
+    def counted() -> Iterator[np.ndarray]:  # the mean's pass counts too: no pass of its own
+        nonlocal count
+        count = 0
+        for x in present():
+            count += x.size
+            yield x
+
+    total = _exact_sum(counted)
     if count == 0:
         return 0, 0.0, 0.0
-    mean = _exact_sum(present) / count
+    mean = total / count
     with np.errstate(over="ignore", invalid="ignore"):
         squares = _exact_sum(lambda: ((x - mean) ** 2 for x in present()))
         sd = math.sqrt(squares / count)
@@ -110,7 +117,8 @@ def _exact_sum(arrays: Callable[[], Iterable[np.ndarray]]) -> float:
     for a sum of both infinities."""
 
     def scaled(factor: float) -> float:
-        return math.fsum(itertools.chain.from_iterable((x * factor).tolist() for x in arrays()))
+        parts = (x if factor == 1.0 else x * factor for x in arrays())
+        return math.fsum(itertools.chain.from_iterable(x.tolist() for x in parts))
 
     try:
         return scaled(1.0)

@@ -75,7 +75,13 @@ from sdcflow.core.linear.rounding import round_keeping_equalities
 from sdcflow.core.validation import lost_resolution, resolution_error
 from sdcflow.errors import ParameterError
 
-__all__ = ["Condition", "GroupValues", "breaking_conditions", "group_values_on_rules"]
+__all__ = [
+    "Condition",
+    "GroupValues",
+    "breaking_conditions",
+    "group_values_on_rules",
+    "read_columns",
+]
 
 # Groups are projected onto the equalities all at once (False: one projector per pattern of
 # weights, the route before; benchmarks/missing_rules.py times both)
@@ -184,7 +190,7 @@ def group_values_on_rules(
         values[labels[has], t] = out[has, j]
         counts[:, t] = np.bincount(labels[has], minlength=g)
     means = values.copy()
-    read = _read_columns(constraints, conditional)
+    read = read_columns(constraints, conditional)
     units = _read_units(X, idx, read, constraints.columns, units)
     shift, scale = units.shift, units.scale
     # a column of one value across the file moves last: a tiny unit makes moving it dear (and
@@ -252,8 +258,9 @@ def group_values_on_rules(
     return GroupValues(out, int(moves.moved.sum()), rounded, tuple(sorted(derived)))
 
 
-def _read_columns(
-    constraints: LinearConstraints, conditional: Sequence[tuple[Condition, LinearConstraints]]
+def read_columns(
+    constraints: LinearConstraints,
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> np.ndarray:
     """Which of ``constraints.columns`` (r,) some rule reads, its consequents' included (each
     restricted to the same columns)."""

@@ -134,14 +134,19 @@ class MixedKeys:
 
 def _scaled(keys: MixedKeys) -> tuple[np.ndarray, np.ndarray]:
     """Numeric and ordinal keys on the distance's scale (NaN = missing): z-scores, and ranks
-    divided by the number of categories [1]. Shapes: (n, p), (n, q)."""
+    divided by the number of categories [1]; the same values for any memory layout of the
+    keys. Shapes: (n, p), (n, q)."""
+    # numpy sums a column of a row-major array in another order than a column-major one, so
+    # the means and sds, and with them the groups' ties (whole numbers tie often), would
+    # follow the layout: the records in row order, whichever layout the caller holds them in
+    # (:func:`~sdcflow.core.microaggregation.scaling.working_scale`)
     num = keys.numeric
     if num.shape[1]:
         # Exact power-of-two rescaling per column first (as validation.standardize), so that
         # keys near the float limits give finite z-scores.
         present = ~np.isnan(num)
         biggest = np.max(np.where(present, np.abs(num), 0.0), axis=0)
-        num = np.ldexp(num, -np.frexp(biggest)[1])
+        num = np.ldexp(num, -np.frexp(biggest)[1], out=np.empty(num.shape))  # row-major
         empty = ~present.any(axis=0)
         mean = np.nanmean(np.where(empty, 0.0, num), axis=0)
         sd = np.nanstd(np.where(empty, 0.0, num), axis=0)

@@ -56,7 +56,7 @@ def test_an_error_rule_not_checked_on_the_release_is_not_a_pass():
     out = _outcomes(unchecked_rules=("R3",))
     gate = out["max_edit_violations"]
     assert not gate.checked and not gate.passed and math.isnan(gate.figure)
-    assert gate.verdict == "not checked" and gate.as_dict()["figure"] is None
+    assert gate.verdict == "FAIL (not checked)" and gate.as_dict()["figure"] is None
     mixed = _outcomes(edit_violations={"R1": 0}, unchecked_rules=("R3",))
     assert not mixed["max_edit_violations"].passed  # one checked rule does not cover R3
     accepted = _outcomes(unchecked_rules=("R3",), accepted_unchecked=frozenset({"R3"}))
@@ -144,6 +144,29 @@ def test_an_accepted_unchecked_rule_says_not_checked_and_the_manifest_records_it
             "SELECT verdict FROM audit.checks WHERE check_name = 'max_edit_violations'"
         ).fetchone()
     assert verdict == ("not checked (accepted)",)
+
+
+@pytest.mark.flow
+def test_a_gate_not_checked_and_not_accepted_reads_as_the_failure_it_is(
+    tmp_path, prefect_api, capsys
+):
+    # the table said "not checked" and the refusal "(nan vs 0)" for a run that exits 1:
+    # the p % rule asked of a signed key alone (profit), which it cannot judge
+    spec = write_release(
+        tmp_path,
+        rows=200,
+        quasi_identifiers=["profit", "region"],
+        method={"name": "mdav", "k": 5},
+        checks={"k_anonymity": 5, "max_p_dominated_groups": 0},
+        seed=5,
+    )
+    assert main(["release", str(spec)]) == 1
+    printed = capsys.readouterr()
+    (line,) = [x for x in printed.out.splitlines() if "max_p_dominated_groups" in x]
+    assert "FAIL (not checked)" in line
+    assert "max_p_dominated_groups (not checked)" in printed.err
+    assert "(nan vs" not in printed.err
+    assert not (tmp_path / "published").exists()
 
 
 @pytest.mark.flow

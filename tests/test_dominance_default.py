@@ -84,6 +84,41 @@ def test_group_means_of_magnitudes_get_the_p_percent_gate_at_zero_by_default():
     assert "unmasked" not in out.note
 
 
+def test_groups_released_alike_are_judged_as_one_class():
+    # group 0 (1000, 20, 10) fails alone; group 1 (400, 330, 300) has its mean, 343.33, so
+    # the release shows one class of six: 2060 - 1000 - 400 = 660 >= 100 passes. An
+    # intruder tells classes apart, not the method's groups (as the streamed GROUP BY)
+    alike = np.array([[1000, 3], [20, 3], [10, 3], [400, 3], [330, 3], [300, 3]], dtype=float)
+    assert measure(_ctx(MdavParams(k=3), alike), [P_GATE])[P_GATE] == 0
+    assert measure(_ctx(MdavParams(k=3)), [P_GATE])[P_GATE] == 1  # released apart: fails
+
+
+def test_a_key_a_repair_made_negative_is_judged_on_its_contributions_as_given():
+    # the repair moved turnover's 10 to -5 (no rule says turnover >= 0): the key was left
+    # out of the rules, and the failing group with it
+    repaired = X.copy()
+    repaired[2, 0] = -5.0
+    ctx = _ctx(MdavParams(k=3), repaired, raw=X)
+    assert measure(ctx, [P_GATE])[P_GATE] == 1
+    assert P_GATE in wanted_gates(ctx, {})
+
+
+def test_the_remedy_is_one_the_release_can_take():
+    # `dominance` refuses numeric keys with missing values, and merges on the p % rule
+    # alone: a release grouping gaps, or failing the (n, k) rule, was told to set it
+    gaps = _ctx(MdavParams(k=3))
+    gaps.result.details = {"missing_numbers": "numeric keys with missing values: ..."}
+    (out,) = [o for o in run_gates(gaps, {P_GATE: 0}) if o.key == P_GATE]
+    assert not out.passed and "dominance: true" not in out.note
+    assert "larger k" in out.note and "top-coding" in out.note
+    on = _ctx(MdavParams(k=3, dominance=True))
+    (out,) = [o for o in run_gates(on, {P_GATE: 0}) if o.key == P_GATE]
+    assert "dominance: true" not in out.note and "at the gate's p" in out.note
+    nk = [o for o in run_gates(_ctx(MdavParams(k=3)), {NK_GATE: 0}) if o.key == NK_GATE]
+    assert not nk[0].passed and "dominance" not in nk[0].note and "larger k" in nk[0].note
+    assert all("unmasked" not in o.note for o in [out, *nk])
+
+
 def test_a_method_without_the_remedy_is_told_which_methods_have_it():
     from sdcflow.methods import HeterogeneousParams
 

@@ -222,6 +222,32 @@ def test_sdcmicro_count_with_many_patterns_on_small_classes(tmp_path):
     assert streamed["expected_reidentifications_after"] == loose.expected_reidentifications
 
 
+@pytest.mark.parametrize("complete", [0, 50], ids=["only-blank-records", "beside-others"])
+def test_sdcmicro_count_with_records_missing_every_key(tmp_path, complete):
+    """A record missing every key matches every record. Its pattern shares no key with any
+    other, and the query's branch for such a pair named no column: the count stopped the
+    release (exit 3) whenever DuckDB listed that pattern first."""
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame(
+        {
+            "a": np.r_[np.full(7, np.nan), rng.integers(0, 3, complete).astype(float)],
+            "g": np.r_[np.full(7, None, dtype=object), rng.choice(["x", "y"], complete)],
+        }
+    )
+    frame[ROW_ID] = np.arange(len(frame))
+    keys = [Key("a", "numeric"), Key("g", "nominal")]
+    wh = Warehouse(tmp_path / "w.duckdb")
+    wh.initialize()
+    wh.write_frame("raw", RUN, frame)
+    wh.write_frame("masked", RUN, frame)
+    from sdcflow.core.measures.risk import risk_summary
+
+    streamed = disclosure_streamed(_spec(keys), wh, RUN, keys)["missing_matches_any"]
+    loose = risk_summary(frame[["a", "g"]], None, convention="missing_matches_any")
+    assert streamed["k_anonymity"] == int(loose.fk.min()) >= 7
+    assert streamed["expected_reidentifications_after"] == loose.expected_reidentifications
+
+
 def test_aggregate_gates_refuses_what_needs_the_records():
     keys = [Key("a", "numeric"), Key("b", "numeric")]
     assert aggregate_gates(_spec(keys), ["a", "b"]) is None

@@ -38,7 +38,9 @@ def _refused(run: RunRecord, outcome: ReleaseOutcome) -> State:
     decision, not a crash."""
     run.ends("refused", outcome.message)
     announce(REFUSED, run.spec, outcome)
-    names = ", ".join(f"{o.key} ({' vs '.join(o.shown)})" for o in outcome.failed)
+    names = ", ".join(
+        f"{o.key} ({' vs '.join(o.shown) if o.checked else 'not checked'})" for o in outcome.failed
+    )
     error = ChecksFailed(f"check(s) failed: {names}; nothing was published", outcome)
     return Failed(message=outcome.message, data=error)
 

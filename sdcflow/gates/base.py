@@ -254,7 +254,9 @@ class GateOutcome:
     @property
     def verdict(self) -> str:
         if not self.checked:
-            return "not checked (accepted)" if self.passed else "not checked"
+            # a gate not checked fails unless the spec accepts it: the verdict says so, as
+            # the refusal does
+            return "not checked (accepted)" if self.passed else "FAIL (not checked)"
         return "pass" if self.passed else "FAIL"
 
     def as_dict(self) -> dict[str, Any]:

@@ -63,11 +63,19 @@ def _releases_groups(ctx: GateContext) -> bool:
 
 
 def _dominance(ctx: GateContext) -> _Dominated | None:
-    """The rules over the released groups on every non-negative numeric key, each key on the
-    records that hold it; None when no key is a non-negative magnitude."""
+    """The rules over the released groups on every numeric key that is a magnitude (present
+    and never negative), each key on the records that hold it; None when no key is one.
+
+    A released group is a class of identical released rows: two groups the method formed
+    apart and released alike are one total to an intruder (the streamed path's ``GROUP BY``
+    of the released keys). The contributions are the values as ingested, what each
+    respondent gave: a repair moves records onto the edit rules before masking and, where
+    the rules do not say a key is never negative, can move a contribution below 0, which
+    the rules cannot read (a total of 0 beside a large contribution hides nothing) and
+    which took the key out of them."""
 
     def compute() -> _Dominated | None:
-        X = np.asarray(ctx.original, dtype=np.float64)
+        X = np.asarray(ctx.as_ingested, dtype=np.float64)
         # Blocks masked apart release their own groups: each key is judged in its block's.
         parts = (
             [(list(range(X.shape[1])), ctx.result)]
@@ -82,7 +90,7 @@ def _dominance(ctx: GateContext) -> _Dominated | None:
         p_fail = nk_fail = 0
         measured = False
         for idx, part in parts:
-            labels = part.group_labels()
+            labels = part.released_classes()
             p_groups: set[int] = set()
             nk_groups: set[int] = set()
             for j in idx:
@@ -127,19 +135,43 @@ def _nk_dominated(ctx: GateContext) -> float:
     return float(done.nk_rule) if done is not None else float("nan")
 
 
-def _remedy(ctx: GateContext) -> str:
-    """What to change when a release fails a dominance rule. Never "publish the key
-    unmasked": every remedy keeps it masked."""
-    fixable = ctx.method is not None and "dominance" in type(ctx.method).model_fields
-    groups = (
-        "`dominance: true` on the method (its groups merged until no record dominates)"
-        if fixable
-        else "a crisp microaggregation method with `dominance: true` (groups merged until no "
-        "record dominates)"
-    )
+def _p_remedy(ctx: GateContext) -> str:
+    """What to change when a release fails the p % rule: a remedy the release can take.
+    Never "publish the key unmasked": every remedy keeps it masked."""
+    method = ctx.method
+    fixable = method is not None and "dominance" in type(method).model_fields
+    details = ctx.result.details or {}
+    if "missing_numbers" in details:  # MDAV-generic groups them; `dominance` refuses gaps
+        groups = (
+            "a larger k (`dominance` does not take numeric keys with missing values, which "
+            "this release groups on the values they have)"
+        )
+    elif fixable and getattr(method, "dominance", None) is not None:
+        groups = (
+            "`dominance: {p: ...}` at the gate's p, or a larger k (`dominance` is on and "
+            "merges groups on its own p)"
+        )
+    elif fixable:
+        groups = "`dominance: true` on the method (its groups merged until no record dominates)"
+    else:
+        groups = (
+            "a crisp microaggregation method with `dominance: true` (groups merged until no "
+            "record dominates)"
+        )
     return (
-        f"remedy: {groups}, or top-coding of the dominating key before grouping; keys that "
-        "are not contributions take a threshold under accept.looser_checks"
+        f"remedy: {groups}, or top-coding of the dominating key before grouping "
+        "(`recode: {<key>: {top: ...}}`); keys that are not contributions take a threshold "
+        "under accept.looser_checks"
+    )
+
+
+def _nk_remedy(ctx: GateContext) -> str:
+    """What to change when a release fails the (n, k) rule. ``dominance`` merges groups on
+    the p % rule alone, so it is not offered here; every remedy keeps the key masked."""
+    return (
+        "remedy: a larger k (more contributions in each group), or top-coding of the "
+        "dominating key before grouping (`recode: {<key>: {top: ...}}`); keys that are not "
+        "contributions take a threshold under accept.looser_checks"
     )
 
 
@@ -205,7 +237,7 @@ GATES = [
         measures="numeric_keys",
         on_groups=True,
         with_group_means=0.0,
-        remedy=_remedy,
+        remedy=_p_remedy,
     ),
     Gate(
         "max_nk_dominated_groups",
@@ -218,7 +250,7 @@ GATES = [
         not_checked=_no_magnitude,
         measures="numeric_keys",
         on_groups=True,
-        remedy=_remedy,
+        remedy=_nk_remedy,
     ),
     Gate(
         "max_individual_risk",

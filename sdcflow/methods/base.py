@@ -144,6 +144,14 @@ class MaskResult:
         """
         if self.groups is not None:
             return np.asarray(self.groups, dtype=np.int64)
+        return self.released_classes()
+
+    def released_classes(self) -> np.ndarray:
+        """The classes of identical released rows over every key (a missing value a value of
+        its own): what an intruder tells apart. Two groups released alike are one class.
+
+        Shapes: -> (n,) int.
+        """
         return (
             self.released_identifiers.groupby(
                 list(self.released_identifiers.columns), dropna=False, sort=False

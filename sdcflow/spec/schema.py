@@ -335,9 +335,9 @@ class ReleaseSpec(SpecModel):
     )
     missing_values: list[str] | None = Field(
         None,
-        description="tokens read as missing (e.g. ['?', '']); declaring it allows missing key "
-        "values, which are released as missing (a missing value is a value of its own when k is "
-        "counted)",
+        description="tokens read as missing (e.g. ['?', '']; empty text always is, once any "
+        "token is declared); declaring it allows missing key values, which are released as "
+        "missing (a missing value is a value of its own when k is counted)",
     )
     weight_column: str | None = Field(
         None, description="sampling weights (positive), published unchanged unless a key"

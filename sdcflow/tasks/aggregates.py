@@ -162,14 +162,6 @@ class _Figures:
             "raw", lambda: sql.profiles(self.warehouse, "raw", self.run_id, self.numeric)
         )
 
-    def source_profiles(self) -> dict[str, sql.ColumnProfile]:
-        if self.source == "raw":
-            return self.raw_profiles()
-        return self._once(
-            self.source,
-            lambda: sql.profiles(self.warehouse, self.source, self.run_id, self.numeric),
-        )
-
     def masked_profiles(self) -> dict[str, sql.ColumnProfile]:
         return self._once(
             "masked", lambda: sql.profiles(self.warehouse, "masked", self.run_id, self.numeric)
@@ -182,9 +174,9 @@ class _Figures:
         )
 
     def magnitudes(self) -> list[str]:
-        """The numeric keys the dominance rules judge: present and never negative in the
-        records masked (the in-memory gate judges ``original``)."""
-        p = self.source_profiles()
+        """The numeric keys the dominance rules judge: present and never negative as
+        ingested, the contributions they judge (``sdcflow.gates.risk``)."""
+        p = self.raw_profiles()
         return [c for c in self.numeric if p[c].present and p[c].minimum >= 0]
 
     def sizes(self, schema: str = "masked") -> np.ndarray:
@@ -224,7 +216,7 @@ class _Figures:
                 self.keys,
                 self.numeric,
                 judged,
-                schema=self.source,
+                schema="raw",
                 n=int(n),
                 k=float(k),
                 p=float(ctx.option(DOMINANCE_P)),

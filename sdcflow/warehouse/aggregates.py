@@ -110,7 +110,7 @@ def loose_match_sizes(
                     )
                 else:  # no key present in both: every record of Q matches
                     branches.append(
-                        f"SELECT a.cid, (SELECT sum(cnt) FROM sdc_classes WHERE {where(Q)}) "
+                        f"SELECT a.cid, (SELECT sum(cnt) FROM sdc_classes WHERE {where(Q)}) AS s "
                         f"FROM sdc_ids a WHERE a.pattern = {p}"
                     )
         query = (
@@ -183,11 +183,11 @@ def dominated_groups(
 ) -> tuple[int, int]:
     """Released groups failing the p % rule and the (n, k) rule on some column of
     ``magnitudes`` (:func:`~sdcflow.core.risk.dominance.dominance`), the groups being the
-    classes of identical released rows over ``keys`` (``MaskResult.group_labels`` of a
-    release without group labels), the contributions the values of the ``schema`` table
-    (the records masked: ``raw``, or ``edited`` after a repair), each column over the
-    records that hold it. One ``GROUP BY`` over the raw and released tables joined on the
-    row id, then one count over its groups.
+    classes of identical released rows over ``keys`` (``MaskResult.released_classes``),
+    the contributions the values of the ``schema`` table (``raw``: as ingested, what the
+    gates judge, ``sdcflow.gates.risk``), each column over the records that hold it. One
+    ``GROUP BY`` over the raw and released tables joined on the row id, then one count over
+    its groups.
 
     Per group and column, with x_1 >= x_2 >= ... the group's values and T their total:
     (n, k) fails when ``sum_{i<=n} x_i > k / 100 T`` ([1] eq. 4.1 of the core's module),

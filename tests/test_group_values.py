@@ -446,11 +446,25 @@ def test_group_values_are_rounded_keeping_the_equalities_each_group_can_be_check
 
 def test_a_condition_on_a_missing_value_is_undetermined_not_true():
     # DuckDB orders NaN above every number: NaN != 0 and NaN > 5 would be true
-    from sdcflow.tasks.edits import _sql_condition
+    from sdcflow.tasks.edits import SqlCondition
 
     values = {"employees": np.array([0.0, 3.0, NAN]), "wages": np.array([1.0, 2.0, 3.0])}
-    assert _sql_condition('("employees" > 2.0)')(values).tolist() == [False, True, False]
-    assert _sql_condition('(abs("employees") > 0.0)')(values).tolist() == [False, True, False]
+    assert SqlCondition('("employees" > 2.0)')(values).tolist() == [False, True, False]
+    assert SqlCondition('(abs("employees") > 0.0)')(values).tolist() == [False, True, False]
+
+
+def test_a_condition_travels_to_a_worker_as_its_sql():
+    # a piece of the streamed mask runs on a Dask worker: the condition is pickled, without
+    # the connection its first call opened
+    import pickle
+
+    from sdcflow.tasks.edits import SqlCondition
+
+    values = {"employees": np.array([0.0, 3.0, NAN])}
+    holds = SqlCondition('("employees" > 2.0)')
+    assert holds(values).tolist() == [False, True, False]
+    copy = pickle.loads(pickle.dumps(holds))
+    assert copy.sql == holds.sql and copy(values).tolist() == [False, True, False]
 
 
 def _survey_with_gaps(tmp_path, share: float = 0.05, rows: int = 800, floats: bool = False):

@@ -111,6 +111,16 @@ def test_the_streamed_path_publishes_the_bytes_of_the_in_memory_path(
     assert stream["method_details"]["information_loss"] == pytest.approx(il, rel=1e-9)
     # the rules were counted by SQL: no Great Expectations Data Docs on this path
     assert not list((tmp_path / "reports-stream").rglob("data-docs"))
+    if method == "mdav":  # the values the release blanks, which IL does not count, are counted
+        source = pd.read_parquet(tmp_path / "data.parquet")
+        published = pd.read_csv(tmp_path / "published-stream" / "census" / "data.csv")
+        keys = ["x0", "x1", "x2"]  # missing stays missing: every value lost was blanked
+        on_disk = (source[keys].notna().sum() - published[keys].notna().sum()).to_dict()
+        assert sum(on_disk.values()) > 0
+        assert stream["method_details"]["numeric_values_blanked"] == on_disk
+        assert memory["method_details"]["numeric_values_blanked"] == on_disk
+        report = next((tmp_path / "reports-stream").rglob("report.html")).read_text()
+        assert f"blanks {sum(on_disk.values())} values the file has" in report
 
 
 def test_a_streamed_release_with_categorical_keys_holds_k_over_every_key(
@@ -192,3 +202,50 @@ def test_strata_with_missing_numbers_move_onto_the_rules_in_the_files_units(
     assert details["streamed"]["values_blanked_in_strata_short_of_k"] == 0
     moved = _manifest(tmp_path, "memory")["method_details"]["groups_moved_onto_edit_rules"]
     assert details["groups_moved_onto_edit_rules"] == moved > 0
+
+
+def _staff_file(folder: Path, n: int, *, missing: float, seed: int = 0) -> None:
+    """Whole numbers of staff and wages, most firms small, a few large, and the file keeping
+    ``if employees <= 1 then wages <= 50``: a group of small firms and a large one can meet
+    the condition with its mean staff (or its rounded mean) and break the consequent with
+    its mean wages, as can a mean over the records that have each value."""
+    rng = np.random.default_rng(seed)
+    employees = np.floor(rng.lognormal(0, 1.6, n))
+    wages = np.round(employees * 40 + rng.uniform(0, 50, n))
+    wages[employees <= 1] = np.minimum(wages[employees <= 1], 50)
+    frame = pd.DataFrame({"employees": employees, "wages": wages})
+    frame["other"] = np.round(rng.lognormal(3, 1, n))
+    frame = frame.astype("Int64")
+    for c in ("employees", "wages", "other"):
+        frame.loc[rng.random(n) < missing, c] = pd.NA
+    frame["sex"] = rng.choice(["f", "m"], n)
+    frame["region"] = rng.choice(["north", "south", "east"], n)
+    frame.insert(0, "id", np.arange(n))
+    frame.to_parquet(folder / "data.parquet", index=False)
+
+
+@pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "strata"])
+@pytest.mark.parametrize("missing", [0.0, 0.02], ids=["complete", "gaps"])
+def test_groups_keep_a_conditional_rule_on_the_streamed_path_as_in_memory(
+    tmp_path, prefect_api, monkeypatch, categorical, missing
+):
+    """A conditional rule's consequent binds the groups whose values meet its condition, in
+    every piece, in the whole file's units: the bytes the in-memory path publishes."""
+    _staff_file(tmp_path, 1500, missing=missing)
+    keys = ["employees", "wages", "other", *(["sex", "region"] if categorical else [])]
+    masked: dict = {
+        "quasi_identifiers": keys,
+        "edits": ["wages >= 0", "if employees <= 1 then wages <= 50"],
+        "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
+        "accept": {"looser_checks": ["max_p_dominated_groups"]},
+    }
+    _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, categorical, masked)
+    stream, memory = _manifest(tmp_path, "stream"), _manifest(tmp_path, "memory")
+    assert stream["method_details"]["path"] == "streamed"
+    kept = "groups_moved_onto_conditional_rules"
+    if not missing:  # with gaps, groups keep it as they are formed (groups_moved_onto_edit_rules)
+        assert stream["method_details"][kept] == memory["method_details"][kept] > 0
+    assert stream["edit_violations"] == memory["edit_violations"]
+    published = pd.read_parquet(tmp_path / "published-stream" / "census" / "data.parquet")
+    small = published["employees"] <= 1
+    assert (published.loc[small, "wages"].dropna() <= 50).all()

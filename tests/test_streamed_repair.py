@@ -161,13 +161,15 @@ def test_a_streamed_repair_of_records_that_keep_every_rule_changes_nothing(tmp_p
     assert np.array_equal(edited[COLUMNS].to_numpy(), X, equal_nan=True)
 
 
-def test_the_streamed_path_takes_a_repair_but_not_a_conditional_rule():
+def test_the_streamed_path_takes_a_repair_but_not_the_repair_of_a_conditional_rule():
     from sdcflow.methods.keys import Key
 
     keys = [Key(c, "numeric") for c in COLUMNS]
     assert streamed_path(_spec(), keys, parse_rules(RULES)) is None
     conditional = parse_rules(["if turnover > 100 then wages >= 1"])
     assert "conditional" in streamed_path(_spec(), keys, conditional)
+    # refused, the rule keeps the release from being published; the groups keep it streamed
+    assert streamed_path(_spec(on_violation="fail"), keys, conditional) is None
 
 
 # --- the release, end to end --------------------------------------------------------------

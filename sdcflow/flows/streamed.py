@@ -95,6 +95,7 @@ def streamed_stages(
                     rng,
                     plan.constraints,
                     source,
+                    plan.rules,
                 )
             masked.details["disclosure"] = disclosure_streamed(
                 spec, warehouse, run_id, plan.resolved_keys, source

@@ -350,11 +350,13 @@ def _rounded(
 def _conditions_kept(
     rel: EncodedRelease,
     unrounded: np.ndarray,
-    enc: EncodedKeys,
+    X: np.ndarray,
+    names: Sequence[str],
     constraints: LinearConstraints | None,
     conditional: Sequence[tuple[Condition, LinearConstraints]],
     decimals: Sequence[int | None],
     tolerances: Mapping[str, float] | None = None,
+    units: FileUnits | None = None,
 ) -> tuple[int, tuple[str, ...]] | None:
     """Redo, at the group level, the groups of records rounded one by one whose values meet
     a condition ``C`` of ``if C then D`` and break ``D``; ``rel.numeric`` is updated in place.
@@ -368,14 +370,17 @@ def _conditions_kept(
     broken as the validation counts it, with its rule's tolerance (``tolerances``: rule
     name -> tolerance). Groups breaking no condition keep their values bit for bit.
 
+    ``X`` (n, p) are the records' numeric keys, ``names`` their names; the groups move in
+    the units of ``X``, or in ``units`` (the whole file's) when ``X`` is a part of it.
+
     Returns the number of groups whose released values changed and the columns solved from
     the equalities there, None when none broke a condition.
     """
-    final = rel.final_rows if rel.final_rows is not None else np.zeros(enc.n, dtype=bool)
+    final = rel.final_rows if rel.final_rows is not None else np.zeros(len(X), dtype=bool)
     rows = np.flatnonzero(~final)
     if not conditional or not rows.size:
         return None
-    bad = breaking_conditions(rel.numeric[rows], enc.numeric_names, conditional, tolerances)
+    bad = breaking_conditions(rel.numeric[rows], names, conditional, tolerances)
     if not bad.any():
         return None
     _, labels = np.unique(unrounded[rows], axis=0, return_inverse=True)
@@ -384,23 +389,31 @@ def _conditions_kept(
     redo = rows[inside]
     _, groups = np.unique(labels[inside], return_inverse=True)  # numbered 0..g-1
     done = group_values_on_rules(
-        enc.numeric,
-        unrounded[redo],
-        groups,
-        enc.numeric_names,
-        constraints,
-        decimals,
-        conditional,
+        X, unrounded[redo], groups, names, constraints, decimals, conditional, units
     )
     values = done.values
     if any(d is not None for d in decimals):
         # columns no rule reads were not rounded there: they keep their record rounding
-        own = [j for j, c in enumerate(enc.numeric_names) if c not in done.rounded]
+        own = [j for j, c in enumerate(names) if c not in done.rounded]
         values[:, own] = rel.numeric[np.ix_(redo, own)]
     before = rel.numeric[redo]
     changed = ~((values == before) | (np.isnan(values) & np.isnan(before))).all(axis=1)
     rel.numeric[redo] = values
     return int(np.unique(groups[changed]).size), done.derived
+
+
+def blanked_numbers(
+    original: np.ndarray, released: np.ndarray, names: Sequence[str]
+) -> dict[str, dict[str, int]]:
+    """``{"numeric_values_blanked": {key: count}}``: the values the file has and the release
+    publishes missing (a group mixing records that have a key with records that miss it, or
+    a stratum short of k values of it), when there are any; empty otherwise. IL counts the
+    values present in both files only, so it is read beside this count. Shapes: (n, p)
+    each, NaN where missing."""
+    blanked = (~np.isnan(original) & np.isnan(released)).sum(axis=0)
+    if not blanked.any():
+        return {}
+    return {"numeric_values_blanked": {c: int(v) for c, v in zip(names, blanked, strict=True)}}
 
 
 def _as_integers(series: pd.Series) -> pd.Series:
@@ -642,6 +655,7 @@ def mask_keys(
                 enc.codes,
                 details={
                     "strategy": _partial_strategy(cell_size),
+                    "missing_numbers": _partial_strategy(cell_size),
                     **_moved(done.moved, constraints),
                     **loss_without_bound(enc.numeric, done.values, _NO_BOUND_WITH_GAPS),
                 },
@@ -709,7 +723,16 @@ def mask_keys(
     # Not with `blocks:`: a group of one block is not a set of equal rows, and moving those
     # would split it; a broken conditional rule then blocks publication as any other.
     kept = (
-        _conditions_kept(rel, unrounded, enc, constraints, conditional, decimals, tolerances)
+        _conditions_kept(
+            rel,
+            unrounded,
+            enc.numeric,
+            enc.numeric_names,
+            constraints,
+            conditional,
+            decimals,
+            tolerances,
+        )
         if redoable
         else None
     )
@@ -720,6 +743,8 @@ def mask_keys(
             derived = sorted({*precision["derived_from_equalities"], *kept[1]})
             precision["derived_from_equalities"] = derived
             precision["off_precision"] = off_precision(rel.numeric, enc.numeric_names, decimals)
+    if not is_box:
+        details.update(blanked_numbers(enc.numeric, rel.numeric, enc.numeric_names))
     if legacy is not None:
         if is_box or ("precision" not in details and kept is None):
             out = legacy

@@ -16,14 +16,16 @@ they acted): a set of a stratum with missing numbers still short of k values of 
 its stratum is joined over the stratum's records here (over the whole file in memory,
 :func:`~sdcflow.core.microaggregation.heterogeneous.complete_in_file`), and a key the
 stratum holds fewer than k values of is released blank in that stratum; the information
-loss's lower bound needs the whole file and is not computed. The linear edit rules move a
-group in the whole file's units, as in memory: the caller gives them (``file_units``, from
-the warehouse), else the piece's own are taken.
+loss's lower bound needs the whole file and is not computed. The linear edit rules, and the
+consequents of conditional ones, move a group in the whole file's units, as in memory: the
+caller gives them (``file_units``, from the warehouse), else the piece's own are taken. The
+groups a conditional rule redoes in memory are those with identical values before rounding;
+such groups are moved alike wherever they lie, so a piece redoes its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +33,7 @@ import numpy as np
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.file_units import FileUnits
-from sdcflow.core.linear.group_values import group_values_on_rules
+from sdcflow.core.linear.group_values import Condition, group_values_on_rules
 from sdcflow.core.measures.anonymity import key_codes
 from sdcflow.core.microaggregation.blocked import blocked_groups, blocked_mdav
 from sdcflow.core.microaggregation.heterogeneous import complete_in_file
@@ -44,6 +46,7 @@ from sdcflow.core.validation import check_k
 from sdcflow.methods.keys import EncodedRelease, Key
 from sdcflow.methods.microaggregation import CrispParams, MdavParams, PsParams
 from sdcflow.methods.mixed import (
+    _conditions_kept,
     _one_row_per_group,
     _partial_groups,
     _partial_mdav,
@@ -101,6 +104,8 @@ def mask_piece(
     *,
     stratified: bool,
     file_units: FileUnits | None = None,
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
+    tolerances: Mapping[str, float] | None = None,
 ) -> PieceRelease:
     """Mask one piece as the in-memory path masks its stratum.
 
@@ -125,7 +130,12 @@ def mask_piece(
     file_units : FileUnits, optional
         The whole file's units of the rules' columns (``sdcflow.warehouse.units``): a group
         of a piece with missing numbers is moved onto the rules in them, as in memory.
-        Default: the piece's own.
+        Default: the piece's own. With ``conditional`` rules they are needed on every
+        piece (a group of complete records that breaks one is moved too).
+    conditional : sequence of (condition, LinearConstraints)
+        The rules ``if C then D`` the groups keep (``mask_keys``' ``conditional``).
+    tolerances : mapping str -> float, optional
+        Each rule's own tolerance, by name (``mask_keys``' ``tolerances``).
 
     Returns
     -------
@@ -145,7 +155,7 @@ def mask_piece(
         labels = crisp_labels(X, params, k)
         released = group_means(X, labels)
     elif not stratified:  # mask_keys' numeric-only path with missing values
-        done = _partial_mdav(X, k, cell_size, names, constraints, decimals, units=file_units)
+        done = _partial_mdav(X, k, cell_size, names, constraints, decimals, conditional, file_units)
         released, moved = done.values, done.moved
         final[:] = True
         final_columns, final_derived = tuple(done.rounded), tuple(done.derived)
@@ -169,7 +179,9 @@ def mask_piece(
         if short.any():  # joined over the stratum here, over the whole file in memory
             complete_in_file(num, short, units, pool, k, names, labels)
         sets = np.unique(units[:, 0], return_inverse=True)[1].reshape(-1)
-        done = group_values_on_rules(X, num, sets, names, constraints, decimals, units=file_units)
+        done = group_values_on_rules(
+            X, num, sets, names, constraints, decimals, conditional, file_units
+        )
         released = _one_row_per_group(labels, done.values)
         moved = done.moved
         final[:] = True
@@ -192,12 +204,21 @@ def mask_piece(
         out_codes = restored[:, :c].astype(np.int64)
         figures["suppressed_then_restored"] = int(given_back)
     # Precision: integers for integer keys, declared decimals, equalities kept (mask_keys).
+    rel = EncodedRelease(
+        released, out_codes, final_rows=final, final_columns=final_columns,
+        final_derived=final_derived,
+    )  # fmt: skip
+    unrounded = released.copy() if conditional else released
     if any(d is not None for d in decimals):
-        rel = EncodedRelease(
-            released, out_codes, final_rows=final, final_columns=final_columns,
-            final_derived=final_derived,
-        )  # fmt: skip
-        released = _rounded(rel, names, decimals, constraints).values
+        rel.numeric = _rounded(rel, names, decimals, constraints).values
+    if conditional:  # the groups of complete records that break one, redone (mask_keys)
+        kept = _conditions_kept(
+            rel, unrounded, X, names, constraints, conditional, decimals, tolerances, file_units
+        )
+        if kept is not None:
+            figures["groups_moved_onto_conditional_rules"] = kept[0]
+    released = rel.numeric
+    figures["numbers_blanked"] = [int(v) for v in (~np.isnan(X) & np.isnan(released)).sum(axis=0)]
     # whether every value of an integer key is whole here (the file's type needs all pieces)
     whole = np.isnan(released) | (released == np.round(released))
     figures["whole"] = [bool(v) for v in whole.all(axis=0)]

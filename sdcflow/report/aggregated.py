@@ -27,6 +27,7 @@ from sdcflow.report.release import (
     keys_sections,
     loss_section,
     method_section,
+    missing_numbers_note,
 )
 from sdcflow.report.sections import Section, Table
 
@@ -125,14 +126,8 @@ def _loss(facts: ReleaseFacts, agg: AggregateFacts) -> Section:
     section = loss_section(facts)
     il = facts.evidence.information_loss if facts.evidence else {}
     if agg.records_missing_a_number and il:
-        section.text(
-            f"{agg.records_missing_a_number} records miss a numeric key: IL counts every "
-            "value present in both files (a record missing one key counts with its others; "
-            "each column standardized over its values present). Their missing values stay "
-            "missing in the release; the other loss and linkage measures use the records "
-            "that have every numeric key.",
-            "note",
-        )
+        details = facts.result.details if facts.result is not None else {}
+        section.text(missing_numbers_note(agg.records_missing_a_number, details), "note")
     return section
 
 

@@ -266,13 +266,8 @@ def loss_section(facts: ReleaseFacts) -> Section:
     )
     gaps = _records_missing_a_number(facts.original)
     if gaps and il:
-        section.text(
-            f"{gaps} records miss a numeric key: IL counts every value present in both files "
-            "(a record missing one key counts with its others; each column standardized over "
-            "its values present). Their missing values stay missing in the release; the other "
-            "loss and linkage measures use the records that have every numeric key.",
-            "note",
-        )
+        details = facts.result.details if facts.result else {}
+        section.text(missing_numbers_note(gaps, details), "note")
     if "repaired" in il:
         section.text(
             "A repair moved records onto the edit rules before masking: the first figure "
@@ -283,6 +278,31 @@ def loss_section(facts: ReleaseFacts) -> Section:
     if bound_note:
         section.text(bound_note, "note")
     return section
+
+
+def missing_numbers_note(records: int, details: Mapping[str, Any]) -> str:
+    """What IL counts when ``records`` miss a numeric key, and the values the release blanked
+    (``details["numeric_values_blanked"]``), which it does not count: a low IL beside many
+    blanked values is read with them."""
+    text = (
+        f"{records} records miss a numeric key: IL counts every value present in both files "
+        "(a record missing one key counts with its others; each column standardized over its "
+        "values present)."
+    )
+    blanked = {k: v for k, v in (details.get("numeric_values_blanked") or {}).items() if v}
+    if blanked:
+        each = ", ".join(f"{k} {v}" for k, v in blanked.items())
+        text += (
+            f" The release also blanks {sum(blanked.values())} values the file has ({each}): "
+            "where a group mixes records that have a key with records that miss it, the key is "
+            "published missing for the whole group. IL does not count those values; read it "
+            "beside them."
+        )
+    else:
+        text += " Their missing values stay missing in the release, which blanks no other."
+    return text + (
+        " The other loss and linkage measures use the records that have every numeric key."
+    )
 
 
 def lower_bound_rows(details: Mapping[str, Any]) -> tuple[list[list[Any]], str]:
@@ -643,7 +663,11 @@ def keys_sections(details: Mapping[str, Any]) -> list[Section]:
             "sampling weights).",
         )
     kinds = disclosure.get("keys", {})
-    suppressed = details.get("categorical_values_suppressed", {})
+    # a numeric key's values blanked for a whole group are its suppressions
+    suppressed = {
+        **details.get("numeric_values_blanked", {}),
+        **details.get("categorical_values_suppressed", {}),
+    }
     changed = details.get("categorical_values_changed", {})
     values = Section("Keys: kind, values changed and suppressed").table(
         Table(

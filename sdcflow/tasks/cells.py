@@ -32,7 +32,7 @@ group still holds k..2k-1 records of one stratum, and the loss rises a little (m
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from prefect import get_run_logger, task
 
 from sdcflow.core.linear.constraints import LinearConstraints
 from sdcflow.core.linear.file_units import FileUnits
-from sdcflow.core.linear.group_values import read_columns
+from sdcflow.core.linear.group_values import Condition, read_columns
 from sdcflow.core.parallel import map_parts
 from sdcflow.core.suppression.local import importance_rank, strata_runs
 from sdcflow.core.validation import check_k
@@ -55,6 +55,7 @@ from sdcflow.methods.microaggregation import CrispParams, MdavParams, PsParams
 from sdcflow.methods.pieces import mask_piece, partial_strategy
 from sdcflow.spec.schema import ReleaseSpec
 from sdcflow.tasks import STEP
+from sdcflow.tasks.edits import group_conditions
 from sdcflow.warehouse.cells import (
     BLANK,
     Piece,
@@ -116,8 +117,8 @@ def streamed_path(spec: ReleaseSpec, keys: Sequence[Key], rules: Sequence[Rule] 
         return "fuzzy_map maps the sensitive columns in memory"
     if spec.pram is not None:
         return "the pram step perturbs the categorical keys in memory"
-    if any(isinstance(r.node, Conditional) for r in rules):
-        return "conditional edit rules move groups over the whole file: masked in memory"
+    if spec.on_violation == "repair" and any(isinstance(r.node, Conditional) for r in rules):
+        return "conditional edit rules are repaired in memory (on_violation: repair)"
     if any(k.recoding is not None for k in keys):
         return "recoded keys are masked in memory"
     if not any(k.kind == "numeric" for k in keys):
@@ -131,16 +132,20 @@ def file_rule_units(
     run_id: str,
     numeric: Sequence[Key],
     constraints: LinearConstraints | None,
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
 ) -> FileUnits | None:
-    """The whole file's units of the columns the rules read, which a piece with missing
-    numbers moves its groups onto the rules in (the in-memory path's, bit for bit); None
-    when no group can need them: no rule, or no missing number among the keys."""
-    if constraints is None or constraints.is_empty:
+    """The whole file's units of the columns the rules read, which a piece moves its groups
+    onto the rules in (the in-memory path's, bit for bit); None when no group can need
+    them: no rule, or no missing number among the keys and no conditional rule (whose
+    consequent also moves groups of complete records, ``mask_keys``)."""
+    if constraints is None or (constraints.is_empty and not conditional):
         return None
     names = [k.name for k in numeric]
-    read = read_columns(constraints)  # group_values_on_rules measures these alone
+    read = read_columns(constraints, conditional)  # group_values_on_rules measures these
     columns = [c for c, r in zip(constraints.columns, read, strict=True) if r and c in names]
-    if not columns or not has_missing(warehouse, source, run_id, names):
+    if not columns:
+        return None
+    if not conditional and not has_missing(warehouse, source, run_id, names):
         return None
     return rule_units(warehouse, source, run_id, columns)  # the columns the rules read
 
@@ -162,10 +167,14 @@ def mask_piece_file(
     constraints: LinearConstraints | None,
     rank: np.ndarray,
     units: FileUnits | None = None,
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
+    tolerances: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Mask the piece in the Parquet folder ``path`` and write ``out`` (row id, masked
     numeric keys, the categorical keys' blank flags); return the piece's figures (counts).
-    ``units``: the whole file's units of the rules' columns (:func:`file_rule_units`).
+    ``units``: the whole file's units of the rules' columns (:func:`file_rule_units`);
+    ``conditional``, ``tolerances``: the rules ``if C then D`` the groups keep and the
+    rules' own tolerances (:func:`~sdcflow.methods.pieces.mask_piece`).
 
     Runs where :func:`~sdcflow.core.parallel.map_parts` runs it: in the calling process, or
     on a Dask worker, which receives these arguments only (paths and the spec's keys)."""
@@ -185,7 +194,7 @@ def mask_piece_file(
     released_codes = np.where(blank, -1, codes)
     done = mask_piece(
         X, codes, released_codes, numeric, params, constraints, rank, stratified=bool(c),
-        file_units=units,
+        file_units=units, conditional=conditional, tolerances=tolerances,
     )  # fmt: skip
     columns = {ROW_ID: pa.array(frame[ROW_ID].to_numpy(np.int64))}
     for j, key in enumerate(numeric):  # NaN -> null, as the in-memory frame's NaN in DuckDB
@@ -197,6 +206,10 @@ def mask_piece_file(
     figures["changed"] = [int(v) for v in (done.codes != codes).sum(axis=0)]
     figures["suppressed"] = [int(v) for v in ((done.codes < 0) & (codes >= 0)).sum(axis=0)]
     return figures
+
+
+#: The details' count of groups moved onto a conditional rule's consequent (``mask_keys``').
+_KEPT = "groups_moved_onto_conditional_rules"
 
 
 @dataclass
@@ -267,6 +280,7 @@ def mask_streamed(
     source: str = "raw",
     *,
     bound: int | None = None,
+    rules: Sequence[Rule] = (),
 ) -> StreamedMask:
     """Mask the ``source`` table of ``run_id`` in pieces and write ``masked.run_<id>``.
 
@@ -290,12 +304,16 @@ def mask_streamed(
         (:func:`~sdcflow.tasks.edits.repair_streamed`).
     bound : int, optional
         The most records of a piece (default :func:`piece_bound`).
+    rules : sequence of Rule
+        The release's edit rules: the conditional ones whose consequent is linear over the
+        numeric keys bind the groups, as in memory
+        (:func:`~sdcflow.tasks.edits.group_conditions`).
 
     Returns
     -------
     StreamedMask
     """
-    reason = streamed_path(spec, keys)
+    reason = streamed_path(spec, keys, rules)
     if reason is not None:
         raise ValueError(f"this release cannot take the streamed mask: {reason}")
     params = spec.method
@@ -321,7 +339,9 @@ def mask_streamed(
     parts.mkdir(exist_ok=True)
     levels = strata.levels if strata else []
     rank = strata.rank if strata else np.zeros(0, np.int64)
-    units = file_rule_units(warehouse, source, run_id, numeric, constraints)
+    conditional = group_conditions(spec, rules, constraints, [k.name for k in numeric])
+    units = file_rule_units(warehouse, source, run_id, numeric, constraints, conditional)
+    tolerances = {rule.name: rule.tolerance for rule in rules}
     calls = [
         (
             str(p.path),
@@ -333,6 +353,8 @@ def mask_streamed(
             constraints,
             rank,
             units,
+            conditional,
+            tolerances,
         )
         for p in pieces
     ]
@@ -405,11 +427,14 @@ def mask_streamed_step(
     rng: np.random.Generator,
     constraints: LinearConstraints | None = None,
     source: str = "raw",
+    rules: Sequence[Rule] = (),
 ) -> StreamedMask:
     """:func:`mask_streamed` as the flow's mask step (a Prefect task run, ``mask-streamed``);
     under ``runner: dask`` call it inside :func:`~sdcflow.tasks.scale.scaled_out`, so that
     the pieces are task runs on the cluster."""
-    done = mask_streamed(spec, warehouse, run_id, keys, folder, rng, constraints, source)
+    done = mask_streamed(
+        spec, warehouse, run_id, keys, folder, rng, constraints, source, rules=rules
+    )
     pieces = done.details["streamed"]
     get_run_logger().info(
         "masked %d pieces (largest %d records) with %s into %s",
@@ -455,8 +480,17 @@ def _details(
             }
     elif gaps:
         details["strategy"] = partial_strategy(params.cell_size)
+        details["missing_numbers"] = partial_strategy(params.cell_size)
     if gaps and constraints is not None and not constraints.is_empty:
         details["groups_moved_onto_edit_rules"] = constraints_moved
+    blanked = np.sum([f["numbers_blanked"] for f in figures], axis=0, dtype=np.int64)
+    if blanked.any():  # as mask_keys' blanked_numbers
+        details["numeric_values_blanked"] = {
+            k.name: int(v) for k, v in zip(numeric, blanked, strict=True)
+        }
+    kept = [f["groups_moved_onto_conditional_rules"] for f in figures if _KEPT in f]
+    if kept:
+        details[_KEPT] = sum(kept)
     decimals = [k.decimals for k in numeric]
     if any(d is not None for d in decimals):
         details["precision"] = {

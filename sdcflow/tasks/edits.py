@@ -97,32 +97,46 @@ def group_conditions(
     for rule, rows in conditional_consequents(spec, rules, columns):
         assert isinstance(rule.node, Conditional)
         if set(rule.node.condition.columns) <= allowed:
-            out.append((_sql_condition(condition_sql(rule)), rows))
+            out.append((SqlCondition(condition_sql(rule)), rows))
     return out
 
 
-def _sql_condition(sql: str) -> Condition:
-    """``sql`` (a boolean over named columns) as a function of column -> values (c,), True
-    where it holds; a NaN is NULL (DuckDB orders NaN above every number), so a condition on
-    a missing value is undetermined, not true."""
+class SqlCondition:
+    """A condition ``C`` of ``if C then D`` as DuckDB's SQL, a function of column -> values
+    (c,) giving (c,) bool, True where it holds; a NaN is NULL (DuckDB orders NaN above every
+    number), so a condition on a missing value is undetermined, not true.
 
-    # one in-memory connection per condition: opening one costs far more than a query on
-    # it, and the condition is read per pattern of gaps and per round
-    con = duckdb.connect()
+    Pickled as its text alone, so that a piece of the streamed mask on a Dask worker reads
+    the condition the flow's process found; each process opens its own in-memory connection
+    on the first call (opening one costs far more than a query on it, and the condition is
+    read per pattern of gaps and per round)."""
 
-    def holds(values: Mapping[str, np.ndarray]) -> np.ndarray:
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+        self._con: duckdb.DuckDBPyConnection | None = None
+
+    def __getstate__(self) -> dict[str, str]:
+        return {"sql": self.sql}
+
+    def __setstate__(self, state: dict[str, str]) -> None:
+        self.__init__(state["sql"])  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"SqlCondition({self.sql!r})"
+
+    def __call__(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        if self._con is None:
+            self._con = duckdb.connect()
         columns = {
             c: pa.array(np.asarray(v, dtype=np.float64), from_pandas=True)
             for c, v in values.items()
         }
         n = len(next(iter(columns.values()))) if columns else 0
-        con.register("sdc_groups", pa.table({**columns, "__sdc_i": pa.array(np.arange(n))}))
-        got = con.sql(
-            f"SELECT coalesce({sql}, false) AS c FROM sdc_groups ORDER BY __sdc_i"
+        self._con.register("sdc_groups", pa.table({**columns, "__sdc_i": pa.array(np.arange(n))}))
+        got = self._con.sql(
+            f"SELECT coalesce({self.sql}, false) AS c FROM sdc_groups ORDER BY __sdc_i"
         ).fetchnumpy()["c"]
         return np.asarray(got, dtype=bool)
-
-    return holds
 
 
 def needs_repair(spec: ReleaseSpec, constraints: LinearConstraints) -> bool:

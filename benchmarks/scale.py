@@ -14,7 +14,9 @@ spec: ``mdav`` with ``k`` and ``cell_size`` (``constrained_fuzzy``: ``guarantee:
 ``cell_size`` / ``restarts`` when given; ``--runner dask`` needs ``--cell-size`` for it),
 one edit rule (``x0 >= -1000``, true of every record, so that the validation step runs on
 every record; ``--repair``: ``x0 >= -1`` under ``on_violation: repair``, which moves the
-sixth of the records that break it before the mask), gates ``k_anonymity: k`` and
+sixth of the records that break it before the mask; ``--census --conditional``: also
+``if x1 <= -1 then x0 <= 1``, which the file is made to keep and a group mean can break),
+gates ``k_anonymity: k`` and
 ``max_information_loss: 100``. ``--missing P``
 (mdav): each value is missing (a null) with probability P, the spec declares
 ``missing_values: ['']``, and the cells are grouped by MDAV-generic with partial distances;
@@ -118,7 +120,20 @@ CENSUS_MISSING = 0.01  # each numeric key value missing with this probability
 CENSUS_MISSING_CATEGORICAL = 0.002  # each categorical key value missing
 
 
-def make_census(folder: Path, n: int, d: int, seed: int) -> tuple[Path, np.ndarray]:
+#: --conditional: the rule the file keeps and group means can break
+CONDITIONAL_RULE = "if x1 <= -1 then x0 <= 1"
+
+
+def keep_conditional(X: np.ndarray) -> None:
+    """``X`` (n, d) made to keep :data:`CONDITIONAL_RULE`, in place: x0 at most 1 where x1 is
+    at most -1 (a missing value stays missing)."""
+    hold = X[:, 1] <= -1
+    X[hold, 0] = np.minimum(X[hold, 0], 1.0)
+
+
+def make_census(
+    folder: Path, n: int, d: int, seed: int, conditional: bool = False
+) -> tuple[Path, np.ndarray]:
     """A census-like file: ``d`` standard-normal numeric keys ``x0..`` (each value missing
     with probability ``CENSUS_MISSING``), three categorical keys (``CENSUS_CATEGORICAL``,
     uniform levels ``<name>_<j>``, each missing with probability
@@ -128,6 +143,8 @@ def make_census(folder: Path, n: int, d: int, seed: int) -> tuple[Path, np.ndarr
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
     X[rng.random((n, d)) < CENSUS_MISSING] = np.nan
+    if conditional:
+        keep_conditional(X)
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(d)])
     for name, levels in CENSUS_CATEGORICAL:
         codes = rng.integers(0, levels, n)
@@ -159,7 +176,8 @@ def write_spec(folder: Path, args: argparse.Namespace, name: str) -> Path:
         # the rule holds on every record, so that the validation reads every record;
         # --repair: `x0 >= -1` breaks on a sixth of the records, which the repair moves
         "on_violation": "repair" if args.repair else "fail",
-        "edits": ["x0 >= -1" if args.repair else "x0 >= -1000"],
+        "edits": ["x0 >= -1" if args.repair else "x0 >= -1000"]
+        + ([CONDITIONAL_RULE] if args.conditional else []),
         "method": method,
         "checks": {"k_anonymity": args.k, "max_information_loss": 100},
         **({"missing_values": [""]} if args.missing or args.census else {}),
@@ -376,6 +394,13 @@ def run_release(spec: Path, workers: int | None, extra_env: dict[str, str] | Non
             "against_repaired_records"
         ),
         "repaired_records": (manifest.get("edit_rules") or {}).get("repaired_records"),
+        # groups moved onto the rules as they are set (strata with missing numbers, the
+        # conditional rule's consequent among them), and groups of complete records redone
+        # on a conditional rule after rounding
+        "groups_moved": {
+            what: (manifest.get("method_details") or {}).get(f"groups_moved_onto_{what}")
+            for what in ("edit_rules", "conditional_rules")
+        },
         "path": (manifest.get("method_details") or {}).get("path", "in memory"),
         "k": checks.get("k_anonymity"),
         "stderr_tail": err[-1500:] if proc.returncode else "",
@@ -495,6 +520,12 @@ def main(argv: list[str] | None = None) -> int:
         "break (the repair runs before the mask, in ranges on the streamed path)",
     )
     p.add_argument(
+        "--conditional",
+        action="store_true",
+        help=f"--census: also the conditional rule `{CONDITIONAL_RULE}`, which the file keeps "
+        "and a group mean can break (those groups are redone on the rule)",
+    )
+    p.add_argument(
         "--worker-memory",
         metavar="BYTES",
         help="dask: {memory_limit: ...} of each embedded worker, e.g. 3GB",
@@ -522,8 +553,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cells_in_duckdb:
             return cells_in_duckdb(args, work)
+        if args.conditional and not args.census:
+            p.error("--conditional needs --census")
         if args.census:
-            _, X = make_census(work, args.n, args.d, args.seed)
+            _, X = make_census(work, args.n, args.d, args.seed, args.conditional)
         else:
             _, X = make_data(work, args.n, args.d, args.seed, args.missing)
         load_before = Path("/proc/loadavg").read_text().split()[:3]
@@ -779,7 +812,13 @@ def report(result: dict) -> None:
         steps = ", ".join(f"{k} {v:.1f}" for k, v in run["steps"].items())
         print(
             f"{run['runner']} workers={run['workers']}: {run['status']} (exit "
-            f"{run['exit_code']}), IL {run['il']}, k {run['k']}; {run['cpu_seconds']} CPU s, "
+            f"{run['exit_code']}), {run['path']} path, IL {run['il']}, k {run['k']}"
+            + "".join(
+                f", groups moved onto the {what.replace('_', ' ')} {n}"
+                for what, n in run["groups_moved"].items()
+                if n is not None
+            )
+            + f"; {run['cpu_seconds']} CPU s, "
             f"{run['cores_busy']} cores busy on average (CPU s by process: "
             f"{run['cpu_seconds_by_role']}); steps (s): {steps}"
         )

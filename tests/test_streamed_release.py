@@ -121,6 +121,10 @@ def test_the_streamed_path_publishes_the_bytes_of_the_in_memory_path(
         assert memory["method_details"]["numeric_values_blanked"] == on_disk
         report = next((tmp_path / "reports-stream").rglob("report.html")).read_text()
         assert f"blanks {sum(on_disk.values())} values the file has" in report
+        said = f"the release blanked {sum(on_disk.values())} values the file has"
+        for manifest in (stream, memory):  # beside the IL figure, in the printed table too
+            (il_gate,) = [c for c in manifest["checks"] if c["check"] == "max_information_loss"]
+            assert said in il_gate["note"]
 
 
 def test_a_streamed_release_with_categorical_keys_holds_k_over_every_key(

@@ -236,10 +236,10 @@ def run_gates(
             continue
         figure = float(figures[key] if figures and key in figures else gate.compute(ctx))
         passed = gate.passes(figure, float(threshold))
-        note = notes.get(key, "")
+        said = [notes.get(key, ""), gate.reading(ctx) if gate.reading is not None else ""]
         if not passed and gate.remedy is not None:
-            remedy = gate.remedy(ctx)
-            note = f"{note}; {remedy}" if note else remedy
+            said.append(gate.remedy(ctx))
+        note = "; ".join(part for part in said if part)
         outcomes.append(
             GateOutcome(
                 key,

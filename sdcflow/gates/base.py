@@ -187,6 +187,8 @@ class Gate:
         gets this gate at (None: only when asked).
     remedy : what to change in the spec when the gate fails, one clause the outcome's note
         carries, from the release's context (None: the figure and threshold say it).
+    reading : what a reader needs beside the figure, pass or fail, one clause the outcome's
+        note carries ("" when nothing): what the figure leaves out of this release.
     """
 
     key: str
@@ -206,6 +208,7 @@ class Gate:
     on_groups: bool = False
     with_group_means: float | None = None
     remedy: Callable[[GateContext], str] | None = None
+    reading: Callable[[GateContext], str] | None = None
 
     def passes(self, figure: float, threshold: float) -> bool:
         if not np.isfinite(figure):

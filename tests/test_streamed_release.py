@@ -253,3 +253,54 @@ def test_groups_keep_a_conditional_rule_on_the_streamed_path_as_in_memory(
     published = pd.read_parquet(tmp_path / "published-stream" / "census" / "data.parquet")
     small = published["employees"] <= 1
     assert (published.loc[small, "wages"].dropna() <= 50).all()
+
+
+def test_groups_of_strata_released_alike_are_counted_apart_on_both_paths(
+    tmp_path, prefect_api, monkeypatch
+):
+    """Three strata, each one group of five firms whose rounded mean (1.4 -> 1 employee,
+    72 wages) breaks ``if employees <= 1 then wages <= 50``: three groups moved. In memory
+    the groups were told apart by their values alone and counted once."""
+    rng = np.random.default_rng(0)
+    staff = rng.integers(2, 30, 60)
+    frame = pd.DataFrame(
+        {"employees": staff, "wages": staff * 40 + rng.integers(0, 50, 60), "region": "A"}
+    )
+    small = pd.DataFrame(
+        {
+            "employees": [1, 1, 1, 1, 3] * 3,
+            "wages": [40, 40, 40, 40, 200] * 3,
+            "region": np.repeat(["Z0", "Z1", "Z2"], 5),
+        }
+    )
+    frame = pd.concat([frame, small], ignore_index=True)
+    frame.insert(0, "id", np.arange(len(frame)))
+    frame.to_parquet(tmp_path / "data.parquet", index=False)
+    masked: dict = {
+        "quasi_identifiers": ["employees", "wages", "region"],
+        "edits": ["wages >= 0", "if employees <= 1 then wages <= 50"],
+        "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
+        "accept": {"looser_checks": ["max_p_dominated_groups"]},
+    }
+    _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, True, masked)
+    kept = "groups_moved_onto_conditional_rules"
+    for name in ("memory", "stream"):
+        assert _manifest(tmp_path, name)["method_details"][kept] == 3
+
+
+def test_moves_onto_conditional_rules_alone_are_counted(tmp_path, prefect_api, monkeypatch):
+    """Strata with missing numbers and conditional rules only: the groups their consequents
+    moved were counted nowhere (the count asked for a plain linear rule)."""
+    _staff_file(tmp_path, 1500, missing=0.02)
+    masked: dict = {
+        "quasi_identifiers": ["employees", "wages", "other", "sex", "region"],
+        "edits": ["if employees <= 1 then wages <= 50"],
+        "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
+        "accept": {"looser_checks": ["max_p_dominated_groups"]},
+    }
+    _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, True, masked)
+    moved = [
+        _manifest(tmp_path, name)["method_details"]["groups_moved_onto_edit_rules"]
+        for name in ("memory", "stream")
+    ]
+    assert moved[0] == moved[1] > 0

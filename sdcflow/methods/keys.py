@@ -206,6 +206,9 @@ class EncodedRelease:
     final_columns : tuple of str
     final_derived : tuple of str
         Among ``final_columns``, those solved from the equalities.
+    strata : ndarray of shape (n,) int, or None
+        Each record's stratum (the categorical keys' classes the numeric keys were masked
+        within), when there are strata.
     """
 
     numeric: np.ndarray
@@ -215,6 +218,7 @@ class EncodedRelease:
     final_rows: np.ndarray | None = None
     final_columns: tuple[str, ...] = ()
     final_derived: tuple[str, ...] = ()
+    strata: np.ndarray | None = None
 
 
 MaskKeysFn = Callable[[EncodedKeys, Any, np.random.Generator, SuppressionSettings], EncodedRelease]

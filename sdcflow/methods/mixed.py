@@ -174,9 +174,14 @@ def _one_row_per_group(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
     return one_row_per_group(labels, values, empty)[0]
 
 
-def _moved(moved: int, constraints: LinearConstraints | None) -> dict[str, int]:
-    """The details' count of groups moved onto the rules, when there are rules."""
-    has_rules = constraints is not None and not constraints.is_empty
+def _moved(
+    moved: int,
+    constraints: LinearConstraints | None,
+    conditional: Sequence[tuple[Condition, LinearConstraints]] = (),
+) -> dict[str, int]:
+    """The details' count of groups moved onto the rules (a conditional rule's consequent
+    among them), when there are rules."""
+    has_rules = bool(conditional) or (constraints is not None and not constraints.is_empty)
     return {"groups_moved_onto_edit_rules": moved} if has_rules else {}
 
 
@@ -301,7 +306,7 @@ def _strata(
     }
     if gaps:  # how those strata were grouped: not by the spec's method
         details["missing_numbers"] = _partial_strategy(getattr(params, "cell_size", None))
-        details.update(_moved(moved, constraints))
+        details.update(_moved(moved, constraints, conditional))
     dominance = combined_dominance_details(part_details)
     if dominance is not None:  # counts over the strata, each repaired inside
         details["dominance"] = dominance
@@ -320,6 +325,7 @@ def _strata(
         final_rows=final,
         final_columns=tuple(sorted(final_columns)),
         final_derived=tuple(sorted(final_derived)),
+        strata=labels,
     )
 
 
@@ -383,7 +389,12 @@ def _conditions_kept(
     bad = breaking_conditions(rel.numeric[rows], names, conditional, tolerances)
     if not bad.any():
         return None
-    _, labels = np.unique(unrounded[rows], axis=0, return_inverse=True)
+    # a group: the records of one stratum released with the same values before rounding
+    # (groups of two strata released alike are moved alike, and counted apart)
+    together = unrounded[rows]
+    if rel.strata is not None:
+        together = np.column_stack([together, rel.strata[rows]])
+    _, labels = np.unique(together, axis=0, return_inverse=True)
     labels = labels.ravel()
     inside = np.isin(labels, labels[bad])
     redo = rows[inside]
@@ -656,7 +667,7 @@ def mask_keys(
                 details={
                     "strategy": _partial_strategy(cell_size),
                     "missing_numbers": _partial_strategy(cell_size),
-                    **_moved(done.moved, constraints),
+                    **_moved(done.moved, constraints, conditional),
                     **loss_without_bound(enc.numeric, done.values, _NO_BOUND_WITH_GAPS),
                 },
                 final_rows=np.ones(enc.n, dtype=bool),

@@ -382,7 +382,9 @@ def mask_streamed(
         table = load_masked(warehouse, source, run_id, parts, how, copied)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
-    details = _details(params, constraints, numeric, categorical, pieces, figures, strata, bound)
+    details = _details(
+        params, constraints, numeric, categorical, pieces, figures, strata, bound, bool(conditional)
+    )
     details.update(_loss(warehouse, run_id, numeric, source))
     dtypes = {n: "Int64" if h == "bigint" else "float64" for n, h in how if n in at}
     dtypes.update(_released_dtypes(warehouse, run_id, categorical, copied, source))
@@ -455,8 +457,10 @@ def _details(
     figures: Sequence[dict[str, Any]],
     strata: _Strata | None,
     bound: int,
+    conditional: bool = False,
 ) -> dict[str, Any]:
-    """The details ``mask_keys`` gives, from the pieces' counts."""
+    """The details ``mask_keys`` gives, from the pieces' counts; ``conditional``: whether
+    conditional rules bind the groups (their moves are counted with the rules')."""
     constraints_moved = sum(f["groups_moved_onto_edit_rules"] for f in figures)
     gaps = {p.stratum for p, f in zip(pieces, figures, strict=True) if f["missing_numbers"]}
     details: dict[str, Any] = {}
@@ -481,7 +485,7 @@ def _details(
     elif gaps:
         details["strategy"] = partial_strategy(params.cell_size)
         details["missing_numbers"] = partial_strategy(params.cell_size)
-    if gaps and constraints is not None and not constraints.is_empty:
+    if gaps and (conditional or (constraints is not None and not constraints.is_empty)):
         details["groups_moved_onto_edit_rules"] = constraints_moved
     blanked = np.sum([f["numbers_blanked"] for f in figures], axis=0, dtype=np.int64)
     if blanked.any():  # as mask_keys' blanked_numbers

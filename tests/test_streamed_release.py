@@ -79,6 +79,18 @@ def _assert_both_paths_publish_the_same_bytes(
         assert (folder / "published-stream" / "census" / name).read_bytes() == memory
 
 
+def _rules_release(keys: list[str], edits: list[str]) -> dict:
+    """The spec's fields of a release of magnitudes about its edit rules: the dominated
+    groups the p % rule would count are accepted (a threshold no release reaches, under
+    ``accept: looser_checks``), as an office that judges the keys no contributions would."""
+    return {
+        "quasi_identifiers": keys,
+        "edits": edits,
+        "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
+        "accept": {"looser_checks": ["max_p_dominated_groups"]},
+    }
+
+
 # ps (complete records only) projects on the keys' principal axis, whose last bits follow
 # the keys' memory layout: the piece read its keys column by column and published other
 # groups than memory did
@@ -192,12 +204,7 @@ def test_strata_with_missing_numbers_move_onto_the_rules_in_the_files_units(
     whole file's standardized units, as in memory, not in the stratum's own (773 of 1,500
     records were released otherwise)."""
     _sums_file(tmp_path, 1500)
-    masked: dict = {
-        "quasi_identifiers": ["a", "b", "total", "sex", "region"],
-        "edits": ["total == a + b"],
-        "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
-        "accept": {"looser_checks": ["max_p_dominated_groups"]},
-    }
+    masked = _rules_release(["a", "b", "total", "sex", "region"], ["total == a + b"])
     _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, True, masked)
     details = _manifest(tmp_path, "stream")["method_details"]
     assert details["path"] == "streamed" and details["streamed"]["pieces"] == 6
@@ -237,12 +244,7 @@ def test_groups_keep_a_conditional_rule_on_the_streamed_path_as_in_memory(
     every piece, in the whole file's units: the bytes the in-memory path publishes."""
     _staff_file(tmp_path, 1500, missing=missing)
     keys = ["employees", "wages", "other", *(["sex", "region"] if categorical else [])]
-    masked: dict = {
-        "quasi_identifiers": keys,
-        "edits": ["wages >= 0", "if employees <= 1 then wages <= 50"],
-        "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
-        "accept": {"looser_checks": ["max_p_dominated_groups"]},
-    }
+    masked = _rules_release(keys, ["wages >= 0", "if employees <= 1 then wages <= 50"])
     _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, categorical, masked)
     stream, memory = _manifest(tmp_path, "stream"), _manifest(tmp_path, "memory")
     assert stream["method_details"]["path"] == "streamed"
@@ -276,12 +278,9 @@ def test_groups_of_strata_released_alike_are_counted_apart_on_both_paths(
     frame = pd.concat([frame, small], ignore_index=True)
     frame.insert(0, "id", np.arange(len(frame)))
     frame.to_parquet(tmp_path / "data.parquet", index=False)
-    masked: dict = {
-        "quasi_identifiers": ["employees", "wages", "region"],
-        "edits": ["wages >= 0", "if employees <= 1 then wages <= 50"],
-        "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
-        "accept": {"looser_checks": ["max_p_dominated_groups"]},
-    }
+    masked = _rules_release(
+        ["employees", "wages", "region"], ["wages >= 0", "if employees <= 1 then wages <= 50"]
+    )
     _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, True, masked)
     kept = "groups_moved_onto_conditional_rules"
     for name in ("memory", "stream"):
@@ -292,12 +291,9 @@ def test_moves_onto_conditional_rules_alone_are_counted(tmp_path, prefect_api, m
     """Strata with missing numbers and conditional rules only: the groups their consequents
     moved were counted nowhere (the count asked for a plain linear rule)."""
     _staff_file(tmp_path, 1500, missing=0.02)
-    masked: dict = {
-        "quasi_identifiers": ["employees", "wages", "other", "sex", "region"],
-        "edits": ["if employees <= 1 then wages <= 50"],
-        "checks": {"k_anonymity": 5, "max_information_loss": 100, "max_p_dominated_groups": 5000},
-        "accept": {"looser_checks": ["max_p_dominated_groups"]},
-    }
+    masked = _rules_release(
+        ["employees", "wages", "other", "sex", "region"], ["if employees <= 1 then wages <= 50"]
+    )
     _assert_both_paths_publish_the_same_bytes(tmp_path, monkeypatch, True, masked)
     moved = [
         _manifest(tmp_path, name)["method_details"]["groups_moved_onto_edit_rules"]

@@ -19,8 +19,9 @@ stratum holds fewer than k values of is released blank in that stratum; the info
 loss's lower bound needs the whole file and is not computed. The linear edit rules, and the
 consequents of conditional ones, move a group in the whole file's units, as in memory: the
 caller gives them (``file_units``, from the warehouse), else the piece's own are taken. The
-groups a conditional rule redoes in memory are those with identical values before rounding;
-such groups are moved alike wherever they lie, so a piece redoes its own.
+groups a conditional rule redoes are the records of one stratum released alike before
+rounding (``mask_keys``), so a piece redoes its own (groups of two cuts of one stratum
+released alike are moved alike and counted once per cut).
 """
 
 from __future__ import annotations

@@ -244,6 +244,29 @@ def test_a_signal_during_a_duckdb_query_counts_as_an_interruption():
     assert is_interrupted(RuntimeError("Query interrupted"))
 
 
+def test_a_signal_while_pydantic_serializes_is_an_interruption():
+    # a SIGINT or SIGTERM while Prefect serialized a model surfaced as pydantic's
+    # PydanticSerializationError, without a cause: the run exited 3 ("run failed") where it
+    # was interrupted (130)
+    from pydantic import BaseModel, model_serializer
+
+    class Inner(BaseModel):
+        x: int = 1
+
+        @model_serializer(mode="wrap")
+        def _ser_model(self, handler):
+            raise KeyboardInterrupt
+
+    class Outer(BaseModel):
+        inner: Inner
+
+    with pytest.raises(Exception) as e:
+        Outer(inner=Inner()).model_dump_json()
+    assert type(e.value).__name__ == "PydanticSerializationError"
+    assert is_interrupted(e.value) and not is_transient(e.value)
+    assert not is_interrupted(ValueError("KeyboardInterrupt"))  # the name alone is no signal
+
+
 @pytest.mark.flow
 def test_ingest_retries_a_transient_error_and_never_bad_input(tmp_path, prefect_api, monkeypatch):
     from prefect import flow

@@ -54,9 +54,10 @@ def is_transient(error: BaseException) -> bool:
 def is_interrupted(error: BaseException | None) -> bool:
     """Whether ``error`` is (or was caused by) a signal: ``KeyboardInterrupt`` (``SIGINT``, or
     ``SIGTERM`` as the command line raises it), or what DuckDB makes of one that arrives
-    while a query runs. DuckDB swallows the ``KeyboardInterrupt`` its query raised and raises
-    ``RuntimeError('Query interrupted')`` instead, which would otherwise read as an unexpected
-    error (exit 3, the run ``failed``) instead of an interruption (exit 130, ``interrupted``).
+    while a query runs, or pydantic of one while a model is serialized. DuckDB swallows the
+    ``KeyboardInterrupt`` its query raised and raises ``RuntimeError('Query interrupted')``
+    instead, which would otherwise read as an unexpected error (exit 3, the run ``failed``)
+    instead of an interruption (exit 130, ``interrupted``).
     """
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
@@ -64,6 +65,13 @@ def is_interrupted(error: BaseException | None) -> bool:
         if isinstance(error, (KeyboardInterrupt, duckdb.InterruptException)):
             return True
         if type(error) is RuntimeError and str(error).startswith("Query interrupted"):
+            return True
+        # pydantic wraps what a serializer raised -- a signal's KeyboardInterrupt while
+        # Prefect serializes its models too -- in its own error, without a cause; the
+        # error's text names it
+        if type(error).__name__ == "PydanticSerializationError" and (
+            "KeyboardInterrupt" in str(error)
+        ):
             return True
         error = error.__cause__ or error.__context__
     return False

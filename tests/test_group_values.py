@@ -467,6 +467,24 @@ def test_a_condition_travels_to_a_worker_as_its_sql():
     assert copy.sql == holds.sql and copy(values).tolist() == [False, True, False]
 
 
+def test_a_condition_called_from_several_threads_reads_each_calls_values():
+    # the connection's registered table is the call's: threads sharing one condition read
+    # each other's values (almost every call wrong with four threads)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sdcflow.tasks.edits import SqlCondition
+
+    holds = SqlCondition('("x" > 0.0)')
+
+    def wrong(seed: int) -> int:
+        rng = np.random.default_rng(seed)
+        xs = [rng.standard_normal(rng.integers(1, 50)) for _ in range(200)]
+        return sum(not np.array_equal(holds({"x": x}), x > 0) for x in xs)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(wrong, range(4))) == [0, 0, 0, 0]
+
+
 def _survey_with_gaps(tmp_path, share: float = 0.05, rows: int = 800, floats: bool = False):
     """The survey's first ``rows`` records, each key missing with probability ``share``;
     with ``floats`` the money columns have halves (read as DOUBLE: no rounding step)."""

@@ -141,13 +141,8 @@ class _Figures:
         warehouse: Warehouse,
         run_id: str,
         point_columns: Sequence[str],
-        source: str = "raw",
     ) -> None:
-        """``source``: the records masked, ``raw`` or, after a repair, ``edited`` (the
-        in-memory gates' ``original``; the IL gate and the report read ``raw``, the
-        records as ingested)."""
         self.spec, self.warehouse, self.run_id = spec, warehouse, run_id
-        self.source = source
         self.keys = list(spec.quasi_identifiers)
         self.numeric = list(point_columns or [])
         self._cache: dict[str, Any] = {}
@@ -275,7 +270,7 @@ def check_streamed(
     -- a repair changed a value of the records masked, ``source`` ``edited`` -- against
     the repaired ones; no per-record risk: the report draws its distribution from the class
     sizes). Raises ``ValueError`` for a gate :func:`aggregate_gates` refuses."""
-    agg = _Figures(spec, warehouse, run_id, point_columns or [], source)
+    agg = _Figures(spec, warehouse, run_id, point_columns or [])
     ctx = _thin_context(
         spec, agg.numeric, agg.minima(), edit_violations, unchecked_rules, method_details
     )

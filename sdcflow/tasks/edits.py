@@ -13,6 +13,7 @@ by the preflight, :mod:`sdcflow.preflight.plan`).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -109,11 +110,14 @@ class SqlCondition:
     Pickled as its text alone, so that a piece of the streamed mask on a Dask worker reads
     the condition the flow's process found; each process opens its own in-memory connection
     on the first call (opening one costs far more than a query on it, and the condition is
-    read per pattern of gaps and per round)."""
+    read per pattern of gaps and per round). One call at a time: the connection's
+    registered table is the call's, and threads sharing the condition would read each
+    other's."""
 
     def __init__(self, sql: str) -> None:
         self.sql = sql
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, str]:
         return {"sql": self.sql}
@@ -125,17 +129,19 @@ class SqlCondition:
         return f"SqlCondition({self.sql!r})"
 
     def __call__(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
-        if self._con is None:
-            self._con = duckdb.connect()
         columns = {
             c: pa.array(np.asarray(v, dtype=np.float64), from_pandas=True)
             for c, v in values.items()
         }
         n = len(next(iter(columns.values()))) if columns else 0
-        self._con.register("sdc_groups", pa.table({**columns, "__sdc_i": pa.array(np.arange(n))}))
-        got = self._con.sql(
-            f"SELECT coalesce({self.sql}, false) AS c FROM sdc_groups ORDER BY __sdc_i"
-        ).fetchnumpy()["c"]
+        table = pa.table({**columns, "__sdc_i": pa.array(np.arange(n))})
+        with self._lock:
+            if self._con is None:
+                self._con = duckdb.connect()
+            self._con.register("sdc_groups", table)
+            got = self._con.sql(
+                f"SELECT coalesce({self.sql}, false) AS c FROM sdc_groups ORDER BY __sdc_i"
+            ).fetchnumpy()["c"]
         return np.asarray(got, dtype=bool)
 
 
